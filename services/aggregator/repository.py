@@ -1,0 +1,120 @@
+"""The only writer of results: runs and their metrics, idempotent by run id."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from shared.db.models import Metric, Run
+
+
+class RunNotFound(LookupError):
+    """No run (or more than one) matches the id or prefix given."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: str
+    model_name: str
+    model_version: str
+    framework: str
+    framework_version: str
+    scenario: str
+    mode: str
+    batch_size: int
+    dataset: str
+    validity: str
+    samples_per_second: float | None
+    manifest: dict[str, Any]
+    settings: dict[str, Any]
+    environment: dict[str, Any]
+    report: dict[str, Any]
+    log_prefix: str
+    preprocess_reused: bool = False
+    evaluation_id: str | None = None
+
+
+def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """The figures of a report as (name, value, unit) rows; NaN figures are left out."""
+    rows: list[tuple[str, float, str]] = []
+    perf = report.get("performance")
+    if perf:
+        rows.append(("samples_per_second", perf["samples_per_second"], "samples/s"))
+        rows.append(("qps", perf["qps"], "queries/s"))
+        latency = perf["latency"]
+        rows.append(("latency_min", latency["min_ns"] / 1e6, "ms"))
+        rows.append(("latency_mean", latency["mean_ns"] / 1e6, "ms"))
+        rows.append(("latency_max", latency["max_ns"] / 1e6, "ms"))
+        for key, value in latency["percentiles_ns"].items():
+            rows.append((f"latency_{key}", value / 1e6, "ms"))
+        rows.append(("valid", 1.0 if perf["validity"]["result"] == "VALID" else 0.0, "bool"))
+    accuracy = report.get("accuracy")
+    if accuracy:
+        rows.append(("top1", accuracy["top1"], "%"))
+        if accuracy.get("top5") is not None:
+            rows.append(("top5", accuracy["top5"], "%"))
+    return [(n, float(v), u) for n, v, u in rows if v is not None and not math.isnan(float(v))]
+
+
+def save_run(session: Session, record: RunRecord) -> Run:
+    """Insert the run and its metrics; a second save of the same id changes nothing."""
+    existing = session.get(Run, record.id)
+    if existing is not None:
+        return existing
+    run = Run(
+        id=record.id,
+        evaluation_id=record.evaluation_id,
+        model_name=record.model_name,
+        model_version=record.model_version,
+        framework=record.framework,
+        framework_version=record.framework_version,
+        scenario=record.scenario,
+        mode=record.mode,
+        batch_size=record.batch_size,
+        dataset=record.dataset,
+        validity=record.validity,
+        samples_per_second=record.samples_per_second,
+        preprocess_reused=record.preprocess_reused,
+        manifest=record.manifest,
+        settings=record.settings,
+        environment=record.environment,
+        report=record.report,
+        log_prefix=record.log_prefix,
+    )
+    run.metrics = [
+        Metric(name=name, value=value, unit=unit)
+        for name, value, unit in metrics_from_report(record.report)
+    ]
+    session.add(run)
+    session.flush()
+    return run
+
+
+def list_runs(
+    session: Session,
+    *,
+    model: str | None = None,
+    framework: str | None = None,
+    limit: int = 50,
+) -> list[Run]:
+    query = select(Run).order_by(Run.created_at.desc()).limit(limit)
+    if model:
+        query = query.where(Run.model_name == model)
+    if framework:
+        query = query.where(Run.framework == framework)
+    return list(session.scalars(query))
+
+
+def get_run(session: Session, ref: str) -> Run:
+    run = session.get(Run, ref)
+    if run is not None:
+        return run
+    matches = list(session.scalars(select(Run).where(Run.id.startswith(ref)).limit(2)))
+    if len(matches) != 1:
+        reason = "no run" if not matches else "more than one run"
+        raise RunNotFound(f"run: {reason} matches {ref!r}; `benchstack results` lists run ids")
+    return matches[0]

@@ -1,0 +1,97 @@
+"""`benchstack results` and `benchstack show RUN_ID`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.aggregator.repository import get_run, list_runs
+from services.cli.errors import user_errors
+from services.cli.render import print_report
+from shared.db.session import session_scope
+from shared.settings import get_settings
+
+console = Console(highlight=False)
+
+
+def results(
+    model: str | None = typer.Option(None, help="Only this model."),
+    framework: str | None = typer.Option(None, help="Only this framework."),
+    limit: int = typer.Option(50, min=1),
+    server: str | None = typer.Option(None, help="List from a benchstack API instead of the local database."),
+    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token for --server."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List stored runs, newest first."""
+    with user_errors():
+        if server:
+            from services.cli.remote import list_remote_results
+
+            rows = list_remote_results(server, token, model=model, framework=framework, limit=limit)
+        else:
+            with session_scope(get_settings().effective_database_url) as session:
+                rows = [
+                    {
+                        "run_id": r.id,
+                        "created_at": r.created_at.isoformat(timespec="seconds"),
+                        "model": f"{r.model_name}:{r.model_version}",
+                        "framework": f"{r.framework} {r.framework_version}",
+                        "scenario": r.scenario,
+                        "mode": r.mode,
+                        "batch_size": r.batch_size,
+                        "samples_per_second": r.samples_per_second,
+                        "p90_ms": next((m.value for m in r.metrics if m.name == "latency_p90"), None),
+                        "validity": r.validity,
+                    }
+                    for r in list_runs(session, model=model, framework=framework, limit=limit)
+                ]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table("run", "created", "model", "framework", "scenario", "batch", "samples/s", "p90 ms", "validity")
+    for row in rows:
+        sps = row.get("samples_per_second")
+        p90 = row.get("p90_ms")
+        table.add_row(
+            str(row["run_id"])[:8],
+            str(row.get("created_at", "")),
+            str(row["model"]),
+            str(row["framework"]),
+            f"{row['scenario']}/{row.get('mode', 'performance')}",
+            str(row["batch_size"]),
+            "-" if sps is None else f"{sps:.2f}",
+            "-" if p90 is None else f"{p90:.3f}",
+            "[green]VALID[/]" if row["validity"] == "VALID" else f"[red]{row['validity']}[/]",
+        )
+    console.print(table)
+
+
+def show(
+    run_id: str = typer.Argument(..., help="A run id or a unique prefix of one."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Print one stored run in full."""
+    with user_errors(), session_scope(get_settings().effective_database_url) as session:
+        run = get_run(session, run_id)
+        report = run.report
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+    else:
+        print_report(console, report)
+        env = report.get("environment", {})
+        cpu = env.get("cpu", {})
+        console.print(
+            f"environment: {cpu.get('model', '?')} ({cpu.get('logical_cores', '?')} cores), "
+            f"{env.get('memory_bytes', 0) / 2**30:.1f} GiB, {env.get('os', '?')}, "
+            f"Python {env.get('python', '?')}, benchstack {env.get('benchstack', '?')}, "
+            f"frameworks {env.get('frameworks', {})}, GPUs {[g.get('name') for g in env.get('gpus', [])] or 'none'}"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("results")(results)
+    app.command("show")(show)

@@ -1,0 +1,44 @@
+"""Turn expected failures into one-line messages and exit code 1, never a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from services.inference.backends.base import BackendError
+from services.preprocess.datasets import DatasetError
+from shared.manifest import ManifestError
+
+err_console = Console(stderr=True, highlight=False)
+
+
+def validation_lines(exc: ValidationError, prefix: str = "") -> list[str]:
+    lines = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"]) or prefix or "(input)"
+        if prefix and error["loc"]:
+            loc = f"{prefix}.{loc}"
+        lines.append(f"{loc}: {error['msg'].removeprefix('Value error, ')}")
+    return lines
+
+
+def fail(lines: list[str]) -> None:
+    for line in lines:
+        err_console.print(f"[bold red]error:[/] {line}", soft_wrap=True)
+    raise typer.Exit(code=1)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    try:
+        yield
+    except ManifestError as exc:
+        fail(str(exc).splitlines())
+    except ValidationError as exc:
+        fail(validation_lines(exc))
+    except (BackendError, DatasetError, ValueError, LookupError) as exc:
+        fail([str(exc).strip("'\"")])

@@ -1,0 +1,231 @@
+"""The embedded pipeline: preprocess -> inference -> aggregate in one process.
+
+It calls the same pure functions the distributed services call, against the embedded
+default (an SQLite file, a local folder as object store) or whatever the settings name.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from services.aggregator.repository import RunRecord, save_run
+from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.inference.loadgen.config import ScenarioConfig
+from services.inference.run import RunOutcome, execute_run
+from services.preprocess.datasets import Dataset, resolve_dataset
+from services.preprocess.pipeline import (
+    Prepared,
+    decode_tensors,
+    encode_tensors,
+    files_digest,
+    preprocess,
+    shard_key,
+)
+from shared.catalogue import resolve_model
+from shared.db.session import session_scope
+from shared.environment import capture_environment
+from shared.manifest import ModelManifest
+from shared.settings import Settings
+from shared.storage import ObjectStore, make_store
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    model: str
+    framework: str | None = None
+    scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
+    batch_size: int = 1
+    dataset: str = "synthetic"
+    samples: int | None = 64
+    seed: int = 0
+    backend_options: BackendOptions = field(default_factory=BackendOptions)
+    workers: int = 1
+
+
+@dataclass
+class Progress:
+    """Hooks a front end (the CLI's progress bars) can follow; all optional."""
+
+    on_stage: Callable[[str], None] = lambda stage: None
+    on_preprocess_start: Callable[[int], None] = lambda total: None
+    on_preprocess_advance: Callable[[int], None] = lambda n: None
+    on_run_start: Callable[[float], None] = lambda expected_s: None
+
+
+def load_or_preprocess(
+    store: ObjectStore,
+    dataset: Dataset,
+    manifest: ModelManifest,
+    progress: Progress,
+) -> tuple[Prepared, bool, str]:
+    """Prepared tensors for the dataset, from the content-addressed cache when present."""
+    spec = manifest.inputs[0]
+    samples = dataset.samples
+    key = shard_key([s.id for s in samples], spec, files_digest(samples))
+    meta_key = key.removesuffix(".npy") + ".labels.npy"
+    if store.exists(key) and store.exists(meta_key):
+        tensors = decode_tensors(store.get_bytes(key))
+        labels_arr = decode_tensors(store.get_bytes(meta_key))
+        labels: list[int | None] = [None if v < 0 else int(v) for v in labels_arr]
+        return Prepared(tensors=tensors, ids=[], labels=labels), True, key
+    progress.on_preprocess_start(len(samples))
+    prepared = preprocess(samples, spec, progress=progress.on_preprocess_advance)
+    if not prepared.errors:
+        # Only complete shards are cached: a partial one would hide the failing files.
+        store.put_bytes(key, encode_tensors(prepared.tensors))
+        label_values = np.asarray([-1 if v is None else v for v in prepared.labels], np.int64)
+        store.put_bytes(meta_key, encode_tensors(label_values))
+    return prepared, False, key
+
+
+def _framework_version(backend: Backend) -> str:
+    try:
+        return backend.version()
+    except Exception:
+        return "unknown"
+
+
+def run_bench(
+    request: BenchRequest, settings: Settings, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Benchmark one model; returns the stored report (also written to the database)."""
+    progress = progress or Progress()
+    run_id = str(uuid.uuid4())
+    manifest = resolve_model(request.model)
+    framework = request.framework or manifest.framework.name
+    store = make_store(settings)
+
+    progress.on_stage("loading model")
+    backend = create_backend(framework, request.backend_options)
+    backend.load(manifest)
+
+    progress.on_stage("preparing data")
+    dataset = resolve_dataset(
+        request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
+    )
+    prep_start = time.perf_counter()
+    prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
+    prep_seconds = time.perf_counter() - prep_start
+
+    progress.on_stage("running")
+    progress.on_run_start(request.scenario.effective_min_duration_s)
+    with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
+        outcome = execute_run(
+            manifest=manifest,
+            backend=backend,
+            scenario=request.scenario,
+            batch_size=request.batch_size,
+            log_dir=Path(tmp),
+            tensors=prepared.tensors,
+            labels=prepared.labels,
+            workers=request.workers,
+        )
+        log_prefix = f"runs/{run_id}/"
+        logs = {}
+        for name, path in outcome.log_files.items():
+            store.put_bytes(log_prefix + name, path.read_bytes())
+            logs[name] = store.describe(log_prefix + name)
+    backend.close()
+
+    progress.on_stage("storing")
+    report = build_report(
+        run_id=run_id,
+        request=request,
+        manifest=manifest,
+        framework=framework,
+        dataset=dataset,
+        prepared=prepared,
+        prep_seconds=prep_seconds,
+        reused=reused,
+        shard=shard,
+        outcome=outcome,
+        logs=logs,
+    )
+    environment = capture_environment()
+    report["environment"] = environment
+    with session_scope(settings.effective_database_url) as session:
+        save_run(
+            session,
+            RunRecord(
+                id=run_id,
+                model_name=manifest.name,
+                model_version=manifest.version,
+                framework=framework,
+                framework_version=outcome.backend_info.get("version", _framework_version(backend)),
+                scenario=request.scenario.scenario,
+                mode=request.scenario.mode,
+                batch_size=request.batch_size,
+                dataset=dataset.name,
+                validity=outcome.report.validity.result,
+                samples_per_second=outcome.report.samples_per_second,
+                manifest=manifest.to_dict(),
+                settings=report["settings"],
+                environment=environment,
+                report=report,
+                log_prefix=log_prefix,
+                preprocess_reused=reused,
+            ),
+        )
+    return report
+
+
+def build_report(
+    *,
+    run_id: str,
+    request: BenchRequest,
+    manifest: ModelManifest,
+    framework: str,
+    dataset: Dataset,
+    prepared: Prepared,
+    prep_seconds: float,
+    reused: bool,
+    shard: str,
+    outcome: RunOutcome,
+    logs: dict[str, str],
+) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "created_at": datetime.now(UTC).isoformat(),
+        "model": {"name": manifest.name, "version": manifest.version},
+        "framework": outcome.backend_info | {"name": framework},
+        "scenario": request.scenario.scenario,
+        "mode": request.scenario.mode,
+        "batch_size": request.batch_size,
+        "settings": {
+            "scenario": request.scenario.model_dump(mode="json"),
+            "batch_size": request.batch_size,
+            "dataset": request.dataset,
+            "samples": request.samples,
+            "seed": request.seed,
+            "workers": request.workers,
+            "framework": framework,
+            "backend_options": {
+                "device": request.backend_options.device,
+                "intra_op_threads": request.backend_options.intra_op_threads,
+                "inter_op_threads": request.backend_options.inter_op_threads,
+                "extra": request.backend_options.extra,
+            },
+        },
+        "dataset": {
+            "name": dataset.name,
+            "samples": len(prepared.tensors),
+            "failed": [str(e) for e in prepared.errors],
+        },
+        "preprocessing": {"seconds": prep_seconds, "reused": reused, "shard": shard},
+        "performance": outcome.report.to_dict(),
+        "accuracy": outcome.accuracy.to_dict() if outcome.accuracy else None,
+        "sut_latency": outcome.sut_latency.__dict__,
+        "warm_up": outcome.warm_up,
+        "failed_samples": outcome.failed_samples,
+        "errors": outcome.errors,
+        "logs": logs,
+    }

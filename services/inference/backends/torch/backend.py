@@ -1,0 +1,102 @@
+"""PyTorch backend: eager, TorchScript (traced) or torch.compile, on CPU or CUDA.
+
+Options (``BackendOptions.extra``): ``mode`` = eager | torchscript | compile.
+``torch.compile`` falls back to eager when it fails, and ``describe()`` says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from services.inference.backends.base import Backend, BackendError, BackendUnavailable
+from services.inference.backends.torch.architectures import build_architecture
+from shared.manifest import ModelManifest, verify_model_files
+
+MODES = ("eager", "torchscript", "compile")
+
+
+class TorchBackend(Backend):
+    name = "torch"
+
+    def version(self) -> str:
+        return str(torch.__version__)
+
+    def load(self, manifest: ModelManifest) -> None:
+        self.mode = str(self.options.extra.get("mode", "eager"))
+        if self.mode not in MODES:
+            raise BackendError(f"mode: {self.mode!r} is not accepted; accepted: {', '.join(MODES)}")
+        self.fallback_reason = ""
+        if self.options.device.startswith("cuda") and not torch.cuda.is_available():
+            raise BackendUnavailable("device: CUDA was asked for but torch sees no GPU")
+        self.device = torch.device(self.options.device)
+        if self.options.intra_op_threads:
+            torch.set_num_threads(self.options.intra_op_threads)
+        if self.options.inter_op_threads:
+            try:
+                torch.set_num_interop_threads(self.options.inter_op_threads)
+            except RuntimeError:
+                pass  # can only be set once per process; the recorded value tells the truth
+        verify_model_files(manifest)
+        model = self._read_model(manifest).to(self.device).eval()
+        self._dtype = getattr(torch, manifest.inputs[0].element_type)
+        self._example_shape = (1, *manifest.inputs[0].shape)
+        self.model = self._prepare(model)
+
+    def _read_model(self, manifest: ModelManifest) -> torch.nn.Module:
+        source = manifest.source
+        if source.file is not None:
+            assert source.file.path is not None
+            path = manifest.resolve_path(source.file.path)
+            # TorchScript archives hold no pickled Python objects: safe to load.
+            return torch.jit.load(str(path), map_location="cpu")
+        assert source.architecture is not None
+        model = build_architecture(source.architecture)
+        if source.weights is not None:
+            assert source.weights.path is not None
+            path = manifest.resolve_path(source.weights.path)
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            try:
+                model.load_state_dict(state)
+            except RuntimeError as exc:
+                raise BackendError(f"source.weights: do not fit {source.architecture}: {exc}") from exc
+        return model
+
+    def _prepare(self, model: torch.nn.Module) -> Any:
+        example = torch.zeros(self._example_shape, dtype=self._dtype, device=self.device)
+        if self.mode == "torchscript":
+            with torch.inference_mode():
+                return torch.jit.freeze(torch.jit.trace(model, example))
+        if self.mode == "compile":
+            try:
+                compiled = torch.compile(model)
+                with torch.inference_mode():
+                    compiled(example)
+                return compiled
+            except Exception as exc:  # torch.compile fails in many environment-specific ways
+                self.fallback_reason = f"torch.compile failed, ran eager: {type(exc).__name__}: {exc}"
+                return model
+        return model
+
+    def predict(self, batch: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            tensor = torch.from_numpy(batch).to(self.device, non_blocking=True)
+            out = self.model(tensor)
+            if isinstance(out, (tuple, list)):
+                out = out[0]
+            return out.float().cpu().numpy()
+
+    def describe(self) -> dict[str, Any]:
+        info = {
+            **super().describe(),
+            "mode": self.mode,
+            "intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": torch.get_num_interop_threads(),
+        }
+        if self.fallback_reason:
+            info["fallback"] = self.fallback_reason
+        if self.device.type == "cuda":
+            info["gpu"] = torch.cuda.get_device_name(self.device)
+        return info

@@ -1,0 +1,64 @@
+"""The query sample library: prepared tensors, loaded into RAM by LoadGen's (untimed) callback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+# Fetches the prepared tensors for some sample indices, in that order (e.g. from shards in
+# the object store); called only from LoadGen's load callback, outside the timed path.
+FetchSamples = Callable[[Sequence[int]], np.ndarray]
+
+
+class TensorQSL:
+    """Holds the loaded samples in one contiguous array so a batch is a single gather."""
+
+    def __init__(self, total_count: int, performance_count: int, fetch: FetchSamples) -> None:
+        if total_count < 1:
+            raise ValueError("dataset: no samples to run (every sample failed to load?)")
+        self.total_count = total_count
+        self.performance_count = min(performance_count, total_count)
+        self._fetch = fetch
+        self._staged: np.ndarray | None = None
+        self._row_of: np.ndarray = np.full(total_count, -1, dtype=np.int64)
+        self._handle: Any = None
+
+    @classmethod
+    def from_array(cls, tensors: np.ndarray, performance_count: int | None = None) -> TensorQSL:
+        count = len(tensors)
+        return cls(count, performance_count or count, lambda idx: tensors[np.asarray(idx)])
+
+    def load(self, indices: Sequence[int]) -> None:
+        self._staged = np.ascontiguousarray(self._fetch(indices))
+        self._row_of[:] = -1
+        self._row_of[np.asarray(indices, dtype=np.int64)] = np.arange(len(indices))
+
+    def unload(self, indices: Sequence[int]) -> None:
+        self._staged = None
+        self._row_of[:] = -1
+
+    def gather(self, indices: Sequence[int]) -> np.ndarray:
+        """A batch of loaded samples (a copy), in the order given."""
+        if self._staged is None:
+            raise RuntimeError("QSL: samples requested before LoadGen loaded them")
+        return self._staged[self._row_of[np.asarray(indices, dtype=np.int64)]]
+
+    def sample_shape(self) -> tuple[int, ...]:
+        return tuple(self._fetch([0]).shape[1:])
+
+    def construct(self) -> Any:
+        import mlperf_loadgen as lg
+
+        self._handle = lg.ConstructQSL(
+            self.total_count, self.performance_count, self.load, self.unload
+        )
+        return self._handle
+
+    def destroy(self) -> None:
+        import mlperf_loadgen as lg
+
+        if self._handle is not None:
+            lg.DestroyQSL(self._handle)
+            self._handle = None

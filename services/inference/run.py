@@ -1,0 +1,119 @@
+"""One run: a loaded backend, prepared tensors, a LoadGen scenario -> report and logs.
+
+The embedded mode and the inference worker both call ``execute_run``; neither measures
+anything itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from services.inference.backends.base import Backend, BackendError
+from services.inference.loadgen.config import ScenarioConfig
+from services.inference.loadgen.qsl import FetchSamples, TensorQSL
+from services.inference.loadgen.runner import LOG_FILES, run_loadgen
+from shared.manifest import ModelManifest
+from shared.metrics import AccuracyReport, LatencyStats, PerformanceReport
+
+RAW_LATENCIES_FILE = "sut_latencies_ns.npy"
+
+
+@dataclass
+class RunOutcome:
+    report: PerformanceReport
+    accuracy: AccuracyReport | None
+    backend_info: dict[str, Any]
+    sut_latency: LatencyStats
+    failed_samples: int
+    errors: list[str]
+    warm_up: dict[str, float]
+    log_files: dict[str, Path] = field(default_factory=dict)
+
+
+def check_framework_constraint(manifest: ModelManifest, backend: Backend) -> None:
+    """A manifest's framework constraint binds the backend of that framework."""
+    if backend.name != manifest.framework.name or not manifest.framework.version:
+        return
+    version = backend.version()
+    if not manifest.framework.accepts(version):
+        raise BackendError(
+            f"framework.version: {manifest.ref} requires {manifest.framework.name}"
+            f"{manifest.framework.version}, this machine has {manifest.framework.name} {version}"
+        )
+
+
+def top_k_accuracy(
+    outputs: dict[int, np.ndarray], labels: Sequence[int | None], k: int = 5
+) -> AccuracyReport:
+    scored = [(i, labels[i]) for i in sorted(outputs) if labels[i] is not None]
+    if not scored:
+        raise ValueError("dataset: accuracy needs labelled samples (one sub-folder per class)")
+    top1 = top5 = 0
+    for index, label in scored:
+        logits = outputs[index].reshape(-1)
+        # Stable sort, so ties break by class index the same way every time.
+        ranked = np.argsort(-logits, kind="stable")[:k]
+        top1 += int(ranked[0] == label)
+        top5 += int(label in ranked)
+    n = len(scored)
+    return AccuracyReport(
+        sample_count=n, top1=100.0 * top1 / n, top5=100.0 * top5 / n if k >= 5 else None
+    )
+
+
+def execute_run(
+    *,
+    manifest: ModelManifest,
+    backend: Backend,
+    scenario: ScenarioConfig,
+    batch_size: int,
+    log_dir: Path,
+    tensors: np.ndarray | None = None,
+    fetch: FetchSamples | None = None,
+    sample_count: int | None = None,
+    labels: Sequence[int | None] | None = None,
+    workers: int = 1,
+) -> RunOutcome:
+    """Run LoadGen over prepared samples, given in RAM (``tensors``) or by a ``fetch``
+    callback with ``sample_count`` (called only from the QSL's untimed load path)."""
+    if batch_size < 1:
+        raise ValueError("batch_size: must be at least 1")
+    check_framework_constraint(manifest, backend)
+    if tensors is not None:
+        qsl = TensorQSL.from_array(tensors, scenario.performance_sample_count)
+    elif fetch is not None and sample_count is not None:
+        qsl = TensorQSL(sample_count, scenario.performance_sample_count or sample_count, fetch)
+    else:
+        raise ValueError("execute_run needs tensors, or fetch and sample_count")
+    result = run_loadgen(
+        backend, qsl, scenario, batch_size=batch_size, log_dir=log_dir, workers=workers
+    )
+    raw = np.asarray(result.stats.latencies_ns, dtype=np.int64)
+    np.save(log_dir / RAW_LATENCIES_FILE, raw, allow_pickle=False)
+    report = PerformanceReport.from_logs(
+        result.read_log("mlperf_log_summary.txt"), result.read_log("mlperf_log_detail.txt")
+    )
+    accuracy = None
+    if scenario.mode == "accuracy":
+        if labels is None:
+            raise ValueError("dataset: accuracy mode needs labels")
+        accuracy = top_k_accuracy(result.outputs, labels)
+    files = {name: log_dir / name for name in (*LOG_FILES, RAW_LATENCIES_FILE)}
+    return RunOutcome(
+        report=report,
+        accuracy=accuracy,
+        backend_info=backend.describe(),
+        sut_latency=LatencyStats.from_values(raw),
+        failed_samples=result.stats.failed_samples,
+        errors=result.stats.errors,
+        warm_up={
+            "batch_latency_s": result.warm_up.batch_latency_s,
+            "single_latency_s": result.warm_up.single_latency_s,
+        },
+        log_files={k: v for k, v in files.items() if v.exists()},
+    )

@@ -1,0 +1,104 @@
+"""Datasets: a folder of images (flat, or one sub-folder per class) or seeded synthetic JPEGs."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
+# Sizes typical of photo datasets (ImageNet's most common is 500x375).
+SYNTHETIC_SIZES = ((500, 375), (375, 500), (500, 333), (640, 480), (500, 500))
+SYNTHETIC_CLASSES = 10
+
+
+class DatasetError(ValueError):
+    """The dataset cannot be used; the message says why and what is accepted."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: str  # stable: the path relative to the dataset root
+    path: Path
+    label: int | None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    root: Path
+    samples: list[Sample]
+    class_names: list[str]
+
+
+def _synthetic_image(rng: np.random.Generator, width: int, height: int) -> bytes:
+    # Smooth gradients plus noise: compresses like a photo, unlike pure noise.
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    channels = []
+    for _ in range(3):
+        fx, fy, phase = rng.uniform(0.005, 0.05), rng.uniform(0.005, 0.05), rng.uniform(0, 6.3)
+        channels.append(127 + 100 * np.sin(fx * x + fy * y + phase))
+    image = np.stack(channels, axis=-1) + rng.normal(0, 12, (height, width, 3))
+    buffer = io.BytesIO()
+    Image.fromarray(np.clip(image, 0, 255).astype(np.uint8)).save(buffer, "JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def make_synthetic(root: Path, count: int, seed: int) -> Path:
+    """Write ``count`` seeded JPEGs in class folders under root; reuse them if already there."""
+    folder = root / f"synthetic-s{seed}-n{count}"
+    done = folder / ".complete"
+    if done.exists():
+        return folder
+    rng = np.random.default_rng(seed)
+    for index in range(count):
+        width, height = SYNTHETIC_SIZES[int(rng.integers(len(SYNTHETIC_SIZES)))]
+        label = int(rng.integers(SYNTHETIC_CLASSES))
+        path = folder / f"class_{label}" / f"img_{index:06d}.jpg"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_synthetic_image(rng, width, height))
+    done.write_text("ok")
+    return folder
+
+
+def scan_folder(root: Path) -> tuple[list[Sample], list[str]]:
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    class_dirs = sorted({p.parent.name for p in files if p.parent != root})
+    labelled = bool(class_dirs) and all(p.parent != root for p in files)
+    class_index = {name: i for i, name in enumerate(class_dirs)}
+    samples = [
+        Sample(
+            id=str(p.relative_to(root)),
+            path=p,
+            label=class_index[p.parent.name] if labelled else None,
+        )
+        for p in files
+    ]
+    return samples, class_dirs if labelled else []
+
+
+def resolve_dataset(spec: str, *, count: int | None, seed: int, cache_dir: Path) -> Dataset:
+    """``spec`` is 'synthetic' or a folder; ``count`` keeps the first N samples (sorted by id)."""
+    if spec == "synthetic":
+        root = make_synthetic(cache_dir / "datasets", count or 64, seed)
+        name = f"synthetic(seed={seed},n={count or 64})"
+    else:
+        root = Path(spec).expanduser()
+        if not root.is_dir():
+            raise DatasetError(
+                f"dataset: {spec!r} is not a folder; accepted: 'synthetic' or a folder of images"
+            )
+        name = str(root.resolve())
+    samples, class_names = scan_folder(root)
+    if not samples:
+        raise DatasetError(
+            f"dataset: no images in {root} (looked for {', '.join(sorted(IMAGE_SUFFIXES))})"
+        )
+    if count is not None:
+        if count < 1:
+            raise DatasetError("samples: must be at least 1")
+        samples = samples[:count]
+    return Dataset(name=name, root=root, samples=samples, class_names=class_names)

@@ -1,0 +1,399 @@
+"""The model manifest: a declarative, code-free description of a model to benchmark.
+
+A manifest names the model (semantic version), the framework and the versions it needs,
+its inputs with named and parameterised preprocessing steps, its outputs with
+post-processing, where the model comes from (a builtin architecture or a file with a
+required sha256) and attributes such as the training dataset and reference accuracy.
+
+Steps are written as one-key mappings (``- resize: {size: 256}``) and validated against
+a closed set of step types: a manifest can never make a worker execute code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+# Semantic Versioning 2.0.0, the official grammar.
+SEMVER_RE = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+FrameworkName = Literal["torch", "tensorflow", "onnxruntime", "triton", "tensorrt", "null"]
+FRAMEWORK_ALIASES = {"pytorch": "torch", "tf": "tensorflow", "keras": "tensorflow", "ort": "onnxruntime"}
+ElementType = Literal["float32", "float16", "uint8", "int8", "int32", "int64"]
+
+
+class ManifestError(ValueError):
+    """A manifest problem, one line per fault, each naming the field path."""
+
+    def __init__(self, problems: list[str], source: str = "") -> None:
+        self.problems = problems
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        super().__init__("\n".join(prefix + p for p in problems))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _one_key_to_op(value: Any) -> Any:
+    """Turn ``{resize: {size: 256}}`` into ``{op: resize, size: 256}`` for the tagged union."""
+    if isinstance(value, dict) and "op" not in value and len(value) == 1:
+        ((name, params),) = value.items()
+        if params is None:
+            params = {}
+        if isinstance(params, dict):
+            return {"op": name, **params}
+    if isinstance(value, str):
+        return {"op": value}
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# Preprocessing steps
+# ---------------------------------------------------------------------------------------
+class DecodeStep(_Strict):
+    op: Literal["decode"]
+    color_mode: Literal["RGB", "BGR", "L"] = "RGB"
+
+
+class ResizeStep(_Strict):
+    op: Literal["resize"]
+    # One int resizes the shorter side when keep_aspect is true, else both sides.
+    size: int | tuple[int, int] = Field(description="pixels; int or [height, width]")
+    method: Literal["bilinear", "bicubic", "nearest", "lanczos"] = "bilinear"
+    keep_aspect: bool = True
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, v: int | tuple[int, int]) -> int | tuple[int, int]:
+        sides = (v,) if isinstance(v, int) else v
+        if any(s <= 0 for s in sides):
+            raise ValueError("must be positive")
+        return v
+
+
+class CenterCropStep(_Strict):
+    op: Literal["center_crop"]
+    size: int | tuple[int, int]
+
+
+class NormalizeStep(_Strict):
+    op: Literal["normalize"]
+    # x' = (x / scale - mean) / std, per channel.
+    mean: tuple[float, ...] = (0.0, 0.0, 0.0)
+    std: tuple[float, ...] = (1.0, 1.0, 1.0)
+    scale: float = Field(default=255.0, gt=0)
+
+    @model_validator(mode="after")
+    def _same_length(self) -> NormalizeStep:
+        if len(self.mean) != len(self.std):
+            raise ValueError("mean and std must have the same number of channels")
+        if any(s == 0 for s in self.std):
+            raise ValueError("std must not contain 0")
+        return self
+
+
+class LayoutStep(_Strict):
+    op: Literal["layout"]
+    order: Literal["NCHW", "NHWC"] = "NCHW"
+
+
+class CastStep(_Strict):
+    op: Literal["cast"]
+    element_type: ElementType = "float32"
+
+
+PreprocessStep = Annotated[
+    DecodeStep | ResizeStep | CenterCropStep | NormalizeStep | LayoutStep | CastStep,
+    Field(discriminator="op"),
+]
+PREPROCESS_STEP_NAMES = ("decode", "resize", "center_crop", "normalize", "layout", "cast")
+
+
+# ---------------------------------------------------------------------------------------
+# Post-processing steps
+# ---------------------------------------------------------------------------------------
+class SoftmaxStep(_Strict):
+    op: Literal["softmax"]
+
+
+class TopKStep(_Strict):
+    op: Literal["top_k"]
+    k: int = Field(default=5, ge=1)
+    # A labels file (one label per line), relative to the manifest, or a builtin name.
+    labels: str | None = None
+
+
+PostprocessStep = Annotated[SoftmaxStep | TopKStep, Field(discriminator="op")]
+
+
+class Input(_Strict):
+    modality: Literal["image", "tensor"] = "image"
+    layer_name: str = "input"
+    element_type: ElementType = "float32"
+    # Per-sample shape, without the batch dimension, in the final layout.
+    shape: tuple[int, ...]
+    steps: list[PreprocessStep] = Field(default_factory=list)
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _normalise_steps(cls, v: Any) -> Any:
+        return [_one_key_to_op(s) for s in v] if isinstance(v, list) else v
+
+    @field_validator("shape")
+    @classmethod
+    def _positive_dims(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not v or any(d <= 0 for d in v):
+            raise ValueError("must be a non-empty list of positive integers")
+        return v
+
+    @model_validator(mode="after")
+    def _image_steps_are_ordered(self) -> Input:
+        if self.modality == "image":
+            ops = [s.op for s in self.steps]
+            if not ops or ops[0] != "decode":
+                raise ValueError("an image input's first step must be 'decode'")
+        return self
+
+    @property
+    def layout(self) -> str:
+        for step in self.steps:
+            if isinstance(step, LayoutStep):
+                return step.order
+        return "NCHW"
+
+
+class Output(_Strict):
+    modality: Literal["classification", "tensor"] = "classification"
+    layer_name: str = "output"
+    element_type: ElementType = "float32"
+    steps: list[PostprocessStep] = Field(default_factory=list)
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _normalise_steps(cls, v: Any) -> Any:
+        return [_one_key_to_op(s) for s in v] if isinstance(v, list) else v
+
+
+class Framework(_Strict):
+    name: FrameworkName
+    # PEP 440 specifier, e.g. ">=2.1,<3"; empty accepts every version.
+    version: str = ""
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _alias(cls, v: Any) -> Any:
+        return FRAMEWORK_ALIASES.get(v, v) if isinstance(v, str) else v
+
+    @field_validator("version")
+    @classmethod
+    def _specifier(cls, v: str) -> str:
+        try:
+            SpecifierSet(v)
+        except InvalidSpecifier as exc:
+            raise ValueError(f"{v!r} is not a version constraint such as '>=2.1,<3'") from exc
+        return v
+
+    def accepts(self, version: str) -> bool:
+        return SpecifierSet(self.version).contains(version, prereleases=True)
+
+
+class ModelFile(_Strict):
+    path: str | None = None
+    url: str | None = None
+    sha256: str
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        if not SHA256_RE.match(v):
+            raise ValueError("must be 64 lowercase hexadecimal characters")
+        return v
+
+    @model_validator(mode="after")
+    def _one_location(self) -> ModelFile:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("give exactly one of 'path' or 'url'")
+        return self
+
+
+class Source(_Strict):
+    # A builtin architecture such as "torchvision:resnet50" or "keras:ResNet50";
+    # built with random weights unless 'weights' is given.
+    architecture: str | None = None
+    weights: ModelFile | None = None
+    # A complete model file (TorchScript, ONNX, SavedModel archive, .keras ...).
+    file: ModelFile | None = None
+
+    @field_validator("architecture")
+    @classmethod
+    def _namespaced(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^[a-z_]+:[A-Za-z0-9_.]+$", v):
+            raise ValueError("must look like 'zoo:name', e.g. 'torchvision:resnet50'")
+        return v
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Source:
+        if (self.architecture is None) == (self.file is None):
+            raise ValueError("give exactly one of 'architecture' or 'file'")
+        if self.weights is not None and self.architecture is None:
+            raise ValueError("'weights' needs an 'architecture' to load into")
+        return self
+
+
+class Attributes(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    training_dataset: str | None = None
+    top1: float | None = Field(default=None, ge=0, le=100)
+    top5: float | None = Field(default=None, ge=0, le=100)
+    licence: str | None = None
+
+
+class ModelManifest(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    version: str
+    description: str = ""
+    framework: Framework
+    inputs: list[Input] = Field(min_length=1)
+    outputs: list[Output] = Field(min_length=1)
+    source: Source
+    attributes: Attributes = Attributes()
+    # Folder the manifest was read from; relative paths resolve against it. Not serialised.
+    base_dir: str | None = Field(default=None, exclude=True)
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, v: str) -> str:
+        if not SEMVER_RE.match(v):
+            raise ValueError(f"{v!r} is not a semantic version such as '1.0.0'")
+        return v
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}:{self.version}"
+
+    def resolve_path(self, relative: str) -> Path:
+        path = Path(relative).expanduser()
+        if not path.is_absolute() and self.base_dir:
+            path = Path(self.base_dir) / path
+        return path
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Loading and error reporting
+# ---------------------------------------------------------------------------------------
+def _format_loc(loc: Iterable[int | str]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.startswith("function-") or part in {"tagged-union"}:
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(manifest)"
+
+
+def _describe(error: Any) -> str:
+    loc = _format_loc(error["loc"])
+    kind = error["type"]
+    msg = error["msg"]
+    if kind == "missing":
+        return f"{loc}: required field is missing"
+    if kind == "extra_forbidden":
+        return f"{loc}: unknown field"
+    if kind == "union_tag_invalid":
+        ctx = error.get("ctx", {})
+        return (
+            f"{loc}: unknown step {ctx.get('tag')!r}; accepted: "
+            f"{ctx.get('expected_tags', '').replace(chr(39), '')}"
+        )
+    if kind == "union_tag_not_found":
+        return f"{loc}: a step must be a one-key mapping such as '- resize: {{size: 256}}'"
+    msg = msg.removeprefix("Value error, ")
+    return f"{loc}: {msg} (got {error.get('input')!r})" if kind != "model_type" else f"{loc}: {msg}"
+
+
+def parse_manifest(data: Any, source: str = "", base_dir: str | None = None) -> ModelManifest:
+    if not isinstance(data, dict):
+        raise ManifestError(["(manifest): must be a YAML mapping of fields"], source)
+    if base_dir is not None:
+        data = {**data, "base_dir": base_dir}
+    try:
+        return ModelManifest.model_validate(data)
+    except ValidationError as exc:
+        # Several union members can report the same location; keep each line once.
+        problems = list(dict.fromkeys(_describe(e) for e in exc.errors()))
+        raise ManifestError(problems, source) from None
+
+
+def load_manifest(path: str | Path) -> ModelManifest:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ManifestError([f"cannot read file: {exc.strerror}"], str(path)) from None
+    return parse_manifest_text(text, source=str(path), base_dir=str(path.resolve().parent))
+
+
+def parse_manifest_text(text: str, source: str = "", base_dir: str | None = None) -> ModelManifest:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ManifestError([f"(manifest): not valid YAML: {exc}".replace("\n", " ")], source) from None
+    return parse_manifest(data, source, base_dir)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_model_files(manifest: ModelManifest) -> list[Path]:
+    """Check every local model file against its sha256; return their resolved paths."""
+    problems: list[str] = []
+    checked: list[Path] = []
+    for field, model_file in (("source.file", manifest.source.file), ("source.weights", manifest.source.weights)):
+        if model_file is None:
+            continue
+        if model_file.url is not None:
+            problems.append(f"{field}.url: remote model files are not fetched by this version; use 'path'")
+            continue
+        assert model_file.path is not None
+        path = manifest.resolve_path(model_file.path)
+        if not path.is_file():
+            problems.append(f"{field}.path: file not found: {path}")
+            continue
+        actual = sha256_of(path)
+        if actual != model_file.sha256:
+            problems.append(
+                f"{field}.sha256: mismatch for {path.name}: manifest says {model_file.sha256}, "
+                f"file has {actual}"
+            )
+            continue
+        checked.append(path)
+    if problems:
+        raise ManifestError(problems, manifest.ref)
+    return checked

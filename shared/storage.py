@@ -1,0 +1,89 @@
+"""The object store: tensors, raw latencies and LoadGen logs, addressed by key.
+
+Two implementations behind one interface: a local folder (embedded mode) and an
+S3-compatible server such as MinIO (the stack). Keys are '/'-separated paths.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+from shared.settings import Settings
+
+
+class ObjectNotFound(KeyError):
+    """No object under that key."""
+
+
+class ObjectStore(Protocol):
+    def put_bytes(self, key: str, data: bytes) -> None: ...
+
+    def get_bytes(self, key: str) -> bytes: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def list_keys(self, prefix: str) -> list[str]: ...
+
+    def describe(self, key: str) -> str:
+        """Where a person finds the object (a path or an s3:// URL)."""
+        ...
+
+
+def _checked_key(key: str) -> str:
+    parts = key.split("/")
+    if not key or key.startswith("/") or any(p in {"", ".", ".."} for p in parts):
+        raise ValueError(f"object key {key!r} must be a relative path without '.' or '..' parts")
+    return key
+
+
+class LocalStore:
+    """A folder on disk; writes are atomic (temp file + rename) so readers never see halves."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.root / _checked_key(key)
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+
+    def get_bytes(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise ObjectNotFound(key) from None
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def list_keys(self, prefix: str) -> list[str]:
+        base = self.root / prefix if prefix else self.root
+        if not base.exists():
+            return []
+        return sorted(
+            str(p.relative_to(self.root))
+            for p in base.rglob("*")
+            if p.is_file() and not p.name.startswith(".tmp-")
+        )
+
+    def describe(self, key: str) -> str:
+        return str(self._path(key))
+
+
+def make_store(settings: Settings) -> ObjectStore:
+    if settings.s3_endpoint:
+        from shared.s3_store import S3Store
+
+        return S3Store.from_settings(settings)
+    return LocalStore(settings.objects_dir)
