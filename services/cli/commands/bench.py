@@ -127,6 +127,8 @@ class _progress_bars:  # noqa: N801 - used as a context manager, reads like one
             TimeElapsedColumn(),
             console=console,
             transient=False,
+            # Bars are for people; piped or captured output stays free of them.
+            disable=not console.is_terminal,
         )
         self.stage: TaskID | None = None
         self.prep: TaskID | None = None

@@ -1,0 +1,142 @@
+"""Every LoadGen scenario, briefly, through the real SUT and QSL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.inference.loadgen.config import SCENARIOS, ScenarioConfig
+from services.inference.run import execute_run
+from shared.catalogue import resolve_model
+from shared.loadgen_logs import parse_summary
+
+TINY = "tests/fixtures/tiny_cnn.yaml"
+
+
+def _null(service_time_ms: float = 1.0) -> Backend:
+    backend = create_backend("null", BackendOptions(extra={"service_time_ms": service_time_ms}))
+    backend.load(resolve_model(TINY))
+    return backend
+
+
+def _tensors(n: int = 32) -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((n, 1, 32, 32)).astype(np.float32)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_scenario_runs_and_report_matches_loadgen_summary(scenario: str, tmp_path: Path) -> None:
+    config = ScenarioConfig(scenario=scenario, min_duration_s=0.5, target_qps=100 if scenario == "server" else None)  # type: ignore[arg-type]
+    outcome = execute_run(
+        manifest=resolve_model(TINY),
+        backend=_null(),
+        scenario=config,
+        batch_size=4,
+        log_dir=tmp_path,
+        tensors=_tensors(),
+    )
+    summary = parse_summary((tmp_path / "mlperf_log_summary.txt").read_text())
+    report = outcome.report
+    assert report.scenario == summary["Scenario"]
+    assert report.validity.result == summary["Result is"]
+    assert report.headline.value == summary[report.headline.name]
+    assert report.query_count > 0 and report.samples_per_second > 0
+    assert report.latency.min_ns <= report.latency.percentiles_ns["p50"] <= report.latency.max_ns
+    assert outcome.failed_samples == 0
+    assert (tmp_path / "mlperf_log_detail.txt").exists()
+    assert "sut_latencies_ns.npy" in outcome.log_files
+
+
+def test_offline_throughput_matches_service_time(tmp_path: Path) -> None:
+    # A 5 ms batch of 4 can do at most 800 samples/s; the harness must not invent more.
+    outcome = execute_run(
+        manifest=resolve_model(TINY),
+        backend=_null(service_time_ms=5.0),
+        scenario=ScenarioConfig(scenario="offline", min_duration_s=0.5),
+        batch_size=4,
+        log_dir=tmp_path,
+        tensors=_tensors(),
+    )
+    assert 400 < outcome.report.samples_per_second <= 800
+
+
+class Exploding(Backend):
+    name = "exploding"
+
+    def version(self) -> str:
+        return "0"
+
+    """Fails on samples whose value is >= 4; warm-up only touches samples 0 and 1."""
+
+    def load(self, manifest: object) -> None:
+        pass
+
+    def predict(self, batch: np.ndarray) -> np.ndarray:
+        if batch.max() >= 4:
+            raise RuntimeError("device lost")
+        return np.zeros((len(batch), 10), np.float32)
+
+
+@pytest.mark.parametrize("scenario", ["offline", "single-stream", "server"])
+def test_failing_predict_still_completes_every_query(scenario: str, tmp_path: Path) -> None:
+    backend = Exploding()
+    backend.load(None)
+    config = ScenarioConfig(scenario=scenario, min_duration_s=0.2, target_qps=50 if scenario == "server" else None)  # type: ignore[arg-type]
+    outcome = execute_run(
+        manifest=resolve_model(TINY),
+        backend=backend,
+        scenario=config,
+        batch_size=2,
+        log_dir=tmp_path,
+        tensors=np.arange(8, dtype=np.float32)[:, None, None, None] * np.ones((1, 1, 32, 32), np.float32),
+    )
+    assert 0 < outcome.failed_samples < outcome.report.sample_count
+    assert outcome.errors[0] == "RuntimeError: device lost"
+
+
+def test_torch_backend_runs_single_stream(tmp_path: Path) -> None:
+    backend = create_backend("torch")
+    manifest = resolve_model(TINY)
+    backend.load(manifest)
+    outcome = execute_run(
+        manifest=manifest,
+        backend=backend,
+        scenario=ScenarioConfig(scenario="single-stream", min_duration_s=0.5),
+        batch_size=1,
+        log_dir=tmp_path,
+        tensors=_tensors(),
+    )
+    assert outcome.report.query_count >= 32
+    assert outcome.backend_info["name"] == "torch"
+
+
+def test_framework_constraint_is_enforced(tmp_path: Path) -> None:
+    manifest = resolve_model(TINY)
+    data = manifest.to_dict()
+    data["framework"] = {"name": "torch", "version": "<1.0"}
+    from shared.manifest import parse_manifest
+
+    old_torch = parse_manifest(data)
+    backend = create_backend("torch")
+    with pytest.raises(Exception, match=r"framework.version: tiny-cnn:0.1.0 requires torch<1.0"):
+        execute_run(
+            manifest=old_torch,
+            backend=backend,
+            scenario=ScenarioConfig(),
+            batch_size=1,
+            log_dir=tmp_path,
+            tensors=_tensors(),
+        )
+
+
+def test_scenario_config_errors_name_the_field() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="target_qps"):
+        ScenarioConfig(scenario="server", target_qps=-1)
+    with pytest.raises(ValidationError, match="scenario"):
+        ScenarioConfig(scenario="batch")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="max_duration_s must be at least"):
+        ScenarioConfig(min_duration_s=5, max_duration_s=1)
