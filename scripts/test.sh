@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs, start the servers it talks to, run it.
+# Works on a fresh Debian machine as root, and on a developer machine where all is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n==> %s\n' "$*"; }
+
+need_apt=()
+command -v pg_ctlcluster >/dev/null 2>&1 || need_apt+=(postgresql)
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+if ((${#need_apt[@]})); then
+  log "installing ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+log "starting PostgreSQL and Redis when they are not running"
+if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start
+  for _ in $(seq 30); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 1; done
+fi
+if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
+  for _ in $(seq 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done
+fi
+# Tests connect as the OS user over TCP with trust auth; make sure that role exists.
+if ! psql -h 127.0.0.1 -U "$(whoami)" -d postgres -c 'select 1' >/dev/null 2>&1; then
+  su postgres -c "psql -q -c \"CREATE ROLE $(whoami) SUPERUSER LOGIN\"" || true
+fi
+
+log "installing benchstack with every extra and the test tools"
+python3 -m pip install -q --disable-pip-version-check -e ".[all,test]"
+
+if [ -f tests/support/kserve_server.py ]; then
+  log "preparing the KServe-V2 test server's own virtualenv (MLServer)"
+  python3 -m tests.support.kserve_server --prepare
+fi
+
+log "lint and types"
+python3 -m ruff check .
+python3 -m mypy shared services benchmarks
+
+log "test suite"
+python3 -m pytest -q "$@"
