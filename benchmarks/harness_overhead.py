@@ -31,7 +31,9 @@ BATCH = 8
 
 def bare_loop(model: torch.nn.Module, tensors: np.ndarray, duration_s: float) -> float:
     """Samples/s of model(batch) over the prepared tensors, cycling, for duration_s."""
-    batches = [torch.from_numpy(tensors[i : i + BATCH]) for i in range(0, len(tensors) - BATCH + 1, BATCH)]
+    batches = [
+        torch.from_numpy(tensors[i : i + BATCH]) for i in range(0, len(tensors) - BATCH + 1, BATCH)
+    ]
     done = 0
     start = time.perf_counter()
     with torch.inference_mode():
@@ -43,7 +45,9 @@ def bare_loop(model: torch.nn.Module, tensors: np.ndarray, duration_s: float) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per measurement")
     parser.add_argument("--samples", type=int, default=64)
@@ -61,8 +65,10 @@ def main() -> None:
 
         bare_rates: list[float] = []
         bench_rates: list[float] = []
-        print(f"{args.model}, Offline, batch {BATCH}, {torch.get_num_threads()} torch threads, "
-              f"{args.duration:g} s per measurement, {args.rounds} rounds")
+        print(
+            f"{args.model}, Offline, batch {BATCH}, {torch.get_num_threads()} torch threads, "
+            f"{args.duration:g} s per measurement, {args.rounds} rounds"
+        )
         for round_index in range(args.rounds):
             bare = bare_loop(model, tensors, args.duration)
             outcome = execute_run(
@@ -76,11 +82,15 @@ def main() -> None:
             bench = outcome.report.samples_per_second
             bare_rates.append(bare)
             bench_rates.append(bench)
-            print(f"round {round_index + 1}: bare {bare:8.2f} samples/s   benchstack {bench:8.2f} "
-                  f"samples/s   ratio {bench / bare:.3f}   ({outcome.report.validity.result})")
-    ratio = statistics.median(bench_rates) / statistics.median(bare_rates)
-    print(f"median: bare {statistics.median(bare_rates):.2f}, benchstack {statistics.median(bench_rates):.2f} "
-          f"samples/s; ratio benchstack/bare = {ratio:.3f} (target >= 0.97)")
+            print(
+                f"round {round_index + 1}: bare {bare:8.2f} samples/s   benchstack {bench:8.2f} "
+                f"samples/s   ratio {bench / bare:.3f}   ({outcome.report.validity.result})"
+            )
+    bare_median, bench_median = statistics.median(bare_rates), statistics.median(bench_rates)
+    print(
+        f"median: bare {bare_median:.2f}, benchstack {bench_median:.2f} samples/s; "
+        f"ratio benchstack/bare = {bench_median / bare_median:.3f} (target >= 0.97)"
+    )
 
 
 if __name__ == "__main__":

@@ -15,8 +15,17 @@ from shared.version import __version__
 
 # Packages whose versions matter for a figure; every installed package is recorded too.
 KEY_PACKAGES = (
-    "torch", "torchvision", "onnxruntime", "onnxruntime-gpu", "tensorflow", "tensorflow-cpu",
-    "tritonclient", "tensorrt", "numpy", "pillow", "mlcommons-loadgen",
+    "torch",
+    "torchvision",
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "tensorflow",
+    "tensorflow-cpu",
+    "tritonclient",
+    "tensorrt",
+    "numpy",
+    "pillow",
+    "mlcommons-loadgen",
 )
 
 
@@ -73,7 +82,7 @@ def gpu_info() -> list[dict[str, Any]]:
 def package_versions() -> dict[str, str]:
     versions: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = dist.metadata.get("Name")
+        name = dist.metadata["Name"]
         if name:
             versions[name.lower().replace("_", "-")] = dist.version
     return dict(sorted(versions.items()))
@@ -93,5 +102,9 @@ def capture_environment(*, all_packages: bool = True) -> dict[str, Any]:
         "gpus": gpu_info(),
         "frameworks": {name: packages[name] for name in KEY_PACKAGES if name in packages},
         "packages": packages if all_packages else {},
-        "env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "MKL_", "OPENBLAS_", "CUDA_VISIBLE"))},
+        "env": {
+            k: v
+            for k, v in os.environ.items()
+            if k.startswith(("OMP_", "MKL_", "OPENBLAS_", "CUDA_VISIBLE"))
+        },
     }

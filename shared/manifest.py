@@ -30,7 +30,12 @@ SEMVER_RE = re.compile(
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 FrameworkName = Literal["torch", "tensorflow", "onnxruntime", "triton", "tensorrt", "null"]
-FRAMEWORK_ALIASES = {"pytorch": "torch", "tf": "tensorflow", "keras": "tensorflow", "ort": "onnxruntime"}
+FRAMEWORK_ALIASES = {
+    "pytorch": "torch",
+    "tf": "tensorflow",
+    "keras": "tensorflow",
+    "ort": "onnxruntime",
+}
 ElementType = Literal["float32", "float16", "uint8", "int8", "int32", "int64"]
 
 
@@ -359,7 +364,9 @@ def parse_manifest_text(text: str, source: str = "", base_dir: str | None = None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ManifestError([f"(manifest): not valid YAML: {exc}".replace("\n", " ")], source) from None
+        raise ManifestError(
+            [f"(manifest): not valid YAML: {exc}".replace("\n", " ")], source
+        ) from None
     return parse_manifest(data, source, base_dir)
 
 
@@ -375,11 +382,16 @@ def verify_model_files(manifest: ModelManifest) -> list[Path]:
     """Check every local model file against its sha256; return their resolved paths."""
     problems: list[str] = []
     checked: list[Path] = []
-    for field, model_file in (("source.file", manifest.source.file), ("source.weights", manifest.source.weights)):
+    for field, model_file in (
+        ("source.file", manifest.source.file),
+        ("source.weights", manifest.source.weights),
+    ):
         if model_file is None:
             continue
         if model_file.url is not None:
-            problems.append(f"{field}.url: remote model files are not fetched by this version; use 'path'")
+            problems.append(
+                f"{field}.url: remote model files are not fetched by this version; use 'path'"
+            )
             continue
         assert model_file.path is not None
         path = manifest.resolve_path(model_file.path)

@@ -88,8 +88,8 @@ def center_crop(batch: Batch, step: CenterCropStep) -> np.ndarray:
                 f"{crop_h}x{crop_w}; resize first"
             )
         # Same rounding as torchvision's center_crop.
-        top = int(round((height - crop_h) / 2.0))
-        left = int(round((width - crop_w) / 2.0))
+        top = round((height - crop_h) / 2.0)
+        left = round((width - crop_w) / 2.0)
         out.append(image[top : top + crop_h, left : left + crop_w])
     return np.stack(out)
 

@@ -44,7 +44,9 @@ def models() -> None:
     """List the catalogue's models."""
     table = Table("name", "version", "framework", "source", "top-1 (ref.)", "description")
     for manifest in list_catalogue():
-        source = manifest.source.architecture or (manifest.source.file and manifest.source.file.path)
+        source = manifest.source.architecture or (
+            manifest.source.file and manifest.source.file.path
+        )
         top1 = manifest.attributes.top1
         table.add_row(
             manifest.name,

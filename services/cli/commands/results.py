@@ -22,8 +22,12 @@ def results(
     model: str | None = typer.Option(None, help="Only this model."),
     framework: str | None = typer.Option(None, help="Only this framework."),
     limit: int = typer.Option(50, min=1),
-    server: str | None = typer.Option(None, help="List from a benchstack API instead of the local database."),
-    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token for --server."),
+    server: str | None = typer.Option(
+        None, help="List from a benchstack API instead of the local database."
+    ),
+    token: str | None = typer.Option(
+        None, envvar="BENCHSTACK_TOKEN", help="API token for --server."
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """List stored runs, newest first."""
@@ -44,7 +48,9 @@ def results(
                         "mode": r.mode,
                         "batch_size": r.batch_size,
                         "samples_per_second": r.samples_per_second,
-                        "p90_ms": next((m.value for m in r.metrics if m.name == "latency_p90"), None),
+                        "p90_ms": next(
+                            (m.value for m in r.metrics if m.name == "latency_p90"), None
+                        ),
                         "validity": r.validity,
                     }
                     for r in list_runs(session, model=model, framework=framework, limit=limit)
@@ -52,7 +58,17 @@ def results(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table("run", "created", "model", "framework", "scenario", "batch", "samples/s", "p90 ms", "validity")
+    table = Table(
+        "run",
+        "created",
+        "model",
+        "framework",
+        "scenario",
+        "batch",
+        "samples/s",
+        "p90 ms",
+        "validity",
+    )
     for row in rows:
         sps = row.get("samples_per_second")
         p90 = row.get("p90_ms")
@@ -88,7 +104,8 @@ def show(
             f"environment: {cpu.get('model', '?')} ({cpu.get('logical_cores', '?')} cores), "
             f"{env.get('memory_bytes', 0) / 2**30:.1f} GiB, {env.get('os', '?')}, "
             f"Python {env.get('python', '?')}, benchstack {env.get('benchstack', '?')}, "
-            f"frameworks {env.get('frameworks', {})}, GPUs {[g.get('name') for g in env.get('gpus', [])] or 'none'}"
+            f"frameworks {env.get('frameworks', {})}, "
+            f"GPUs {[g.get('name') for g in env.get('gpus', [])] or 'none'}"
         )
 
 

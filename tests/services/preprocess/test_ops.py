@@ -25,7 +25,9 @@ STD = [0.229, 0.224, 0.225]
 def _jpeg(width: int, height: int, seed: int) -> bytes:
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:height, 0:width]
-    image = np.stack([(x * 255 // width), (y * 255 // height), rng.integers(0, 255, (height, width))], -1)
+    image = np.stack(
+        [(x * 255 // width), (y * 255 // height), rng.integers(0, 255, (height, width))], -1
+    )
     buffer = io.BytesIO()
     Image.fromarray(image.astype(np.uint8)).save(buffer, "JPEG", quality=95)
     return buffer.getvalue()
@@ -46,7 +48,9 @@ def _reference(path: Path, tensor_path: bool) -> np.ndarray:
     if tensor_path:
         # An independent implementation: torchvision's tensor kernels (antialiased bilinear).
         tensor = tvf.pil_to_tensor(pil)
-        tensor = tvf.resize(tensor, [256], interpolation=v2.InterpolationMode.BILINEAR, antialias=True)
+        tensor = tvf.resize(
+            tensor, [256], interpolation=v2.InterpolationMode.BILINEAR, antialias=True
+        )
         tensor = tvf.center_crop(tensor, [224, 224]).float() / 255.0
     else:
         pipeline = v2.Compose([v2.Resize(256), v2.CenterCrop(224), v2.PILToTensor()])

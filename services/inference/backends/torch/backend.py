@@ -6,6 +6,7 @@ Options (``BackendOptions.extra``): ``mode`` = eager | torchscript | compile.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -35,10 +36,9 @@ class TorchBackend(Backend):
         if self.options.intra_op_threads:
             torch.set_num_threads(self.options.intra_op_threads)
         if self.options.inter_op_threads:
-            try:
+            # Settable once per process only; describe() records the value in force.
+            with contextlib.suppress(RuntimeError):
                 torch.set_num_interop_threads(self.options.inter_op_threads)
-            except RuntimeError:
-                pass  # can only be set once per process; the recorded value tells the truth
         verify_model_files(manifest)
         model = self._read_model(manifest).to(self.device).eval()
         self._dtype = getattr(torch, manifest.inputs[0].element_type)
@@ -61,7 +61,9 @@ class TorchBackend(Backend):
             try:
                 model.load_state_dict(state)
             except RuntimeError as exc:
-                raise BackendError(f"source.weights: do not fit {source.architecture}: {exc}") from exc
+                raise BackendError(
+                    f"source.weights: do not fit {source.architecture}: {exc}"
+                ) from exc
         return model
 
     def _prepare(self, model: torch.nn.Module) -> Any:
@@ -76,7 +78,9 @@ class TorchBackend(Backend):
                     compiled(example)
                 return compiled
             except Exception as exc:  # torch.compile fails in many environment-specific ways
-                self.fallback_reason = f"torch.compile failed, ran eager: {type(exc).__name__}: {exc}"
+                self.fallback_reason = (
+                    f"torch.compile failed, ran eager: {type(exc).__name__}: {exc}"
+                )
                 return model
         return model
 
