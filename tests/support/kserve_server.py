@@ -155,6 +155,9 @@ class KServeServer:
             "metrics_endpoint": None,
             "parallel_workers": 0,
             "load_models_at_startup": True,
+            # gRPC's 4 MiB default refuses one batch of 8 ImageNet images (4.8 MB);
+            # Triton itself takes up to 2 GiB.
+            "grpc_max_message_length": 512 * 1024 * 1024,
         }
         (repo / "settings.json").write_text(json.dumps(settings, indent=2))
         for model in self.models:
