@@ -101,6 +101,9 @@ class PerformanceReport:
     loadgen_version: str
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # Server: the rate LoadGen's Poisson schedule actually issued at (find-peak compares the
+    # completed rate with it to tell "kept up" from "fell behind").
+    scheduled_samples_per_second: float = math.nan
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,6 +162,9 @@ class PerformanceReport:
             loadgen_version=str(detail.get("loadgen_version", "")),
             warnings=list(detail["warnings"]),
             errors=list(detail["errors"]),
+            scheduled_samples_per_second=float(
+                summary.get("Scheduled samples per second", math.nan)
+            ),
         )
 
 
@@ -209,6 +215,51 @@ class AccuracyReport:
     top1: float  # percent
     top5: float | None
     per_class_correct: dict[str, int] = field(default_factory=dict)
+    # Labelled samples whose batch failed: scored as wrong, counted here so it shows.
+    missing_outputs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Window:
+    """One measurement window of a run: completions between two instants."""
+
+    start_s: float  # from the first sample the SUT received
+    end_s: float
+    samples: int
+    completions: int  # completion events (a batch completes as one event)
+    samples_per_second: float
+    median_latency_ms: float
+    # Server only: samples completed / samples that arrived in the window (1.0: kept up).
+    keep_up: float | None = None
+
+
+@dataclass(frozen=True)
+class Stability:
+    """Whether a run reached a steady state, judged on its last measurement windows.
+
+    ``verdict`` is STABLE, UNSTABLE, INSUFFICIENT (too few completions to judge) or
+    NOT_APPLICABLE (accuracy runs). Spreads are max/min - 1 over the judged windows.
+    """
+
+    verdict: str
+    rule: str
+    tolerance: float
+    judged_windows: int
+    throughput_spread: float | None
+    latency_spread: float | None
+    windows: list[Window]
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def is_stable(self) -> bool:
+        return self.verdict == "STABLE"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Stability:
+        return cls(**{**data, "windows": [Window(**w) for w in data.get("windows", [])]})

@@ -8,8 +8,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-LATENCY_KEYS = (("min", "min_ns"), ("mean", "mean_ns"), ("p50", "p50"), ("p90", "p90"),
-                ("p95", "p95"), ("p97", "p97"), ("p99", "p99"), ("p99.9", "p999"), ("max", "max_ns"))
+LATENCY_KEYS = (
+    ("min", "min_ns"),
+    ("mean", "mean_ns"),
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p95", "p95"),
+    ("p97", "p97"),
+    ("p99", "p99"),
+    ("p99.9", "p999"),
+    ("max", "max_ns"),
+)
 
 
 def _ms(latency: dict[str, Any], key: str) -> str:
@@ -22,6 +31,34 @@ def validity_text(perf: dict[str, Any]) -> str:
     if validity["result"] == "VALID":
         return "[green]VALID[/]"
     return "[bold red]INVALID[/]: " + "; ".join(validity["reasons"])
+
+
+def stability_text(report: dict[str, Any]) -> str:
+    """The stability verdict with its reason; shown wherever a performance figure is."""
+    stability = report.get("stability")
+    if not stability:
+        return "[yellow]not recorded[/] (run stored before stability verdicts)"
+    verdict = stability["verdict"]
+    if verdict == "STABLE":
+        spreads = [f"throughput {stability['throughput_spread']:.1%}"]
+        if stability.get("latency_spread") is not None:
+            spreads.append(f"latency {stability['latency_spread']:.1%}")
+        return (
+            f"[green]STABLE[/] (last {stability['judged_windows']} windows: {', '.join(spreads)})"
+        )
+    if verdict == "NOT_APPLICABLE":
+        return "n/a: " + "; ".join(stability["reasons"])
+    colour = "bold red" if verdict == "UNSTABLE" else "yellow"
+    return f"[{colour}]{verdict}[/]: " + "; ".join(stability["reasons"])
+
+
+def verdict_badge(report: dict[str, Any]) -> str:
+    """Short 'VALID/STABLE' for tables with one row per run."""
+    validity = report["performance"]["validity"]["result"]
+    stability = (report.get("stability") or {}).get("verdict", "?")
+    v = f"[green]{validity}[/]" if validity == "VALID" else f"[red]{validity}[/]"
+    s = f"[green]{stability}[/]" if stability == "STABLE" else f"[yellow]{stability}[/]"
+    return f"{v} {s}"
 
 
 def report_table(report: dict[str, Any]) -> Table:
@@ -37,26 +74,33 @@ def report_table(report: dict[str, Any]) -> Table:
     table.add_row("framework", framework + f" on {fw.get('device', 'cpu')}")
     table.add_row("scenario", f"{perf['scenario']} / {perf['mode']}, batch {report['batch_size']}")
     table.add_row("dataset", f"{report['dataset']['name']}, {report['dataset']['samples']} samples")
-    table.add_row("validity", validity_text(perf))
-    headline = perf["headline"]
-    table.add_row("LoadGen headline", f"{headline['name']}: {headline['value']:g}")
-    table.add_row("samples/s", f"{perf['samples_per_second']:.2f}")
-    table.add_row("QPS", f"{perf['qps']:.2f}")
-    table.add_row("queries / samples", f"{perf['query_count']} / {perf['sample_count']}")
-    latency = perf["latency"]
-    table.add_row(
-        "latency ms",
-        "  ".join(f"{label} {_ms(latency, key)}" for label, key in LATENCY_KEYS),
-    )
+    group = report.get("group")
+    if group:
+        role = group.get("role") or group.get("parameter") or group.get("of") or ""
+        table.add_row("part of", f"{group['kind']} {group.get('id', '')} {role}".strip())
+    if report.get("mode") == "accuracy":
+        # AccuracyOnly issues each sample once with no timing rules: LoadGen's performance
+        # figures and validity do not apply, so none are shown.
+        table.add_row("performance", "n/a: accuracy run (see its linked performance run)")
+    else:
+        _performance_rows(table, report)
     accuracy = report.get("accuracy")
     if accuracy:
         top5 = accuracy.get("top5")
         table.add_row(
             "accuracy",
-            f"top-1 {accuracy['top1']:.2f} %" + ("" if top5 is None else f", top-5 {top5:.2f} %"),
+            f"top-1 {accuracy['top1']:.2f} %"
+            + ("" if top5 is None else f", top-5 {top5:.2f} %")
+            + f" over {accuracy['sample_count']} samples",
         )
+        if accuracy.get("missing_outputs"):
+            table.add_row(
+                "[red]no output[/]", f"{accuracy['missing_outputs']} samples, scored as wrong"
+            )
     if report.get("failed_samples"):
-        table.add_row("[red]failed samples[/]", f"{report['failed_samples']}: {report['errors'][:3]}")
+        table.add_row(
+            "[red]failed samples[/]", f"{report['failed_samples']}: {report['errors'][:3]}"
+        )
     if report["dataset"].get("failed"):
         table.add_row("[red]undecodable[/]", "; ".join(report["dataset"]["failed"][:5]))
     prep = report["preprocessing"]
@@ -69,5 +113,53 @@ def report_table(report: dict[str, Any]) -> Table:
     return table
 
 
+def _performance_rows(table: Table, report: dict[str, Any]) -> None:
+    """Every figure comes after its validity and stability, never alone."""
+    perf = report["performance"]
+    table.add_row("validity", validity_text(perf))
+    table.add_row("stability", stability_text(report))
+    headline = perf["headline"]
+    table.add_row("LoadGen headline", f"{headline['name']}: {headline['value']:g}")
+    table.add_row("samples/s", f"{perf['samples_per_second']:.2f}")
+    table.add_row("QPS", f"{perf['qps']:.2f}")
+    table.add_row("queries / samples", f"{perf['query_count']} / {perf['sample_count']}")
+    latency = perf["latency"]
+    table.add_row(
+        "latency ms",
+        "  ".join(f"{label} {_ms(latency, key)}" for label, key in LATENCY_KEYS),
+    )
+
+
 def print_report(console: Console, report: dict[str, Any]) -> None:
     console.print(report_table(report))
+
+
+def _figure(value: float, unit: str) -> str:
+    if math.isnan(value):
+        return "-"
+    return f"{value:.3f}" if unit == "ms" else f"{value:.2f}"
+
+
+def spread_table(reports: list[dict[str, Any]], spreads: dict[str, Any]) -> Table:
+    """min / median / max / CV per figure over repeats, with every run's verdicts."""
+    from services.evaluation.figures import FIGURES
+
+    table = Table(title=f"{len(reports)} repeats", title_justify="left")
+    for column in ("figure", "min", "median", "max", "CV"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for name, spread in spreads.items():
+        unit = FIGURES[name][0]
+        table.add_row(
+            f"{name} ({unit})",
+            _figure(spread.min, unit),
+            _figure(spread.median, unit),
+            _figure(spread.max, unit),
+            "-" if math.isnan(spread.cv) else f"{spread.cv:.2%}",
+        )
+    valid = sum(r["performance"]["validity"]["result"] == "VALID" for r in reports)
+    stable = sum((r.get("stability") or {}).get("verdict") == "STABLE" for r in reports)
+    table.caption = (
+        f"validity: {valid}/{len(reports)} VALID; stability: {stable}/{len(reports)} STABLE; "
+        f"runs {', '.join(r['run_id'][:8] for r in reports)}"
+    )
+    return table

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from services.aggregator.repository import RunRecord, save_run
+from services.evaluation.environment import framework_runtime
 from services.inference.backends.base import Backend, BackendOptions, create_backend
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.run import RunOutcome, execute_run
@@ -49,6 +50,12 @@ class BenchRequest:
     seed: int = 0
     backend_options: BackendOptions = field(default_factory=BackendOptions)
     workers: int = 1
+    # Optional: a fixed run id (to link runs before they exist), the manifest itself
+    # (a rerun uses the stored one, not today's catalogue), and the group this run
+    # belongs to, e.g. {"kind": "sweep", "id": ..., "parameter": "batch_size", "value": 8}.
+    run_id: str | None = None
+    manifest: ModelManifest | None = None
+    group: dict[str, Any] | None = None
 
 
 @dataclass
@@ -99,8 +106,8 @@ def run_bench(
 ) -> dict[str, Any]:
     """Benchmark one model; returns the stored report (also written to the database)."""
     progress = progress or Progress()
-    run_id = str(uuid.uuid4())
-    manifest = resolve_model(request.model)
+    run_id = request.run_id or str(uuid.uuid4())
+    manifest = request.manifest or resolve_model(request.model)
     framework = request.framework or manifest.framework.name
     store = make_store(settings)
 
@@ -128,6 +135,7 @@ def run_bench(
             tensors=prepared.tensors,
             labels=prepared.labels,
             workers=request.workers,
+            class_names=dataset.class_names,
         )
         log_prefix = f"runs/{run_id}/"
         logs = {}
@@ -151,6 +159,7 @@ def run_bench(
         logs=logs,
     )
     environment = capture_environment()
+    environment["framework_runtime"] = framework_runtime()
     report["environment"] = environment
     with session_scope(settings.effective_database_url) as session:
         save_run(
@@ -201,6 +210,10 @@ def build_report(
         "mode": request.scenario.mode,
         "batch_size": request.batch_size,
         "settings": {
+            # What the user asked for, and where the manifest's relative paths resolve:
+            # with the stored manifest this is all a rerun needs.
+            "model": request.model,
+            "manifest_dir": manifest.base_dir,
             "scenario": request.scenario.model_dump(mode="json"),
             "batch_size": request.batch_size,
             "dataset": request.dataset,
@@ -222,6 +235,9 @@ def build_report(
         },
         "preprocessing": {"seconds": prep_seconds, "reused": reused, "shard": shard},
         "performance": outcome.report.to_dict(),
+        "stability": outcome.stability.to_dict() if outcome.stability else None,
+        "seeds": {"data": request.seed, "loadgen": outcome.seeds},
+        "group": request.group,
         "accuracy": outcome.accuracy.to_dict() if outcome.accuracy else None,
         "sut_latency": outcome.sut_latency.__dict__,
         "warm_up": outcome.warm_up,

@@ -13,14 +13,23 @@ from typing import Any
 
 import numpy as np
 
+from services.evaluation.accuracy import score
+from services.evaluation.labels import top_k_of
+from services.evaluation.stability import assess_stability, not_applicable
 from services.inference.backends.base import Backend, BackendError
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.qsl import FetchSamples, TensorQSL
 from services.inference.loadgen.runner import LOG_FILES, run_loadgen
+from shared.loadgen_logs import parse_detail
 from shared.manifest import ModelManifest
-from shared.metrics import AccuracyReport, LatencyStats, PerformanceReport
+from shared.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
 
 RAW_LATENCIES_FILE = "sut_latencies_ns.npy"
+# (finished_ns, samples) per completion event, and per-sample arrival times: the raw
+# material of the stability verdict, kept so it can be recomputed from a stored run.
+RAW_COMPLETIONS_FILE = "sut_completions_ns.npy"
+RAW_ARRIVALS_FILE = "sut_arrivals_ns.npy"
+SEED_KEYS = ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed")
 
 
 @dataclass
@@ -33,6 +42,9 @@ class RunOutcome:
     errors: list[str]
     warm_up: dict[str, float]
     log_files: dict[str, Path] = field(default_factory=dict)
+    stability: Stability | None = None
+    # The RNG seeds LoadGen actually used (its detail log's effective_* values).
+    seeds: dict[str, int] = field(default_factory=dict)
 
 
 def check_framework_constraint(manifest: ModelManifest, backend: Backend) -> None:
@@ -78,12 +90,21 @@ def execute_run(
     sample_count: int | None = None,
     labels: Sequence[int | None] | None = None,
     workers: int = 1,
+    class_names: Sequence[str] = (),
 ) -> RunOutcome:
     """Run LoadGen over prepared samples, given in RAM (``tensors``) or by a ``fetch``
-    callback with ``sample_count`` (called only from the QSL's untimed load path)."""
+    callback with ``sample_count`` (called only from the QSL's untimed load path).
+
+    ``class_names`` (the dataset's sorted class folders) let accuracy compare label names
+    with the manifest's labels file instead of assuming the folders sort in class order."""
     if batch_size < 1:
         raise ValueError("batch_size: must be at least 1")
     check_framework_constraint(manifest, backend)
+    accuracy_mode = scenario.mode == "accuracy"
+    if accuracy_mode and labels is None:
+        raise ValueError("dataset: accuracy mode needs labels")
+    # Read (and validate) the labels file before the run, not after minutes of inference.
+    top_k = top_k_of(manifest) if accuracy_mode else None
     if tensors is not None:
         qsl = TensorQSL.from_array(tensors, scenario.performance_sample_count)
     elif fetch is not None and sample_count is not None:
@@ -93,17 +114,35 @@ def execute_run(
     result = run_loadgen(
         backend, qsl, scenario, batch_size=batch_size, log_dir=log_dir, workers=workers
     )
-    raw = np.asarray(result.stats.latencies_ns, dtype=np.int64)
+    stats = result.stats
+    raw = np.asarray(stats.latencies_ns, dtype=np.int64)
     np.save(log_dir / RAW_LATENCIES_FILE, raw, allow_pickle=False)
-    report = PerformanceReport.from_logs(
-        result.read_log("mlperf_log_summary.txt"), result.read_log("mlperf_log_detail.txt")
-    )
+    completions = np.asarray(stats.completions, dtype=np.int64).reshape(-1, 2)
+    np.save(log_dir / RAW_COMPLETIONS_FILE, completions, allow_pickle=False)
+    arrivals = np.asarray(stats.arrivals_ns, dtype=np.int64)
+    np.save(log_dir / RAW_ARRIVALS_FILE, arrivals, allow_pickle=False)
+    detail_text = result.read_log("mlperf_log_detail.txt")
+    report = PerformanceReport.from_logs(result.read_log("mlperf_log_summary.txt"), detail_text)
     accuracy = None
-    if scenario.mode == "accuracy":
-        if labels is None:
-            raise ValueError("dataset: accuracy mode needs labels")
-        accuracy = top_k_accuracy(result.outputs, labels)
-    files = {name: log_dir / name for name in (*LOG_FILES, RAW_LATENCIES_FILE)}
+    if top_k is not None and labels is not None:
+        accuracy = score(result.outputs, labels, top_k, class_names)
+        stability = not_applicable("accuracy run: LoadGen issues each sample once, untimed")
+    else:
+        stability = assess_stability(
+            scenario=scenario.scenario,
+            completions=[(int(f), int(n)) for f, n in completions],
+            latencies_ns=raw,
+            arrivals_ns=arrivals,
+            concurrency=workers if scenario.scenario in {"offline", "server"} else 1,
+        )
+    detail = parse_detail(detail_text)
+    seeds = {
+        key: int(detail[f"effective_{key}"]) for key in SEED_KEYS if f"effective_{key}" in detail
+    }
+    files = {
+        name: log_dir / name
+        for name in (*LOG_FILES, RAW_LATENCIES_FILE, RAW_COMPLETIONS_FILE, RAW_ARRIVALS_FILE)
+    }
     return RunOutcome(
         report=report,
         accuracy=accuracy,
@@ -116,4 +155,6 @@ def execute_run(
             "single_latency_s": result.warm_up.single_latency_s,
         },
         log_files={k: v for k, v in files.items() if v.exists()},
+        stability=stability,
+        seeds=seeds,
     )

@@ -20,11 +20,15 @@ from rich.progress import (
 )
 
 from services.cli.errors import fail, user_errors, validation_lines
-from services.cli.render import print_report
+from services.cli.render import print_report, spread_table
 from services.embedded import bench as embedded
+from services.evaluation.repeats import run_repeats, summarise
+from services.evaluation.submission import run_submission
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import SCENARIOS, ScenarioConfig
 from shared.settings import get_settings
+
+PROFILES = ("quick", "official")
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -45,33 +49,35 @@ def parse_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
-def bench(
-    model: str = typer.Argument(..., help="A catalogue name (see `benchstack models`) or a manifest file."),
-    framework: str | None = typer.Option(None, "--framework", "-f", help="Backend; default: the manifest's (torch, onnxruntime, tensorflow, triton, tensorrt, null)."),
-    scenario: str = typer.Option("offline", "--scenario", "-s", help="offline | single-stream | multi-stream | server"),
-    mode: str = typer.Option("performance", help="performance | accuracy"),
-    profile: str = typer.Option("quick", help="quick (seconds) | official (MLPerf durations)"),
-    batch_size: int = typer.Option(1, "--batch-size", "-b", min=1),
-    dataset: str = typer.Option("synthetic", help="'synthetic' or a folder of images."),
-    samples: int | None = typer.Option(64, help="Samples to prepare and hold in RAM."),
-    duration: float | None = typer.Option(None, help="LoadGen min duration, seconds (quick: 5)."),
-    max_duration: float | None = typer.Option(None, help="LoadGen max duration, seconds."),
-    min_queries: int | None = typer.Option(None, help="LoadGen min query count."),
-    max_queries: int | None = typer.Option(None, help="LoadGen max query count."),
-    target_qps: float | None = typer.Option(None, help="Server arrival rate / Offline expected QPS."),
-    latency_bound_ms: float | None = typer.Option(None, help="Server target latency, ms."),
-    latency_percentile: float | None = typer.Option(None, help="Percentile the latency bound applies to, e.g. 99."),
-    samples_per_query: int = typer.Option(8, help="MultiStream samples per query."),
-    seed: int = typer.Option(0, help="Seed for synthetic data and LoadGen's schedules."),
-    device: str = typer.Option("cpu", help="cpu | cuda | cuda:N"),
-    threads: int = typer.Option(0, help="Intra-op threads (0: the framework's default)."),
-    workers: int = typer.Option(1, help="SUT worker threads for Offline/Server."),
-    option: list[str] = typer.Option([], "--option", "-o", help="Backend option KEY=VALUE, e.g. mode=torchscript."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-) -> None:
-    """Benchmark a model on this machine under an MLPerf scenario (embedded mode)."""
+def build_request(
+    *,
+    model: str,
+    framework: str | None,
+    scenario: str,
+    mode: str = "performance",
+    profile: str = "quick",
+    batch_size: int = 1,
+    dataset: str = "synthetic",
+    samples: int | None = 64,
+    duration: float | None = None,
+    max_duration: float | None = None,
+    min_queries: int | None = None,
+    max_queries: int | None = None,
+    target_qps: float | None = None,
+    latency_bound_ms: float | None = None,
+    latency_percentile: float | None = None,
+    samples_per_query: int = 8,
+    seed: int = 0,
+    device: str = "cpu",
+    threads: int = 0,
+    workers: int = 1,
+    option: list[str] | None = None,
+) -> embedded.BenchRequest:
+    """CLI options -> a validated request; bench, sweep and find-peak share it."""
     if scenario not in SCENARIOS:
         fail([f"--scenario: {scenario!r} is not accepted; accepted: {', '.join(SCENARIOS)}"])
+    if profile not in PROFILES:
+        fail([f"--profile: {profile!r} is not accepted; accepted: {', '.join(PROFILES)}"])
     try:
         config = ScenarioConfig(
             scenario=scenario,  # type: ignore[arg-type]
@@ -91,7 +97,7 @@ def bench(
         )
     except ValidationError as exc:
         fail(validation_lines(exc))
-    request = embedded.BenchRequest(
+    return embedded.BenchRequest(
         model=model,
         framework=framework,
         scenario=config,
@@ -100,22 +106,137 @@ def bench(
         samples=samples,
         seed=seed,
         backend_options=BackendOptions(
-            device=device, intra_op_threads=threads, extra=parse_options(option)
+            device=device, intra_op_threads=threads, extra=parse_options(option or [])
         ),
         workers=workers,
     )
+
+
+# Options shared by bench, sweep and find-peak, so each reads the same everywhere.
+MODEL = typer.Argument(..., help="A catalogue name (see `benchstack models`) or a manifest file.")
+FRAMEWORK = typer.Option(
+    None,
+    "--framework",
+    "-f",
+    help="Backend; default: the manifest's "
+    "(torch, onnxruntime, tensorflow, triton, tensorrt, null).",
+)
+PROFILE = typer.Option(
+    "quick", help="quick (seconds) | official (MLPerf durations and query counts)"
+)
+DATASET = typer.Option("synthetic", help="'synthetic' or a folder of images.")
+SAMPLES = typer.Option(64, help="Samples to prepare and hold in RAM.")
+DURATION = typer.Option(None, help="LoadGen min duration, seconds (quick: 5).")
+SEED = typer.Option(0, help="Seed for synthetic data and LoadGen's schedules.")
+DEVICE = typer.Option("cpu", help="cpu | cuda | cuda:N")
+THREADS = typer.Option(0, help="Intra-op threads (0: the framework's default).")
+WORKERS = typer.Option(1, help="SUT worker threads for Offline/Server.")
+OPTION = typer.Option([], "--option", "-o", help="Backend option KEY=VALUE, e.g. mode=torchscript.")
+AS_JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
+
+
+def bench(
+    model: str = MODEL,
+    framework: str | None = FRAMEWORK,
+    scenario: str = typer.Option(
+        "offline", "--scenario", "-s", help="offline | single-stream | multi-stream | server"
+    ),
+    mode: str = typer.Option("performance", help="performance | accuracy"),
+    profile: str = PROFILE,
+    batch_size: int = typer.Option(1, "--batch-size", "-b", min=1),
+    dataset: str = DATASET,
+    samples: int | None = SAMPLES,
+    duration: float | None = DURATION,
+    max_duration: float | None = typer.Option(None, help="LoadGen max duration, seconds."),
+    min_queries: int | None = typer.Option(None, help="LoadGen min query count."),
+    max_queries: int | None = typer.Option(None, help="LoadGen max query count."),
+    target_qps: float | None = typer.Option(
+        None, help="Server arrival rate / Offline expected QPS."
+    ),
+    latency_bound_ms: float | None = typer.Option(None, help="Server target latency, ms."),
+    latency_percentile: float | None = typer.Option(
+        None, help="Percentile the latency bound applies to, e.g. 99."
+    ),
+    samples_per_query: int = typer.Option(8, help="MultiStream samples per query."),
+    seed: int = SEED,
+    device: str = DEVICE,
+    threads: int = THREADS,
+    workers: int = WORKERS,
+    option: list[str] = OPTION,
+    repeats: int = typer.Option(
+        1, min=1, help="Run N times; print min/median/max and CV per figure."
+    ),
+    submission: bool = typer.Option(
+        False,
+        "--submission",
+        help="An accuracy pass, then a performance pass; both stored, linked.",
+    ),
+    as_json: bool = AS_JSON,
+) -> None:
+    """Benchmark a model on this machine under an MLPerf scenario (embedded mode)."""
+    if submission and repeats > 1:
+        fail(["--submission: runs one accuracy and one performance pass; drop --repeats"])
+    if submission and mode != "performance":
+        fail(["--mode: --submission runs both modes itself; leave --mode out"])
+    request = build_request(
+        model=model,
+        framework=framework,
+        scenario=scenario,
+        mode=mode,
+        profile=profile,
+        batch_size=batch_size,
+        dataset=dataset,
+        samples=samples,
+        duration=duration,
+        max_duration=max_duration,
+        min_queries=min_queries,
+        max_queries=max_queries,
+        target_qps=target_qps,
+        latency_bound_ms=latency_bound_ms,
+        latency_percentile=latency_percentile,
+        samples_per_query=samples_per_query,
+        seed=seed,
+        device=device,
+        threads=threads,
+        workers=workers,
+        option=option,
+    )
+    settings = get_settings()
     stderr = Console(stderr=True)
+    console = Console()
     with user_errors(), _progress_bars(stderr) as hooks:
-        report = embedded.run_bench(request, get_settings(), hooks)
+        if submission:
+            results = run_submission(request, lambda r: embedded.run_bench(r, settings, hooks))
+            reports = list(results.values())
+        else:
+            reports = run_repeats(
+                request, repeats, lambda r: embedded.run_bench(r, settings, hooks)
+            )
     if as_json:
-        sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+        payload: Any = reports[0]
+        if submission:
+            payload = results
+        elif repeats > 1:
+            spreads = {k: v.to_dict() for k, v in summarise(reports).items()}
+            payload = {"runs": reports, "spread": spreads}
+        sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+    elif submission:
+        for report in reports:
+            print_report(console, report)
+        console.print(
+            f"submission {reports[0]['group']['id']}: accuracy run "
+            f"{reports[0]['run_id']}, performance run {reports[1]['run_id']}"
+        )
+    elif repeats > 1:
+        print_report(console, reports[-1])
+        console.print(spread_table(reports, summarise(reports)))
     else:
-        print_report(Console(), report)
-    if report["failed_samples"]:
+        print_report(console, reports[0])
+    if any(report["failed_samples"] for report in reports):
         raise typer.Exit(code=1)
 
 
-class _progress_bars:  # noqa: N801 - used as a context manager, reads like one
+class _progress_bars:
     """Progress bars on stderr for preprocessing and the LoadGen run."""
 
     def __init__(self, console: Console) -> None:

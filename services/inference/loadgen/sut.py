@@ -34,6 +34,10 @@ class SUTStats:
     errors: list[str] = field(default_factory=list)
     # Per sample: ns from the SUT receiving it to its completion (LoadGen's clock is the truth).
     latencies_ns: list[int] = field(default_factory=list)
+    # For windowed stability: when each sample reached the SUT, and each completion event
+    # as (finished_ns, samples) - a batch completes as one event. perf_counter_ns clock.
+    arrivals_ns: list[int] = field(default_factory=list)
+    completions: list[tuple[int, int]] = field(default_factory=list)
 
 
 class BatchingSUT:
@@ -69,6 +73,8 @@ class BatchingSUT:
     def issue_queries(self, query_samples: Sequence[Any]) -> None:
         received = time.perf_counter_ns()
         samples = list(query_samples)
+        # list.extend is atomic under the GIL; no lock on LoadGen's issue thread.
+        self.stats.arrivals_ns.extend([received] * len(samples))
         if self._queued and self.scenario == "server":
             # Each arrival is queued; the worker groups what is waiting into a batch.
             for sample in samples:
@@ -155,6 +161,7 @@ class BatchingSUT:
             self.stats.batches += 1
             self.stats.samples += len(chunk)
             self.stats.latencies_ns.extend([finished - received] * len(chunk))
+            self.stats.completions.append((finished, len(chunk)))
             if error is not None:
                 self.stats.failed_samples += len(chunk)
                 if len(self.stats.errors) < MAX_ERRORS_KEPT:

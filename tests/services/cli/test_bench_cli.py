@@ -39,7 +39,9 @@ def bench_json(data_dir: Path, *args: str) -> dict[str, Any]:
 
 
 def test_single_stream_report_equals_loadgen_summary(data_dir: Path) -> None:
-    report = bench_json(data_dir, "resnet18", "--scenario", "single-stream", "--duration", "2", "--samples", "8")
+    report = bench_json(
+        data_dir, "resnet18", "--scenario", "single-stream", "--duration", "2", "--samples", "8"
+    )
     summary = parse_summary(Path(report["logs"]["mlperf_log_summary.txt"]).read_text())
     perf = report["performance"]
     assert perf["latency"]["percentiles_ns"]["p90"] == summary["90.00 percentile latency (ns)"]
@@ -54,8 +56,19 @@ def test_single_stream_report_equals_loadgen_summary(data_dir: Path) -> None:
 @pytest.mark.parametrize("framework", ["torch", "null"])
 def test_offline_prints_samples_per_second(data_dir: Path, framework: str) -> None:
     result = benchstack(
-        data_dir, "bench", TINY, "--framework", framework, "--scenario", "offline",
-        "--duration", "0.5", "--samples", "16", "--batch-size", "4",
+        data_dir,
+        "bench",
+        TINY,
+        "--framework",
+        framework,
+        "--scenario",
+        "offline",
+        "--duration",
+        "0.5",
+        "--samples",
+        "16",
+        "--batch-size",
+        "4",
     )
     assert result.returncode == 0, result.stderr
     assert "samples/s" in result.stdout
@@ -65,10 +78,25 @@ def test_offline_prints_samples_per_second(data_dir: Path, framework: str) -> No
 @pytest.mark.parametrize("scenario", ["server", "multi-stream"])
 def test_server_and_multistream_run(data_dir: Path, scenario: str) -> None:
     report = bench_json(
-        data_dir, TINY, "--scenario", scenario, "--duration", "0.5", "--samples", "16",
-        "--target-qps", "50", "--samples-per-query", "4", "--batch-size", "2",
+        data_dir,
+        TINY,
+        "--scenario",
+        scenario,
+        "--duration",
+        "0.5",
+        "--samples",
+        "16",
+        "--target-qps",
+        "50",
+        "--samples-per-query",
+        "4",
+        "--batch-size",
+        "2",
     )
-    assert report["performance"]["scenario"] == {"server": "Server", "multi-stream": "MultiStream"}[scenario]
+    assert (
+        report["performance"]["scenario"]
+        == {"server": "Server", "multi-stream": "MultiStream"}[scenario]
+    )
     assert report["performance"]["samples_per_second"] > 0
 
 
@@ -117,7 +145,9 @@ def _write_manifest(tmp_path: Path, change: dict[str, Any]) -> Path:
         ),
     ],
 )
-def test_manifest_validate_errors_are_one_line(data_dir: Path, tmp_path: Path, change: dict[str, Any], words: tuple[str, ...]) -> None:
+def test_manifest_validate_errors_are_one_line(
+    data_dir: Path, tmp_path: Path, change: dict[str, Any], words: tuple[str, ...]
+) -> None:
     path = _write_manifest(tmp_path, change)
     if change.get("name", "x") is None:
         text = yaml.safe_load(path.read_text())
@@ -131,10 +161,20 @@ def test_sha256_mismatch_is_one_line(data_dir: Path, tmp_path: Path) -> None:
     wrong = hashlib.sha256(b"other").hexdigest()
     path = _write_manifest(
         tmp_path,
-        {"source": {"architecture": "benchstack:digits_cnn", "weights": {"path": "weights.pt", "sha256": wrong}}},
+        {
+            "source": {
+                "architecture": "benchstack:digits_cnn",
+                "weights": {"path": "weights.pt", "sha256": wrong},
+            }
+        },
     )
-    _one_line_error(benchstack(data_dir, "manifest", "validate", str(path)), "source.weights.sha256: mismatch")
-    _one_line_error(benchstack(data_dir, "bench", str(path), "--duration", "0.2"), "source.weights.sha256: mismatch")
+    _one_line_error(
+        benchstack(data_dir, "manifest", "validate", str(path)), "source.weights.sha256: mismatch"
+    )
+    _one_line_error(
+        benchstack(data_dir, "bench", str(path), "--duration", "0.2"),
+        "source.weights.sha256: mismatch",
+    )
 
 
 def test_catalogue_validates(data_dir: Path) -> None:
@@ -153,9 +193,13 @@ def test_catalogue_validates(data_dir: Path) -> None:
         (("--dataset", "/no/such/folder"), ("dataset:", "not a folder")),
     ],
 )
-def test_bench_bad_input_is_one_line(data_dir: Path, args: tuple[str, ...], words: tuple[str, ...]) -> None:
+def test_bench_bad_input_is_one_line(
+    data_dir: Path, args: tuple[str, ...], words: tuple[str, ...]
+) -> None:
     _one_line_error(benchstack(data_dir, "bench", TINY, "--duration", "0.2", *args), *words)
 
 
 def test_unknown_model_is_one_line(data_dir: Path) -> None:
-    _one_line_error(benchstack(data_dir, "bench", "resnet19"), "model: 'resnet19' is not in the catalogue")
+    _one_line_error(
+        benchstack(data_dir, "bench", "resnet19"), "model: 'resnet19' is not in the catalogue"
+    )

@@ -28,7 +28,9 @@ def _tensors(n: int = 32) -> np.ndarray:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_scenario_runs_and_report_matches_loadgen_summary(scenario: str, tmp_path: Path) -> None:
-    config = ScenarioConfig(scenario=scenario, min_duration_s=0.5, target_qps=100 if scenario == "server" else None)  # type: ignore[arg-type]
+    config = ScenarioConfig(
+        scenario=scenario, min_duration_s=0.5, target_qps=100 if scenario == "server" else None
+    )  # type: ignore[arg-type]
     outcome = execute_run(
         manifest=resolve_model(TINY),
         backend=_null(),
@@ -83,14 +85,17 @@ class Exploding(Backend):
 def test_failing_predict_still_completes_every_query(scenario: str, tmp_path: Path) -> None:
     backend = Exploding()
     backend.load(None)
-    config = ScenarioConfig(scenario=scenario, min_duration_s=0.2, target_qps=50 if scenario == "server" else None)  # type: ignore[arg-type]
+    config = ScenarioConfig(
+        scenario=scenario, min_duration_s=0.2, target_qps=50 if scenario == "server" else None
+    )  # type: ignore[arg-type]
     outcome = execute_run(
         manifest=resolve_model(TINY),
         backend=backend,
         scenario=config,
         batch_size=2,
         log_dir=tmp_path,
-        tensors=np.arange(8, dtype=np.float32)[:, None, None, None] * np.ones((1, 1, 32, 32), np.float32),
+        tensors=np.arange(8, dtype=np.float32)[:, None, None, None]
+        * np.ones((1, 1, 32, 32), np.float32),
     )
     assert 0 < outcome.failed_samples < outcome.report.sample_count
     assert outcome.errors[0] == "RuntimeError: device lost"

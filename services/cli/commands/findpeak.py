@@ -1,0 +1,136 @@
+"""`benchstack find-peak MODEL --latency-bound-ms X`: the highest Server QPS under a bound."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.cli.commands.bench import (
+    AS_JSON,
+    DATASET,
+    DEVICE,
+    FRAMEWORK,
+    MODEL,
+    OPTION,
+    SAMPLES,
+    SEED,
+    THREADS,
+    WORKERS,
+    _progress_bars,
+    build_request,
+)
+from services.cli.errors import user_errors
+from services.embedded import bench as embedded
+from services.evaluation.findpeak import PeakResult, find_peak
+from shared.settings import get_settings
+
+
+def peak_table(result: PeakResult) -> Table:
+    pct = f"p{result.percentile:g}"
+    table = Table(
+        title=f"find-peak: {pct} <= {result.latency_bound_ms:g} ms (probes in the order run)",
+        title_justify="left",
+    )
+    for column in (
+        "target QPS",
+        "completed/s",
+        f"{pct} ms",
+        "verdict",
+        "validity",
+        "stability",
+        "run",
+    ):
+        table.add_column(column, justify="left" if column in {"verdict", "run"} else "right")
+    for probe in sorted(result.curve, key=lambda p: p.qps):
+        verdict = "[green]pass[/]" if probe.passed else f"[red]fail[/]: {probe.reason}"
+        table.add_row(
+            f"{probe.qps:.1f}",
+            f"{probe.completed_qps:.1f}",
+            "-" if math.isnan(probe.latency_ms) else f"{probe.latency_ms:.2f}",
+            verdict,
+            probe.validity,
+            probe.stability,
+            probe.run_id[:8],
+        )
+    return table
+
+
+def findpeak(
+    model: str = MODEL,
+    latency_bound_ms: float = typer.Option(..., help="The latency bound, ms."),
+    percentile: float = typer.Option(99.0, help="50, 90, 95, 97, 99 or 99.9."),
+    start_qps: float | None = typer.Option(
+        None, help="First rate to probe; default: a short Offline run's throughput."
+    ),
+    tolerance: float = typer.Option(0.05, help="Stop when the bracket is this narrow."),
+    max_probes: int = typer.Option(12, min=2, help="At most this many Server runs."),
+    duration: float = typer.Option(2.0, help="Seconds per probe (keep the bound < 10 %)."),
+    batch_size: int = typer.Option(1, "--batch-size", "-b", min=1, help="Dynamic batch cap."),
+    framework: str | None = FRAMEWORK,
+    dataset: str = DATASET,
+    samples: int | None = SAMPLES,
+    seed: int = SEED,
+    device: str = DEVICE,
+    threads: int = THREADS,
+    workers: int = WORKERS,
+    option: list[str] = OPTION,
+    as_json: bool = AS_JSON,
+) -> None:
+    """Bisect Server QPS with short LoadGen runs; print the peak and the curve that found it."""
+    request = build_request(
+        model=model,
+        framework=framework,
+        scenario="server",
+        batch_size=batch_size,
+        dataset=dataset,
+        samples=samples,
+        duration=duration,
+        seed=seed,
+        device=device,
+        threads=threads,
+        workers=workers,
+        option=option,
+    )
+    settings = get_settings()
+    with user_errors(), _progress_bars(Console(stderr=True)) as hooks:
+        result, estimate = find_peak(
+            request,
+            lambda r: embedded.run_bench(r, settings, hooks),
+            latency_bound_ms=latency_bound_ms,
+            percentile=percentile,
+            start_qps=start_qps,
+            tolerance=tolerance,
+            max_probes=max_probes,
+        )
+    if as_json:
+        payload = result.to_dict() | {"estimate_run": estimate["run_id"] if estimate else None}
+        sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+        return
+    console = Console()
+    if estimate is not None:
+        perf = estimate["performance"]
+        console.print(
+            f"start rate from Offline run {estimate['run_id'][:8]}: "
+            f"{perf['samples_per_second']:.1f} samples/s ({perf['validity']['result']})"
+        )
+    console.print(peak_table(result))
+    if result.peak is None:
+        console.print("[red]no probed rate met the bound[/]; try a lower --start-qps")
+        raise typer.Exit(code=1)
+    low, high = result.bracket
+    console.print(
+        f"peak: [bold]{result.peak.qps:.1f} QPS[/] with p{result.percentile:g} "
+        f"{result.peak.latency_ms:.2f} ms <= {result.latency_bound_ms:g} ms "
+        f"(fails at {high:.1f}; bracket {(high - low) / high:.1%} wide)"
+        if not math.isinf(high)
+        else f"peak: at least {low:.1f} QPS (no failing rate within --max-probes)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("find-peak")(findpeak)

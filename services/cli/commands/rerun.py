@@ -1,0 +1,73 @@
+"""`benchstack rerun RUN_ID`: the same run again, compared against the noise band."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.cli.commands.bench import AS_JSON, _progress_bars
+from services.cli.errors import user_errors
+from services.evaluation.rerun import Comparison, rerun_stored
+from shared.settings import get_settings
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    reruns = ", ".join(r[:8] for r in comparison.rerun_runs)
+    table = Table(
+        title=f"run {comparison.original_run[:8]} rerun as {reruns}", title_justify="left"
+    )
+    for column in ("figure", "original", "rerun", "change", "noise band", "verdict"):
+        table.add_column(column, justify="left" if column in {"figure", "verdict"} else "right")
+    for delta in comparison.figures:
+        if delta.within:
+            verdict = "[green]within noise[/]"
+        else:
+            verdict = "[green]better[/]" if delta.better else "[red]worse[/]"
+        table.add_row(
+            f"{delta.name} ({delta.unit})",
+            f"{delta.original:.3f}",
+            f"{delta.rerun:.3f}",
+            f"{delta.change:+.1%}",
+            f"±{delta.band:.1%}",
+            verdict,
+        )
+    validity, stability = comparison.original_verdicts
+    table.caption = f"original: {validity} {stability}; rerun: " + ", ".join(
+        f"{v} {s}" for v, s in comparison.rerun_verdicts
+    )
+    return table
+
+
+def rerun(
+    run_id: str = typer.Argument(..., help="A stored run id or a unique prefix of one."),
+    repeats: int = typer.Option(
+        1, min=1, help="Rerun N times: the band then includes the reruns' own spread."
+    ),
+    as_json: bool = AS_JSON,
+) -> None:
+    """Re-run a stored run with the same manifest, settings and seeds; print the difference."""
+    with user_errors(), _progress_bars(Console(stderr=True)) as hooks:
+        comparison = rerun_stored(run_id, get_settings(), repeats=repeats, progress=hooks)
+    if as_json:
+        sys.stdout.write(json.dumps(comparison.to_dict(), indent=2, default=str) + "\n")
+        return
+    console = Console()
+    console.print(comparison_table(comparison))
+    colour = "green" if comparison.verdict == "within noise" else "bold red"
+    console.print(f"verdict: [{colour}]{comparison.verdict}[/]")
+    for note in comparison.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    if comparison.environment_diff:
+        console.print("environment differences:")
+        for line in comparison.environment_diff:
+            console.print(f"  {line}", soft_wrap=True)
+    else:
+        console.print("environment: identical (packages, CPU, GPU, OS, Python, benchstack)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rerun")(rerun)

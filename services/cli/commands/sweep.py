@@ -1,0 +1,145 @@
+"""`benchstack sweep MODEL --batch-sizes 1,2,4`: a throughput-versus-latency curve."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.cli.commands.bench import (
+    AS_JSON,
+    DATASET,
+    DEVICE,
+    DURATION,
+    FRAMEWORK,
+    MODEL,
+    OPTION,
+    PROFILE,
+    SAMPLES,
+    SEED,
+    THREADS,
+    WORKERS,
+    _progress_bars,
+    build_request,
+)
+from services.cli.errors import fail, user_errors
+from services.embedded import bench as embedded
+from services.evaluation.sweep import Curve, CurvePoint, parse_values, run_sweep
+from shared.settings import get_settings
+from shared.storage import make_store
+
+
+def _ms(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.3f}"
+
+
+def curve_table(curve: Curve) -> Table:
+    table = Table(
+        title=f"sweep {curve.id} - {curve.model}, {curve.scenario}, over {curve.parameter}",
+        title_justify="left",
+    )
+    label = {"batch_size": "batch", "target_qps": "target QPS", "samples_per_query": "spq"}
+    for column in (
+        label.get(curve.parameter, curve.parameter),
+        "samples/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "validity",
+        "stability",
+        "run",
+    ):
+        table.add_column(column, justify="right" if column != "run" else "left")
+    for point in curve.points:
+        table.add_row(*_row(point))
+    if curve.scenario == "offline":
+        # LoadGen issues one Offline query; its "latency" is the time to drain the queue.
+        table.caption = "Offline latency: from the single query's issue to each completion"
+    return table
+
+
+def _row(point: CurvePoint) -> list[str]:
+    valid = point.validity == "VALID"
+    stable = point.stability == "STABLE"
+    return [
+        f"{point.value:g}",
+        f"{point.samples_per_second:.2f}",
+        _ms(point.latency_p50_ms),
+        _ms(point.latency_p90_ms),
+        _ms(point.latency_p99_ms),
+        f"[green]{point.validity}[/]" if valid else f"[red]{point.validity}[/]",
+        f"[green]{point.stability}[/]" if stable else f"[yellow]{point.stability}[/]",
+        point.run_id[:8],
+    ]
+
+
+def sweep(
+    model: str = MODEL,
+    batch_sizes: str | None = typer.Option(None, help="Batch sizes, e.g. 1,2,4,8,16."),
+    target_qps: str | None = typer.Option(None, help="Server arrival rates, e.g. 50,100,200."),
+    samples_per_query: str | None = typer.Option(
+        None, help="MultiStream samples per query, e.g. 2,4,8."
+    ),
+    scenario: str = typer.Option("offline", "--scenario", "-s"),
+    batch_size: int = typer.Option(1, "--batch-size", "-b", min=1, help="When not swept."),
+    framework: str | None = FRAMEWORK,
+    profile: str = PROFILE,
+    dataset: str = DATASET,
+    samples: int | None = SAMPLES,
+    duration: float | None = DURATION,
+    seed: int = SEED,
+    device: str = DEVICE,
+    threads: int = THREADS,
+    workers: int = WORKERS,
+    option: list[str] = OPTION,
+    as_json: bool = AS_JSON,
+) -> None:
+    """Run one benchmark per value of one setting; print and store the curve."""
+    given = {
+        "batch_size": (batch_sizes, int),
+        "target_qps": (target_qps, float),
+        "samples_per_query": (samples_per_query, int),
+    }
+    chosen = [(name, text, kind) for name, (text, kind) in given.items() if text]
+    if len(chosen) != 1:
+        fail(["sweep: give exactly one of --batch-sizes, --target-qps, --samples-per-query"])
+    parameter, text, kind = chosen[0]
+    option_name = "--" + parameter.replace("_", "-").replace("batch-size", "batch-sizes")
+    request = build_request(
+        model=model,
+        framework=framework,
+        scenario=scenario,
+        profile=profile,
+        batch_size=batch_size,
+        dataset=dataset,
+        samples=samples,
+        duration=duration,
+        seed=seed,
+        device=device,
+        threads=threads,
+        workers=workers,
+        option=option,
+    )
+    settings = get_settings()
+    console = Console()
+    with user_errors():
+        assert text is not None
+        values = parse_values(text, option_name, kind)
+        with _progress_bars(Console(stderr=True)) as hooks:
+            curve = run_sweep(
+                request, parameter, values, lambda r: embedded.run_bench(r, settings, hooks)
+            )
+        # The curve itself is stored beside the runs, so it can be shown again as one object.
+        make_store(settings).put_bytes(f"sweeps/{curve.id}.json", curve.to_json().encode())
+    if as_json:
+        sys.stdout.write(json.dumps(curve.to_dict(), indent=2) + "\n")
+        return
+    console.print(curve_table(curve))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep)

@@ -1,0 +1,228 @@
+"""Reproduction: rebuild a stored run's request, run it again, compare against noise.
+
+The noise band of a figure is the larger of
+- ``NOISE_FLOOR`` (5 %): run-to-run variation of an Offline run on an idle machine is
+  ~1-3 % (benchmarks/run_to_run.py measures it), so a smaller band would call noise a change;
+- twice the combined within-run variation: the coefficient of variation of the measurement
+  windows of both runs (throughput for samples/s, median latency for latencies; Offline
+  uses throughput for every figure);
+- with repeated reruns, twice their coefficient of variation for that figure.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from services.aggregator.repository import get_run
+from services.embedded.bench import BenchRequest, Progress, run_bench
+from services.evaluation.environment import diff_environments
+from services.evaluation.figures import FIGURES, figures_of, verdicts
+from services.evaluation.repeats import summarise
+from services.inference.backends.base import BackendOptions
+from services.inference.loadgen.config import ScenarioConfig
+from shared.db.session import session_scope
+from shared.manifest import parse_manifest
+from shared.settings import Settings
+
+NOISE_FLOOR = 0.05
+
+
+@dataclass(frozen=True)
+class FigureDelta:
+    name: str
+    unit: str
+    original: float
+    rerun: float
+    change: float  # relative, (rerun - original) / original
+    band: float  # relative half-width
+    within: bool
+    better: bool  # the change goes the good way (more throughput, less latency)
+
+
+@dataclass
+class Comparison:
+    original_run: str
+    rerun_runs: list[str]
+    verdict: str  # "within noise" or "outside noise"
+    figures: list[FigureDelta]
+    original_verdicts: tuple[str, str]  # (validity, stability)
+    rerun_verdicts: list[tuple[str, str]]
+    environment_diff: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def request_from_run(run_id: str, report: dict[str, Any], manifest: dict[str, Any]) -> BenchRequest:
+    """The same everything: stored manifest (relative paths resolve where they did),
+    scenario settings, seeds, batch size, dataset, samples, workers and backend options."""
+    settings = report["settings"]
+    options = settings.get("backend_options", {})
+    return BenchRequest(
+        model=settings.get("model") or manifest["name"],
+        framework=settings.get("framework"),
+        scenario=ScenarioConfig.model_validate(settings["scenario"]),
+        batch_size=int(settings["batch_size"]),
+        dataset=settings["dataset"],
+        samples=settings.get("samples"),
+        seed=int(settings.get("seed", 0)),
+        backend_options=BackendOptions(
+            device=options.get("device", "cpu"),
+            intra_op_threads=int(options.get("intra_op_threads", 0)),
+            inter_op_threads=int(options.get("inter_op_threads", 0)),
+            extra=dict(options.get("extra", {})),
+        ),
+        workers=int(settings.get("workers", 1)),
+        manifest=parse_manifest(
+            manifest, source=f"run {run_id} manifest", base_dir=settings.get("manifest_dir")
+        ),
+        group={"kind": "rerun", "of": run_id},
+    )
+
+
+def _window_cv(report: dict[str, Any], key: str) -> float:
+    stability = report.get("stability") or {}
+    # The first window holds the ramp-up; the verdict ignores it and so does the band.
+    values = [w[key] for w in stability.get("windows", [])[1:] if w.get(key) is not None]
+    if len(values) < 2 or not statistics.fmean(values):
+        return 0.0
+    return statistics.stdev(values) / statistics.fmean(values)
+
+
+def noise_bands(original: dict[str, Any], reruns: Sequence[dict[str, Any]]) -> dict[str, float]:
+    bands: dict[str, float] = {}
+    spreads = summarise(reruns) if len(reruns) > 1 else {}
+    for name in FIGURES:
+        # Offline latency is each sample's place in one queue, growing across the windows by
+        # design; it varies with throughput, so throughput's variation bands it too.
+        offline = original["performance"].get("scenario") == "Offline"
+        judged_on_throughput = name == "samples_per_second" or offline
+        key = "samples_per_second" if judged_on_throughput else "median_latency_ms"
+        within = math.hypot(_window_cv(original, key), *(_window_cv(r, key) for r in reruns[:1]))
+        band = max(NOISE_FLOOR, 2 * within)
+        spread = spreads.get(name)
+        if spread is not None and not math.isnan(spread.cv):
+            band = max(band, 2 * spread.cv)
+        bands[name] = band
+    return bands
+
+
+def compare(
+    original: dict[str, Any],
+    reruns: Sequence[dict[str, Any]],
+    *,
+    original_environment: dict[str, Any] | None = None,
+) -> Comparison:
+    """The rerun's figures (their median, with several) against the original's."""
+    if not reruns:
+        raise ValueError("reruns: compare needs at least one rerun report")
+    if original.get("accuracy") is not None:
+        deltas = _accuracy_deltas(original, reruns)
+    else:
+        deltas = _performance_deltas(original, reruns)
+    env_before = original_environment or original.get("environment") or {}
+    env_after = reruns[0].get("environment") or {}
+    notes = []
+    original_verdicts = verdicts(original)
+    rerun_verdicts = [verdicts(r) for r in reruns]
+    if original.get("accuracy") is None:
+        if "INVALID" in {original_verdicts[0], *(v[0] for v in rerun_verdicts)}:
+            notes.append("an INVALID run is compared: its figures are not LoadGen-valid")
+        if any(v[1] != "STABLE" for v in [original_verdicts, *rerun_verdicts]):
+            notes.append("a run is not STABLE: differences may be the run, not the system")
+    return Comparison(
+        original_run=str(original.get("run_id", "")),
+        rerun_runs=[str(r.get("run_id", "")) for r in reruns],
+        verdict="within noise" if all(d.within for d in deltas) else "outside noise",
+        figures=deltas,
+        original_verdicts=original_verdicts,
+        rerun_verdicts=rerun_verdicts,
+        environment_diff=diff_environments(env_before, env_after),
+        notes=notes,
+    )
+
+
+def _accuracy_deltas(
+    original: dict[str, Any], reruns: Sequence[dict[str, Any]]
+) -> list[FigureDelta]:
+    """Accuracy has no noise: the same weights on the same files give the same top-1."""
+    deltas = []
+    for name in ("top1", "top5"):
+        old = original["accuracy"].get(name)
+        found = [(r.get("accuracy") or {}).get(name) for r in reruns]
+        values = [float(v) for v in found if v is not None]
+        if old is None or len(values) != len(found):
+            continue
+        new = statistics.median(values)
+        change = (new - old) / old if old else new - old
+        deltas.append(
+            FigureDelta(
+                name=name,
+                unit="%",
+                original=old,
+                rerun=new,
+                change=change,
+                band=0.0,
+                within=all(v == old for v in values),
+                better=new >= old,
+            )
+        )
+    return deltas
+
+
+def _performance_deltas(
+    original: dict[str, Any], reruns: Sequence[dict[str, Any]]
+) -> list[FigureDelta]:
+    bands = noise_bands(original, reruns)
+    before = figures_of(original)
+    after_runs = [figures_of(r) for r in reruns]
+    deltas = []
+    # Offline's figure is samples/s alone (as in MLPerf): its latencies depend on how many
+    # samples LoadGen planned from warm-up, which differs between runs by design.
+    offline = original["performance"].get("scenario") == "Offline"
+    for name, (unit, larger_is_better) in FIGURES.items():
+        if offline and name != "samples_per_second":
+            continue
+        old = before[name]
+        new = statistics.median(f[name] for f in after_runs)
+        if math.isnan(old) or math.isnan(new) or old == 0:
+            continue
+        change = (new - old) / old
+        deltas.append(
+            FigureDelta(
+                name=name,
+                unit=unit,
+                original=old,
+                rerun=new,
+                change=change,
+                band=bands[name],
+                within=abs(change) <= bands[name],
+                better=(change > 0) == larger_is_better,
+            )
+        )
+    return deltas
+
+
+def rerun_stored(
+    run_ref: str,
+    settings: Settings,
+    *,
+    repeats: int = 1,
+    progress: Progress | None = None,
+) -> Comparison:
+    """Rerun a stored run ``repeats`` times and compare; every rerun is stored and names
+    the original in its ``group``. The API's rerun mutation calls this."""
+    if repeats < 1:
+        raise ValueError(f"--repeats: {repeats} must be at least 1")
+    with session_scope(settings.effective_database_url) as session:
+        stored = get_run(session, run_ref)
+        run_id, report, manifest = stored.id, stored.report, stored.manifest
+        environment = stored.environment
+    request = request_from_run(run_id, report, manifest)
+    reruns = [run_bench(request, settings, progress) for _ in range(repeats)]
+    return compare(report, reruns, original_environment=environment)

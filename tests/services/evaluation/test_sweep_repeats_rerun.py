@@ -1,0 +1,153 @@
+"""Sweeps, repeats and reruns on the null backend (a SUT of known, fixed speed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.aggregator.repository import get_run
+from services.embedded.bench import BenchRequest, run_bench
+from services.evaluation.environment import diff_environments
+from services.evaluation.repeats import Spread
+from services.evaluation.rerun import compare, request_from_run, rerun_stored
+from services.evaluation.sweep import expand, parse_values
+from services.inference.backends.base import BackendOptions
+from services.inference.loadgen.config import ScenarioConfig
+from shared.db.session import session_scope
+from shared.settings import Settings
+
+TINY = "tests/fixtures/tiny_cnn.yaml"
+
+
+def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "services.cli.main", *args],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+
+
+def null_request(service_ms: float = 2.0, **scenario: Any) -> BenchRequest:
+    return BenchRequest(
+        model=TINY,
+        framework="null",
+        scenario=ScenarioConfig(min_duration_s=0.5, **scenario),
+        samples=16,
+        backend_options=BackendOptions(extra={"service_time_ms": service_ms}),
+    )
+
+
+def test_batch_size_sweep_prints_and_stores_a_curve(data_dir: Path) -> None:
+    result = _cli(
+        data_dir, "sweep", TINY, "-f", "null", "-o", "service_time_ms=2",
+        "--batch-sizes", "1,2,4,8,16", "--duration", "0.3", "--samples", "16", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    curve = json.loads(result.stdout)
+    points = curve["points"]
+    assert [p["value"] for p in points] == [1, 2, 4, 8, 16]
+    # A fixed 2 ms per batch: throughput grows with the batch (16x batch, >8x samples/s).
+    assert points[-1]["samples_per_second"] > 8 * points[0]["samples_per_second"]
+    assert all(p["validity"] and p["stability"] for p in points)
+    assert (data_dir / "objects" / "sweeps" / f"{curve['id']}.json").exists()
+    listed = json.loads(_cli(data_dir, "results", "--json").stdout)
+    assert {p["run_id"] for p in points} <= {r["run_id"] for r in listed}
+
+
+def test_sweep_values_and_scenarios_are_checked() -> None:
+    with pytest.raises(ValueError, match=r"--batch-sizes: 'x' is not a number"):
+        parse_values("1,x", "--batch-sizes", int)
+    with pytest.raises(ValueError, match="--batch-sizes: 2 is listed twice"):
+        parse_values("2,2", "--batch-sizes", int)
+    with pytest.raises(ValueError, match="--target-qps: sweeps a server setting"):
+        expand(null_request(), "target_qps", [10.0])
+    requests = expand(null_request(scenario="server"), "target_qps", [10.0, 20.0])
+    assert [r.scenario.target_qps for r in requests] == [10.0, 20.0]
+    assert requests[0].group == {**requests[0].group, "kind": "sweep", "value": 10.0}  # type: ignore[dict-item]
+
+
+def test_spread_is_min_median_max_and_cv() -> None:
+    spread = Spread.from_values([10.0, 12.0, 11.0, 9.0, 13.0])
+    assert (spread.min, spread.median, spread.max) == (9.0, 11.0, 13.0)
+    assert spread.cv == pytest.approx(1.5811388 / 11.0)
+    assert Spread.from_values([5.0]).count == 1
+
+
+def test_repeats_give_a_spread_per_figure(data_dir: Path) -> None:
+    result = _cli(
+        data_dir, "bench", TINY, "-f", "null", "-o", "service_time_ms=2", "--duration", "0.3",
+        "--samples", "16", "--batch-size", "4", "--repeats", "3", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    runs, spread = payload["runs"], payload["spread"]
+    assert len({r["run_id"] for r in runs}) == 3
+    assert len({r["group"]["id"] for r in runs}) == 1
+    sps = [r["performance"]["samples_per_second"] for r in runs]
+    assert spread["samples_per_second"]["min"] == min(sps)
+    assert spread["samples_per_second"]["max"] == max(sps)
+
+
+def test_rerun_rebuilds_the_same_request(settings: Settings) -> None:
+    request = replace(null_request(), seed=7, batch_size=4, workers=2)
+    report = run_bench(request, settings)
+    with session_scope(settings.effective_database_url) as session:
+        stored = get_run(session, report["run_id"])
+        again = request_from_run(stored.id, stored.report, stored.manifest)
+    assert again.scenario == request.scenario
+    assert (again.batch_size, again.seed, again.workers) == (4, 7, 2)
+    assert again.backend_options == request.backend_options
+    assert again.manifest is not None and again.manifest.to_dict() == stored.manifest
+
+
+def test_rerun_of_a_steady_run_is_within_noise(settings: Settings) -> None:
+    original = run_bench(null_request(service_ms=5.0), settings)
+    comparison = rerun_stored(original["run_id"][:8], settings)
+    assert comparison.verdict == "within noise", comparison.to_dict()
+    assert comparison.original_run == original["run_id"]
+    # Same process, same machine: nothing that matters to the figures changed.
+    assert not [d for d in comparison.environment_diff if not d.startswith("memory")]
+
+
+def _perf(sps: float, windows: int = 5) -> dict[str, Any]:
+    return {
+        "run_id": "x",
+        "performance": {
+            "mode": "PerformanceOnly",
+            "samples_per_second": sps,
+            "latency": {"mean_ns": 1e6, "percentiles_ns": {"p50": 1e6, "p90": 1e6, "p99": 1e6}},
+            "validity": {"result": "VALID"},
+        },
+        "stability": {
+            "verdict": "STABLE",
+            "windows": [{"samples_per_second": sps, "median_latency_ms": 1.0}] * windows,
+        },
+        "environment": {"python": "3.11.7", "packages": {"numpy": "2.0.0"}},
+    }
+
+
+def test_a_real_slowdown_is_outside_noise_and_environment_changes_are_named() -> None:
+    slower = _perf(80.0)
+    slower["environment"] = {"python": "3.11.7", "packages": {"numpy": "2.1.0"}}
+    comparison = compare(_perf(100.0), [slower])
+    assert comparison.verdict == "outside noise"
+    delta = next(d for d in comparison.figures if d.name == "samples_per_second")
+    assert delta.change == pytest.approx(-0.2) and not delta.within and not delta.better
+    assert comparison.environment_diff == ["packages.numpy: 2.0.0 -> 2.1.0"]
+    assert compare(_perf(100.0), [_perf(97.0)]).verdict == "within noise"
+
+
+def test_environment_diff_lists_nested_changes() -> None:
+    before = {"cpu": {"model": "A", "cores": 2}, "gpus": [{"name": "H100", "driver": "550"}]}
+    after = {"cpu": {"model": "A", "cores": 4}, "gpus": [{"name": "H100", "driver": "560"}]}
+    assert diff_environments(before, after) == [
+        "cpu.cores: 2 -> 4",
+        "gpus[0].driver: 550 -> 560",
+    ]
