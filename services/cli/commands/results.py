@@ -52,6 +52,7 @@ def results(
                             (m.value for m in r.metrics if m.name == "latency_p90"), None
                         ),
                         "validity": r.validity,
+                        "stability": ((r.report or {}).get("stability") or {}).get("verdict"),
                     }
                     for r in list_runs(session, model=model, framework=framework, limit=limit)
                 ]
@@ -68,6 +69,7 @@ def results(
         "samples/s",
         "p90 ms",
         "validity",
+        "stability",
     )
     for row in rows:
         sps = row.get("samples_per_second")
@@ -82,8 +84,15 @@ def results(
             "-" if sps is None else f"{sps:.2f}",
             "-" if p90 is None else f"{p90:.3f}",
             "[green]VALID[/]" if row["validity"] == "VALID" else f"[red]{row['validity']}[/]",
+            _stability(row.get("stability")),
         )
     console.print(table)
+
+
+def _stability(verdict: str | None) -> str:
+    if verdict is None:
+        return "-"
+    return f"[green]{verdict}[/]" if verdict == "STABLE" else f"[yellow]{verdict}[/]"
 
 
 def show(
