@@ -1,0 +1,140 @@
+"""aggregator.run_completed: parse LoadGen's logs, write the run and its metrics, finish.
+
+The repository's ``save_run`` is idempotent by run id, so a redelivered message (or a
+rerun of the same evaluation's inference) never counts a result twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from celery import shared_task
+
+from services.aggregator.repository import RunRecord, save_run
+from shared import queues, runtime
+from shared.db import evaluation_repo
+from shared.db.evaluations import Evaluation
+from shared.db.states import EvaluationState
+from shared.messages import RunCompleted
+from shared.metrics import PerformanceReport
+from shared.storage import ObjectStore
+from shared.task_guard import fail_evaluation_on_error
+
+log = logging.getLogger(__name__)
+
+SUMMARY_LOG = "mlperf_log_summary.txt"
+DETAIL_LOG = "mlperf_log_detail.txt"
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinities become null: Postgres' JSONB (rightly) refuses them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+class IncompleteRun(ValueError):
+    """A log the aggregator needs is missing from the message or the store."""
+
+
+def _text(store: ObjectStore, keys: dict[str, str], name: str) -> str:
+    if name not in keys:
+        raise IncompleteRun(f"log_keys: {name!r} is missing; got {sorted(keys)}")
+    return store.get_bytes(keys[name]).decode("utf-8", errors="replace")
+
+
+def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectStore) -> RunRecord:
+    """The run record from the stored logs and the evaluation that asked for it (pure I/O)."""
+    performance = PerformanceReport.from_logs(
+        _text(store, message.log_keys, SUMMARY_LOG), _text(store, message.log_keys, DETAIL_LOG)
+    )
+    outcome: dict[str, Any] = (
+        json.loads(store.get_bytes(message.log_keys["outcome"]))
+        if "outcome" in message.log_keys
+        else {}
+    )
+    backend_info: dict[str, Any] = outcome.get("backend_info", {})
+    settings = {
+        "scenario": evaluation.scenario,
+        "batch_size": evaluation.batch_size,
+        "dataset": evaluation.dataset,
+        "samples": evaluation.dataset_count,
+        "seed": evaluation.seed,
+        "framework": evaluation.framework,
+        "device": evaluation.device,
+        "trace_level": evaluation.trace_level,
+        "backend_options": evaluation.backend_options,
+        "constraints": evaluation.constraints,
+    }
+    report: dict[str, Any] = {
+        "run_id": message.run_id,
+        "evaluation_id": evaluation.id,
+        "created_at": datetime.now(UTC).isoformat(),
+        "model": {"name": evaluation.model_name, "version": evaluation.model_version},
+        "framework": backend_info | {"name": evaluation.framework},
+        "scenario": evaluation.scenario.get("scenario", ""),
+        "mode": evaluation.scenario.get("mode", "performance"),
+        "batch_size": evaluation.batch_size,
+        "settings": settings,
+        "preprocessing": {
+            "reused": evaluation.preprocess_reused,
+            "shards": [s.key for s in evaluation.shards],
+        },
+        "performance": performance.to_dict(),
+        "accuracy": outcome.get("accuracy"),
+        "warm_up": outcome.get("warm_up", {}),
+        "failed_samples": outcome.get("failed_samples", 0),
+        "errors": outcome.get("errors", []),
+        "agent_id": message.agent_id,
+        "logs": {name: store.describe(key) for name, key in message.log_keys.items()},
+        "log_keys": message.log_keys,
+    }
+    return RunRecord(
+        id=message.run_id,
+        evaluation_id=evaluation.id,
+        model_name=evaluation.model_name,
+        model_version=evaluation.model_version,
+        framework=evaluation.framework,
+        framework_version=str(backend_info.get("version", "unknown")),
+        scenario=performance.scenario or str(evaluation.scenario.get("scenario", "")),
+        mode=str(evaluation.scenario.get("mode", "performance")),
+        batch_size=evaluation.batch_size,
+        dataset=evaluation.dataset,
+        validity=performance.validity.result,
+        samples_per_second=json_safe(performance.samples_per_second),
+        manifest=evaluation.manifest,
+        settings=json_safe(settings),
+        environment=json_safe(outcome.get("environment", {})),
+        report=json_safe(report),
+        log_prefix=message.log_prefix,
+        preprocess_reused=evaluation.preprocess_reused,
+    )
+
+
+@shared_task(name=queues.RUN_COMPLETED)
+@fail_evaluation_on_error("aggregator")
+def run_completed(payload: dict[str, Any]) -> None:
+    message = RunCompleted.model_validate(payload)
+    store = runtime.store()
+    with runtime.db() as session:
+        evaluation = session.get(Evaluation, message.evaluation_id)
+        if evaluation is None:
+            log.warning("run %s names unknown evaluation %s", message.run_id, message.evaluation_id)
+            return
+        if evaluation.state == EvaluationState.CANCELLED.value:
+            return
+        try:
+            record = build_record(evaluation, message, store)
+        except (IncompleteRun, KeyError, ValueError) as exc:
+            evaluation_repo.fail(session, evaluation.id, f"aggregator: {exc}")
+            return
+        save_run(session, record)
+        evaluation_repo.transition(session, evaluation.id, EvaluationState.SUCCEEDED)

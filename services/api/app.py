@@ -1,0 +1,162 @@
+"""The API: GraphQL at /graphql (GraphiQL in a browser), health, readiness, metrics, logs.
+
+Run with ``benchstack api`` or ``uvicorn services.api.app:create_app --factory``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import select, text
+from starlette.requests import HTTPConnection, Request
+from strawberry import UNSET
+from strawberry.exceptions import ConnectionRejectionError
+from strawberry.fastapi import GraphQLRouter
+
+from services.api.auth import authenticate, bearer_token
+from services.api.context import ApiDeps, Context, in_thread
+from services.api.graphql.schema import schema
+from services.api.observability import PUBLISHED, prometheus_middleware
+from services.api.submission import Publisher
+from shared.celery_app import make_celery, send
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
+from shared.messages import Message
+from shared.settings import Settings, get_settings
+from shared.storage import ObjectNotFound
+
+_UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
+
+
+def celery_publisher(settings: Settings) -> Publisher:
+    app = make_celery(settings)
+
+    def publish(task_name: str, message: Message, queue: str | None) -> None:
+        send(app, task_name, message, queue=queue)
+        PUBLISHED.labels(task_name).inc()
+
+    return publish
+
+
+def _user(deps: ApiDeps, token: str | None) -> tuple[int, str] | None:
+    if token is None:
+        return None
+    with deps.db() as session:
+        user = authenticate(session, token)
+        return (user.id, user.name) if user is not None else None
+
+
+class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
+    async def on_ws_connect(self, context: Context) -> Any:
+        """Browsers cannot set headers on a websocket: accept the token in connection_init."""
+        if context.user_id is not None:
+            return UNSET
+        params = context.connection_params if isinstance(context.connection_params, dict) else {}
+        raw = params.get("Authorization") or params.get("authorization")
+        token = bearer_token(raw) if raw else params.get("token")
+        found = await in_thread(_user, context.deps, token)
+        if found is None:
+            raise ConnectionRejectionError({"message": "401: a valid Bearer token is required"})
+        context.user_id, context.user_name = found
+        return UNSET
+
+
+def create_app(settings: Settings | None = None, publish: Publisher | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    deps = ApiDeps(settings=settings, publish=publish or celery_publisher(settings))
+
+    async def get_context(connection: HTTPConnection) -> Context:
+        token = bearer_token(connection.headers.get("authorization"))
+        found = await in_thread(_user, deps, token)
+        is_http = connection.scope["type"] == "http"
+        # GET without a query serves GraphiQL; every operation over HTTP needs a token.
+        wants_ide = (
+            is_http
+            and connection.scope.get("method") == "GET"
+            and ("query" not in connection.query_params)
+        )
+        if found is None and is_http and not wants_ide:
+            raise HTTPException(401, "a valid Bearer token is required", headers=_UNAUTHORIZED)
+        user_id, user_name = found if found else (None, None)
+        return Context(deps, user_id, user_name)
+
+    async def current_user(request: Request) -> int:
+        found = await in_thread(_user, deps, bearer_token(request.headers.get("authorization")))
+        if found is None:
+            raise HTTPException(401, "a valid Bearer token is required", headers=_UNAUTHORIZED)
+        return found[0]
+
+    app = FastAPI(title="benchstack", version="0.1.0")
+    app.state.deps = deps
+    app.middleware("http")(prometheus_middleware)
+    app.include_router(
+        BenchstackGraphQLRouter(schema, context_getter=get_context, graphql_ide="graphiql"),
+        prefix="/graphql",
+    )
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz(response: Response) -> dict[str, Any]:
+        checks = await in_thread(_readiness, deps)
+        if not all(c == "ok" for c in checks.values()):
+            response.status_code = 503
+        return {"status": "ok" if response.status_code != 503 else "unavailable", **checks}
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/runs/{run_id}/logs/{name}")
+    async def run_log(run_id: str, name: str, user_id: int = Depends(current_user)) -> Response:
+        data = await in_thread(_log_bytes, deps, user_id, run_id, name)
+        if data is None:
+            raise HTTPException(404, f"no log {name!r} for run {run_id!r}")
+        return Response(data, media_type="application/octet-stream")
+
+    return app
+
+
+def _readiness(deps: ApiDeps) -> dict[str, str]:
+    checks: dict[str, str] = {}
+    try:
+        with deps.db() as session:
+            session.execute(text("SELECT 1"))
+        checks["database"] = "ok"
+    except Exception as exc:
+        checks["database"] = f"error: {exc.__class__.__name__}"
+    try:
+        app = make_celery(deps.settings)
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+        checks["broker"] = "ok"
+    except Exception as exc:
+        checks["broker"] = f"error: {exc.__class__.__name__}"
+    try:
+        deps.store.exists("readyz-probe")
+        checks["object_store"] = "ok"
+    except Exception as exc:
+        checks["object_store"] = f"error: {exc.__class__.__name__}"
+    return checks
+
+
+def _log_bytes(deps: ApiDeps, user_id: int, run_id: str, name: str) -> bytes | None:
+    with deps.db() as session:
+        row = session.execute(
+            select(Run.report, Evaluation.owner_id)
+            .join(Evaluation, Evaluation.id == Run.evaluation_id)
+            .where(Run.id == run_id)
+        ).first()
+    if row is None or row.owner_id != user_id:
+        return None
+    key = (row.report or {}).get("log_keys", {}).get(name)
+    if key is None:
+        return None
+    try:
+        return deps.store.get_bytes(key)
+    except ObjectNotFound:
+        return None

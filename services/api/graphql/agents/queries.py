@@ -1,0 +1,28 @@
+"""agents: the inference workers known to the system, live ones first."""
+
+from __future__ import annotations
+
+import strawberry
+from sqlalchemy import select
+
+from services.api.context import ApiDeps, in_thread
+from services.api.graphql.agents.types import AgentType
+from shared.db import evaluation_repo
+from shared.db.evaluations import Agent
+
+
+def list_agents(deps: ApiDeps, live_only: bool) -> list[AgentType]:
+    within = deps.settings.agent_heartbeat_seconds * deps.settings.agent_live_heartbeats
+    with deps.db() as session:
+        live = evaluation_repo.live_agents(session, within_s=within)
+        live_ids = {a.id for a in live}
+        rows = live if live_only else list(session.scalars(select(Agent).order_by(Agent.id)))
+        return [AgentType.from_row(a, a.id in live_ids) for a in rows]
+
+
+@strawberry.type
+class AgentQueries:
+    @strawberry.field
+    async def agents(self, info: strawberry.Info, live_only: bool = True) -> list[AgentType]:
+        info.context.require_user()
+        return await in_thread(list_agents, info.context.deps, live_only)

@@ -1,0 +1,42 @@
+"""GraphQL types of the agents domain."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from strawberry.scalars import JSON
+
+from services.api.graphql.scalars import to_json
+from shared.db.evaluations import Agent
+
+
+@strawberry.type(name="Agent")
+class AgentType:
+    id: str
+    hostname: str
+    queue: str
+    framework: str
+    framework_version: str
+    device: str
+    hardware: JSON
+    software: JSON
+    started_at: datetime
+    last_heartbeat: datetime
+    live: bool
+
+    @classmethod
+    def from_row(cls, row: Agent, live: bool) -> AgentType:
+        return cls(
+            id=row.id,
+            hostname=row.hostname,
+            queue=row.queue,
+            framework=row.framework,
+            framework_version=row.framework_version,
+            device=row.device,
+            hardware=to_json(row.hardware),
+            software=to_json(row.software),
+            started_at=row.started_at,
+            last_heartbeat=row.last_heartbeat,
+            live=live,
+        )

@@ -1,0 +1,68 @@
+"""Typed errors that mutation results return instead of raising, so clients can branch."""
+
+from __future__ import annotations
+
+import strawberry
+
+from services.api.submission import Rejection
+
+
+@strawberry.interface
+class UserError:
+    message: str
+    field: str
+
+
+@strawberry.type
+class UnknownModel(UserError):
+    known: list[str]
+
+
+@strawberry.type
+class InvalidScenarioSettings(UserError):
+    pass
+
+
+@strawberry.type
+class NoMatchingAgent(UserError):
+    """``field`` is the unmet constraint: framework, device, frameworkVersion or hostname."""
+
+
+@strawberry.type
+class InvalidManifest(UserError):
+    problems: list[str]
+
+
+@strawberry.type
+class InvalidInput(UserError):
+    accepted: list[str]
+
+
+@strawberry.type
+class NotFound(UserError):
+    pass
+
+
+@strawberry.type
+class AlreadyFinished(UserError):
+    state: str
+
+
+@strawberry.type
+class ModelExists(UserError):
+    pass
+
+
+def from_rejection(
+    rejection: Rejection,
+) -> UnknownModel | InvalidScenarioSettings | NoMatchingAgent | InvalidManifest | InvalidInput:
+    common = {"message": rejection.message, "field": rejection.field}
+    if rejection.kind == "UnknownModel":
+        return UnknownModel(**common, known=rejection.accepted)
+    if rejection.kind == "InvalidScenarioSettings":
+        return InvalidScenarioSettings(**common)
+    if rejection.kind == "NoMatchingAgent":
+        return NoMatchingAgent(**common)
+    if rejection.kind == "InvalidManifest":
+        return InvalidManifest(**common, problems=rejection.problems)
+    return InvalidInput(**common, accepted=rejection.accepted)

@@ -1,0 +1,136 @@
+"""Mutations of the evaluations domain; bad input comes back as a typed error, not a 500."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from services.api.context import ApiDeps, in_thread
+from services.api.graphql.errors import (
+    AlreadyFinished,
+    InvalidInput,
+    InvalidManifest,
+    InvalidScenarioSettings,
+    NoMatchingAgent,
+    NotFound,
+    UnknownModel,
+    from_rejection,
+)
+from services.api.graphql.evaluations.types import EvaluationType
+from services.api.observability import REJECTIONS, SUBMISSIONS
+from services.api.submission import Rejection, SubmitRequest, submit
+from shared.db import evaluation_repo
+from shared.db.evaluations import Evaluation
+from shared.db.states import FINAL_STATES, EvaluationState
+
+SubmitEvaluationResult = Annotated[
+    EvaluationType
+    | UnknownModel
+    | InvalidScenarioSettings
+    | NoMatchingAgent
+    | InvalidManifest
+    | InvalidInput,
+    strawberry.union("SubmitEvaluationResult"),
+]
+CancelEvaluationResult = Annotated[
+    EvaluationType | NotFound | AlreadyFinished, strawberry.union("CancelEvaluationResult")
+]
+
+
+@strawberry.input
+class AgentConstraints:
+    # PEP 440 specifier on the agent's framework version, e.g. ">=2.1".
+    framework_version: str | None = None
+    hostname: str | None = None
+
+
+@strawberry.input
+class SubmitEvaluationInput:
+    model: str | None = None
+    version: str | None = None
+    # An inline manifest (YAML) instead of a registered or catalogue model.
+    manifest: str | None = None
+    # The backend to run; defaults to the manifest's framework ("null" measures the harness).
+    framework: str | None = None
+    device: str = "cpu"
+    scenario: str = "offline"
+    # ScenarioConfig fields, snake_case or camelCase: {"minDurationS": 0.5, "targetQps": 100}.
+    settings: JSON | None = None
+    batch_size: int = 1
+    dataset: str = "synthetic"
+    samples: int | None = 64
+    seed: int = 0
+    trace_level: str = "NONE"
+    constraints: AgentConstraints | None = None
+    backend_options: JSON | None = None
+
+
+def _to_request(data: SubmitEvaluationInput) -> SubmitRequest:
+    constraints: dict[str, Any] = {}
+    if data.constraints is not None:
+        if data.constraints.framework_version:
+            constraints["framework_version"] = data.constraints.framework_version
+        if data.constraints.hostname:
+            constraints["hostname"] = data.constraints.hostname
+    return SubmitRequest(
+        model=data.model,
+        version=data.version,
+        manifest_yaml=data.manifest,
+        framework=data.framework,
+        device=data.device,
+        scenario=data.scenario,
+        settings=data.settings if data.settings is not None else {},
+        batch_size=data.batch_size,
+        dataset=data.dataset,
+        samples=data.samples,
+        seed=data.seed,
+        trace_level=data.trace_level,
+        constraints=constraints,
+        backend_options=data.backend_options if data.backend_options is not None else {},
+    )
+
+
+def _submit(deps: ApiDeps, owner_id: int, request: SubmitRequest) -> EvaluationType | Rejection:
+    with deps.db() as session:
+        result = submit(session, deps.settings, deps.publish, owner_id=owner_id, request=request)
+        return result if isinstance(result, Rejection) else EvaluationType.from_row(result)
+
+
+def _cancel(deps: ApiDeps, owner_id: int, evaluation_id: str) -> Any:
+    with deps.db() as session:
+        row = session.get(Evaluation, evaluation_id)
+        if row is None or row.owner_id != owner_id:
+            return NotFound(message=f"id: no evaluation {evaluation_id!r}", field="id")
+        if EvaluationState(row.state) in FINAL_STATES:
+            return AlreadyFinished(
+                message=f"id: evaluation is already {row.state}", field="id", state=row.state
+            )
+        evaluation_repo.transition(
+            session, evaluation_id, EvaluationState.CANCELLED, reason="cancelled by its owner"
+        )
+        session.commit()
+        session.refresh(row)
+        return EvaluationType.from_row(row)
+
+
+@strawberry.type
+class EvaluationMutations:
+    @strawberry.mutation
+    async def submit_evaluation(
+        self, info: strawberry.Info, input: SubmitEvaluationInput
+    ) -> SubmitEvaluationResult:
+        owner = info.context.require_user()
+        result = await in_thread(_submit, info.context.deps, owner, _to_request(input))
+        if isinstance(result, Rejection):
+            REJECTIONS.labels(result.kind).inc()
+            return from_rejection(result)
+        SUBMISSIONS.inc()
+        return result
+
+    @strawberry.mutation
+    async def cancel_evaluation(self, info: strawberry.Info, id: str) -> CancelEvaluationResult:
+        owner = info.context.require_user()
+        result: Any = await in_thread(_cancel, info.context.deps, owner, id)
+        return result

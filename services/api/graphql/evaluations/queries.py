@@ -1,0 +1,80 @@
+"""Queries of the evaluations domain. A user sees only their own evaluations."""
+
+from __future__ import annotations
+
+import strawberry
+from sqlalchemy import func, select
+
+from services.api.context import ApiDeps, in_thread
+from services.api.graphql.evaluations.types import (
+    EvaluationPage,
+    EvaluationStateType,
+    EvaluationType,
+)
+from shared.db.evaluations import Evaluation
+
+MAX_PAGE = 200
+
+
+@strawberry.input
+class EvaluationFilter:
+    model: str | None = None
+    framework: str | None = None
+    # Substring of the agent id (hostname/queue/pid), e.g. a hostname.
+    agent: str | None = None
+    status: EvaluationStateType | None = None
+
+
+def _page(
+    deps: ApiDeps, owner_id: int, where: EvaluationFilter | None, first: int, offset: int
+) -> EvaluationPage:
+    query = select(Evaluation).where(Evaluation.owner_id == owner_id)
+    if where is not None:
+        if where.model:
+            query = query.where(Evaluation.model_name == where.model)
+        if where.framework:
+            query = query.where(Evaluation.framework == where.framework)
+        if where.agent:
+            query = query.where(Evaluation.agent_id.contains(where.agent))
+        if where.status:
+            query = query.where(Evaluation.state == where.status.value)
+    with deps.db() as session:
+        total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+        rows = session.scalars(
+            query.order_by(Evaluation.created_at.desc(), Evaluation.id).offset(offset).limit(first)
+        )
+        items = [EvaluationType.from_row(r) for r in rows]
+    end = offset + len(items)
+    return EvaluationPage(
+        items=items, total_count=total, next_cursor=str(end) if end < total else None
+    )
+
+
+def _one(deps: ApiDeps, owner_id: int, evaluation_id: str) -> EvaluationType | None:
+    with deps.db() as session:
+        row = session.get(Evaluation, evaluation_id)
+        # Someone else's evaluation is indistinguishable from a missing one.
+        if row is None or row.owner_id != owner_id:
+            return None
+        return EvaluationType.from_row(row)
+
+
+@strawberry.type
+class EvaluationQueries:
+    @strawberry.field
+    async def evaluations(
+        self,
+        info: strawberry.Info,
+        where: EvaluationFilter | None = None,
+        first: int = 20,
+        after: str | None = None,
+    ) -> EvaluationPage:
+        owner = info.context.require_user()
+        offset = int(after) if after and after.isdigit() else 0
+        first = max(1, min(first, MAX_PAGE))
+        return await in_thread(_page, info.context.deps, owner, where, first, offset)
+
+    @strawberry.field
+    async def evaluation(self, info: strawberry.Info, id: str) -> EvaluationType | None:
+        owner = info.context.require_user()
+        return await in_thread(_one, info.context.deps, owner, id)

@@ -1,0 +1,162 @@
+"""GraphQL types of the evaluations domain: Evaluation, Run, Metric, LogLink."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from services.api.graphql.scalars import to_json
+from shared.db.evaluations import Evaluation as EvaluationRow
+from shared.db.models import Run as RunRow
+from shared.db.states import EvaluationState
+
+
+@strawberry.enum(name="EvaluationState")
+class EvaluationStateType(Enum):
+    QUEUED = "QUEUED"
+    PREPROCESSING = "PREPROCESSING"
+    RUNNING = "RUNNING"
+    AGGREGATING = "AGGREGATING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+@strawberry.type(name="Metric")
+class MetricType:
+    name: str
+    value: float
+    unit: str
+
+
+@strawberry.type
+class LogLink:
+    name: str
+    # Where the object lives (s3://bucket/key or a path) and the API route that serves it.
+    location: str
+    url: str
+
+
+@strawberry.type(name="Run")
+class RunType:
+    id: str
+    evaluation_id: str | None
+    created_at: datetime
+    model_name: str
+    model_version: str
+    framework: str
+    framework_version: str
+    scenario: str
+    mode: str
+    batch_size: int
+    dataset: str
+    validity: str
+    samples_per_second: float | None
+    preprocess_reused: bool
+    metrics: list[MetricType]
+    environment: JSON
+    settings: JSON
+    report: JSON
+    logs: list[LogLink]
+
+    @classmethod
+    def from_row(cls, row: RunRow) -> RunType:
+        log_locations: dict[str, Any] = (row.report or {}).get("logs", {})
+        return cls(
+            id=row.id,
+            evaluation_id=row.evaluation_id,
+            created_at=row.created_at,
+            model_name=row.model_name,
+            model_version=row.model_version,
+            framework=row.framework,
+            framework_version=row.framework_version,
+            scenario=row.scenario,
+            mode=row.mode,
+            batch_size=row.batch_size,
+            dataset=row.dataset,
+            validity=row.validity,
+            samples_per_second=row.samples_per_second,
+            preprocess_reused=row.preprocess_reused,
+            metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
+            environment=to_json(row.environment),
+            settings=to_json(row.settings),
+            report=to_json(row.report),
+            logs=[
+                LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
+                for name, where in sorted(log_locations.items())
+            ],
+        )
+
+
+@strawberry.type(name="Evaluation")
+class EvaluationType:
+    id: str
+    state: EvaluationStateType
+    reason: str
+    model_name: str
+    model_version: str
+    framework: str
+    device: str
+    scenario: JSON
+    batch_size: int
+    dataset: str
+    samples: int | None
+    trace_level: str
+    constraints: JSON
+    queue: str
+    agent_id: str | None
+    run_id: str | None
+    shards_total: int
+    shards_ready: int
+    preprocess_reused: bool
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+    @strawberry.field
+    def done(self) -> bool:
+        return self.state.value in {"SUCCEEDED", "FAILED", "CANCELLED"}
+
+    @strawberry.field
+    async def runs(self, info: strawberry.Info) -> list[RunType]:
+        result: list[RunType] = await info.context.runs_loader.load(self.id)
+        return result
+
+    @classmethod
+    def from_row(cls, row: EvaluationRow) -> EvaluationType:
+        return cls(
+            id=row.id,
+            state=EvaluationStateType(EvaluationState(row.state).value),
+            reason=row.reason,
+            model_name=row.model_name,
+            model_version=row.model_version,
+            framework=row.framework,
+            device=row.device,
+            scenario=to_json(row.scenario),
+            batch_size=row.batch_size,
+            dataset=row.dataset,
+            samples=row.dataset_count,
+            trace_level=row.trace_level,
+            constraints=to_json(row.constraints),
+            queue=row.queue,
+            agent_id=row.agent_id,
+            run_id=row.run_id,
+            shards_total=row.shards_total,
+            shards_ready=row.shards_ready,
+            preprocess_reused=row.preprocess_reused,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            finished_at=row.finished_at,
+        )
+
+
+@strawberry.type
+class EvaluationPage:
+    items: list[EvaluationType]
+    total_count: int
+    # Pass as `after` for the next page; null on the last page.
+    next_cursor: str | None

@@ -1,0 +1,30 @@
+"""The Celery app workers load: ``celery -A services.celery_main worker -Q scheduler``.
+
+Tracing is set up here, per worker process, and the trace context rides in message headers.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import signals
+
+from shared.celery_app import make_celery
+from shared.settings import get_settings
+from shared.tracing import install_celery_propagation, setup_tracing
+
+app = make_celery(get_settings(), include_tasks=True)
+install_celery_propagation()
+
+
+@signals.worker_process_init.connect(weak=False)
+def _per_child(**_: object) -> None:
+    # A forked child must not share the parent's pooled database connections.
+    from shared import runtime
+
+    runtime.reset()
+
+
+@signals.worker_init.connect(weak=False)
+def _tracing(**_: object) -> None:
+    setup_tracing(os.environ.get("BENCHSTACK_SERVICE", "benchstack-worker"), get_settings())

@@ -1,0 +1,247 @@
+"""The distributed stack from the command line: api, worker, up, down, submit, token, db."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from services.cli.errors import fail, user_errors
+from shared.settings import get_settings
+
+console = Console(highlight=False)
+
+token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+
+# Progress weight of each state, for one bar across the whole evaluation.
+_STAGE_WEIGHT = {"QUEUED": 0, "PREPROCESSING": 10, "RUNNING": 60, "AGGREGATING": 90}
+
+
+def api(
+    host: str = typer.Option("127.0.0.1"),
+    port: int = typer.Option(8000),
+) -> None:
+    """Serve the GraphQL API (GraphiQL at /graphql)."""
+    from services.stack.entry import run_api
+
+    run_api(host, port)
+
+
+def worker(
+    name: str = typer.Argument(..., help="scheduler, preprocess, inference or aggregator"),
+    frameworks: str = typer.Option(
+        "", help="Inference: comma-separated backends (default: installed)."
+    ),
+    device: str = typer.Option("cpu", help="Inference: the device this worker measures on."),
+    concurrency: int | None = typer.Option(None, min=1),
+) -> None:
+    """Run one Celery worker."""
+    from shared import queues
+
+    if name not in queues.WORKER_KINDS:
+        fail([f"name: {name!r} is not a worker; accepted: {', '.join(queues.WORKER_KINDS)}"])
+    from services.stack.entry import run_worker
+
+    with user_errors():
+        run_worker(
+            name,
+            frameworks=[f for f in frameworks.split(",") if f],
+            device=device,
+            concurrency=concurrency,
+        )
+
+
+def up(
+    host: str = typer.Option("127.0.0.1"),
+    port: int = typer.Option(8000),
+    frameworks: str = typer.Option("", help="Inference backends (default: every installed one)."),
+    device: str = typer.Option("cpu"),
+    detach: bool = typer.Option(False, "--detach", "-d", help="Return once started."),
+) -> None:
+    """Start the API and every worker as local processes (logs under data_dir/logs)."""
+    from services.stack.manager import Stack, default_services, wait_for_http
+    from shared.db.migrations import upgrade_head
+
+    settings = get_settings()
+    # Migrate once up front, so five services do not race to do it.
+    upgrade_head(settings.effective_database_url)
+    stack = Stack(settings.data_dir)
+    specs = default_services(
+        host=host, port=port, frameworks=[f for f in frameworks.split(",") if f], device=device
+    )
+    with user_errors():
+        try:
+            started = stack.start(specs)
+        except RuntimeError as exc:
+            fail([str(exc)])
+    for service in started:
+        console.print(f"started {service.name:<10} pid {service.pid:<7} log {service.log}")
+    url = f"http://{host}:{port}"
+    if not wait_for_http(url + "/healthz", timeout_s=60):
+        console.print(f"[red]the API did not answer at {url}; see {stack.log_dir / 'api.log'}[/]")
+    else:
+        console.print(f"API ready: {url}/graphql")
+    if detach:
+        return
+    console.print("Ctrl-C stops the stack.")
+
+    def _terminate(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    # Both explicitly: a shell may start `up` with SIGINT ignored (e.g. in the background).
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    try:
+        stack.watch(lambda s, code: console.print(f"[red]{s.name} exited ({code}); see {s.log}[/]"))
+    except KeyboardInterrupt:
+        console.print("stopping ...")
+        killed = stack.stop()
+        console.print("stopped" + (f" (killed: {', '.join(killed)})" if killed else ""))
+
+
+def down() -> None:
+    """Stop a stack started by `benchstack up` (from any terminal)."""
+    from services.stack.manager import Stack
+
+    stack = Stack(get_settings().data_dir)
+    running = stack.running()
+    if not running:
+        console.print("no stack is running")
+        return
+    killed = stack.stop()
+    console.print(
+        f"stopped {', '.join(s.name for s in running)}"
+        + (f" (killed: {', '.join(killed)})" if killed else "")
+    )
+
+
+def submit(
+    model: str = typer.Argument(..., help="A registered or catalogue model name."),
+    version: str | None = typer.Option(None),
+    framework: str | None = typer.Option(None, help="Backend; default: the manifest's."),
+    device: str = typer.Option("cpu"),
+    scenario: str = typer.Option("offline"),
+    settings_json: str = typer.Option(
+        "{}", "--settings", help="Scenario settings as JSON, e.g. '{\"min_duration_s\": 1}'."
+    ),
+    min_duration: float | None = typer.Option(None, help="Seconds; shortcut for min_duration_s."),
+    batch_size: int = typer.Option(1, min=1),
+    dataset: str = typer.Option("synthetic"),
+    samples: int = typer.Option(64, min=1),
+    seed: int = typer.Option(0),
+    server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
+    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN"),
+    wait: bool = typer.Option(True, help="Follow progress until the evaluation ends."),
+) -> None:
+    """Submit an evaluation through the API and follow it to the end."""
+    from services.cli.remote import submit_evaluation
+
+    server = server or get_settings().api_url
+    try:
+        settings: dict[str, Any] = json.loads(settings_json)
+    except json.JSONDecodeError as exc:
+        fail([f"settings: not JSON ({exc})"])
+    if min_duration is not None:
+        settings["min_duration_s"] = min_duration
+    payload: dict[str, Any] = {
+        "model": model,
+        "version": version,
+        "framework": framework,
+        "device": device,
+        "scenario": scenario,
+        "settings": settings,
+        "batchSize": batch_size,
+        "dataset": dataset,
+        "samples": samples,
+        "seed": seed,
+    }
+    with user_errors():
+        evaluation_id = submit_evaluation(server, token, payload)
+    console.print(f"evaluation {evaluation_id} submitted")
+    if not wait:
+        return
+    with user_errors():
+        final = _follow(server, token, evaluation_id)
+    if final["state"] != "SUCCEEDED":
+        fail([f"evaluation {final['state']}: {final['reason'] or 'no reason given'}"])
+    for run in final["runs"]:
+        metrics = {m["name"]: m for m in run["metrics"]}
+        p90 = metrics.get("latency_p90", {}).get("value")
+        console.print(
+            f"run {run['id'][:8]}: {run['samplesPerSecond']:.2f} samples/s, "
+            f"p90 {p90 if p90 is None else round(p90, 3)} ms, {run['validity']}"
+            + (", preprocessing reused" if final["preprocessReused"] else "")
+        )
+
+
+def _follow(server: str, token: str | None, evaluation_id: str) -> dict[str, Any]:
+    from services.cli.remote import get_evaluation
+
+    columns = (
+        TextColumn("{task.description:<14}"),
+        BarColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("QUEUED", total=100, detail="")
+        while True:
+            evaluation = get_evaluation(server, token, evaluation_id)
+            state = evaluation["state"]
+            done = _STAGE_WEIGHT.get(state, 100)
+            detail = ""
+            if state == "PREPROCESSING" and evaluation["shardsTotal"]:
+                share = evaluation["shardsReady"] / evaluation["shardsTotal"]
+                done += int(50 * share)
+                detail = f"shards {evaluation['shardsReady']}/{evaluation['shardsTotal']}"
+            progress.update(bar, description=state, completed=done, detail=detail)
+            if state in {"SUCCEEDED", "FAILED", "CANCELLED"}:
+                return evaluation
+            time.sleep(0.3)
+
+
+def token_create(
+    user: str = typer.Option("admin", help="The user the token belongs to (created if new)."),
+    label: str = typer.Option("", help="A note to tell tokens apart."),
+    save: bool = typer.Option(True, help="Also save it for `benchstack submit` (data_dir/token)."),
+) -> None:
+    """Create an API token (talks to the database directly); it is shown once."""
+    from services.api.auth import create_token
+    from services.cli.remote import save_token
+    from shared.db.session import session_scope
+
+    with session_scope(get_settings().effective_database_url) as session:
+        token = create_token(session, user_name=user, label=label)
+    typer.echo(token)
+    if save:
+        path = save_token(token)
+        typer.echo(f"saved to {path}", err=True)
+
+
+def db_upgrade() -> None:
+    """Migrate the configured database to the newest schema."""
+    from shared.db.migrations import upgrade_head
+
+    settings = get_settings()
+    upgrade_head(settings.effective_database_url)
+    console.print(
+        f"database at the newest schema: {settings.effective_database_url.split('@')[-1]}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("api")(api)
+    app.command("worker")(worker)
+    app.command("up")(up)
+    app.command("down")(down)
+    app.command("submit")(submit)
+    token_app.command("create")(token_create)
+    db_app.command("upgrade")(db_upgrade)
+    app.add_typer(token_app, name="token")
+    app.add_typer(db_app, name="db")

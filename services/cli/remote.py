@@ -1,0 +1,165 @@
+"""A small GraphQL client of the benchstack API, for the CLI (submit, results --server)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from shared.settings import get_settings
+
+TOKEN_FILE_NAME = "token"
+
+
+class RemoteError(ValueError):
+    """The API refused a request or answered with errors; the message says which."""
+
+
+def token_file() -> Path:
+    return get_settings().data_dir / TOKEN_FILE_NAME
+
+
+def save_token(token: str) -> Path:
+    path = token_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Owner-only from the first byte: the token is a password.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+    return path
+
+
+def resolve_token(token: str | None) -> str:
+    if token:
+        return token
+    path = token_file()
+    if path.is_file():
+        return path.read_text().strip()
+    raise RemoteError(
+        "token: none given; pass --token, set BENCHSTACK_TOKEN, or run `benchstack token create`"
+    )
+
+
+def graphql(
+    server_url: str,
+    token: str | None,
+    query: str,
+    variables: dict[str, Any] | None = None,
+    *,
+    timeout_s: float = 30.0,
+) -> dict[str, Any]:
+    url = server_url.rstrip("/") + "/graphql"
+    try:
+        response = httpx.post(
+            url,
+            json={"query": query, "variables": variables or {}},
+            headers={"Authorization": f"Bearer {resolve_token(token)}"},
+            timeout=timeout_s,
+        )
+    except httpx.HTTPError as exc:
+        raise RemoteError(f"server: cannot reach {url}: {exc}") from None
+    if response.status_code == 401:
+        raise RemoteError(
+            "token: the API refused it (401); create one with `benchstack token create`"
+        )
+    if response.status_code != 200:
+        raise RemoteError(f"server: {url} answered {response.status_code}: {response.text[:300]}")
+    body: dict[str, Any] = response.json()
+    if body.get("errors"):
+        raise RemoteError("; ".join(e.get("message", str(e)) for e in body["errors"]))
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+RESULTS_QUERY = """
+query Results($where: EvaluationFilter, $first: Int!) {
+  evaluations(where: $where, first: $first) {
+    items {
+      id
+      runs {
+        id createdAt modelName modelVersion framework frameworkVersion scenario mode
+        batchSize samplesPerSecond validity preprocessReused
+        metrics { name value unit }
+      }
+    }
+  }
+}
+"""
+
+
+def list_remote_results(
+    server_url: str,
+    token: str | None,
+    *,
+    model: str | None = None,
+    framework: str | None = None,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """The caller's runs from the API, newest first, in the rows `benchstack results` prints."""
+    where: dict[str, Any] = {"status": "SUCCEEDED"}
+    if model:
+        where["model"] = model
+    if framework:
+        where["framework"] = framework
+    data = graphql(server_url, token, RESULTS_QUERY, {"where": where, "first": limit})
+    rows: list[dict[str, Any]] = []
+    for evaluation in data["evaluations"]["items"]:
+        for run in evaluation["runs"]:
+            metrics = {m["name"]: m["value"] for m in run["metrics"]}
+            rows.append(
+                {
+                    "run_id": run["id"],
+                    "evaluation_id": evaluation["id"],
+                    "created_at": str(run["createdAt"])[:19],
+                    "model": f"{run['modelName']}:{run['modelVersion']}",
+                    "framework": f"{run['framework']} {run['frameworkVersion']}",
+                    "scenario": run["scenario"],
+                    "mode": run["mode"],
+                    "batch_size": run["batchSize"],
+                    "samples_per_second": run["samplesPerSecond"],
+                    "p90_ms": metrics.get("latency_p90"),
+                    "validity": run["validity"],
+                    "preprocess_reused": run["preprocessReused"],
+                    "metrics": metrics,
+                }
+            )
+    rows.sort(key=lambda r: r["created_at"], reverse=True)
+    return rows[:limit]
+
+
+SUBMIT_MUTATION = """
+mutation Submit($input: SubmitEvaluationInput!) {
+  submitEvaluation(input: $input) {
+    __typename
+    ... on Evaluation { id state }
+    ... on UserError { message field }
+  }
+}
+"""
+
+EVALUATION_QUERY = """
+query One($id: String!) {
+  evaluation(id: $id) {
+    id state reason shardsTotal shardsReady preprocessReused runId
+    runs { id samplesPerSecond validity metrics { name value unit } }
+  }
+}
+"""
+
+
+def submit_evaluation(server_url: str, token: str | None, payload: dict[str, Any]) -> str:
+    """Submit; returns the evaluation id, or raises RemoteError with the typed error's text."""
+    result = graphql(server_url, token, SUBMIT_MUTATION, {"input": payload})["submitEvaluation"]
+    if result["__typename"] != "Evaluation":
+        raise RemoteError(f"{result['__typename']}: {result['message']}")
+    return str(result["id"])
+
+
+def get_evaluation(server_url: str, token: str | None, evaluation_id: str) -> dict[str, Any]:
+    found = graphql(server_url, token, EVALUATION_QUERY, {"id": evaluation_id})["evaluation"]
+    if found is None:
+        raise RemoteError(f"id: no evaluation {evaluation_id!r} visible to this token")
+    evaluation: dict[str, Any] = found
+    return evaluation

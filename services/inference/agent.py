@@ -1,0 +1,132 @@
+"""Agent registration: an inference worker announces what it can run, then heartbeats.
+
+One agent row per (worker process, queue). The scheduler routes only to agents whose
+heartbeat is recent, so a crashed worker stops receiving new evaluations within a few
+heartbeats, and a cleanly stopped one at once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import platform
+import threading
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+from services.scheduler.planner import host_queue
+from shared import queues, runtime
+from shared.db import evaluation_repo
+from shared.environment import capture_environment
+from shared.version import __version__
+
+log = logging.getLogger(__name__)
+
+# backend name -> (module that must be importable, distributions that carry its version)
+_FRAMEWORK_PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "torch": ("torch", ("torch",)),
+    "onnxruntime": ("onnxruntime", ("onnxruntime", "onnxruntime-gpu")),
+    "tensorflow": ("tensorflow", ("tensorflow", "tensorflow-cpu")),
+    "triton": ("tritonclient", ("tritonclient",)),
+}
+
+
+def framework_version(name: str) -> str | None:
+    """The installed version of a backend's framework, or None when it is not installed."""
+    if name == "null":
+        return __version__
+    module, distributions = _FRAMEWORK_PACKAGES.get(name, (name, (name,)))
+    if importlib.util.find_spec(module) is None:
+        return None
+    for dist in distributions:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+def available_frameworks() -> list[str]:
+    return ["null", *(n for n in _FRAMEWORK_PACKAGES if framework_version(n) is not None)]
+
+
+@dataclass
+class Agent:
+    frameworks: list[str]
+    device: str = "cpu"
+    hostname: str = field(default_factory=platform.node)
+    heartbeat_s: float = 10.0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.frameworks if framework_version(f) is None]
+        if unknown:
+            raise ValueError(
+                f"frameworks: {', '.join(unknown)} not installed here; "
+                f"accepted: {', '.join(available_frameworks())}"
+            )
+
+    def queue_for(self, framework: str) -> str:
+        return queues.inference_queue(framework, self.device)
+
+    def queues(self) -> list[str]:
+        """Each framework's shared queue, plus this host's own (hostname constraints)."""
+        names: list[str] = []
+        for framework in self.frameworks:
+            queue = self.queue_for(framework)
+            names += [queue, host_queue(queue, self.hostname)]
+        return names
+
+    def agent_id(self, framework: str) -> str:
+        return f"{self.hostname}/{self.queue_for(framework)}/{os.getpid()}"
+
+    @property
+    def agent_ids(self) -> list[str]:
+        return [self.agent_id(f) for f in self.frameworks]
+
+    def describe(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        env = capture_environment(all_packages=False)
+        hardware = {k: env[k] for k in ("cpu", "memory_bytes", "gpus")}
+        software = {k: env[k] for k in ("benchstack", "os", "python", "frameworks")}
+        return hardware, software
+
+    def register(self) -> None:
+        hardware, software = self.describe()
+        with runtime.db() as session:
+            for framework in self.frameworks:
+                evaluation_repo.upsert_agent(
+                    session,
+                    agent_id=self.agent_id(framework),
+                    hostname=self.hostname,
+                    queue=self.queue_for(framework),
+                    framework=framework,
+                    framework_version=framework_version(framework) or "unknown",
+                    device=self.device,
+                    hardware=hardware,
+                    software=software,
+                )
+        log.info("registered agents %s", ", ".join(self.agent_ids))
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            try:
+                with runtime.db() as session:
+                    evaluation_repo.heartbeat(session, self.agent_ids)
+            except Exception:  # a database blip must not kill the worker; the next beat retries
+                log.warning("agent heartbeat failed", exc_info=True)
+
+    def start(self) -> None:
+        self.register()
+        self._thread = threading.Thread(target=self._beat, name="agent-heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        try:
+            with runtime.db() as session:
+                evaluation_repo.mark_agents_stopped(session, self.agent_ids)
+        except Exception:
+            log.warning("could not mark agents stopped", exc_info=True)

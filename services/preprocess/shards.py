@@ -1,0 +1,85 @@
+"""Tensor shards in the object store: writing, completeness, and loading for the QSL.
+
+A shard is two objects: the tensors (``shards/<hash>.npy``) and, written last, a JSON
+sidecar with sample ids, labels and per-sample errors. The sidecar's presence means the
+shard is complete, so a reader never picks up half a shard after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from services.preprocess.pipeline import Prepared, decode_tensors, encode_tensors
+from shared.storage import ObjectStore
+
+
+def meta_key(shard_key: str) -> str:
+    return shard_key.removesuffix(".npy") + ".json"
+
+
+def is_complete(store: ObjectStore, shard_key: str) -> bool:
+    return store.exists(meta_key(shard_key))
+
+
+def write_shard(store: ObjectStore, shard_key: str, prepared: Prepared) -> dict[str, Any]:
+    meta = {
+        "ids": prepared.ids,
+        "labels": prepared.labels,
+        "errors": [str(e) for e in prepared.errors],
+        "shape": list(prepared.tensors.shape),
+        "dtype": str(prepared.tensors.dtype),
+    }
+    store.put_bytes(shard_key, encode_tensors(prepared.tensors))
+    store.put_bytes(meta_key(shard_key), json.dumps(meta).encode())
+    return meta
+
+
+def read_meta(store: ObjectStore, shard_key: str) -> dict[str, Any]:
+    meta: dict[str, Any] = json.loads(store.get_bytes(meta_key(shard_key)))
+    return meta
+
+
+@dataclass
+class ShardSet:
+    """An evaluation's shards seen as one indexed sample list, fetched on demand.
+
+    ``fetch`` is handed to ``execute_run`` and called only from LoadGen's untimed load
+    callback, so downloading and decoding shards never counts towards a latency.
+    """
+
+    store: ObjectStore
+    keys: list[str]
+    counts: list[int]
+    labels: list[int | None]
+    errors: list[str]
+
+    @classmethod
+    def open(cls, store: ObjectStore, keys: Sequence[str]) -> ShardSet:
+        counts: list[int] = []
+        labels: list[int | None] = []
+        errors: list[str] = []
+        for key in keys:
+            meta = read_meta(store, key)
+            counts.append(len(meta["ids"]))
+            labels.extend(meta["labels"])
+            errors.extend(meta["errors"])
+        return cls(store=store, keys=list(keys), counts=counts, labels=labels, errors=errors)
+
+    @property
+    def sample_count(self) -> int:
+        return sum(self.counts)
+
+    def fetch(self, indices: Sequence[int]) -> np.ndarray:
+        wanted = np.asarray(indices, dtype=np.int64)
+        bounds = np.cumsum([0, *self.counts])
+        shard_of = np.searchsorted(bounds, wanted, side="right") - 1
+        loaded: dict[int, np.ndarray] = {}
+        for shard in np.unique(shard_of):
+            loaded[int(shard)] = decode_tensors(self.store.get_bytes(self.keys[int(shard)]))
+        rows = [loaded[int(s)][int(i - bounds[s])] for s, i in zip(shard_of, wanted, strict=True)]
+        return np.stack(rows)

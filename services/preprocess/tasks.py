@@ -1,0 +1,84 @@
+"""preprocess.shard: prepare one shard, store it, and dispatch inference after the last one.
+
+Idempotent: a shard whose objects already exist (written by another evaluation, or by this
+task before a crash) is not prepared again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import current_app, shared_task
+
+from services.preprocess.datasets import DatasetError, resolve_dataset
+from services.preprocess.pipeline import preprocess
+from services.preprocess.shards import is_complete, write_shard
+from services.scheduler.tasks import inference_message
+from shared import queues, runtime
+from shared.celery_app import send
+from shared.db import evaluation_repo
+from shared.db.evaluations import Evaluation
+from shared.manifest import Input
+from shared.messages import PreprocessShard
+from shared.task_guard import fail_evaluation_on_error
+
+log = logging.getLogger(__name__)
+
+
+class ShardFailed(RuntimeError):
+    """Nothing in the shard could be prepared; the message says why."""
+
+
+def prepare_shard(message: PreprocessShard) -> None:
+    """Write the shard's objects unless they exist already (pure of broker and database)."""
+    store = runtime.store()
+    if is_complete(store, message.shard_key):
+        return
+    settings = runtime.settings()
+    dataset = resolve_dataset(
+        message.dataset,
+        count=message.dataset_count,
+        seed=message.seed,
+        cache_dir=settings.data_dir,
+    )
+    by_id = {s.id: s for s in dataset.samples}
+    missing = [i for i in message.sample_ids if i not in by_id]
+    if missing:
+        raise ShardFailed(f"dataset: samples {missing[:3]} are not in {dataset.name}")
+    spec = Input.model_validate(message.input_spec)
+    prepared = preprocess(
+        [by_id[i] for i in message.sample_ids], spec, batch_size=message.batch_size
+    )
+    if not prepared.ids:
+        reasons = "; ".join(str(e) for e in prepared.errors[:3])
+        raise ShardFailed(
+            f"preprocess: no sample of shard {message.shard_index} decoded: {reasons}"
+        )
+    write_shard(store, message.shard_key, prepared)
+
+
+@shared_task(name=queues.PREPROCESS_SHARD)
+@fail_evaluation_on_error("preprocess")
+def preprocess_shard(payload: dict[str, Any]) -> None:
+    message = PreprocessShard.model_validate(payload)
+    with runtime.db() as session:
+        if evaluation_repo.is_final(session, message.evaluation_id):
+            return  # cancelled or failed: spare the CPU
+    try:
+        prepare_shard(message)
+    except (ShardFailed, DatasetError, ValueError) as exc:
+        with runtime.db() as session:
+            evaluation_repo.fail(session, message.evaluation_id, str(exc))
+        return
+    with runtime.db() as session:
+        if not evaluation_repo.mark_shard_ready(
+            session, message.evaluation_id, message.shard_index
+        ):
+            return
+        evaluation = session.get(Evaluation, message.evaluation_id)
+        assert evaluation is not None
+        run = inference_message(evaluation, [s.key for s in evaluation.shards])
+        queue = evaluation.queue
+    # After the commit: the inference worker must see the evaluation in RUNNING.
+    send(current_app, queues.RUN_INFERENCE, run, queue=queue)

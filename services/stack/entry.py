@@ -1,0 +1,124 @@
+"""Starts one service in this process: ``python -m services.stack.entry worker scheduler``.
+
+``benchstack api`` / ``benchstack worker NAME`` and ``benchstack up`` all land here, so a
+service started by hand and one started by the stack behave the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from dataclasses import dataclass
+
+from shared import queues
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    queues: list[str]
+    pool: str
+    concurrency: int
+
+
+def worker_plan(kind: str, *, concurrency: int | None) -> WorkerPlan:
+    """Queues and pool of the scheduler, preprocess and aggregator workers."""
+    if kind not in queues.WORKER_KINDS or kind == "inference":
+        raise ValueError(
+            f"worker: {kind!r} is not a worker; accepted: {', '.join(queues.WORKER_KINDS)}"
+        )
+    if kind == "preprocess":
+        # CPU-bound work: processes, one per core by default.
+        return WorkerPlan(
+            [queues.PREPROCESS], "prefork", concurrency or max(1, os.cpu_count() or 1)
+        )
+    # Scheduler and aggregator wait on the database and the store: threads suffice.
+    return WorkerPlan([kind], "threads", concurrency or 4)
+
+
+def run_worker(
+    kind: str,
+    *,
+    frameworks: list[str] | None = None,
+    device: str = "cpu",
+    concurrency: int | None = None,
+    loglevel: str = "INFO",
+) -> None:
+    os.environ.setdefault("BENCHSTACK_SERVICE", f"benchstack-{kind}")
+    from celery import signals
+
+    from services.celery_main import app
+    from shared.settings import get_settings
+
+    if kind == "inference":
+        from services.inference import tasks as inference_tasks
+        from services.inference.agent import Agent, available_frameworks
+
+        agent = Agent(
+            frameworks=frameworks or available_frameworks(),
+            device=device,
+            heartbeat_s=get_settings().agent_heartbeat_seconds,
+        )
+        inference_tasks.CURRENT_AGENT_IDS.update({f: agent.agent_id(f) for f in agent.frameworks})
+        # Register once the worker consumes: an agent row must mean "work will be picked up".
+        signals.worker_ready.connect(lambda **_: agent.start(), weak=False)
+        signals.worker_shutdown.connect(lambda **_: agent.stop(), weak=False)
+        plan = WorkerPlan(agent.queues(), "solo", 1)
+    else:
+        plan = worker_plan(kind, concurrency=concurrency)
+    app.worker_main(
+        [
+            "worker",
+            "--queues",
+            ",".join(plan.queues),
+            "--hostname",
+            f"{kind}-{os.getpid()}@%h",
+            "--pool",
+            plan.pool,
+            "--concurrency",
+            str(plan.concurrency),
+            "--loglevel",
+            loglevel,
+            # No gossip or mingle: workers do not coordinate, and start faster without.
+            "--without-gossip",
+            "--without-mingle",
+        ]
+    )
+
+
+def run_api(host: str = "127.0.0.1", port: int = 8000) -> None:
+    import uvicorn
+
+    os.environ.setdefault("BENCHSTACK_SERVICE", "benchstack-api")
+    from shared.settings import get_settings
+    from shared.tracing import setup_tracing
+
+    setup_tracing("benchstack-api", get_settings())
+    uvicorn.run("services.api.app:create_app", factory=True, host=host, port=port)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m services.stack.entry")
+    sub = parser.add_subparsers(dest="service", required=True)
+    api = sub.add_parser("api")
+    api.add_argument("--host", default="127.0.0.1")
+    api.add_argument("--port", type=int, default=8000)
+    worker = sub.add_parser("worker")
+    worker.add_argument("kind", choices=queues.WORKER_KINDS)
+    worker.add_argument("--frameworks", default="", help="comma-separated; inference only")
+    worker.add_argument("--device", default="cpu")
+    worker.add_argument("--concurrency", type=int, default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.service == "api":
+        run_api(args.host, args.port)
+    else:
+        frameworks = [f for f in args.frameworks.split(",") if f]
+        run_worker(
+            args.kind, frameworks=frameworks, device=args.device, concurrency=args.concurrency
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,191 @@
+"""A throw-away stack for tests and benchmarks: moto S3, a fresh Postgres database, a
+flushed Redis database index, and the services as real processes.
+
+Postgres and Redis must already be running (CI starts them); everything else is created
+here and removed on close, so runs never see each other's data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from services.stack.manager import ServiceSpec, Stack, default_services, wait_for_http
+
+DEFAULT_ADMIN_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS = "redis://127.0.0.1:6379"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def create_database(admin_url: str, name: str) -> str:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return _with_database(admin_url, name)
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = :name AND pid <> pg_backend_pid()"
+            ),
+            {"name": name},
+        )
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+    engine.dispose()
+
+
+def flush_redis(url: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    client.close()
+
+
+@dataclass
+class EphemeralStack:
+    """Call ``start_servers()``, then ``start_services()``; ``close()`` undoes everything."""
+
+    admin_url: str = field(
+        default_factory=lambda: os.environ.get("BENCHSTACK_TEST_POSTGRES", DEFAULT_ADMIN_URL)
+    )
+    redis_base: str = field(
+        default_factory=lambda: os.environ.get("BENCHSTACK_TEST_REDIS", DEFAULT_REDIS)
+    )
+    redis_db: int = field(
+        default_factory=lambda: int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))
+    )
+    heartbeat_s: float = 1.0
+    # The default data_dir is a fresh temp folder, removed on close (logs go with it).
+    remove_data_dir: bool = True
+    data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="benchstack-")))
+    api_port: int = field(default_factory=free_port)
+    database_name: str = field(default_factory=lambda: f"benchstack_{uuid.uuid4().hex[:10]}")
+    _moto: Any = None
+    _stacks: list[Stack] = field(default_factory=list)
+    database_url: str = ""
+
+    @property
+    def broker_url(self) -> str:
+        return f"{self.redis_base.rstrip('/')}/{self.redis_db}"
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    def start_servers(self) -> None:
+        import logging
+
+        from moto.server import ThreadedMotoServer
+
+        # One access-log line per S3 request would drown the test and benchmark output.
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+        self.s3_port = free_port()
+        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.s3_port, verbose=False)
+        self._moto.start()
+        self.database_url = create_database(self.admin_url, self.database_name)
+        flush_redis(self.broker_url)
+        from shared.db.migrations import upgrade_head
+
+        upgrade_head(self.database_url)
+
+    def env(self) -> dict[str, str]:
+        return {
+            "BENCHSTACK_ENVIRONMENT": "test",
+            "BENCHSTACK_DATA_DIR": str(self.data_dir),
+            "BENCHSTACK_DATABASE_URL": self.database_url,
+            "BENCHSTACK_BROKER_URL": self.broker_url,
+            "BENCHSTACK_S3_ENDPOINT": f"127.0.0.1:{self.s3_port}",
+            "BENCHSTACK_S3_ACCESS_KEY": "testing",
+            "BENCHSTACK_S3_SECRET_KEY": "testing-secret",
+            "BENCHSTACK_S3_BUCKET": "benchstack-test",
+            "BENCHSTACK_API_URL": self.api_url,
+            "BENCHSTACK_AGENT_HEARTBEAT_SECONDS": str(self.heartbeat_s),
+            # Small shards so that even a tiny dataset exercises the fan-out and the join.
+            "BENCHSTACK_SHARD_SAMPLES": "8",
+        }
+
+    def start_services(
+        self, specs: list[ServiceSpec] | None = None, *, name: str = "main", wait_api: bool = True
+    ) -> Stack:
+        """Start services (default: all, with only the null backend) as one group."""
+        specs = (
+            specs
+            if specs is not None
+            else default_services(port=self.api_port, frameworks=["null"], preprocess_concurrency=2)
+        )
+        stack = Stack(self.data_dir / "stacks" / name)
+        stack.start(specs, env=self.env())
+        self._stacks.append(stack)
+        has_api = any(s.name == "api" for s in specs)
+        if wait_api and has_api and not wait_for_http(self.api_url + "/healthz", timeout_s=60):
+            log = stack.log_dir / "api.log"
+            raise RuntimeError(f"the API did not start; its log: {log.read_text()[-2000:]}")
+        return stack
+
+    def wait_for_agents(self, count: int = 1, *, timeout_s: float = 60.0) -> None:
+        """Block until ``count`` inference agents are live (they register once consuming)."""
+        import time
+
+        from shared.db import evaluation_repo
+        from shared.db.session import session_scope
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with session_scope(self.database_url) as session:
+                live = evaluation_repo.live_agents(session, within_s=self.heartbeat_s * 3)
+            if len(live) >= count:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"{count} inference agent(s) did not register; logs:\n{self.logs()}")
+
+    def close(self) -> None:
+        for stack in reversed(self._stacks):
+            stack.stop(grace_s=10)
+        self._stacks.clear()
+        with contextlib.suppress(Exception):
+            flush_redis(self.broker_url)
+        if self.database_url:
+            with contextlib.suppress(Exception):
+                drop_database(self.admin_url, self.database_name)
+        if self._moto is not None:
+            self._moto.stop()
+        if self.remove_data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def logs(self) -> str:
+        """Every service log, for a failing test's report."""
+        parts = []
+        for stack in self._stacks:
+            for path in sorted(stack.log_dir.glob("*.log")):
+                parts.append(f"===== {path}\n{path.read_text(errors='replace')[-4000:]}")
+        return "\n".join(parts)

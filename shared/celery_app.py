@@ -1,0 +1,57 @@
+"""The Celery app factory every worker and the API share.
+
+JSON only (no pickle: a message must never carry code), late acks with
+reject-on-worker-lost so a worker killed mid-task gets its message redelivered (tasks
+are idempotent by run id), one message prefetched at a time so a long inference run does
+not hoard queued work, and routes taken from ``shared.queues``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+
+from shared import queues
+from shared.messages import Message
+from shared.settings import Settings
+
+TASK_MODULES = (
+    "services.scheduler.tasks",
+    "services.preprocess.tasks",
+    "services.inference.tasks",
+    "services.aggregator.tasks",
+)
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    return {
+        "broker_url": settings.broker_url,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "task_ignore_result": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_routes": queues.TASK_ROUTES,
+        "task_default_queue": queues.SCHEDULER,
+        "broker_connection_retry_on_startup": True,
+        # Unacked messages return to the queue after this long (Redis); longer than any run.
+        "broker_transport_options": {"visibility_timeout": 3600},
+        "worker_hijack_root_logger": False,
+        "enable_utc": True,
+    }
+
+
+def make_celery(settings: Settings, *, include_tasks: bool = False) -> Celery:
+    """A configured app. The API sends tasks by name, so it leaves ``include_tasks`` off."""
+    app = Celery("benchstack", include=list(TASK_MODULES) if include_tasks else [])
+    app.conf.update(celery_config(settings))
+    return app
+
+
+def send(app: Celery, task_name: str, message: Message, *, queue: str | None = None) -> None:
+    """Publish one message; the payload is the message's JSON, the only argument."""
+    options: dict[str, Any] = {"queue": queue} if queue else {}
+    app.send_task(task_name, args=[message.to_json()], **options)

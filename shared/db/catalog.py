@@ -1,0 +1,47 @@
+"""Registered models (manifests, one row per name and version) and datasets."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from shared.db.base import Base, JSONType
+from shared.db.clock import utcnow
+
+
+class RegisteredModel(Base):
+    __tablename__ = "models"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_models_name_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200), index=True)
+    version: Mapped[str] = mapped_column(String(100))
+    framework: Mapped[str] = mapped_column(String(50))
+    manifest_yaml: Mapped[str] = mapped_column(Text)
+    manifest: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    owner_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Dataset(Base):
+    """A dataset as evaluations name it: a spec ("synthetic" or a folder), a count and a seed."""
+
+    __tablename__ = "datasets"
+    __table_args__ = (
+        UniqueConstraint("spec", "count", "seed", name="uq_datasets_spec_count_seed"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    spec: Mapped[str] = mapped_column(String(500))
+    # -1 stands for "every sample" so the unique constraint works (NULLs never collide).
+    count: Mapped[int] = mapped_column(Integer, default=-1)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    sample_count: Mapped[int] = mapped_column(Integer, default=0)
+    class_names: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

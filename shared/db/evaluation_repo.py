@@ -1,0 +1,155 @@
+"""Reads and compare-and-set writes of evaluations, shards and agents.
+
+The API, the scheduler and the workers all change evaluations through these functions so
+that the state machine in ``shared.db.states`` is enforced in one place.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from shared.db.catalog import Dataset
+from shared.db.clock import utcnow
+from shared.db.evaluations import Agent, Evaluation, Shard
+from shared.db.states import FINAL_STATES, EvaluationState, allowed_sources
+
+
+def transition(
+    session: Session,
+    evaluation_id: str,
+    target: EvaluationState,
+    *,
+    reason: str = "",
+    **values: Any,
+) -> bool:
+    """Move to ``target`` if the state machine allows it from the current state.
+
+    Returns whether this call made the change; a loser of a race (or a redelivered message)
+    gets False and must not repeat the side effects.
+    """
+    now = utcnow()
+    changes: dict[str, Any] = {"state": target.value, "updated_at": now, **values}
+    if reason:
+        changes["reason"] = reason
+    if target in FINAL_STATES:
+        changes["finished_at"] = now
+    result = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state.in_([s.value for s in allowed_sources(target)]),
+        )
+        .values(**changes)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def fail(session: Session, evaluation_id: str, reason: str) -> bool:
+    return transition(session, evaluation_id, EvaluationState.FAILED, reason=reason[:4000])
+
+
+def state_of(session: Session, evaluation_id: str) -> EvaluationState | None:
+    value = session.scalar(select(Evaluation.state).where(Evaluation.id == evaluation_id))
+    return EvaluationState(value) if value is not None else None
+
+
+def is_final(session: Session, evaluation_id: str) -> bool:
+    state = state_of(session, evaluation_id)
+    return state is None or state in FINAL_STATES
+
+
+def mark_shard_ready(session: Session, evaluation_id: str, index: int) -> bool:
+    """Record one shard as ready; True when this call completed the set and moved the
+    evaluation to RUNNING (the caller then dispatches inference, exactly once)."""
+    marked = session.execute(
+        update(Shard)
+        .where(Shard.evaluation_id == evaluation_id, Shard.index == index, Shard.ready.is_(False))
+        .values(ready=True)
+        .execution_options(synchronize_session=False)
+    )
+    if marked.rowcount:  # type: ignore[attr-defined]
+        session.execute(
+            update(Evaluation)
+            .where(Evaluation.id == evaluation_id)
+            .values(shards_ready=Evaluation.shards_ready + 1, updated_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+    # The row lock taken by the increment serialises the last two shards: only one of
+    # them sees shards_ready == shards_total while the state is still PREPROCESSING.
+    won = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state == EvaluationState.PREPROCESSING.value,
+            Evaluation.shards_ready >= Evaluation.shards_total,
+        )
+        .values(state=EvaluationState.RUNNING.value, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return bool(won.rowcount)  # type: ignore[attr-defined]
+
+
+def live_agents(session: Session, *, within_s: float) -> list[Agent]:
+    cutoff = utcnow() - timedelta(seconds=within_s)
+    return list(
+        session.scalars(
+            select(Agent)
+            .where(Agent.last_heartbeat >= cutoff, Agent.stopped_at.is_(None))
+            .order_by(Agent.last_heartbeat.desc())
+        )
+    )
+
+
+def upsert_agent(session: Session, *, agent_id: str, **fields: Any) -> None:
+    now = utcnow()
+    agent = session.get(Agent, agent_id)
+    if agent is None:
+        session.add(Agent(id=agent_id, started_at=now, last_heartbeat=now, **fields))
+        return
+    for name, value in fields.items():
+        setattr(agent, name, value)
+    agent.last_heartbeat = now
+    agent.stopped_at = None
+
+
+def heartbeat(session: Session, agent_ids: list[str]) -> int:
+    result = session.execute(
+        update(Agent)
+        .where(Agent.id.in_(agent_ids))
+        .values(last_heartbeat=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def mark_agents_stopped(session: Session, agent_ids: list[str]) -> None:
+    session.execute(
+        update(Agent)
+        .where(Agent.id.in_(agent_ids))
+        .values(stopped_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
+def record_dataset(
+    session: Session, *, spec: str, count: int | None, seed: int, **info: Any
+) -> None:
+    """Remember a dataset as evaluations named it; concurrent planners may race, so the
+    insert is ON CONFLICT DO NOTHING rather than check-then-insert."""
+    values = {"spec": spec, "count": -1 if count is None else count, "seed": seed, **info}
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        session.execute(pg_insert(Dataset).values(**values).on_conflict_do_nothing())
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        session.execute(sqlite_insert(Dataset).values(**values).on_conflict_do_nothing())
+    else:
+        session.add(Dataset(**values))

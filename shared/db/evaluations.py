@@ -1,0 +1,84 @@
+"""Evaluations, their preprocessing shards, and the inference agents that run them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from shared.db.base import Base, JSONType
+from shared.db.clock import utcnow
+from shared.db.states import EvaluationState
+
+
+class Agent(Base):
+    """An inference worker consuming one queue; alive while its heartbeat is recent."""
+
+    __tablename__ = "agents"
+
+    # "<hostname>/<queue>/<pid>": one row per worker process and queue.
+    id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(200), index=True)
+    queue: Mapped[str] = mapped_column(String(200), index=True)
+    framework: Mapped[str] = mapped_column(String(50))
+    framework_version: Mapped[str] = mapped_column(String(100))
+    device: Mapped[str] = mapped_column(String(50))
+    hardware: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    software: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_heartbeat: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Evaluation(Base):
+    __tablename__ = "evaluations"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    state: Mapped[str] = mapped_column(String(20), default=EvaluationState.QUEUED.value, index=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    model_name: Mapped[str] = mapped_column(String(200), index=True)
+    model_version: Mapped[str] = mapped_column(String(100))
+    manifest: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    framework: Mapped[str] = mapped_column(String(50), index=True)
+    device: Mapped[str] = mapped_column(String(50))
+    scenario: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    batch_size: Mapped[int] = mapped_column(Integer)
+    dataset: Mapped[str] = mapped_column(String(500))
+    dataset_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    trace_level: Mapped[str] = mapped_column(String(20), default="NONE")
+    constraints: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    backend_options: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    queue: Mapped[str] = mapped_column(String(200), default="")
+    agent_id: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
+    run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    shards_total: Mapped[int] = mapped_column(Integer, default=0)
+    shards_ready: Mapped[int] = mapped_column(Integer, default=0)
+    preprocess_reused: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    shards: Mapped[list[Shard]] = relationship(
+        back_populates="evaluation", cascade="all, delete-orphan", order_by="Shard.index"
+    )
+
+
+class Shard(Base):
+    __tablename__ = "shards"
+
+    evaluation_id: Mapped[str] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
+    )
+    index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # Content address: hash of the sample ids and the preprocessing spec.
+    key: Mapped[str] = mapped_column(String(200), index=True)
+    sample_count: Mapped[int] = mapped_column(Integer)
+    ready: Mapped[bool] = mapped_column(Boolean, default=False)
+    # True when the object already existed at planning time, so no work was done.
+    reused: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    evaluation: Mapped[Evaluation] = relationship(back_populates="shards")

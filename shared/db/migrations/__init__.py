@@ -1,0 +1,60 @@
+"""Alembic migrations, run programmatically: no alembic.ini is needed anywhere.
+
+``upgrade_head(url)`` is what ``benchstack db upgrade`` calls; ``get_engine`` calls
+``upgrade_engine`` on first use so embedded mode and every service start on the newest
+schema. On Postgres an advisory lock serialises the services that start together.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, text
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent
+# Any constant works; it only has to be the same in every process.
+_ADVISORY_LOCK_ID = 0x62656E6368
+
+
+def alembic_config(url: str = "") -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url:
+        # '%' would be read as interpolation by configparser.
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def upgrade_engine(engine: Engine, revision: str = "head") -> None:
+    with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": _ADVISORY_LOCK_ID})
+            connection.commit()
+        try:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+            connection.commit()
+        finally:
+            if engine.dialect.name == "postgresql":
+                connection.execute(
+                    text("SELECT pg_advisory_unlock(:id)"), {"id": _ADVISORY_LOCK_ID}
+                )
+                connection.commit()
+
+
+def upgrade_head(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        upgrade_engine(engine)
+    finally:
+        engine.dispose()
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()

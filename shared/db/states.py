@@ -1,0 +1,44 @@
+"""The evaluation state machine.
+
+QUEUED -> PREPROCESSING -> RUNNING -> AGGREGATING -> SUCCEEDED, and from any state that is
+not final: FAILED (with a reason) or CANCELLED. Transitions are compare-and-set UPDATEs, so
+two workers racing (a redelivered message, the last two shards finishing together) cannot
+both win: exactly one sees its UPDATE change a row.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class EvaluationState(enum.StrEnum):
+    QUEUED = "QUEUED"
+    PREPROCESSING = "PREPROCESSING"
+    RUNNING = "RUNNING"
+    AGGREGATING = "AGGREGATING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+FINAL_STATES = frozenset(
+    {EvaluationState.SUCCEEDED, EvaluationState.FAILED, EvaluationState.CANCELLED}
+)
+
+_FORWARD: dict[EvaluationState, EvaluationState] = {
+    EvaluationState.QUEUED: EvaluationState.PREPROCESSING,
+    EvaluationState.PREPROCESSING: EvaluationState.RUNNING,
+    EvaluationState.RUNNING: EvaluationState.AGGREGATING,
+    EvaluationState.AGGREGATING: EvaluationState.SUCCEEDED,
+}
+
+
+def allowed_sources(target: EvaluationState) -> frozenset[EvaluationState]:
+    """The states an evaluation may be in to move to ``target``."""
+    if target in {EvaluationState.FAILED, EvaluationState.CANCELLED}:
+        return frozenset(EvaluationState) - FINAL_STATES
+    return frozenset(src for src, dst in _FORWARD.items() if dst == target)
+
+
+def can_transition(source: EvaluationState, target: EvaluationState) -> bool:
+    return source in allowed_sources(target)

@@ -1,0 +1,42 @@
+"""Queue and task names, in one import-light place.
+
+Queues are split by kind of work so that each scales apart: CPU preprocessing never
+waits behind a GPU run. Task names are prefixed by their queue, so routing is a glob.
+Inference queues are per framework and device (``inference.torch.cuda``): a worker
+consumes only the queues of the backends it can actually run.
+"""
+
+from __future__ import annotations
+
+import re
+
+SCHEDULER = "scheduler"
+PREPROCESS = "preprocess"
+AGGREGATOR = "aggregator"
+INFERENCE_PREFIX = "inference"
+
+# Task names (queue prefix + verb).
+PLAN_EVALUATION = "scheduler.plan_evaluation"
+PREPROCESS_SHARD = "preprocess.shard"
+RUN_INFERENCE = "inference.run"
+RUN_COMPLETED = "aggregator.run_completed"
+
+# The worker kinds `benchstack worker NAME` accepts.
+WORKER_KINDS = ("scheduler", "preprocess", "inference", "aggregator")
+
+_PART = re.compile(r"^[a-z0-9_-]+$")
+
+
+def inference_queue(framework: str, device: str) -> str:
+    for field, value in (("framework", framework), ("device", device)):
+        if not _PART.match(value):
+            raise ValueError(f"{field}: {value!r} must be lowercase letters, digits, '_' or '-'")
+    return f"{INFERENCE_PREFIX}.{framework}.{device}"
+
+
+# Static routes; inference tasks name their queue when they are sent.
+TASK_ROUTES: dict[str, dict[str, str]] = {
+    "scheduler.*": {"queue": SCHEDULER},
+    "preprocess.*": {"queue": PREPROCESS},
+    "aggregator.*": {"queue": AGGREGATOR},
+}

@@ -1,0 +1,204 @@
+"""The whole stack over HTTP: token -> submit -> subscription -> metrics, shard reuse,
+typed rejections with nothing enqueued, per-user visibility, and a late worker."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from services.stack.ephemeral import EphemeralStack
+from services.stack.manager import ENTRY_MODULE, ServiceSpec
+from tests.integration.conftest import GraphQLClient
+
+pytestmark = pytest.mark.integration
+
+SUBMIT = """
+mutation($input: SubmitEvaluationInput!) {
+  submitEvaluation(input: $input) {
+    __typename
+    ... on Evaluation { id state }
+    ... on UserError { message field }
+  }
+}
+"""
+EVALUATION = """
+query($id: String!) {
+  evaluation(id: $id) {
+    id state reason preprocessReused shardsTotal shardsReady
+    runs { id validity samplesPerSecond preprocessReused
+           metrics { name value unit } logs { name url } }
+  }
+}
+"""
+CANCEL = """
+mutation($id: String!) {
+  cancelEvaluation(id: $id) { __typename ... on UserError { message field } }
+}
+"""
+
+# Tiny and quick: the null backend, 16 synthetic images (two shards of 8), 0.3 s of LoadGen.
+QUICK = {
+    "model": "resnet18",
+    "framework": "null",
+    "scenario": "offline",
+    "settings": {"minDurationS": 0.3, "targetQps": 2000},
+    "samples": 16,
+}
+
+
+def submit(client: GraphQLClient, **overrides: Any) -> dict[str, Any]:
+    result: dict[str, Any] = client(SUBMIT, {"input": {**QUICK, **overrides}})["submitEvaluation"]
+    return result
+
+
+def published(stack: EphemeralStack) -> float:
+    """Messages the API has published so far (its Prometheus counter)."""
+    text = httpx.get(stack.api_url + "/metrics", timeout=10).text
+    values = re.findall(r"^benchstack_messages_published_total\{[^}]*\} (\S+)$", text, re.M)
+    return sum(float(v) for v in values)
+
+
+def test_submit_follow_and_read_metrics(client_for: Callable[[str], GraphQLClient]) -> None:
+    alice = client_for("alice")
+    created = submit(alice, seed=101)
+    assert created["__typename"] == "Evaluation", created
+    updates = alice.follow(created["id"])
+    states = [u["state"] for u in updates]
+    assert states[-1] == "SUCCEEDED", updates
+    assert "PREPROCESSING" in states or "RUNNING" in states
+    evaluation = alice(EVALUATION, {"id": created["id"]})["evaluation"]
+    assert evaluation["shardsTotal"] == 2 and evaluation["shardsReady"] == 2
+    assert evaluation["preprocessReused"] is False
+    (run,) = evaluation["runs"]
+    metrics = {m["name"]: m for m in run["metrics"]}
+    assert metrics["samples_per_second"]["value"] > 0
+    assert metrics["latency_p90"]["unit"] == "ms"
+    assert run["validity"] in {"VALID", "INVALID"}
+    summary = next(link for link in run["logs"] if link["name"] == "mlperf_log_summary.txt")
+    response = httpx.get(
+        alice.base_url + summary["url"],
+        headers={"Authorization": f"Bearer {alice.token}"},
+        timeout=10,
+    )
+    assert response.status_code == 200 and b"Scenario" in response.content
+
+
+def test_second_evaluation_reuses_shards(client_for: Callable[[str], GraphQLClient]) -> None:
+    bob = client_for("bob-reuse")
+    first = submit(bob, seed=202)
+    assert bob.follow(first["id"])[-1]["state"] == "SUCCEEDED"
+    second = submit(bob, seed=202, scenario="single-stream", settings={"minDurationS": 0.3})
+    assert second["__typename"] == "Evaluation", second
+    updates = bob.follow(second["id"])
+    assert updates[-1]["state"] == "SUCCEEDED", updates
+    evaluation = bob(EVALUATION, {"id": second["id"]})["evaluation"]
+    assert evaluation["preprocessReused"] is True
+    assert evaluation["runs"][0]["preprocessReused"] is True
+
+
+@pytest.mark.parametrize(
+    ("overrides", "typename", "field"),
+    [
+        ({"model": "no-such-model"}, "UnknownModel", "model"),
+        ({"settings": {"minDurationS": -1}}, "InvalidScenarioSettings", "settings.min_duration_s"),
+        ({"settings": {"warpSpeed": 9}}, "InvalidScenarioSettings", "settings.warp_speed"),
+        ({"scenario": "batch"}, "InvalidScenarioSettings", "scenario"),
+        ({"device": "cuda"}, "NoMatchingAgent", "device"),
+        ({"framework": "tensorrt"}, "NoMatchingAgent", "framework"),
+        ({"constraints": {"hostname": "elsewhere"}}, "NoMatchingAgent", "hostname"),
+        ({"model": None, "manifest": "name: x\nversion: one\n"}, "InvalidManifest", "manifest"),
+        ({"batchSize": 0}, "InvalidInput", "batchSize"),
+    ],
+)
+def test_rejections_are_typed_and_enqueue_nothing(
+    stack: EphemeralStack,
+    client_for: Callable[[str], GraphQLClient],
+    overrides: dict[str, Any],
+    typename: str,
+    field: str,
+) -> None:
+    carol = client_for("carol")
+    before = published(stack)
+    result = submit(carol, **overrides)
+    assert result["__typename"] == typename, result
+    assert result["field"] == field, result
+    assert result["message"]
+    assert published(stack) == before
+    page = carol("{ evaluations { totalCount } }")["evaluations"]
+    assert page["totalCount"] == 0
+
+
+def test_missing_or_invalid_token_is_401(stack: EphemeralStack) -> None:
+    for token in (None, "bst_not-a-real-token", "garbage"):
+        response = GraphQLClient(stack.api_url, token).post("{ models { name } }")
+        assert response.status_code == 401, response.text
+        assert response.headers["www-authenticate"] == "Bearer"
+    # The IDE itself is served without a token; operations are not.
+    ide = httpx.get(stack.api_url + "/graphql", headers={"Accept": "text/html"}, timeout=10)
+    assert ide.status_code == 200 and "graphiql" in ide.text.lower()
+
+
+def test_user_cannot_see_or_cancel_anothers_evaluation(
+    client_for: Callable[[str], GraphQLClient],
+) -> None:
+    dave, erin = client_for("dave"), client_for("erin")
+    created = submit(dave, seed=303)
+    assert erin(EVALUATION, {"id": created["id"]})["evaluation"] is None
+    assert all(
+        item["id"] != created["id"]
+        for item in erin("{ evaluations(first: 200) { items { id } } }")["evaluations"]["items"]
+    )
+    refused = erin(CANCEL, {"id": created["id"]})["cancelEvaluation"]
+    assert refused["__typename"] == "NotFound"
+    assert dave.follow(created["id"])[-1]["state"] == "SUCCEEDED"
+
+
+def test_owner_can_cancel(client_for: Callable[[str], GraphQLClient]) -> None:
+    frank = client_for("frank")
+    # Long enough to still be running when the cancel arrives.
+    created = submit(frank, seed=404, settings={"minDurationS": 3, "targetQps": 2000})
+    cancelled = frank(CANCEL, {"id": created["id"]})["cancelEvaluation"]
+    assert cancelled["__typename"] == "Evaluation"
+    final = frank(EVALUATION, {"id": created["id"]})["evaluation"]
+    assert final["state"] == "CANCELLED"
+    again = frank(CANCEL, {"id": created["id"]})["cancelEvaluation"]
+    assert again["__typename"] == "AlreadyFinished"
+
+
+def test_worker_started_after_submission_picks_the_work_up(
+    stack: EphemeralStack, client_for: Callable[[str], GraphQLClient]
+) -> None:
+    """An agent whose worker is (re)starting: accepted, queued, then run once it is up."""
+    from shared.db import evaluation_repo
+    from shared.db.session import session_scope
+
+    with session_scope(stack.database_url) as session:
+        # The row a worker on device "spare" left behind seconds ago (still within its TTL).
+        evaluation_repo.upsert_agent(
+            session,
+            agent_id="restarting-host/inference.null.spare/1",
+            hostname="restarting-host",
+            queue="inference.null.spare",
+            framework="null",
+            framework_version="0.1.0",
+            device="spare",
+            hardware={},
+            software={},
+        )
+    grace = client_for("grace")
+    created = submit(grace, seed=505, device="spare")
+    assert created["__typename"] == "Evaluation", created
+    time.sleep(2.0)
+    waiting = grace(EVALUATION, {"id": created["id"]})["evaluation"]
+    assert waiting["state"] == "RUNNING"  # shards ready, inference queued, nobody consuming
+    late = [sys.executable, "-m", ENTRY_MODULE, "worker", "inference", "--device", "spare"]
+    stack.start_services(
+        [ServiceSpec("inference-spare", [*late, "--frameworks", "null"])], name="late"
+    )
+    assert grace.follow(created["id"])[-1]["state"] == "SUCCEEDED"

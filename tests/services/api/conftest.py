@@ -1,0 +1,95 @@
+"""The API in-process over SQLite, with a publisher that records instead of sending."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from services.api.app import create_app
+from services.api.auth import create_token
+from shared.db import evaluation_repo
+from shared.db.session import session_scope
+from shared.messages import Message
+from shared.settings import Settings
+
+
+@dataclass
+class RecordingPublisher:
+    sent: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
+
+    def __call__(self, task_name: str, message: Message, queue: str | None) -> None:
+        self.sent.append((task_name, message.to_json(), queue))
+
+
+@dataclass
+class Api:
+    client: TestClient
+    settings: Settings
+    publisher: RecordingPublisher
+
+    def token(self, user: str) -> str:
+        with session_scope(self.settings.effective_database_url) as session:
+            return create_token(session, user_name=user)
+
+    def gql(self, token: str | None, query: str, variables: dict[str, Any] | None = None) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return self.client.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
+
+    def data(self, token: str, query: str, variables: dict[str, Any] | None = None) -> Any:
+        response = self.gql(token, query, variables)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert not body.get("errors"), body["errors"]
+        return body["data"]
+
+    def add_agent(
+        self, framework: str = "null", device: str = "cpu", version: str = "0.1.0"
+    ) -> None:
+        with session_scope(self.settings.effective_database_url) as session:
+            evaluation_repo.upsert_agent(
+                session,
+                agent_id=f"host/inference.{framework}.{device}/1",
+                hostname="host",
+                queue=f"inference.{framework}.{device}",
+                framework=framework,
+                framework_version=version,
+                device=device,
+                hardware={},
+                software={},
+            )
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[Api]:
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path / 'api.db'}",
+        s3_endpoint="",
+        environment="test",
+    )
+    publisher = RecordingPublisher()
+    with TestClient(create_app(settings, publish=publisher)) as client:
+        yield Api(client, settings, publisher)
+
+
+@pytest.fixture
+def submit_query() -> Callable[[], str]:
+    return lambda: (
+        """
+    mutation($input: SubmitEvaluationInput!) {
+      submitEvaluation(input: $input) {
+        __typename
+        ... on Evaluation { id state framework }
+        ... on UserError { message field }
+        ... on InvalidManifest { problems }
+        ... on UnknownModel { known }
+      }
+    }"""
+    )

@@ -1,0 +1,137 @@
+"""Migrations build the schema; the state machine's compare-and-set transitions hold."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+
+from shared.db import evaluation_repo
+from shared.db.accounts import User
+from shared.db.evaluations import Evaluation, Shard
+from shared.db.migrations import current_revision, upgrade_head
+from shared.db.session import get_engine, session_scope
+from shared.db.states import EvaluationState, can_transition
+
+TABLES = {
+    "users",
+    "api_tokens",
+    "models",
+    "datasets",
+    "agents",
+    "evaluations",
+    "shards",
+    "runs",
+    "metrics",
+}
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'db.sqlite'}"
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh Postgres database, or a skip where no server answers."""
+    admin = os.environ.get(
+        "BENCHSTACK_TEST_POSTGRES", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+    )
+    name = f"benchstack_db_{uuid.uuid4().hex[:8]}"
+    from services.stack.ephemeral import create_database, drop_database
+
+    try:
+        url = create_database(admin, name)
+    except Exception as exc:
+        if os.environ.get("BENCHSTACK_REQUIRE_SERVERS") == "1":
+            raise
+        pytest.skip(f"no Postgres: {exc.__class__.__name__}")
+    yield url
+    get_engine.cache_clear()
+    drop_database(admin, name)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_migrations_create_every_table(backend: str, request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue(f"{backend}_url")
+    upgrade_head(url)
+    upgrade_head(url)  # a second run is a no-op
+    engine = create_engine(url)
+    assert set(inspect(engine).get_table_names()) >= TABLES
+    assert current_revision(engine) == "0001"
+    engine.dispose()
+
+
+def test_embedded_database_made_before_migrations_is_adopted(sqlite_url: str) -> None:
+    """An old embedded SQLite file already holds runs/metrics (made by create_all)."""
+    from shared.db.models import Metric, Run
+
+    engine = create_engine(sqlite_url)
+    Run.__table__.create(engine)  # type: ignore[attr-defined]
+    Metric.__table__.create(engine)  # type: ignore[attr-defined]
+    upgrade_head(sqlite_url)
+    assert set(inspect(engine).get_table_names()) >= TABLES
+    engine.dispose()
+
+
+def test_state_machine_rules() -> None:
+    S = EvaluationState
+    assert can_transition(S.QUEUED, S.PREPROCESSING)
+    assert not can_transition(S.QUEUED, S.RUNNING)
+    assert can_transition(S.RUNNING, S.FAILED)
+    assert not can_transition(S.SUCCEEDED, S.FAILED)
+    assert not can_transition(S.CANCELLED, S.CANCELLED)
+
+
+def _evaluation(url: str, shards: int) -> str:
+    with session_scope(url) as session:
+        user = User(name=f"u-{uuid.uuid4().hex[:6]}")
+        session.add(user)
+        session.flush()
+        evaluation = Evaluation(
+            id=str(uuid.uuid4()),
+            owner_id=user.id,
+            model_name="m",
+            model_version="1.0.0",
+            manifest={},
+            framework="null",
+            device="cpu",
+            scenario={},
+            batch_size=1,
+            dataset="synthetic",
+            state=EvaluationState.PREPROCESSING.value,
+            shards_total=shards,
+        )
+        session.add(evaluation)
+        for index in range(shards):
+            session.add(
+                Shard(evaluation_id=evaluation.id, index=index, key=f"k{index}", sample_count=1)
+            )
+        return evaluation.id
+
+
+def test_last_shard_moves_to_running_exactly_once(sqlite_url: str) -> None:
+    evaluation_id = _evaluation(sqlite_url, shards=2)
+    with session_scope(sqlite_url) as session:
+        assert evaluation_repo.mark_shard_ready(session, evaluation_id, 0) is False
+    with session_scope(sqlite_url) as session:
+        assert evaluation_repo.mark_shard_ready(session, evaluation_id, 1) is True
+    with session_scope(sqlite_url) as session:
+        # A redelivered message for the same shard changes nothing and dispatches nothing.
+        assert evaluation_repo.mark_shard_ready(session, evaluation_id, 1) is False
+        row = session.get(Evaluation, evaluation_id)
+        assert row is not None and row.state == "RUNNING" and row.shards_ready == 2
+
+
+def test_final_states_stick(sqlite_url: str) -> None:
+    evaluation_id = _evaluation(sqlite_url, shards=1)
+    with session_scope(sqlite_url) as session:
+        assert evaluation_repo.fail(session, evaluation_id, "preprocess: broken image")
+        assert not evaluation_repo.transition(session, evaluation_id, EvaluationState.RUNNING)
+        assert not evaluation_repo.transition(session, evaluation_id, EvaluationState.CANCELLED)
+        row = session.execute(text("SELECT state, reason FROM evaluations")).one()
+        assert tuple(row) == ("FAILED", "preprocess: broken image")

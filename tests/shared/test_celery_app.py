@@ -1,0 +1,53 @@
+"""The Celery app's contract (JSON only, late acks, routes) and trace propagation."""
+
+from __future__ import annotations
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from shared import queues
+from shared.celery_app import make_celery
+from shared.messages import RunInference
+from shared.settings import Settings
+from shared.tracing import extract_context, inject_headers, setup_tracing, tracer
+
+
+def test_configuration_is_json_only_late_ack_and_routed() -> None:
+    app = make_celery(Settings(broker_url="redis://127.0.0.1:6379/15"))
+    conf = app.conf
+    assert conf.task_serializer == "json" and conf.accept_content == ["json"]
+    assert conf.task_acks_late and conf.task_reject_on_worker_lost
+    assert conf.worker_prefetch_multiplier == 1
+    router = app.amqp.router
+    assert router.route({}, queues.PREPROCESS_SHARD)["queue"].name == "preprocess"
+    assert router.route({}, queues.PLAN_EVALUATION)["queue"].name == "scheduler"
+    assert router.route({}, queues.RUN_COMPLETED)["queue"].name == "aggregator"
+
+
+def test_task_names_are_prefixed_by_queue() -> None:
+    assert queues.RUN_INFERENCE == "inference.run"
+    for name in (queues.PLAN_EVALUATION, queues.PREPROCESS_SHARD, queues.RUN_COMPLETED):
+        assert name.split(".")[0] in {queues.SCHEDULER, queues.PREPROCESS, queues.AGGREGATOR}
+    assert queues.inference_queue("torch", "cuda") == "inference.torch.cuda"
+
+
+def test_messages_carry_keys_not_tensors() -> None:
+    fields = set(RunInference.model_fields)
+    assert "shard_keys" in fields and not {"tensors", "data"} & fields
+
+
+def test_trace_context_survives_headers() -> None:
+    exporter = InMemorySpanExporter()
+    provider = setup_tracing("test", Settings(), exporter=exporter)
+    with tracer().start_as_current_span("api") as parent:
+        headers = inject_headers({})
+    assert "traceparent" in headers
+
+    class Request:  # what Celery hands the worker: headers as attributes
+        traceparent = headers["traceparent"]
+
+    with tracer().start_as_current_span("task", context=extract_context(Request())) as child:
+        assert child.get_span_context().trace_id == parent.get_span_context().trace_id
+    provider.force_flush()
+    assert {s.name for s in exporter.get_finished_spans()} == {"api", "task"}
+    trace.get_tracer_provider()
