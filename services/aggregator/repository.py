@@ -60,8 +60,22 @@ def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
     return [(n, float(v), u) for n, v, u in rows if v is not None and not math.isnan(float(v))]
 
 
+def json_safe(value: Any) -> Any:
+    """NaN and infinities become null: Postgres' JSONB (rightly) refuses them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def save_run(session: Session, record: RunRecord) -> Run:
-    """Insert the run and its metrics; a second save of the same id changes nothing."""
+    """Insert the run and its metrics; a second save of the same id changes nothing.
+
+    A figure LoadGen did not produce is NaN in a report and null once stored.
+    """
     existing = session.get(Run, record.id)
     if existing is not None:
         return existing
@@ -77,12 +91,12 @@ def save_run(session: Session, record: RunRecord) -> Run:
         batch_size=record.batch_size,
         dataset=record.dataset,
         validity=record.validity,
-        samples_per_second=record.samples_per_second,
+        samples_per_second=json_safe(record.samples_per_second),
         preprocess_reused=record.preprocess_reused,
-        manifest=record.manifest,
-        settings=record.settings,
-        environment=record.environment,
-        report=record.report,
+        manifest=json_safe(record.manifest),
+        settings=json_safe(record.settings),
+        environment=json_safe(record.environment),
+        report=json_safe(record.report),
         log_prefix=record.log_prefix,
     )
     run.metrics = [

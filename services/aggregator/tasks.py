@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,17 +27,6 @@ log = logging.getLogger(__name__)
 
 SUMMARY_LOG = "mlperf_log_summary.txt"
 DETAIL_LOG = "mlperf_log_detail.txt"
-
-
-def json_safe(value: Any) -> Any:
-    """NaN and infinities become null: Postgres' JSONB (rightly) refuses them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
 
 
 class IncompleteRun(ValueError):
@@ -109,11 +97,11 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
         batch_size=evaluation.batch_size,
         dataset=evaluation.dataset,
         validity=performance.validity.result,
-        samples_per_second=json_safe(performance.samples_per_second),
+        samples_per_second=performance.samples_per_second,
         manifest=evaluation.manifest,
-        settings=json_safe(settings),
-        environment=json_safe(outcome.get("environment", {})),
-        report=json_safe(report),
+        settings=settings,
+        environment=outcome.get("environment", {}),
+        report=report,
         log_prefix=message.log_prefix,
         preprocess_reused=evaluation.preprocess_reused,
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from services.aggregator.repository import RunRecord, save_run
+from services.aggregator.repository import RunRecord, json_safe, save_run
 from services.evaluation.environment import framework_runtime
 from services.inference.backends.base import Backend, BackendOptions, create_backend
 from services.inference.loadgen.config import ScenarioConfig
@@ -161,6 +161,8 @@ def run_bench(
     environment = capture_environment()
     environment["framework_runtime"] = framework_runtime()
     report["environment"] = environment
+    # What is printed is what is stored: strict JSON, a figure LoadGen lacks is null.
+    report = json_safe(report)
     with session_scope(settings.effective_database_url) as session:
         save_run(
             session,

@@ -40,7 +40,7 @@ class RunOutcome:
     sut_latency: LatencyStats
     failed_samples: int
     errors: list[str]
-    warm_up: dict[str, float]
+    warm_up: dict[str, float | None]
     log_files: dict[str, Path] = field(default_factory=dict)
     stability: Stability | None = None
     # The RNG seeds LoadGen actually used (its detail log's effective_* values).
@@ -153,6 +153,7 @@ def execute_run(
         warm_up={
             "batch_latency_s": result.warm_up.batch_latency_s,
             "single_latency_s": result.warm_up.single_latency_s,
+            "calibrated_samples_per_s": result.warm_up.calibrated_samples_per_s,
         },
         log_files={k: v for k, v in files.items() if v.exists()},
         stability=stability,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,19 +50,32 @@ def _synthetic_image(rng: np.random.Generator, width: int, height: int) -> bytes
 
 
 def make_synthetic(root: Path, count: int, seed: int) -> Path:
-    """Write ``count`` seeded JPEGs in class folders under root; reuse them if already there."""
+    """Write ``count`` seeded JPEGs in class folders under root; reuse them if already there.
+
+    Built in a private folder and renamed into place, so processes preparing the same
+    dataset at once never read a half-written one.
+    """
     folder = root / f"synthetic-s{seed}-n{count}"
-    done = folder / ".complete"
-    if done.exists():
+    if folder.exists():
         return folder
-    rng = np.random.default_rng(seed)
-    for index in range(count):
-        width, height = SYNTHETIC_SIZES[int(rng.integers(len(SYNTHETIC_SIZES)))]
-        label = int(rng.integers(SYNTHETIC_CLASSES))
-        path = folder / f"class_{label}" / f"img_{index:06d}.jpg"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(_synthetic_image(rng, width, height))
-    done.write_text("ok")
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=root))
+    try:
+        rng = np.random.default_rng(seed)
+        for index in range(count):
+            width, height = SYNTHETIC_SIZES[int(rng.integers(len(SYNTHETIC_SIZES)))]
+            label = int(rng.integers(SYNTHETIC_CLASSES))
+            path = staging / f"class_{label}" / f"img_{index:06d}.jpg"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(_synthetic_image(rng, width, height))
+        staging.rename(folder)
+    except OSError:
+        # Another process renamed its identical copy into place first.
+        if not folder.exists():
+            raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
     return folder
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +15,13 @@ from services.inference.backends.base import Backend
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.sut import BatchingSUT, SUTStats
+from shared.loadgen_logs import parse_summary
+
+if TYPE_CHECKING:
+    import mlperf_loadgen
+
+CALIBRATION_SECONDS = 0.5
+CALIBRATION_MAX = 200_000
 
 LOG_FILES = ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json")
 
@@ -22,8 +32,12 @@ class WarmUp:
 
     batch_latency_s: float
     single_latency_s: float
+    # Samples/s through LoadGen + SUT + backend from a short Offline probe, when one ran.
+    calibrated_samples_per_s: float | None = None
 
     def samples_per_s(self, batch_size: int) -> float:
+        if self.calibrated_samples_per_s:
+            return self.calibrated_samples_per_s
         return batch_size / self.batch_latency_s
 
 
@@ -62,35 +76,26 @@ def warm_up(backend: Backend, qsl: TensorQSL, batch_size: int, iterations: int =
     return WarmUp(batch_latency_s=batch_latency, single_latency_s=single_latency)
 
 
-def run_loadgen(
+def _start_test(
     backend: Backend,
     qsl: TensorQSL,
-    config: ScenarioConfig,
+    settings: mlperf_loadgen.TestSettings,
     *,
+    scenario: str,
     batch_size: int,
+    workers: int,
+    keep_outputs: bool,
     log_dir: Path,
-    workers: int = 1,
-) -> LoadGenResult:
+) -> tuple[BatchingSUT, float]:
     import mlperf_loadgen as lg
 
-    log_dir.mkdir(parents=True, exist_ok=True)
-    measured = warm_up(backend, qsl, batch_size)
-    batches_per_query = -(-config.samples_per_query // batch_size)
-    settings = config.to_test_settings(
-        measured_latency_s=measured.single_latency_s,
-        measured_samples_per_s=measured.samples_per_s(batch_size),
-        measured_query_latency_s=batches_per_query * measured.batch_latency_s,
-    )
-    if config.performance_sample_count is None:
-        # Every prepared sample stays in RAM; LoadGen picks among all of them.
-        settings.performance_sample_count_override = qsl.performance_count
     sut = BatchingSUT(
         backend,
         qsl,
         batch_size=batch_size,
-        scenario=config.scenario,
+        scenario=scenario,
         workers=workers,
-        keep_outputs=config.mode == "accuracy",
+        keep_outputs=keep_outputs,
     )
     log_settings = lg.LogSettings()
     log_settings.log_output.outdir = str(log_dir)
@@ -105,6 +110,97 @@ def run_loadgen(
         wall = time.perf_counter() - start
         sut.destroy()
         qsl.destroy()
+    return sut, wall
+
+
+def calibrate_throughput(
+    backend: Backend,
+    qsl: TensorQSL,
+    *,
+    batch_size: int,
+    workers: int,
+    predict_samples_per_s: float,
+    log_dir: Path,
+) -> float:
+    """Samples/s of the whole path (LoadGen, SUT, backend) from a ~0.5 s Offline probe.
+
+    Warm-up times predict() alone; for a fast model LoadGen's and the SUT's per-sample cost
+    dominates (about 4 us a sample here), and an Offline run planned from predict() alone
+    would issue fifty times too many samples and run for minutes instead of seconds.
+    """
+    import mlperf_loadgen as lg
+
+    samples = int(
+        min(max(predict_samples_per_s * CALIBRATION_SECONDS, batch_size * 2), CALIBRATION_MAX)
+    )
+    settings = lg.TestSettings()
+    settings.scenario = lg.TestScenario.Offline
+    settings.mode = lg.TestMode.PerformanceOnly
+    # Offline issues expected_qps x min_duration samples in one query: exactly `samples`.
+    settings.min_duration_ms = 1000
+    settings.min_query_count = 1
+    settings.offline_expected_qps = float(samples)
+    settings.performance_sample_count_override = qsl.performance_count
+    log_dir.mkdir(parents=True, exist_ok=True)
+    _start_test(
+        backend,
+        qsl,
+        settings,
+        scenario="offline",
+        batch_size=batch_size,
+        workers=workers,
+        keep_outputs=False,
+        log_dir=log_dir,
+    )
+    summary = parse_summary((log_dir / "mlperf_log_summary.txt").read_text())
+    return float(summary.get("Samples per second", predict_samples_per_s))
+
+
+def run_loadgen(
+    backend: Backend,
+    qsl: TensorQSL,
+    config: ScenarioConfig,
+    *,
+    batch_size: int,
+    log_dir: Path,
+    workers: int = 1,
+) -> LoadGenResult:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    measured = warm_up(backend, qsl, batch_size)
+    if (
+        config.mode == "performance"
+        and config.scenario in {"offline", "server"}
+        and config.target_qps is None
+    ):
+        with tempfile.TemporaryDirectory(prefix="benchstack-calibration-") as probe_dir:
+            calibrated = calibrate_throughput(
+                backend,
+                qsl,
+                batch_size=batch_size,
+                workers=workers,
+                predict_samples_per_s=measured.samples_per_s(batch_size),
+                log_dir=Path(probe_dir),
+            )
+        measured = dataclasses.replace(measured, calibrated_samples_per_s=calibrated)
+    batches_per_query = -(-config.samples_per_query // batch_size)
+    settings = config.to_test_settings(
+        measured_latency_s=measured.single_latency_s,
+        measured_samples_per_s=measured.samples_per_s(batch_size),
+        measured_query_latency_s=batches_per_query * measured.batch_latency_s,
+    )
+    if config.performance_sample_count is None:
+        # Every prepared sample stays in RAM; LoadGen picks among all of them.
+        settings.performance_sample_count_override = qsl.performance_count
+    sut, wall = _start_test(
+        backend,
+        qsl,
+        settings,
+        scenario=config.scenario,
+        batch_size=batch_size,
+        workers=workers,
+        keep_outputs=config.mode == "accuracy",
+        log_dir=log_dir,
+    )
     return LoadGenResult(
         log_dir=log_dir, stats=sut.stats, outputs=sut.outputs, warm_up=measured, wall_s=wall
     )
