@@ -20,6 +20,7 @@ from services.api.context import ApiDeps, Context, in_thread
 from services.api.graphql.schema import schema
 from services.api.observability import PUBLISHED, prometheus_middleware
 from services.api.submission import Publisher
+from services.api.web import mount_web
 from shared.celery_app import make_celery, send
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -118,6 +119,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
             raise HTTPException(404, f"no log {name!r} for run {run_id!r}")
         return Response(data, media_type="application/octet-stream")
 
+    mount_web(app)
     return app
 
 

@@ -1,0 +1,54 @@
+"""The web UI: a static single-page app served by the API itself, at ``/`` and ``/static``.
+
+No build step and nothing fetched at run time: plain HTML, CSS and JS modules shipped as
+package data, talking to /graphql (HTTP for queries, graphql-transport-ws for updates).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.responses import Response
+from starlette.types import Scope
+
+WEB_DIR = Path(__file__).parent
+STATIC_DIR = WEB_DIR / "static"
+
+# Everything comes from this origin: a stray CDN link or inline script fails loudly in
+# development instead of silently needing a network the deployments may not have.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+
+
+class _StaticFiles(StaticFiles):
+    """StaticFiles with the same policy as the page, so assets carry it too."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+
+
+def mount_web(app: FastAPI) -> None:
+    """Serve the UI: ``/`` is the page, ``/static/...`` its scripts and styles."""
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(
+            WEB_DIR / "index.html",
+            media_type="text/html",
+            headers={
+                "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+                "X-Content-Type-Options": "nosniff",
+                # The page is tiny; always revalidate so a deploy is seen at once.
+                "Cache-Control": "no-cache",
+            },
+        )
+
+    app.mount("/static", _StaticFiles(directory=STATIC_DIR), name="web-static")

@@ -1,0 +1,70 @@
+// Entry point: the token form and a hash router (#/, #/new, #/evaluations/<id>).
+// Each navigation aborts the previous view's signal so its timers and sockets stop.
+
+import { getToken, setToken } from "./api.js";
+import { renderDetail } from "./views/detail.js";
+import { renderList } from "./views/list.js";
+import { renderSubmit } from "./views/submit.js";
+
+const main = document.getElementById("main");
+let current = new AbortController();
+
+const ROUTES = [
+  { pattern: /^#?\/?$/, nav: "list", title: "Evaluations", render: (signal) => renderList(main, signal) },
+  { pattern: /^#\/new$/, nav: "new", title: "New evaluation", render: (signal) => renderSubmit(main, signal) },
+  {
+    pattern: /^#\/evaluations\/([\w-]+)$/,
+    nav: "list",
+    title: "Evaluation",
+    render: (signal, id) => renderDetail(main, signal, id),
+  },
+];
+
+function route({ focus = true } = {}) {
+  current.abort();
+  current = new AbortController();
+  main.replaceChildren();
+  const hash = window.location.hash || "#/";
+  const match = ROUTES.map((r) => [r, r.pattern.exec(hash)]).find(([, m]) => m);
+  if (!match) {
+    window.location.hash = "#/";
+    return;
+  }
+  const [spec, groups] = match;
+  document.title = `${spec.title} · benchstack`;
+  for (const link of document.querySelectorAll("[data-nav]")) {
+    if (link.dataset.nav === spec.nav) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const heading = spec.render(current.signal, ...groups.slice(1));
+  // Move focus to the new view's heading, so keyboard and screen-reader users follow.
+  if (focus && heading) heading.focus();
+}
+
+function setUpToken() {
+  const form = document.getElementById("token-form");
+  const input = document.getElementById("token-input");
+  const status = document.getElementById("token-status");
+  const show = () => {
+    status.textContent = getToken() ? "Token saved" : "No token";
+    status.dataset.saved = getToken() ? "yes" : "no";
+  };
+  input.value = getToken();
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    setToken(input.value.trim());
+  });
+  document.getElementById("token-forget").addEventListener("click", () => {
+    input.value = "";
+    setToken("");
+  });
+  window.addEventListener("tokenchange", () => {
+    show();
+    route({ focus: false });
+  });
+  show();
+}
+
+setUpToken();
+window.addEventListener("hashchange", () => route());
+route({ focus: false });

@@ -1,0 +1,72 @@
+"""Fixtures for the browser tests: the throw-away stack of tests/integration and Chromium
+from Debian driven by Playwright. Skips (with the reason) where either is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from services.stack.ephemeral import EphemeralStack
+from tests.integration.conftest import (  # noqa: F401  (fixtures and hook, re-used by name)
+    _servers_reachable,
+    client_for,
+    make_token,
+    pytest_runtest_makereport,
+)
+
+# Its own Redis database index: when tests/integration runs in the same session, its
+# stack's workers stay alive and would otherwise consume this stack's messages.
+WEB_REDIS_DB = int(os.environ.get("BENCHSTACK_TEST_WEB_REDIS_DB", "12"))
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+]
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[EphemeralStack]:
+    """tests/integration's stack (same steps), on WEB_REDIS_DB."""
+    ephemeral = EphemeralStack(redis_db=WEB_REDIS_DB)
+    problem = _servers_reachable(ephemeral)
+    if problem:
+        if os.environ.get("BENCHSTACK_REQUIRE_SERVERS") == "1":
+            pytest.fail(f"Postgres/Redis unreachable: {problem}")
+        pytest.skip(f"Postgres/Redis unreachable: {problem}")
+    ephemeral.start_servers()
+    try:
+        ephemeral.start_services()
+        ephemeral.wait_for_agents(1)
+        yield ephemeral
+    finally:
+        ephemeral.close()
+
+
+def chromium_path() -> str | None:
+    candidates = [os.environ.get("BENCHSTACK_CHROMIUM", ""), "/usr/bin/chromium"]
+    found = [c for c in candidates if c and os.access(c, os.X_OK)]
+    return found[0] if found else shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Headless Debian Chromium: `playwright install` cannot download browsers here."""
+    path = chromium_path()
+    if path is None:
+        reason = "Chromium not found at /usr/bin/chromium (apt-get install -y chromium)"
+        print(f"SKIP: {reason}")
+        pytest.skip(reason)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=path, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()

@@ -1,0 +1,127 @@
+"""The web UI in headless Chromium against the throw-away stack: token, submit, live
+updates to SUCCEEDED, typed errors beside their field, per-user listing, cancel."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from services.stack.ephemeral import EphemeralStack
+from tests.integration.conftest import GraphQLClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+SCREENSHOT = "/tmp/webui.png"
+SUBMIT = """
+mutation($input: SubmitEvaluationInput!) {
+  submitEvaluation(input: $input) { __typename ... on Evaluation { id } }
+}
+"""
+
+
+@pytest.fixture
+def page(browser: Any, stack: EphemeralStack) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.api_url)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    # A CSP violation or a script error shows up here; the page must have none.
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
+    page.on(
+        "console",
+        lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
+    )
+    yield page
+    context.close()
+    assert not problems, problems
+
+
+def fill_form(page: Any, **values: str) -> None:
+    for name, value in values.items():
+        page.fill(f'.submit-form [name="{name}"]', value)
+
+
+def test_submit_follow_list_and_errors(
+    browser: Any,
+    page: Any,
+    stack: EphemeralStack,
+    make_token: Callable[[str], str],
+    client_for: Callable[[str], GraphQLClient],
+) -> None:
+    from playwright.sync_api import expect
+
+    # Someone else's evaluation, which alice must never see.
+    other = client_for("mallory-web")(
+        SUBMIT,
+        {
+            "input": {
+                "model": "resnet18",
+                "framework": "null",
+                "samples": 8,
+                "settings": {"minDurationS": 0.1},
+            }
+        },
+    )["submitEvaluation"]
+
+    page.goto("/")
+    expect(page.get_by_role("status").filter(has_text="No token")).to_be_visible()
+    page.get_by_label("API token").fill(make_token("alice-web"))
+    page.get_by_role("button", name="Save token").click()
+    expect(page.locator("#token-status")).to_have_text("Token saved")
+
+    # A good submission, followed live until it succeeds.
+    page.get_by_role("link", name="New evaluation").first.click()
+    expect(page.get_by_label("Model")).to_contain_text("resnet18")
+    resnet = page.locator('select[name="model"] option', has_text=re.compile(r"^resnet18 "))
+    page.get_by_label("Model").select_option(resnet.first.get_attribute("value"))
+    fill_form(page, framework="null", batchSize="1", duration="0.3", targetQps="2000", samples="16")
+    page.get_by_label("Scenario").select_option("offline")
+    page.get_by_role("button", name="Submit evaluation").click()
+    expect(page).to_have_url(re.compile(r"#/evaluations/[0-9a-f-]{36}$"))
+    evaluation_id = page.url.rsplit("/", 1)[1]
+    expect(page.locator('.status-state[data-state="SUCCEEDED"]')).to_be_visible(timeout=40_000)
+    samples_per_second = page.locator('[data-metric="samples_per_second"] .figure-value')
+    expect(samples_per_second).to_have_text(re.compile(r"^[\d,]+(\.\d)?$"))
+    assert float(samples_per_second.inner_text().replace(",", "")) > 0
+    expect(page.get_by_role("heading", name="Validity and stability")).to_be_visible()
+    expect(page.get_by_role("link", name="mlperf_log_summary.txt")).to_be_visible()
+    expect(page.get_by_role("button", name="Cancel evaluation")).to_be_disabled()
+    page.screenshot(path=SCREENSHOT, full_page=True)
+
+    # Typed errors, shown beside the field they name.
+    page.get_by_role("link", name="New evaluation").first.click()
+    expect(page.get_by_label("Model")).to_contain_text("resnet18")
+    fill_form(page, framework="null", batchSize="-2")
+    page.get_by_role("button", name="Submit evaluation").click()
+    batch_error = page.locator('[data-field="batchSize"] .field-error')
+    expect(batch_error).to_contain_text("batchSize: must be at least 1")
+    expect(page.locator(".form-errors")).to_contain_text("InvalidInput in field “batchSize”")
+    expect(page.get_by_label("Batch size")).to_have_attribute("aria-invalid", "true")
+    fill_form(page, framework="tensorrt", batchSize="1")
+    page.get_by_role("button", name="Submit evaluation").click()
+    expect(page.locator('[data-field="framework"] .field-error')).to_contain_text("framework")
+    expect(page.locator(".form-errors")).to_contain_text("NoMatchingAgent")
+    expect(batch_error).to_be_hidden()
+
+    # The list: alice's evaluation with its figures, and nobody else's.
+    page.get_by_role("link", name="Evaluations").click()
+    row = page.locator(f'tr[data-id="{evaluation_id}"]')
+    expect(row).to_contain_text("SUCCEEDED")
+    expect(row.locator('[data-col="samples-per-second"]')).to_have_text(re.compile(r"\d"))
+    expect(page.locator("caption")).to_have_text("1 evaluation")
+    expect(page.locator(f'tr[data-id="{other["id"]}"]')).to_have_count(0)
+    page.get_by_label("Framework").fill("onnxruntime")
+    page.get_by_role("button", name="Apply filters").click()
+    expect(page.get_by_text("No evaluation matches these filters.")).to_be_visible()
+
+    # Cancel: a longer run, stopped from its page.
+    page.get_by_role("link", name="New evaluation").first.click()
+    expect(page.get_by_label("Model")).to_contain_text("resnet18")
+    fill_form(page, framework="null", duration="3", targetQps="2000", samples="8")
+    page.get_by_role("button", name="Submit evaluation").click()
+    expect(page).to_have_url(re.compile(r"#/evaluations/"))
+    page.get_by_role("button", name="Cancel evaluation").click()
+    expect(page.locator('.status-state[data-state="CANCELLED"]')).to_be_visible()
