@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     secret_key: str = "dev-secret-change-me"
     otlp_endpoint: str = ""
     api_url: str = "http://127.0.0.1:8000"
+    # host:port of the Triton (KServe-V2) server the triton backend talks to when a
+    # submission's backend options name no "url"; empty keeps the backend's own default.
+    triton_url: str = ""
     agent_heartbeat_seconds: float = Field(default=10.0, gt=0)
     # An agent is live while its last heartbeat is younger than this many heartbeats.
     agent_live_heartbeats: float = Field(default=3.0, gt=1)

@@ -50,6 +50,7 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
         else {}
     )
     backend_info: dict[str, Any] = outcome.get("backend_info", {})
+    agent: dict[str, Any] = outcome.get("agent") or {}
     settings = {
         "scenario": evaluation.scenario,
         "batch_size": evaluation.batch_size,
@@ -61,6 +62,9 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
         "trace_level": evaluation.trace_level,
         "backend_options": evaluation.backend_options,
         "constraints": evaluation.constraints,
+        # What the agent applied: its thread setting is part of what was measured.
+        "intra_op_threads": (agent.get("settings") or {}).get("intra_op_threads", 0),
+        "group_id": evaluation.group_id,
     }
     report: dict[str, Any] = {
         "run_id": message.run_id,
@@ -77,11 +81,19 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
             "shards": [s.key for s in evaluation.shards],
         },
         "performance": performance.to_dict(),
+        "stability": outcome.get("stability"),
+        "seeds": {"data": evaluation.seed, "loadgen": outcome.get("seeds", {})},
         "accuracy": outcome.get("accuracy"),
         "warm_up": outcome.get("warm_up", {}),
         "failed_samples": outcome.get("failed_samples", 0),
         "errors": outcome.get("errors", []),
         "agent_id": message.agent_id,
+        "agent": agent,
+        "group": (
+            {"kind": "fan-out", "id": evaluation.group_id, "role": message.agent_id}
+            if evaluation.group_id
+            else None
+        ),
         "logs": {name: store.describe(key) for name, key in message.log_keys.items()},
         "log_keys": message.log_keys,
     }

@@ -14,6 +14,7 @@ from dataclasses import field as dc_field
 from functools import lru_cache
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -21,7 +22,15 @@ from sqlalchemy.orm import Session
 from services.inference.backends.base import backend_names
 from services.inference.loadgen.config import ScenarioConfig
 from services.scheduler.agents import find_agent
-from services.scheduler.planner import Requirement, UnmetConstraint
+from services.scheduler.constraints import (
+    ConstraintError,
+    Requirement,
+    device_named,
+    framework_named,
+    parse_terms,
+    requirement,
+)
+from services.scheduler.planner import UnmetConstraint
 from shared import queues
 from shared.catalogue import list_catalogue
 from shared.db.catalog import RegisteredModel
@@ -51,7 +60,8 @@ class SubmitRequest:
     version: str | None = None
     manifest_yaml: str | None = None
     framework: str | None = None
-    device: str = "cpu"
+    # None: the device a constraint term names, else "cpu".
+    device: str | None = None
     scenario: str = "offline"
     # Whatever the client sent; checked to be an object before use.
     settings: Any = dc_field(default_factory=dict)
@@ -60,8 +70,20 @@ class SubmitRequest:
     samples: int | None = 64
     seed: int = 0
     trace_level: str = "NONE"
+    # {"require": [terms of services.scheduler.constraints]}, plus the older structured
+    # keys "hostname" and "framework_version" (a PEP 440 specifier on the framework).
     constraints: dict[str, Any] = dc_field(default_factory=dict)
     backend_options: Any = dc_field(default_factory=dict)
+    # One evaluation on every matching agent, grouped for comparison, instead of one.
+    fan_out: bool = False
+
+
+@dataclass(frozen=True)
+class FanOut:
+    """The evaluations of one fan-out, one per matching agent, sharing ``group_id``."""
+
+    group_id: str
+    evaluations: list[Evaluation]
 
 
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -147,7 +169,7 @@ def _resolve_manifest(session: Session, request: SubmitRequest) -> ModelManifest
     return manifest
 
 
-def _check_simple_fields(request: SubmitRequest, framework: str) -> Rejection | None:
+def _check_simple_fields(request: SubmitRequest, framework: str, device: str) -> Rejection | None:
     if framework not in backend_names():
         return Rejection(
             "InvalidInput",
@@ -167,21 +189,93 @@ def _check_simple_fields(request: SubmitRequest, framework: str) -> Rejection | 
             accepted=list(TRACE_LEVELS),
         )
     try:
-        queues.inference_queue(framework, request.device)
+        queues.inference_queue(framework, device)
     except ValueError as exc:
         return Rejection("InvalidInput", str(exc), field="device")
     if not isinstance(request.backend_options, dict):
         return Rejection(
             "InvalidInput", "backendOptions: must be an object", field="backendOptions"
         )
-    unknown = set(request.constraints) - {"hostname", "framework_version"}
+    return None
+
+
+CONSTRAINT_KEYS = ("require", "hostname", "framework_version")
+
+
+def _constraint_texts(request: SubmitRequest) -> list[str] | Rejection:
+    """The request's constraints as terms of the constraint language."""
+    unknown = set(request.constraints) - set(CONSTRAINT_KEYS)
     if unknown:
         return Rejection(
             "InvalidInput",
-            f"constraints: unknown {sorted(unknown)}; accepted: hostname, framework_version",
+            f"constraints: unknown {sorted(unknown)}; accepted: {', '.join(CONSTRAINT_KEYS)}",
             field="constraints",
+            accepted=list(CONSTRAINT_KEYS),
         )
-    return None
+    require = request.constraints.get("require", [])
+    if not isinstance(require, list) or not all(isinstance(t, str) for t in require):
+        return Rejection(
+            "InvalidInput",
+            'constraints.require: must be a list of terms such as ["onnxruntime>=1.20", "gpu"]',
+            field="constraints.require",
+        )
+    texts = list(require)
+    if request.constraints.get("hostname"):
+        texts.append(f"host={request.constraints['hostname']}")
+    return texts
+
+
+def _target(
+    request: SubmitRequest, manifest: ModelManifest, texts: list[str]
+) -> tuple[str, str, list[str]] | Rejection:
+    """Framework, device and the full list of terms: a framework or device named only by
+    a constraint term (``onnxruntime>=1.20``, ``device=cuda``) is the one that runs."""
+    try:
+        terms = parse_terms(texts, frameworks=backend_names())
+        named_framework, named_device = framework_named(terms), device_named(terms)
+    except ConstraintError as exc:
+        return Rejection("InvalidInput", str(exc), field=f"constraints.require[{exc.index}]")
+    except ValueError as exc:
+        return Rejection("InvalidInput", str(exc), field="constraints.require")
+    framework = request.framework or named_framework or manifest.framework.name
+    if named_framework and named_framework != framework:
+        return Rejection(
+            "InvalidInput",
+            f"constraints.require: names framework {named_framework!r} but framework is "
+            f"{framework!r}; drop one of them",
+            field="constraints.require",
+        )
+    device = request.device or named_device or "cpu"
+    version = request.constraints.get("framework_version")
+    if version:
+        try:
+            SpecifierSet(version)
+        except InvalidSpecifier:
+            return Rejection(
+                "InvalidInput",
+                f"constraints.frameworkVersion: {version!r} is not a version constraint "
+                "such as '>=2.1,<3'",
+                field="constraints.frameworkVersion",
+            )
+        texts = [*texts, f"{framework}{version}"]
+    return framework, device, texts
+
+
+def _requirement(
+    manifest: ModelManifest, framework: str, device: str, texts: list[str]
+) -> Requirement | Rejection:
+    try:
+        return requirement(
+            framework=framework,
+            device=device,
+            texts=texts,
+            frameworks=backend_names(),
+            manifest_framework=manifest.framework.name,
+            manifest_version=manifest.framework.version,
+            manifest_ref=manifest.ref,
+        )
+    except ConstraintError as exc:  # every term was parsed in _target; kept as a guard
+        return Rejection("InvalidInput", str(exc), field="constraints")
 
 
 def submit(
@@ -191,58 +285,70 @@ def submit(
     *,
     owner_id: int,
     request: SubmitRequest,
-) -> Evaluation | Rejection:
-    """Validate, store the evaluation as QUEUED and ask the scheduler to plan it."""
+) -> Evaluation | FanOut | Rejection:
+    """Validate, store the evaluation(s) as QUEUED and ask the scheduler to plan them.
+
+    A fan-out stores one evaluation per matching agent, each pinned to its agent by an
+    ``agent=ID`` term, so the scheduler routes each to exactly that worker.
+    """
     manifest = _resolve_manifest(session, request)
     if isinstance(manifest, Rejection):
         return manifest
-    framework = request.framework or manifest.framework.name
-    problem = _check_simple_fields(request, framework)
+    texts = _constraint_texts(request)
+    if isinstance(texts, Rejection):
+        return texts
+    target = _target(request, manifest, texts)
+    if isinstance(target, Rejection):
+        return target
+    framework, device, texts = target
+    problem = _check_simple_fields(request, framework, device)
     if problem is not None:
         return problem
     scenario = scenario_config(request.scenario, request.settings)
     if isinstance(scenario, Rejection):
         return scenario
-    version = request.constraints.get("framework_version", "")
-    if not version and framework == manifest.framework.name:
-        version = manifest.framework.version
-    choice = find_agent(
-        session,
-        settings,
-        Requirement(
-            framework=framework,
-            device=request.device,
-            framework_version=version,
-            hostname=request.constraints.get("hostname", ""),
-        ),
-    )
+    need = _requirement(manifest, framework, device, texts)
+    if isinstance(need, Rejection):
+        return need
+    choice = find_agent(session, settings, need)
     if isinstance(choice, UnmetConstraint):
         return Rejection("NoMatchingAgent", choice.message, field=choice.constraint)
-    evaluation = Evaluation(
-        id=str(uuid.uuid4()),
-        owner_id=owner_id,
-        model_name=manifest.name,
-        model_version=manifest.version,
-        manifest=manifest.to_dict(),
-        framework=framework,
-        device=request.device,
-        scenario=scenario.model_dump(mode="json"),
-        batch_size=request.batch_size,
-        dataset=request.dataset,
-        dataset_count=request.samples,
-        seed=request.seed,
-        trace_level=request.trace_level,
-        constraints=request.constraints,
-        backend_options=request.backend_options,
-    )
-    session.add(evaluation)
-    # Commit before publishing: the scheduler must find the row when the message arrives.
+    group_id = str(uuid.uuid4()) if request.fan_out else None
+    pins = [[f"agent={a.id}"] for a in choice.agents] if request.fan_out else [[]]
+    evaluations = [
+        Evaluation(
+            id=str(uuid.uuid4()),
+            owner_id=owner_id,
+            model_name=manifest.name,
+            model_version=manifest.version,
+            manifest=manifest.to_dict(),
+            framework=framework,
+            device=device,
+            scenario=scenario.model_dump(mode="json"),
+            batch_size=request.batch_size,
+            dataset=request.dataset,
+            dataset_count=request.samples,
+            seed=request.seed,
+            trace_level=request.trace_level,
+            # Stored as terms only: the scheduler re-reads them with the manifest's own.
+            constraints={"require": [*texts, *pin]},
+            backend_options=request.backend_options,
+            group_id=group_id,
+        )
+        for pin in pins
+    ]
+    session.add_all(evaluations)
+    # Commit before publishing: the scheduler must find the rows when the messages arrive.
     session.commit()
-    try:
-        publish(queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation.id), None)
-    except Exception as exc:
-        # The row exists but no worker will ever see it: say so instead of leaving it QUEUED.
-        fail(session, evaluation.id, f"broker: could not enqueue the evaluation ({exc})")
-        session.commit()
-        raise
-    return evaluation
+    for evaluation in evaluations:
+        try:
+            publish(queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation.id), None)
+        except Exception as exc:
+            # The rows exist but no worker will ever see them: say so instead of QUEUED.
+            for row in evaluations:
+                fail(session, row.id, f"broker: could not enqueue the evaluation ({exc})")
+            session.commit()
+            raise
+    if group_id is not None:
+        return FanOut(group_id=group_id, evaluations=evaluations)
+    return evaluations[0]

@@ -134,7 +134,21 @@ mutation Submit($input: SubmitEvaluationInput!) {
   submitEvaluation(input: $input) {
     __typename
     ... on Evaluation { id state }
+    ... on Comparison { id }
     ... on UserError { message field }
+  }
+}
+"""
+
+COMPARE_QUERY = """
+query Compare($groupId: String!) {
+  compare(groupId: $groupId) {
+    id model scenario done
+    rows {
+      evaluationId state reason agentId hostname cpuModel arch logicalCores memoryGib
+      gpus gpuDriver framework frameworkVersion device threads runId samplesPerSecond
+      latencyP50Ms latencyP90Ms latencyP99Ms validity stability
+    }
   }
 }
 """
@@ -150,11 +164,20 @@ query One($id: String!) {
 
 
 def submit_evaluation(server_url: str, token: str | None, payload: dict[str, Any]) -> str:
-    """Submit; returns the evaluation id, or raises RemoteError with the typed error's text."""
+    """Submit; returns the evaluation id (the group id of a fan-out), or raises RemoteError
+    with the typed error's text."""
     result = graphql(server_url, token, SUBMIT_MUTATION, {"input": payload})["submitEvaluation"]
-    if result["__typename"] != "Evaluation":
+    if result["__typename"] not in ("Evaluation", "Comparison"):
         raise RemoteError(f"{result['__typename']}: {result['message']}")
     return str(result["id"])
+
+
+def get_comparison(server_url: str, token: str | None, group_id: str) -> dict[str, Any]:
+    found = graphql(server_url, token, COMPARE_QUERY, {"groupId": group_id})["compare"]
+    if found is None:
+        raise RemoteError(f"group: no fan-out {group_id!r} visible to this token")
+    comparison: dict[str, Any] = found
+    return comparison
 
 
 def get_evaluation(server_url: str, token: str | None, evaluation_id: str) -> dict[str, Any]:

@@ -3,6 +3,11 @@
 One agent row per (worker process, queue). The scheduler routes only to agents whose
 heartbeat is recent, so a crashed worker stops receiving new evaluations within a few
 heartbeats, and a cleanly stopped one at once.
+
+An agent advertises what routing constraints match on: framework versions, device, CPU
+(model, architecture, cores), memory, GPUs through NVML, and its settings (intra-op
+threads). Besides its framework's shared queue it consumes its host's queue and its own
+direct queue, so the scheduler can reach exactly the workers that satisfy a request.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from services.scheduler.planner import host_queue
+from services.scheduler.planner import direct_queue, host_queue
 from shared import queues, runtime
 from shared.db import evaluation_repo
 from shared.environment import capture_environment
@@ -56,12 +61,17 @@ def available_frameworks() -> list[str]:
 class Agent:
     frameworks: list[str]
     device: str = "cpu"
+    # Applied to every backend this worker loads (BackendOptions.intra_op_threads);
+    # 0 leaves the framework's default.
+    threads: int = 0
     hostname: str = field(default_factory=platform.node)
     heartbeat_s: float = 10.0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def __post_init__(self) -> None:
+        if self.threads < 0:
+            raise ValueError(f"threads: must be 0 (framework default) or more, got {self.threads}")
         unknown = [f for f in self.frameworks if framework_version(f) is None]
         if unknown:
             raise ValueError(
@@ -72,13 +82,21 @@ class Agent:
     def queue_for(self, framework: str) -> str:
         return queues.inference_queue(framework, self.device)
 
+    def direct_queue_for(self, framework: str) -> str:
+        return direct_queue(self.queue_for(framework), self.hostname, os.getpid())
+
     def queues(self) -> list[str]:
-        """Each framework's shared queue, plus this host's own (hostname constraints)."""
+        """Each framework's shared queue, this host's queue and this process's own."""
         names: list[str] = []
         for framework in self.frameworks:
             queue = self.queue_for(framework)
-            names += [queue, host_queue(queue, self.hostname)]
+            names += [queue, host_queue(queue, self.hostname), self.direct_queue_for(framework)]
         return names
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Recorded with the agent and with every run it measures."""
+        return {"intra_op_threads": self.threads}
 
     def agent_id(self, framework: str) -> str:
         return f"{self.hostname}/{self.queue_for(framework)}/{os.getpid()}"
@@ -107,6 +125,8 @@ class Agent:
                     device=self.device,
                     hardware=hardware,
                     software=software,
+                    settings=self.settings,
+                    direct_queue=self.direct_queue_for(framework),
                 )
         log.info("registered agents %s", ", ".join(self.agent_ids))
 

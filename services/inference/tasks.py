@@ -32,15 +32,19 @@ from shared.task_guard import fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
 
-# Set by the worker launcher (services.stack.entry) to this process's agent ids.
+# Set by the worker launcher (services.stack.entry): this process's agent id per
+# framework, and the agent's settings (e.g. {"intra_op_threads": 2}) that every run applies.
 CURRENT_AGENT_IDS: dict[str, str] = {}
+CURRENT_AGENT_SETTINGS: dict[str, Any] = {}
 
 
 def run_prefix(run_id: str) -> str:
     return f"runs/{run_id}"
 
 
-def upload_outcome(store: ObjectStore, run_id: str, outcome: RunOutcome) -> dict[str, str]:
+def upload_outcome(
+    store: ObjectStore, run_id: str, outcome: RunOutcome, agent: dict[str, Any] | None = None
+) -> dict[str, str]:
     prefix = run_prefix(run_id)
     keys: dict[str, str] = {}
     for name, path in outcome.log_files.items():
@@ -53,23 +57,38 @@ def upload_outcome(store: ObjectStore, run_id: str, outcome: RunOutcome) -> dict
         "failed_samples": outcome.failed_samples,
         "errors": outcome.errors[:100],
         "warm_up": outcome.warm_up,
+        "stability": outcome.stability.to_dict() if outcome.stability else None,
+        "seeds": outcome.seeds,
         "environment": capture_environment(),
+        "agent": agent or {},
     }
     keys["outcome"] = f"{prefix}/outcome.json"
     store.put_bytes(keys["outcome"], json.dumps(summary, default=str).encode())
     return keys
 
 
-def measure(message: RunInference) -> dict[str, str]:
+def backend_options(message: RunInference) -> BackendOptions:
+    """The agent's settings apply to every run it measures; the Triton server's address
+    falls back to the deployment's (BENCHSTACK_TRITON_URL) when the submission names none."""
+    extra = dict(message.backend_options)
+    triton_url = runtime.settings().triton_url
+    if message.framework == "triton" and "url" not in extra and triton_url:
+        extra["url"] = triton_url
+    return BackendOptions(
+        device=message.device,
+        intra_op_threads=int(CURRENT_AGENT_SETTINGS.get("intra_op_threads", 0)),
+        extra=extra,
+    )
+
+
+def measure(message: RunInference, agent_id: str = "") -> dict[str, str]:
     """Load, run, upload; returns the object keys of everything the run produced."""
     store = runtime.store()
     manifest = parse_manifest(message.manifest)
     scenario = ScenarioConfig.model_validate(message.scenario)
     shards = ShardSet.open(store, message.shard_keys)
-    backend = create_backend(
-        message.framework,
-        BackendOptions(device=message.device, extra=message.backend_options),
-    )
+    options = backend_options(message)
+    backend = create_backend(message.framework, options)
     try:
         backend.load(manifest)
         with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
@@ -83,7 +102,16 @@ def measure(message: RunInference) -> dict[str, str]:
                 sample_count=shards.sample_count,
                 labels=shards.labels,
             )
-            return upload_outcome(store, message.run_id, outcome)
+            agent = {
+                "id": agent_id,
+                "settings": dict(CURRENT_AGENT_SETTINGS),
+                "backend_options": {
+                    "intra_op_threads": options.intra_op_threads,
+                    "inter_op_threads": options.inter_op_threads,
+                    "extra": options.extra,
+                },
+            }
+            return upload_outcome(store, message.run_id, outcome, agent)
     finally:
         backend.close()
 
@@ -97,7 +125,7 @@ def run_inference(payload: dict[str, Any]) -> None:
             return
     agent_id = CURRENT_AGENT_IDS.get(message.framework, "")
     try:
-        keys = measure(message)
+        keys = measure(message, agent_id)
     except (BackendError, ManifestError, ValueError, RuntimeError) as exc:
         log.warning("run %s failed: %s", message.run_id, exc)
         with runtime.db() as session:

@@ -2,27 +2,41 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from services.scheduler.planner import AgentChoice, AgentView, Requirement, UnmetConstraint
 from services.scheduler.planner import match_agent as _match
 from shared.db import evaluation_repo
+from shared.db.evaluations import Agent
 from shared.settings import Settings
+
+
+def agent_view(row: Agent) -> AgentView:
+    """The routing view of an agent row; hardware and settings are what it advertised."""
+    hardware: dict[str, Any] = row.hardware or {}
+    settings: dict[str, Any] = row.settings or {}
+    cpu: dict[str, Any] = hardware.get("cpu") or {}
+    return AgentView(
+        id=row.id,
+        hostname=row.hostname,
+        queue=row.queue,
+        framework=row.framework,
+        framework_version=row.framework_version,
+        device=row.device,
+        arch=str(cpu.get("architecture") or ""),
+        gpus=tuple(str(g.get("name", "")) for g in hardware.get("gpus") or []),
+        memory_bytes=int(hardware.get("memory_bytes") or 0),
+        logical_cores=int(cpu.get("logical_cores") or 0),
+        threads=int(settings.get("intra_op_threads") or 0),
+        direct_queue=row.direct_queue or "",
+    )
 
 
 def live_agent_views(session: Session, settings: Settings) -> list[AgentView]:
     within = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
-    return [
-        AgentView(
-            id=a.id,
-            hostname=a.hostname,
-            queue=a.queue,
-            framework=a.framework,
-            framework_version=a.framework_version,
-            device=a.device,
-        )
-        for a in evaluation_repo.live_agents(session, within_s=within)
-    ]
+    return [agent_view(a) for a in evaluation_repo.live_agents(session, within_s=within)]
 
 
 def find_agent(

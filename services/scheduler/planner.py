@@ -10,32 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
 from services.preprocess.datasets import Sample
 from services.preprocess.pipeline import files_digest, shard_key
+from services.scheduler.constraints import AgentView, Requirement, Term
 from shared.manifest import Input
-
-
-@dataclass(frozen=True)
-class AgentView:
-    """What the planner needs to know about a live agent."""
-
-    id: str
-    hostname: str
-    queue: str
-    framework: str
-    framework_version: str
-    device: str
-
-
-@dataclass(frozen=True)
-class Requirement:
-    framework: str
-    device: str = "cpu"
-    # PEP 440 specifier the agent's framework version must satisfy; empty accepts any.
-    framework_version: str = ""
-    hostname: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,13 +26,58 @@ class UnmetConstraint:
 
 @dataclass(frozen=True)
 class AgentChoice:
+    # Where to send the run: the widest queue whose consumers all satisfy the requirement.
     queue: str
+    # Every live agent that satisfies it (a fan-out runs one evaluation on each).
     agents: list[AgentView] = field(default_factory=list)
 
 
 def host_queue(queue: str, hostname: str) -> str:
-    """The queue only the agents on ``hostname`` consume (for a hostname constraint)."""
+    """The queue only the agents on ``hostname`` consume."""
     return f"{queue}@{hostname}"
+
+
+def direct_queue(queue: str, hostname: str, pid: int) -> str:
+    """The queue only one worker process consumes (routing by its settings, or fan-out)."""
+    return f"{host_queue(queue, hostname)}/{pid}"
+
+
+def _constraint_name(term: Term) -> str:
+    # GraphQL field names: the framework's version is "frameworkVersion", as before terms.
+    return "frameworkVersion" if term.key == "framework" else term.key
+
+
+def _unmet(term: Term, need: Requirement, candidates: Sequence[AgentView]) -> UnmetConstraint:
+    name = _constraint_name(term)
+    seen = ", ".join(sorted({term.seen(a) for a in candidates}))
+    why = f" ({term.source})" if term.source else ""
+    if term.key == "framework":
+        return UnmetConstraint(
+            name,
+            f"{name}: no live {need.framework} agent satisfies {term.text!r}{why}; "
+            f"live {need.framework} agents have {seen}",
+        )
+    return UnmetConstraint(
+        name,
+        f"{name}: no live {need.framework}/{need.device} agent satisfies {term.text!r}{why}; "
+        f"those that satisfy the rest have {seen}",
+    )
+
+
+def route(chosen: Sequence[AgentView], live: Sequence[AgentView]) -> str:
+    """The widest queue every consumer of which is in ``chosen``: the shared queue keeps
+    load balancing across identical workers; a host or direct queue is used only when a
+    wider one would also reach agents that do not satisfy the requirement."""
+    ids = {a.id for a in chosen}
+    first = chosen[0]
+    shared = [a for a in live if a.queue == first.queue]
+    if all(a.id in ids for a in shared):
+        return first.queue
+    for agent in chosen:
+        if all(a.id in ids for a in shared if a.hostname == agent.hostname):
+            return host_queue(agent.queue, agent.hostname)
+    # An agent registered before direct queues existed is reachable by its host only.
+    return first.direct_queue or host_queue(first.queue, first.hostname)
 
 
 def match_agent(agents: Sequence[AgentView], need: Requirement) -> AgentChoice | UnmetConstraint:
@@ -73,34 +96,12 @@ def match_agent(agents: Sequence[AgentView], need: Requirement) -> AgentChoice |
             f"device: no live {need.framework} agent on device {need.device!r} "
             f"(live agents: {seen})",
         )
-    if need.framework_version:
-        try:
-            spec = SpecifierSet(need.framework_version)
-        except InvalidSpecifier:
-            return UnmetConstraint(
-                "frameworkVersion",
-                f"frameworkVersion: {need.framework_version!r} is not a version constraint "
-                "such as '>=2.1,<3'",
-            )
-        versions = sorted({a.framework_version for a in candidates})
-        candidates = [a for a in candidates if spec.contains(a.framework_version, prereleases=True)]
-        if not candidates:
-            return UnmetConstraint(
-                "frameworkVersion",
-                f"frameworkVersion: no live {need.framework} agent matches "
-                f"{need.framework_version!r} (live versions: {', '.join(versions)})",
-            )
-    if need.hostname:
-        hosts = sorted({a.hostname for a in candidates})
-        candidates = [a for a in candidates if a.hostname == need.hostname]
-        if not candidates:
-            return UnmetConstraint(
-                "hostname",
-                f"hostname: no live {need.framework}/{need.device} agent on {need.hostname!r} "
-                f"(live hosts: {', '.join(hosts)})",
-            )
-        return AgentChoice(queue=host_queue(candidates[0].queue, need.hostname), agents=candidates)
-    return AgentChoice(queue=candidates[0].queue, agents=candidates)
+    for term in need.terms:
+        narrowed = [a for a in candidates if term.holds(a)]
+        if not narrowed:
+            return _unmet(term, need, candidates)
+        candidates = narrowed
+    return AgentChoice(queue=route(candidates, agents), agents=candidates)
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,12 @@ from typing import Any
 
 from celery import current_app, shared_task
 
+from services.inference.backends.base import backend_names
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.shards import is_complete
 from services.scheduler.agents import find_agent
-from services.scheduler.planner import Requirement, UnmetConstraint, plan_shards
+from services.scheduler.constraints import ConstraintError, Requirement, requirement, stored_terms
+from services.scheduler.planner import UnmetConstraint, plan_shards
 from shared import queues, runtime
 from shared.celery_app import send
 from shared.db import evaluation_repo
@@ -35,16 +37,16 @@ def run_id_for(evaluation_id: str) -> str:
 
 
 def requirement_for(evaluation: Evaluation) -> Requirement:
-    constraints: dict[str, Any] = evaluation.constraints or {}
-    version = constraints.get("framework_version", "")
-    if not version and evaluation.framework == evaluation.manifest["framework"]["name"]:
-        # The manifest's own constraint binds agents of its framework (not e.g. null).
-        version = evaluation.manifest["framework"].get("version", "")
-    return Requirement(
+    """What the API checked at submission, checked again now (agents come and go)."""
+    framework = evaluation.manifest["framework"]
+    return requirement(
         framework=evaluation.framework,
         device=evaluation.device,
-        framework_version=version,
-        hostname=constraints.get("hostname", ""),
+        texts=stored_terms(evaluation.constraints or {}, evaluation.framework),
+        frameworks=backend_names(),
+        manifest_framework=framework["name"],
+        manifest_version=framework.get("version", ""),
+        manifest_ref=f"{evaluation.model_name}:{evaluation.model_version}",
     )
 
 
@@ -77,7 +79,12 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
         if evaluation is None or evaluation.state != EvaluationState.QUEUED.value:
             log.info("evaluation %s is not QUEUED; nothing to plan", evaluation_id)
             return
-        choice = find_agent(session, settings, requirement_for(evaluation))
+        try:
+            need = requirement_for(evaluation)
+        except ConstraintError as exc:
+            evaluation_repo.fail(session, evaluation_id, str(exc))
+            return
+        choice = find_agent(session, settings, need)
         if isinstance(choice, UnmetConstraint):
             evaluation_repo.fail(session, evaluation_id, choice.message)
             return

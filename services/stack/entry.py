@@ -37,11 +37,18 @@ def worker_plan(kind: str, *, concurrency: int | None) -> WorkerPlan:
     return WorkerPlan([kind], "threads", concurrency or 4)
 
 
+def split_frameworks(values: list[str] | None) -> list[str]:
+    """``--framework torch --framework onnxruntime`` and ``--framework torch,onnxruntime``."""
+    return [f.strip() for value in values or [] for f in value.split(",") if f.strip()]
+
+
 def run_worker(
     kind: str,
     *,
     frameworks: list[str] | None = None,
     device: str = "cpu",
+    threads: int = 0,
+    name: str | None = None,
     concurrency: int | None = None,
     loglevel: str = "INFO",
 ) -> None:
@@ -49,6 +56,7 @@ def run_worker(
     from celery import signals
 
     from services.celery_main import app
+    from services.stack.nodename import node_name
     from shared.settings import get_settings
 
     if kind == "inference":
@@ -58,9 +66,11 @@ def run_worker(
         agent = Agent(
             frameworks=frameworks or available_frameworks(),
             device=device,
+            threads=threads,
             heartbeat_s=get_settings().agent_heartbeat_seconds,
         )
         inference_tasks.CURRENT_AGENT_IDS.update({f: agent.agent_id(f) for f in agent.frameworks})
+        inference_tasks.CURRENT_AGENT_SETTINGS.update(agent.settings)
         # Register once the worker consumes: an agent row must mean "work will be picked up".
         signals.worker_ready.connect(lambda **_: agent.start(), weak=False)
         signals.worker_shutdown.connect(lambda **_: agent.stop(), weak=False)
@@ -73,7 +83,7 @@ def run_worker(
             "--queues",
             ",".join(plan.queues),
             "--hostname",
-            f"{kind}-{os.getpid()}@%h",
+            node_name(kind, name=name),
             "--pool",
             plan.pool,
             "--concurrency",
@@ -106,17 +116,32 @@ def main(argv: list[str] | None = None) -> None:
     api.add_argument("--port", type=int, default=8000)
     worker = sub.add_parser("worker")
     worker.add_argument("kind", choices=queues.WORKER_KINDS)
-    worker.add_argument("--frameworks", default="", help="comma-separated; inference only")
+    worker.add_argument(
+        "--framework",
+        "--frameworks",
+        dest="frameworks",
+        action="append",
+        default=[],
+        help="inference only; repeat or comma-separate (default: every installed backend)",
+    )
     worker.add_argument("--device", default="cpu")
+    worker.add_argument(
+        "--threads", type=int, default=0, help="inference only; intra-op threads, 0 = default"
+    )
+    worker.add_argument("--name", default=None, help="Celery node name before '@host'")
     worker.add_argument("--concurrency", type=int, default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.service == "api":
         run_api(args.host, args.port)
     else:
-        frameworks = [f for f in args.frameworks.split(",") if f]
         run_worker(
-            args.kind, frameworks=frameworks, device=args.device, concurrency=args.concurrency
+            args.kind,
+            frameworks=split_frameworks(args.frameworks),
+            device=args.device,
+            threads=args.threads,
+            name=args.name,
+            concurrency=args.concurrency,
         )
 
 

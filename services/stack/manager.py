@@ -41,12 +41,15 @@ def default_services(
     port: int = 8000,
     frameworks: list[str] | None = None,
     device: str = "cpu",
+    threads: int = 0,
     preprocess_concurrency: int | None = None,
 ) -> list[ServiceSpec]:
     base = [sys.executable, "-m", ENTRY_MODULE]
     inference = [*base, "worker", "inference", "--device", device]
-    if frameworks:
-        inference += ["--frameworks", ",".join(frameworks)]
+    for framework in frameworks or []:
+        inference += ["--framework", framework]
+    if threads:
+        inference += ["--threads", str(threads)]
     preprocess = [*base, "worker", "preprocess"]
     if preprocess_concurrency:
         preprocess += ["--concurrency", str(preprocess_concurrency)]

@@ -27,6 +27,10 @@ class Agent(Base):
     device: Mapped[str] = mapped_column(String(50))
     hardware: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     software: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # How the worker is set up, e.g. {"intra_op_threads": 2}; routed on like hardware.
+    settings: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # The queue only this worker process consumes ("" for rows from before 0002).
+    direct_queue: Mapped[str] = mapped_column(String(300), default="")
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_heartbeat: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
@@ -55,6 +59,8 @@ class Evaluation(Base):
     queue: Mapped[str] = mapped_column(String(200), default="")
     agent_id: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
     run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    # Shared by the evaluations of one fan-out: they come back as one comparison.
+    group_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     shards_total: Mapped[int] = mapped_column(Integer, default=0)
     shards_ready: Mapped[int] = mapped_column(Integer, default=0)
     preprocess_reused: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -25,7 +25,9 @@ class InvalidScenarioSettings(UserError):
 
 @strawberry.type
 class NoMatchingAgent(UserError):
-    """``field`` is the unmet constraint: framework, device, frameworkVersion or hostname."""
+    """``field`` is the unmet constraint: framework, device, frameworkVersion, hostname,
+    arch, gpu, memory, threads, cores or agent; ``message`` quotes the term and what the
+    live agents have."""
 
 
 @strawberry.type

@@ -6,6 +6,7 @@ import strawberry
 from strawberry.tools import merge_types
 
 from services.api.graphql.agents.queries import AgentQueries
+from services.api.graphql.comparisons.queries import ComparisonQueries
 from services.api.graphql.errors import (
     AlreadyFinished,
     InvalidInput,
@@ -22,7 +23,7 @@ from services.api.graphql.evaluations.subscriptions import EvaluationSubscriptio
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
 
-Query = merge_types("Query", (EvaluationQueries, ModelQueries, AgentQueries))
+Query = merge_types("Query", (EvaluationQueries, ModelQueries, AgentQueries, ComparisonQueries))
 Mutation = merge_types("Mutation", (EvaluationMutations, ModelMutations))
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
 

@@ -35,10 +35,21 @@ def api(
 
 def worker(
     name: str = typer.Argument(..., help="scheduler, preprocess, inference or aggregator"),
-    frameworks: str = typer.Option(
-        "", help="Inference: comma-separated backends (default: installed)."
+    framework: list[str] = typer.Option(
+        [],
+        "--framework",
+        "--frameworks",
+        help="Inference: a backend to serve; repeat or comma-separate (default: installed).",
     ),
     device: str = typer.Option("cpu", help="Inference: the device this worker measures on."),
+    threads: int = typer.Option(
+        0, min=0, help="Inference: intra-op threads for every backend (0: framework default)."
+    ),
+    node: str | None = typer.Option(
+        None,
+        "--name",
+        help="Celery node name before '@host' (default: the kind, suffixed if taken here).",
+    ),
     concurrency: int | None = typer.Option(None, min=1),
 ) -> None:
     """Run one Celery worker."""
@@ -46,13 +57,15 @@ def worker(
 
     if name not in queues.WORKER_KINDS:
         fail([f"name: {name!r} is not a worker; accepted: {', '.join(queues.WORKER_KINDS)}"])
-    from services.stack.entry import run_worker
+    from services.stack.entry import run_worker, split_frameworks
 
     with user_errors():
         run_worker(
             name,
-            frameworks=[f for f in frameworks.split(",") if f],
+            frameworks=split_frameworks(framework),
             device=device,
+            threads=threads,
+            name=node,
             concurrency=concurrency,
         )
 
@@ -62,6 +75,7 @@ def up(
     port: int = typer.Option(8000),
     frameworks: str = typer.Option("", help="Inference backends (default: every installed one)."),
     device: str = typer.Option("cpu"),
+    threads: int = typer.Option(0, min=0, help="Inference intra-op threads (0: default)."),
     detach: bool = typer.Option(False, "--detach", "-d", help="Return once started."),
 ) -> None:
     """Start the API and every worker as local processes (logs under data_dir/logs)."""
@@ -73,7 +87,11 @@ def up(
     upgrade_head(settings.effective_database_url)
     stack = Stack(settings.data_dir)
     specs = default_services(
-        host=host, port=port, frameworks=[f for f in frameworks.split(",") if f], device=device
+        host=host,
+        port=port,
+        frameworks=[f for f in frameworks.split(",") if f],
+        device=device,
+        threads=threads,
     )
     with user_errors():
         try:
@@ -125,7 +143,17 @@ def submit(
     model: str = typer.Argument(..., help="A registered or catalogue model name."),
     version: str | None = typer.Option(None),
     framework: str | None = typer.Option(None, help="Backend; default: the manifest's."),
-    device: str = typer.Option("cpu"),
+    device: str | None = typer.Option(None, help="Default: a device= term's, else cpu."),
+    require: list[str] = typer.Option(
+        [],
+        "--require",
+        "-r",
+        help="An agent constraint, repeatable: 'onnxruntime>=1.20', 'arch=x86_64', 'gpu', "
+        "'!gpu', 'host=NAME', 'memory>=16GiB', 'threads=2', 'cores>=8'.",
+    ),
+    fan_out: bool = typer.Option(
+        False, "--fan-out", help="Run on every matching agent and print one comparison."
+    ),
     scenario: str = typer.Option("offline"),
     settings_json: str = typer.Option(
         "{}", "--settings", help="Scenario settings as JSON, e.g. '{\"min_duration_s\": 1}'."
@@ -160,9 +188,14 @@ def submit(
         "dataset": dataset,
         "samples": samples,
         "seed": seed,
+        "constraints": {"require": require} if require else None,
+        "fanOut": fan_out,
     }
     with user_errors():
         evaluation_id = submit_evaluation(server, token, payload)
+    if fan_out:
+        _fan_out(server, token, evaluation_id, wait=wait)
+        return
     console.print(f"evaluation {evaluation_id} submitted")
     if not wait:
         return
@@ -178,6 +211,21 @@ def submit(
             f"p90 {p90 if p90 is None else round(p90, 3)} ms, {run['validity']}"
             + (", preprocessing reused" if final["preprocessReused"] else "")
         )
+
+
+def _fan_out(server: str, token: str | None, group_id: str, *, wait: bool) -> None:
+    from services.cli.comparison import comparison_table, wait_for_comparison
+    from services.cli.remote import get_comparison
+
+    console.print(f"fan-out {group_id} submitted (`benchstack compare {group_id}` shows it)")
+    if not wait:
+        return
+    with user_errors(), console.status("waiting for every agent ..."):
+        comparison = wait_for_comparison(lambda: get_comparison(server, token, group_id))
+    console.print(comparison_table(comparison))
+    failed = [r for r in comparison["rows"] if r["state"] != "SUCCEEDED"]
+    if failed:
+        fail([f"{r['agentId']}: {r['state']}: {r['reason'] or 'no reason given'}" for r in failed])
 
 
 def _follow(server: str, token: str | None, evaluation_id: str) -> dict[str, Any]:

@@ -39,9 +39,7 @@ def test_search_brackets_then_bisects_to_the_capacity(start: float) -> None:
 
 
 def test_search_reports_no_peak_when_nothing_passes() -> None:
-    result = search_peak(
-        capacity_probe(0.1, []), start_qps=64, latency_bound_ms=10, max_probes=5
-    )
+    result = search_peak(capacity_probe(0.1, []), start_qps=64, latency_bound_ms=10, max_probes=5)
     assert result.peak is None and len(result.curve) == 5
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.preprocess.datasets import Sample
+from services.scheduler.constraints import parse_terms
 from services.scheduler.planner import (
     AgentChoice,
     AgentView,
@@ -19,27 +20,33 @@ AGENTS = [
     AgentView("a", "host-a", "inference.torch.cpu", "torch", "2.4.0", "cpu"),
     AgentView("b", "host-b", "inference.null.cpu", "null", "0.1.0", "cpu"),
 ]
+FRAMEWORKS = ["null", "torch", "onnxruntime"]
+
+
+def need(framework: str, *terms: str, device: str = "cpu") -> Requirement:
+    return Requirement(framework, device, tuple(parse_terms(terms, frameworks=FRAMEWORKS)))
 
 
 def test_match_routes_to_the_framework_queue() -> None:
-    choice = match_agent(AGENTS, Requirement("torch"))
+    choice = match_agent(AGENTS, need("torch"))
     assert isinstance(choice, AgentChoice) and choice.queue == "inference.torch.cpu"
-    pinned = match_agent(AGENTS, Requirement("null", hostname="host-b"))
-    assert isinstance(pinned, AgentChoice) and pinned.queue == "inference.null.cpu@host-b"
+    # The only null agent is on host-b: the shared queue reaches exactly it.
+    pinned = match_agent(AGENTS, need("null", "host=host-b"))
+    assert isinstance(pinned, AgentChoice) and pinned.queue == "inference.null.cpu"
 
 
 def test_each_unmet_constraint_is_named() -> None:
     cases = {
-        "framework": Requirement("tensorflow"),
-        "device": Requirement("torch", device="cuda"),
-        "frameworkVersion": Requirement("torch", framework_version=">=3"),
-        "hostname": Requirement("torch", hostname="host-z"),
+        "framework": need("tensorflow"),
+        "device": need("torch", device="cuda"),
+        "frameworkVersion": need("torch", "torch>=3"),
+        "hostname": need("torch", "host=host-z"),
     }
-    for constraint, need in cases.items():
-        result = match_agent(AGENTS, need)
+    for constraint, requirement in cases.items():
+        result = match_agent(AGENTS, requirement)
         assert isinstance(result, UnmetConstraint) and result.constraint == constraint
         assert result.message.startswith(constraint + ":")
-    assert isinstance(match_agent([], Requirement("null")), UnmetConstraint)
+    assert isinstance(match_agent([], need("null")), UnmetConstraint)
 
 
 def _samples(folder: Path, count: int, salt: str = "") -> list[Sample]:

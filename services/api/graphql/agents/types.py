@@ -21,6 +21,8 @@ class AgentType:
     device: str
     hardware: JSON
     software: JSON
+    # How the worker is set up, e.g. {"intra_op_threads": 2}.
+    settings: JSON
     started_at: datetime
     last_heartbeat: datetime
     live: bool
@@ -36,6 +38,7 @@ class AgentType:
             device=row.device,
             hardware=to_json(row.hardware),
             software=to_json(row.software),
+            settings=to_json(row.settings or {}),
             started_at=row.started_at,
             last_heartbeat=row.last_heartbeat,
             live=live,

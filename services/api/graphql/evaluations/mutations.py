@@ -7,7 +7,9 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
+from services.api.comparison import load_comparison
 from services.api.context import ApiDeps, in_thread
+from services.api.graphql.comparisons.types import ComparisonType
 from services.api.graphql.errors import (
     AlreadyFinished,
     InvalidInput,
@@ -20,13 +22,15 @@ from services.api.graphql.errors import (
 )
 from services.api.graphql.evaluations.types import EvaluationType
 from services.api.observability import REJECTIONS, SUBMISSIONS
-from services.api.submission import Rejection, SubmitRequest, submit
+from services.api.submission import FanOut, Rejection, SubmitRequest, submit
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import FINAL_STATES, EvaluationState
 
+# A fan-out (fanOut: true) answers with the Comparison its evaluations make up.
 SubmitEvaluationResult = Annotated[
     EvaluationType
+    | ComparisonType
     | UnknownModel
     | InvalidScenarioSettings
     | NoMatchingAgent
@@ -41,6 +45,10 @@ CancelEvaluationResult = Annotated[
 
 @strawberry.input
 class AgentConstraints:
+    # Terms that must all hold, e.g. ["onnxruntime>=1.20", "arch=x86_64", "gpu"]:
+    # <framework>[specifier], arch=, gpu / !gpu / gpu=NAME, device=, host=, memory>=16GiB,
+    # threads=N, cores>=N, agent=ID (the language: services/scheduler/constraints.py).
+    require: list[str] | None = None
     # PEP 440 specifier on the agent's framework version, e.g. ">=2.1".
     framework_version: str | None = None
     hostname: str | None = None
@@ -54,7 +62,8 @@ class SubmitEvaluationInput:
     manifest: str | None = None
     # The backend to run; defaults to the manifest's framework ("null" measures the harness).
     framework: str | None = None
-    device: str = "cpu"
+    # Default: the device a "device=" constraint names, else "cpu".
+    device: str | None = None
     scenario: str = "offline"
     # ScenarioConfig fields, snake_case or camelCase: {"minDurationS": 0.5, "targetQps": 100}.
     settings: JSON | None = None
@@ -65,6 +74,9 @@ class SubmitEvaluationInput:
     trace_level: str = "NONE"
     constraints: AgentConstraints | None = None
     backend_options: JSON | None = None
+    # Run on every live agent that satisfies the constraints, one evaluation each; the
+    # result is a Comparison, also readable later with compare(groupId).
+    fan_out: bool = False
 
 
 def _to_request(data: SubmitEvaluationInput) -> SubmitRequest:
@@ -74,6 +86,8 @@ def _to_request(data: SubmitEvaluationInput) -> SubmitRequest:
             constraints["framework_version"] = data.constraints.framework_version
         if data.constraints.hostname:
             constraints["hostname"] = data.constraints.hostname
+        if data.constraints.require:
+            constraints["require"] = list(data.constraints.require)
     return SubmitRequest(
         model=data.model,
         version=data.version,
@@ -89,13 +103,23 @@ def _to_request(data: SubmitEvaluationInput) -> SubmitRequest:
         trace_level=data.trace_level,
         constraints=constraints,
         backend_options=data.backend_options if data.backend_options is not None else {},
+        fan_out=data.fan_out,
     )
 
 
-def _submit(deps: ApiDeps, owner_id: int, request: SubmitRequest) -> EvaluationType | Rejection:
+def _submit(
+    deps: ApiDeps, owner_id: int, request: SubmitRequest
+) -> EvaluationType | ComparisonType | Rejection:
     with deps.db() as session:
         result = submit(session, deps.settings, deps.publish, owner_id=owner_id, request=request)
-        return result if isinstance(result, Rejection) else EvaluationType.from_row(result)
+        if isinstance(result, Rejection):
+            return result
+        if isinstance(result, FanOut):
+            comparison = load_comparison(session, owner_id=owner_id, group_id=result.group_id)
+            if comparison is None:  # submit committed it in this very session
+                raise RuntimeError(f"fan-out {result.group_id} vanished after its commit")
+            return ComparisonType.from_comparison(comparison)
+        return EvaluationType.from_row(result)
 
 
 def _cancel(deps: ApiDeps, owner_id: int, evaluation_id: str) -> Any:

@@ -110,6 +110,8 @@ class EvaluationType:
     queue: str
     agent_id: str | None
     run_id: str | None
+    # The fan-out this evaluation belongs to (compare(groupId)); null for a single one.
+    group_id: str | None
     shards_total: int
     shards_ready: int
     preprocess_reused: bool
@@ -145,6 +147,7 @@ class EvaluationType:
             queue=row.queue,
             agent_id=row.agent_id,
             run_id=row.run_id,
+            group_id=row.group_id,
             shards_total=row.shards_total,
             shards_ready=row.shards_ready,
             preprocess_reused=row.preprocess_reused,

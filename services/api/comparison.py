@@ -1,0 +1,160 @@
+"""One comparison from a fan-out: a row per agent, with what it ran on and how it did.
+
+Each figure comes from the run when there is one (the environment captured at
+measurement time, the settings the agent applied) and from the agent's advertisement
+while the run is still pending, so a row is never blank, and never mixes the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from shared.db.evaluations import Agent, Evaluation
+from shared.db.models import Run
+from shared.db.states import FINAL_STATES, EvaluationState
+
+_PIN = "agent="
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    evaluation_id: str
+    state: str
+    reason: str
+    agent_id: str
+    hostname: str
+    cpu_model: str
+    arch: str
+    logical_cores: int | None
+    memory_gib: float | None
+    gpus: list[str]
+    gpu_driver: str
+    framework: str
+    framework_version: str
+    device: str
+    # The agent's intra-op threads; 0 is the framework's default.
+    threads: int
+    run_id: str | None = None
+    samples_per_second: float | None = None
+    latency_p50_ms: float | None = None
+    latency_p90_ms: float | None = None
+    latency_p99_ms: float | None = None
+    validity: str = ""
+    stability: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    group_id: str
+    model: str
+    scenario: str
+    rows: list[ComparisonRow] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        return all(EvaluationState(r.state) in FINAL_STATES for r in self.rows)
+
+
+def pinned_agent(evaluation: Evaluation) -> str:
+    """The agent a fan-out pinned this evaluation to (its ``agent=ID`` term)."""
+    for term in (evaluation.constraints or {}).get("require", []):
+        if isinstance(term, str) and term.startswith(_PIN):
+            return term[len(_PIN) :]
+    return ""
+
+
+@dataclass(frozen=True)
+class _Hardware:
+    cpu_model: str = ""
+    arch: str = ""
+    logical_cores: int | None = None
+    memory_gib: float | None = None
+    gpus: list[str] = field(default_factory=list)
+    gpu_driver: str = ""
+
+    @classmethod
+    def from_environment(cls, environment: dict[str, Any]) -> _Hardware:
+        """From a run's environment or an agent's advertised hardware (same keys)."""
+        cpu: dict[str, Any] = environment.get("cpu") or {}
+        gpus: list[dict[str, Any]] = environment.get("gpus") or []
+        memory = environment.get("memory_bytes")
+        cores = cpu.get("logical_cores")
+        return cls(
+            cpu_model=str(cpu.get("model") or ""),
+            arch=str(cpu.get("architecture") or ""),
+            logical_cores=int(cores) if cores else None,
+            memory_gib=round(memory / 2**30, 1) if memory else None,
+            gpus=[str(g.get("name", "")) for g in gpus],
+            gpu_driver=str(gpus[0].get("driver", "")) if gpus else "",
+        )
+
+
+def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> ComparisonRow:
+    report: dict[str, Any] = (run.report or {}) if run is not None else {}
+    metrics = {m.name: m.value for m in run.metrics} if run is not None else {}
+    # Measured facts once there is a run; until then, what the agent advertised.
+    if run is not None:
+        hardware = _Hardware.from_environment(run.environment or {})
+        settings: dict[str, Any] = (report.get("agent") or {}).get("settings") or {}
+        version = run.framework_version
+    else:
+        hardware = _Hardware.from_environment(agent.hardware if agent else {})
+        settings = (agent.settings if agent else None) or {}
+        version = agent.framework_version if agent else ""
+    hostname = (run.environment or {}).get("hostname") if run is not None else None
+    return ComparisonRow(
+        evaluation_id=evaluation.id,
+        state=evaluation.state,
+        reason=evaluation.reason,
+        agent_id=evaluation.agent_id or pinned_agent(evaluation),
+        hostname=str(hostname or (agent.hostname if agent else "")),
+        cpu_model=hardware.cpu_model,
+        arch=hardware.arch,
+        logical_cores=hardware.logical_cores,
+        memory_gib=hardware.memory_gib,
+        gpus=hardware.gpus,
+        gpu_driver=hardware.gpu_driver,
+        framework=evaluation.framework,
+        framework_version=version,
+        device=evaluation.device,
+        threads=int(settings.get("intra_op_threads") or 0),
+        run_id=run.id if run is not None else None,
+        samples_per_second=run.samples_per_second if run is not None else None,
+        latency_p50_ms=metrics.get("latency_p50"),
+        latency_p90_ms=metrics.get("latency_p90"),
+        latency_p99_ms=metrics.get("latency_p99"),
+        validity=run.validity if run is not None else "",
+        stability=(str((report.get("stability") or {}).get("verdict") or "UNKNOWN") if run else ""),
+    )
+
+
+def load_comparison(session: Session, *, owner_id: int, group_id: str) -> Comparison | None:
+    """The owner's fan-out ``group_id``; None when it does not exist or is someone else's."""
+    evaluations = list(
+        session.scalars(
+            select(Evaluation)
+            .where(Evaluation.group_id == group_id, Evaluation.owner_id == owner_id)
+            .order_by(Evaluation.created_at, Evaluation.id)
+        )
+    )
+    if not evaluations:
+        return None
+    ids = [e.id for e in evaluations]
+    found = session.scalars(select(Run).where(Run.evaluation_id.in_(ids)))
+    runs = {r.evaluation_id: r for r in found}
+    agent_ids = {e.agent_id or pinned_agent(e) for e in evaluations}
+    agents = {a.id: a for a in session.scalars(select(Agent).where(Agent.id.in_(agent_ids)))}
+    rows = [
+        build_row(e, runs.get(e.id), agents.get(e.agent_id or pinned_agent(e))) for e in evaluations
+    ]
+    first = evaluations[0]
+    return Comparison(
+        group_id=group_id,
+        model=f"{first.model_name}:{first.model_version}",
+        scenario=str(first.scenario.get("scenario", "")),
+        rows=rows,
+    )

@@ -1,0 +1,23 @@
+"""compare(groupId): the rows of one fan-out, visible to its owner only."""
+
+from __future__ import annotations
+
+import strawberry
+
+from services.api.comparison import load_comparison
+from services.api.context import ApiDeps, in_thread
+from services.api.graphql.comparisons.types import ComparisonType
+
+
+def _compare(deps: ApiDeps, owner_id: int, group_id: str) -> ComparisonType | None:
+    with deps.db() as session:
+        found = load_comparison(session, owner_id=owner_id, group_id=group_id)
+        return ComparisonType.from_comparison(found) if found is not None else None
+
+
+@strawberry.type
+class ComparisonQueries:
+    @strawberry.field
+    async def compare(self, info: strawberry.Info, group_id: str) -> ComparisonType | None:
+        owner = info.context.require_user()
+        return await in_thread(_compare, info.context.deps, owner, group_id)

@@ -1,0 +1,37 @@
+"""benchstack compare GROUP_ID: the comparison table of a fan-out, from the API."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from services.cli.errors import fail, user_errors
+from shared.settings import get_settings
+
+console = Console(highlight=False)
+
+
+def compare(
+    group_id: str = typer.Argument(..., help="The group id a `submit --fan-out` printed."),
+    server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
+    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN"),
+    wait: bool = typer.Option(True, help="Wait until every agent's evaluation has ended."),
+) -> None:
+    """Print one row per agent of a fan-out: hardware, framework, threads, figures."""
+    from services.cli.comparison import comparison_table, wait_for_comparison
+    from services.cli.remote import get_comparison
+
+    server = server or get_settings().api_url
+    with user_errors():
+        if wait:
+            comparison = wait_for_comparison(lambda: get_comparison(server, token, group_id))
+        else:
+            comparison = get_comparison(server, token, group_id)
+    console.print(comparison_table(comparison))
+    failed = [r for r in comparison["rows"] if r["state"] in {"FAILED", "CANCELLED"}]
+    if failed:
+        fail([f"{r['agentId']}: {r['state']}: {r['reason']}" for r in failed])
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)

@@ -1,0 +1,202 @@
+"""Agents routed by constraints, and a fan-out that comes back as one comparison.
+
+Two more inference workers join the session's stack, the same backends with different
+settings (1 and 2 intra-op threads), as two machines of a fleet would.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from services.stack.ephemeral import EphemeralStack
+from services.stack.manager import ENTRY_MODULE, ServiceSpec
+from shared.environment import gpu_info
+from tests.integration.conftest import GraphQLClient
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SUBMIT = """
+mutation($input: SubmitEvaluationInput!) {
+  submitEvaluation(input: $input) {
+    __typename
+    ... on Evaluation { id state groupId }
+    ... on Comparison { id done rows { evaluationId state agentId threads } }
+    ... on UserError { message field }
+  }
+}
+"""
+COMPARE = """
+query($id: String!) {
+  compare(groupId: $id) {
+    id model scenario done
+    rows { evaluationId state reason agentId hostname arch logicalCores memoryGib gpus
+           framework frameworkVersion device threads samplesPerSecond latencyP50Ms
+           latencyP90Ms latencyP99Ms validity stability }
+  }
+}
+"""
+EVALUATION = """
+query($id: String!) { evaluation(id: $id) { state reason agentId runs { report } } }
+"""
+QUICK = {
+    "model": "resnet18",
+    "framework": "null",
+    "scenario": "offline",
+    "settings": {"minDurationS": 0.3, "targetQps": 2000},
+    "samples": 16,
+}
+# The two threaded workers are the only agents with a thread setting: threads>=1 picks both.
+THREADED = {"require": ["threads>=1"]}
+
+
+def _threaded_agents(client: GraphQLClient) -> set[int]:
+    agents = client("{ agents { framework settings } }")["agents"]
+    return {
+        a["settings"].get("intra_op_threads", 0)
+        for a in agents
+        if a["framework"] == "null" and a["settings"].get("intra_op_threads")
+    }
+
+
+@pytest.fixture(scope="module")
+def fleet(
+    stack: EphemeralStack, client_for: Callable[[str], GraphQLClient]
+) -> Iterator[GraphQLClient]:
+    """The session's stack plus two inference workers with 1 and 2 threads."""
+    worker = [sys.executable, "-m", ENTRY_MODULE, "worker", "inference"]
+    specs = [
+        ServiceSpec(
+            f"inference-t{n}",
+            [*worker, "--framework", "null", "--framework", "onnxruntime", "--threads", str(n)],
+        )
+        for n in (1, 2)
+    ]
+    extra = stack.start_services(specs, name="threaded")
+    client = client_for("fleet-owner")
+    try:
+        deadline = time.monotonic() + 60
+        while _threaded_agents(client) != {1, 2}:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"threaded workers did not register:\n{stack.logs()}")
+            time.sleep(0.3)
+        yield client
+    finally:
+        extra.stop(grace_s=10)
+
+
+def _wait(client: GraphQLClient, group_id: str, timeout_s: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        comparison: dict[str, Any] = client(COMPARE, {"id": group_id})["compare"]
+        if comparison["done"] or time.monotonic() > deadline:
+            return comparison
+        time.sleep(0.3)
+
+
+def _finish(client: GraphQLClient, evaluation_id: str, timeout_s: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        evaluation: dict[str, Any] = client(EVALUATION, {"id": evaluation_id})["evaluation"]
+        if evaluation["state"] in {"SUCCEEDED", "FAILED", "CANCELLED"}:
+            return evaluation
+        assert time.monotonic() < deadline, evaluation
+        time.sleep(0.3)
+
+
+def test_fan_out_over_two_agents_returns_one_comparison(
+    stack: EphemeralStack, fleet: GraphQLClient
+) -> None:
+    created = fleet(SUBMIT, {"input": {**QUICK, "constraints": THREADED, "fanOut": True}})
+    created = created["submitEvaluation"]
+    assert created["__typename"] == "Comparison", created
+    assert len(created["rows"]) == 2 and len({r["agentId"] for r in created["rows"]}) == 2
+    comparison = _wait(fleet, created["id"])
+    assert comparison["done"], comparison
+    rows = comparison["rows"]
+    assert [r["state"] for r in rows] == ["SUCCEEDED", "SUCCEEDED"], rows
+    assert sorted(r["threads"] for r in rows) == [1, 2]
+    for row in rows:
+        assert row["samplesPerSecond"] > 0 and row["latencyP90Ms"] is not None
+        assert row["validity"] in {"VALID", "INVALID"}
+        assert row["stability"] in {"STABLE", "UNSTABLE", "INSUFFICIENT"}
+        assert row["framework"] == "null" and row["frameworkVersion"]
+        assert row["hostname"] and row["arch"] and row["logicalCores"]
+    # The thread setting is recorded with each run, as the agent applied it.
+    for row in rows:
+        run = fleet(EVALUATION, {"id": row["evaluationId"]})["evaluation"]["runs"][0]
+        assert run["report"]["settings"]["intra_op_threads"] == row["threads"]
+        assert run["report"]["agent"]["backend_options"]["intra_op_threads"] == row["threads"]
+        assert run["report"]["group"]["id"] == created["id"]
+    # The same comparison as a CLI table.
+    from services.cli.main import app
+
+    result = CliRunner().invoke(
+        app,
+        ["compare", created["id"], "--server", stack.api_url, "--token", str(fleet.token)],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "samples/s" in result.output and "VALID" in result.output
+    assert all(r["agentId"] in result.output for r in rows), result.output
+
+
+def test_a_thread_constraint_routes_to_the_matching_worker_only(fleet: GraphQLClient) -> None:
+    created = fleet(
+        SUBMIT, {"input": {**QUICK, "seed": 7, "constraints": {"require": ["threads=2"]}}}
+    )
+    created = created["submitEvaluation"]
+    assert created["__typename"] == "Evaluation" and created["groupId"] is None, created
+    evaluation = _finish(fleet, created["id"])
+    assert evaluation["state"] == "SUCCEEDED", evaluation
+    assert evaluation["runs"][0]["report"]["settings"]["intra_op_threads"] == 2
+
+
+def test_a_manifest_requiring_old_onnxruntime_is_refused_naming_it(fleet: GraphQLClient) -> None:
+    manifest = (
+        (FIXTURES / "tiny_cnn.yaml")
+        .read_text()
+        .replace("name: tiny-cnn", "name: old-ort-cnn")
+        .replace(
+            'framework: {name: torch, version: ">=2.0"}',
+            'framework: {name: onnxruntime, version: "<1.0"}',
+        )
+    )
+    count = "{ evaluations { totalCount } }"
+    before = fleet(count)["evaluations"]["totalCount"]
+    result = fleet(
+        SUBMIT, {"input": {**QUICK, "model": None, "framework": None, "manifest": manifest}}
+    )
+    refused = result["submitEvaluation"]
+    assert refused["__typename"] == "NoMatchingAgent", refused
+    assert refused["field"] == "frameworkVersion"
+    assert "'onnxruntime<1.0'" in refused["message"]
+    assert "old-ort-cnn:0.1.0" in refused["message"]
+    assert metadata.version("onnxruntime") in refused["message"]  # what the agents have
+    assert fleet(count)["evaluations"]["totalCount"] == before  # nothing was queued
+
+
+def test_an_unmet_gpu_constraint_is_named(fleet: GraphQLClient) -> None:
+    if gpu_info():
+        pytest.skip("this machine has a GPU, so 'gpu' is satisfiable here")
+    result = fleet(SUBMIT, {"input": {**QUICK, "constraints": {"require": ["arch!=sparc", "gpu"]}}})
+    refused = result["submitEvaluation"]
+    assert refused["__typename"] == "NoMatchingAgent", refused
+    assert refused["field"] == "gpu"
+    assert "'gpu'" in refused["message"] and "no GPU" in refused["message"]
+
+
+def test_a_malformed_constraint_is_invalid_input(fleet: GraphQLClient) -> None:
+    result = fleet(SUBMIT, {"input": {**QUICK, "constraints": {"require": ["gpu", "ram>=4"]}}})
+    refused = result["submitEvaluation"]
+    assert refused["__typename"] == "InvalidInput", refused
+    assert refused["field"] == "constraints.require[1]"
+    assert "unknown key" in refused["message"] and "memory" in refused["message"]
