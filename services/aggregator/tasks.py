@@ -104,7 +104,8 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
         model_version=evaluation.model_version,
         framework=evaluation.framework,
         framework_version=str(backend_info.get("version", "unknown")),
-        scenario=performance.scenario or str(evaluation.scenario.get("scenario", "")),
+        # The user's spelling (as embedded runs store it), so filters match both kinds.
+        scenario=str(evaluation.scenario.get("scenario", "")) or performance.scenario,
         mode=str(evaluation.scenario.get("mode", "performance")),
         batch_size=evaluation.batch_size,
         dataset=evaluation.dataset,

@@ -80,7 +80,7 @@ query Results($where: EvaluationFilter, $first: Int!) {
       id
       runs {
         id createdAt modelName modelVersion framework frameworkVersion scenario mode
-        batchSize samplesPerSecond validity preprocessReused
+        batchSize samplesPerSecond validity stability preprocessReused
         metrics { name value unit }
       }
     }
@@ -121,6 +121,7 @@ def list_remote_results(
                     "samples_per_second": run["samplesPerSecond"],
                     "p90_ms": metrics.get("latency_p90"),
                     "validity": run["validity"],
+                    "stability": run["stability"],
                     "preprocess_reused": run["preprocessReused"],
                     "metrics": metrics,
                 }
@@ -157,7 +158,7 @@ EVALUATION_QUERY = """
 query One($id: String!) {
   evaluation(id: $id) {
     id state reason shardsTotal shardsReady preprocessReused runId
-    runs { id samplesPerSecond validity metrics { name value unit } }
+    runs { id samplesPerSecond validity stability metrics { name value unit } }
   }
 }
 """

@@ -208,7 +208,8 @@ def submit(
         p90 = metrics.get("latency_p90", {}).get("value")
         console.print(
             f"run {run['id'][:8]}: {run['samplesPerSecond']:.2f} samples/s, "
-            f"p90 {p90 if p90 is None else round(p90, 3)} ms, {run['validity']}"
+            f"p90 {p90 if p90 is None else round(p90, 3)} ms, {run['validity']}, "
+            f"{run.get('stability') or 'stability unknown'}"
             + (", preprocessing reused" if final["preprocessReused"] else "")
         )
 

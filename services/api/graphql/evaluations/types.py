@@ -55,6 +55,9 @@ class RunType:
     batch_size: int
     dataset: str
     validity: str
+    # The run's stability verdict (STABLE, UNSTABLE, INSUFFICIENT, NOT_APPLICABLE), shown
+    # beside every figure as validity is; null for runs stored before it was recorded.
+    stability: str | None
     samples_per_second: float | None
     preprocess_reused: bool
     metrics: list[MetricType]
@@ -79,6 +82,7 @@ class RunType:
             batch_size=row.batch_size,
             dataset=row.dataset,
             validity=row.validity,
+            stability=((row.report or {}).get("stability") or {}).get("verdict"),
             samples_per_second=row.samples_per_second,
             preprocess_reused=row.preprocess_reused,
             metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
