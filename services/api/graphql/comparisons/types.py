@@ -6,37 +6,8 @@ import strawberry
 
 from services.api.comparison import Comparison, ComparisonRow
 
-
-@strawberry.type(name="ComparisonRow")
-class ComparisonRowType:
-    evaluation_id: str
-    state: str
-    reason: str
-    agent_id: str
-    hostname: str
-    cpu_model: str
-    arch: str
-    logical_cores: int | None
-    memory_gib: float | None
-    gpus: list[str]
-    gpu_driver: str
-    framework: str
-    framework_version: str
-    device: str
-    # The agent's intra-op threads as applied to the backend; 0 = the framework's default.
-    threads: int
-    run_id: str | None
-    samples_per_second: float | None
-    latency_p50_ms: float | None
-    latency_p90_ms: float | None
-    latency_p99_ms: float | None
-    # LoadGen's VALID/INVALID and the stability verdict: shown beside every figure.
-    validity: str
-    stability: str
-
-    @classmethod
-    def from_row(cls, row: ComparisonRow) -> ComparisonRowType:
-        return cls(**vars(row))
+# The service's own row dataclass is the GraphQL type: one definition of the columns.
+ComparisonRowType = strawberry.type(ComparisonRow, name="ComparisonRow")
 
 
 @strawberry.type(name="Comparison")
@@ -46,7 +17,7 @@ class ComparisonType:
     model: str
     scenario: str
     done: bool
-    rows: list[ComparisonRowType]
+    rows: list[ComparisonRow]
 
     @classmethod
     def from_comparison(cls, comparison: Comparison) -> ComparisonType:
@@ -55,5 +26,5 @@ class ComparisonType:
             model=comparison.model,
             scenario=comparison.scenario,
             done=comparison.done,
-            rows=[ComparisonRowType.from_row(r) for r in comparison.rows],
+            rows=list(comparison.rows),
         )
