@@ -39,7 +39,11 @@ def _servers_reachable(stack: EphemeralStack) -> str:
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[EphemeralStack]:
-    ephemeral = EphemeralStack()
+    yield from running_stack(EphemeralStack())
+
+
+def running_stack(ephemeral: EphemeralStack) -> Iterator[EphemeralStack]:
+    """Start the stack's services and wait for an agent; skip or fail without servers."""
     problem = _servers_reachable(ephemeral)
     if problem:
         if os.environ.get("BENCHSTACK_REQUIRE_SERVERS") == "1":

@@ -12,10 +12,10 @@ import pytest
 
 from services.stack.ephemeral import EphemeralStack
 from tests.integration.conftest import (  # noqa: F401  (fixtures and hook, re-used by name)
-    _servers_reachable,
     client_for,
     make_token,
     pytest_runtest_makereport,
+    running_stack,
 )
 
 # Its own Redis database index: when tests/integration runs in the same session, its
@@ -32,19 +32,7 @@ CHROMIUM_ARGS = [
 @pytest.fixture(scope="session")
 def stack() -> Iterator[EphemeralStack]:
     """tests/integration's stack (same steps), on WEB_REDIS_DB."""
-    ephemeral = EphemeralStack(redis_db=WEB_REDIS_DB)
-    problem = _servers_reachable(ephemeral)
-    if problem:
-        if os.environ.get("BENCHSTACK_REQUIRE_SERVERS") == "1":
-            pytest.fail(f"Postgres/Redis unreachable: {problem}")
-        pytest.skip(f"Postgres/Redis unreachable: {problem}")
-    ephemeral.start_servers()
-    try:
-        ephemeral.start_services()
-        ephemeral.wait_for_agents(1)
-        yield ephemeral
-    finally:
-        ephemeral.close()
+    yield from running_stack(EphemeralStack(redis_db=WEB_REDIS_DB))
 
 
 def chromium_path() -> str | None:
@@ -53,7 +41,9 @@ def chromium_path() -> str | None:
     return found[0] if found else shutil.which("chromium")
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running on the main thread
+# until it stops, and later tests that call asyncio.run() would fail beside it.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Headless Debian Chromium: `playwright install` cannot download browsers here."""
     path = chromium_path()
