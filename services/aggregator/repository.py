@@ -38,26 +38,32 @@ class RunRecord:
     evaluation_id: str | None = None
 
 
+def _ms(value_ns: float | None) -> float | None:
+    return None if value_ns is None else value_ns / 1e6
+
+
 def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
-    """The figures of a report as (name, value, unit) rows; NaN figures are left out."""
-    rows: list[tuple[str, float, str]] = []
+    """The figures of a report as (name, value, unit) rows.
+
+    A figure LoadGen did not produce (NaN in memory, null once stored) is left out.
+    """
+    rows: list[tuple[str, float | None, str]] = []
     perf = report.get("performance")
     if perf:
         rows.append(("samples_per_second", perf["samples_per_second"], "samples/s"))
         rows.append(("qps", perf["qps"], "queries/s"))
         latency = perf["latency"]
-        rows.append(("latency_min", latency["min_ns"] / 1e6, "ms"))
-        rows.append(("latency_mean", latency["mean_ns"] / 1e6, "ms"))
-        rows.append(("latency_max", latency["max_ns"] / 1e6, "ms"))
+        rows.append(("latency_min", _ms(latency["min_ns"]), "ms"))
+        rows.append(("latency_mean", _ms(latency["mean_ns"]), "ms"))
+        rows.append(("latency_max", _ms(latency["max_ns"]), "ms"))
         for key, value in latency["percentiles_ns"].items():
-            rows.append((f"latency_{key}", value / 1e6, "ms"))
+            rows.append((f"latency_{key}", _ms(value), "ms"))
         rows.append(("valid", 1.0 if perf["validity"]["result"] == "VALID" else 0.0, "bool"))
     accuracy = report.get("accuracy")
     if accuracy:
         rows.append(("top1", accuracy["top1"], "%"))
-        if accuracy.get("top5") is not None:
-            rows.append(("top5", accuracy["top5"], "%"))
-    return [(n, float(v), u) for n, v, u in rows if v is not None and not math.isnan(float(v))]
+        rows.append(("top5", accuracy.get("top5"), "%"))
+    return [(n, float(v), u) for n, v, u in rows if v is not None and math.isfinite(v)]
 
 
 def json_safe(value: Any) -> Any:
