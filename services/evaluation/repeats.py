@@ -59,6 +59,8 @@ def run_repeats(request: BenchRequest, count: int, run: RunFn) -> list[dict[str,
     """``count`` runs of one request, linked as one group; each is stored by ``run``."""
     if count < 1:
         raise ValueError(f"--repeats: {count} must be at least 1")
+    if count == 1:
+        return [run(request)]  # a single run is not a group of repeats
     group_id = str(uuid.uuid4())
     reports = []
     for index in range(count):
