@@ -7,6 +7,7 @@ Options (``BackendOptions.extra``): ``mode`` = eager | torchscript | compile.
 from __future__ import annotations
 
 import contextlib
+import pickle
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,14 @@ class TorchBackend(Backend):
         if source.weights is not None:
             assert source.weights.path is not None
             path = manifest.resolve_path(source.weights.path)
-            state = torch.load(path, map_location="cpu", weights_only=True)
+            try:
+                state = torch.load(path, map_location="cpu", weights_only=True)
+            except (pickle.UnpicklingError, RuntimeError, EOFError) as exc:
+                first_line = str(exc).strip().splitlines()[0]
+                raise BackendError(
+                    f"source.weights: {path.name} is not a plain tensor state dict "
+                    f"(refused by weights-only loading): {first_line}"
+                ) from exc
             try:
                 model.load_state_dict(state)
             except RuntimeError as exc:

@@ -89,7 +89,7 @@ def test_pickled_objects_in_weights_are_refused(tmp_path: Path) -> None:
     torch.save({"payload": Path("/etc/passwd")}, path)
     data = manifest.to_dict()
     data["source"]["weights"]["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
-    with pytest.raises(Exception, match="Weights only load failed"):
+    with pytest.raises(BackendError, match=r"source\.weights: weights\.pt is not a plain tensor"):
         _predict(parse_manifest(data, base_dir=str(tmp_path)), "eager")
 
 
