@@ -6,13 +6,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
+from services.cli.render import figure
+
 FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def _hardware(row: dict[str, Any]) -> str:
@@ -29,7 +28,7 @@ def _hardware(row: dict[str, Any]) -> str:
 
 def _verdict(row: dict[str, Any]) -> str:
     if row["state"] != "SUCCEEDED":
-        return f"[red]{row['state']}[/]: {row['reason']}" if row["reason"] else row["state"]
+        return f"[red]{row['state']}[/]: {escape(row['reason'])}" if row["reason"] else row["state"]
     validity = "[green]VALID[/]" if row["validity"] == "VALID" else f"[red]{row['validity']}[/]"
     stable = row["stability"]
     return f"{validity} " + (
@@ -62,10 +61,10 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
             _hardware(row),
             f"{row['framework']} {row['frameworkVersion']} on {row['device']}",
             str(row["threads"]) if row["threads"] else "default",
-            _num(row["samplesPerSecond"], 1),
-            _num(row["latencyP50Ms"]),
-            _num(row["latencyP90Ms"]),
-            _num(row["latencyP99Ms"]),
+            figure(row["samplesPerSecond"], ".1f"),
+            figure(row["latencyP50Ms"]),
+            figure(row["latencyP90Ms"]),
+            figure(row["latencyP99Ms"]),
             _verdict(row),
         )
     return table

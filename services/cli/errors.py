@@ -8,6 +8,7 @@ from contextlib import contextmanager
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from services.inference.backends.base import BackendError
 from services.preprocess.datasets import DatasetError
@@ -28,7 +29,8 @@ def validation_lines(exc: ValidationError, prefix: str = "") -> list[str]:
 
 def fail(lines: list[str]) -> None:
     for line in lines:
-        err_console.print(f"[bold red]error:[/] {line}", soft_wrap=True)
+        # Messages may come from a server or a file: never read them as Rich markup.
+        err_console.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)
     raise typer.Exit(code=1)
 
 

@@ -119,10 +119,10 @@ def _performance_rows(table: Table, report: dict[str, Any]) -> None:
     table.add_row("validity", validity_text(perf))
     table.add_row("stability", stability_text(report))
     headline = perf["headline"]
-    table.add_row("LoadGen headline", f"{headline['name']}: {_number(headline['value'], 'g')}")
-    table.add_row("samples/s", _number(perf["samples_per_second"], ".2f"))
+    table.add_row("LoadGen headline", f"{headline['name']}: {figure(headline['value'], 'g')}")
+    table.add_row("samples/s", figure(perf["samples_per_second"], ".2f"))
     # Offline has no QPS of its own in LoadGen's summary: stored as null, shown as "-".
-    table.add_row("QPS", _number(perf["qps"], ".2f"))
+    table.add_row("QPS", figure(perf["qps"], ".2f"))
     table.add_row("queries / samples", f"{perf['query_count']} / {perf['sample_count']}")
     latency = perf["latency"]
     table.add_row(
@@ -131,7 +131,7 @@ def _performance_rows(table: Table, report: dict[str, Any]) -> None:
     )
 
 
-def _number(value: float | None, spec: str) -> str:
+def figure(value: float | None, spec: str = ".3f") -> str:
     """A figure LoadGen did not produce is NaN in memory and null once stored."""
     if value is None or math.isnan(value):
         return "-"
@@ -143,7 +143,7 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
 
 
 def _figure(value: float, unit: str) -> str:
-    return _number(value, ".3f" if unit == "ms" else ".2f")
+    return figure(value, ".3f" if unit == "ms" else ".2f")
 
 
 def spread_table(reports: list[dict[str, Any]], spreads: dict[str, Any]) -> Table:

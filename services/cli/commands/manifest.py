@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from services.cli.errors import err_console
@@ -33,7 +34,9 @@ def validate(
         except ManifestError as exc:
             failed = True
             for problem in exc.problems:
-                err_console.print(f"[bold red]error:[/] {path}: {problem}", soft_wrap=True)
+                err_console.print(
+                    f"[bold red]error:[/] {escape(f'{path}: {problem}')}", soft_wrap=True
+                )
             continue
         console.print(f"[green]ok[/] {path}: {manifest.ref}")
     if failed:

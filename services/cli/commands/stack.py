@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.cli.errors import fail, user_errors
+from services.cli.render import figure
 from shared.settings import get_settings
 
 console = Console(highlight=False)
@@ -207,8 +208,8 @@ def submit(
         metrics = {m["name"]: m for m in run["metrics"]}
         p90 = metrics.get("latency_p90", {}).get("value")
         console.print(
-            f"run {run['id'][:8]}: {run['samplesPerSecond']:.2f} samples/s, "
-            f"p90 {p90 if p90 is None else round(p90, 3)} ms, {run['validity']}, "
+            f"run {run['id'][:8]}: {figure(run['samplesPerSecond'], '.2f')} samples/s, "
+            f"p90 {figure(p90)} ms, {run['validity']}, "
             f"{run.get('stability') or 'stability unknown'}"
             + (", preprocessing reused" if final["preprocessReused"] else "")
         )
