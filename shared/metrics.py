@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -104,9 +104,18 @@ class PerformanceReport:
     # Server: the rate LoadGen's Poisson schedule actually issued at (find-peak compares the
     # completed rate with it to tell "kept up" from "fell behind").
     scheduled_samples_per_second: float = math.nan
+    # Figures benchstack computed because LoadGen's logs do not state them for the scenario.
+    derived: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def invalidated(self, reason: str) -> PerformanceReport:
+        """This report marked INVALID for a reason LoadGen could not see."""
+        validity = replace(
+            self.validity, result="INVALID", reasons=[*self.validity.reasons, reason]
+        )
+        return replace(self, validity=validity)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PerformanceReport:
@@ -128,6 +137,7 @@ class PerformanceReport:
         query_count = int(detail.get("result_query_count", 0))
         validity = _validity(summary, detail)
         headline = _headline(scenario, summary)
+        derived: list[str] = []
         latency = LatencyStats.from_loadgen(detail)
         qps = float(summary.get("QPS w/ loadgen overhead", math.nan))
         if scenario == "Offline":
@@ -136,17 +146,22 @@ class PerformanceReport:
             samples_per_second = float(summary.get("Completed samples per second", math.nan))
         elif scenario == "MultiStream":
             # LoadGen reports no throughput here; queries run back to back, so a query's
-            # samples over its mean latency is the rate the SUT sustained.
+            # samples over its mean latency is (nearly) the rate the SUT sustained. Marked
+            # as derived: it is benchstack's figure, not LoadGen's.
             samples_per_second = samples_per_query * 1e9 / latency.mean_ns
-            qps = 1e9 / latency.mean_ns
+            derived.append("samples_per_second")
         else:
             samples_per_second = qps * samples_per_query
-        duration_ns = detail.get("result_max_latency_ns") if scenario == "Offline" else None
-        duration_s = (
-            float(duration_ns) / 1e9
-            if duration_ns is not None
-            else (query_count / qps if qps and not math.isnan(qps) else math.nan)
-        )
+        scheduled = float(summary.get("Scheduled samples per second", math.nan))
+        if scenario == "Offline":
+            duration_s = float(detail.get("result_max_latency_ns", math.nan)) / 1e9
+        elif scenario == "Server":
+            duration_s = query_count * samples_per_query / scheduled
+        elif scenario == "MultiStream":
+            duration_s = query_count * latency.mean_ns / 1e9
+        else:
+            duration_s = query_count / qps if qps else math.nan
+        derived.append("duration_s")
         return cls(
             scenario=scenario,
             mode=str(summary.get("Mode", detail.get("effective_test_mode", ""))),
@@ -162,9 +177,8 @@ class PerformanceReport:
             loadgen_version=str(detail.get("loadgen_version", "")),
             warnings=list(detail["warnings"]),
             errors=list(detail["errors"]),
-            scheduled_samples_per_second=float(
-                summary.get("Scheduled samples per second", math.nan)
-            ),
+            scheduled_samples_per_second=scheduled,
+            derived=derived,
         )
 
 

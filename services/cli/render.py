@@ -120,7 +120,12 @@ def _performance_rows(table: Table, report: dict[str, Any]) -> None:
     table.add_row("stability", stability_text(report))
     headline = perf["headline"]
     table.add_row("LoadGen headline", f"{headline['name']}: {figure(headline['value'], 'g')}")
-    table.add_row("samples/s", figure(perf["samples_per_second"], ".2f"))
+    derived = (
+        " (derived: not in LoadGen's summary)"
+        if "samples_per_second" in perf.get("derived", [])
+        else ""
+    )
+    table.add_row("samples/s", figure(perf["samples_per_second"], ".2f") + derived)
     # Offline has no QPS of its own in LoadGen's summary: stored as null, shown as "-".
     table.add_row("QPS", figure(perf["qps"], ".2f"))
     table.add_row("queries / samples", f"{perf['query_count']} / {perf['sample_count']}")

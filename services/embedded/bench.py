@@ -19,7 +19,7 @@ import numpy as np
 
 from services.aggregator.repository import RunRecord, json_safe, save_run
 from services.evaluation.environment import framework_runtime
-from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.run import RunOutcome, execute_run
 from services.preprocess.datasets import Dataset, resolve_dataset
@@ -94,13 +94,6 @@ def load_or_preprocess(
     return prepared, False, key
 
 
-def _framework_version(backend: Backend) -> str:
-    try:
-        return backend.version()
-    except Exception:
-        return "unknown"
-
-
 def run_bench(
     request: BenchRequest, settings: Settings, progress: Progress | None = None
 ) -> dict[str, Any]:
@@ -113,36 +106,39 @@ def run_bench(
 
     progress.on_stage("loading model")
     backend = create_backend(framework, request.backend_options)
-    backend.load(manifest)
+    try:
+        backend.load(manifest)
 
-    progress.on_stage("preparing data")
-    dataset = resolve_dataset(
-        request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
-    )
-    prep_start = time.perf_counter()
-    prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
-    prep_seconds = time.perf_counter() - prep_start
-
-    progress.on_stage("running")
-    progress.on_run_start(request.scenario.effective_min_duration_s)
-    with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
-        outcome = execute_run(
-            manifest=manifest,
-            backend=backend,
-            scenario=request.scenario,
-            batch_size=request.batch_size,
-            log_dir=Path(tmp),
-            tensors=prepared.tensors,
-            labels=prepared.labels,
-            workers=request.workers,
-            class_names=dataset.class_names,
+        progress.on_stage("preparing data")
+        dataset = resolve_dataset(
+            request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
         )
-        log_prefix = f"runs/{run_id}/"
-        logs = {}
-        for name, path in outcome.log_files.items():
-            store.put_bytes(log_prefix + name, path.read_bytes())
-            logs[name] = store.describe(log_prefix + name)
-    backend.close()
+        prep_start = time.perf_counter()
+        prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
+        prep_seconds = time.perf_counter() - prep_start
+
+        progress.on_stage("running")
+        progress.on_run_start(request.scenario.effective_min_duration_s)
+        with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
+            outcome = execute_run(
+                manifest=manifest,
+                backend=backend,
+                scenario=request.scenario,
+                batch_size=request.batch_size,
+                log_dir=Path(tmp),
+                tensors=prepared.tensors,
+                labels=prepared.labels,
+                workers=request.workers,
+                class_names=dataset.class_names,
+            )
+            log_prefix = f"runs/{run_id}/"
+            logs = {}
+            for name, path in outcome.log_files.items():
+                store.put_bytes(log_prefix + name, path.read_bytes())
+                logs[name] = store.describe(log_prefix + name)
+    finally:
+        # Sessions, client pools and device memory go back even when a run fails.
+        backend.close()
 
     progress.on_stage("storing")
     report = build_report(
@@ -171,7 +167,7 @@ def run_bench(
                 model_name=manifest.name,
                 model_version=manifest.version,
                 framework=framework,
-                framework_version=outcome.backend_info.get("version", _framework_version(backend)),
+                framework_version=str(outcome.backend_info.get("version", "unknown")),
                 scenario=request.scenario.scenario,
                 mode=request.scenario.mode,
                 batch_size=request.batch_size,

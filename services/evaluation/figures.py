@@ -33,10 +33,15 @@ def latency_ms(report: dict[str, Any], key: str) -> float:
     return math.nan if value is None else float(value) / 1e6
 
 
+def as_float(value: float | None) -> float:
+    """A stored figure: null (what LoadGen did not give) reads back as NaN."""
+    return math.nan if value is None else float(value)
+
+
 def figures_of(report: dict[str, Any]) -> dict[str, float]:
     perf = report["performance"]
     return {
-        "samples_per_second": float(perf["samples_per_second"]),
+        "samples_per_second": as_float(perf["samples_per_second"]),
         "latency_mean": latency_ms(report, "mean"),
         "latency_p50": latency_ms(report, "p50"),
         "latency_p90": latency_ms(report, "p90"),

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from services.embedded.bench import BenchRequest
-from services.evaluation.figures import latency_ms, percentile_key, verdicts
+from services.evaluation.figures import as_float, latency_ms, percentile_key, verdicts
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 
@@ -62,8 +62,8 @@ def judge(
     """Pass or fail one Server run against the bound (see the module docstring)."""
     perf = report["performance"]
     observed = latency_ms(report, percentile_key(percentile))
-    completed = float(perf["samples_per_second"])
-    scheduled = float(perf.get("scheduled_samples_per_second", math.nan))
+    completed = as_float(perf["samples_per_second"])
+    scheduled = as_float(perf.get("scheduled_samples_per_second"))
     if math.isnan(scheduled):
         scheduled = qps
     queries = float(perf.get("query_count") or 0)
@@ -72,8 +72,10 @@ def judge(
     reasons = []
     if not observed <= latency_bound_ms:
         reasons.append(f"p{percentile:g} {observed:.1f} > {latency_bound_ms:g} ms")
-    if completed < (1.0 - KEEP_UP_SLACK) * drain * scheduled:
+    if not completed >= (1.0 - KEEP_UP_SLACK) * drain * scheduled:
         reasons.append(f"behind: {completed:.1f} of {scheduled:.1f}/s")
+    if report.get("failed_samples"):
+        reasons.append(f"{report['failed_samples']} samples failed in the backend")
     validity, stability = verdicts(report)
     return Probe(
         qps=qps,

@@ -59,25 +59,6 @@ def check_framework_constraint(manifest: ModelManifest, backend: Backend) -> Non
         )
 
 
-def top_k_accuracy(
-    outputs: dict[int, np.ndarray], labels: Sequence[int | None], k: int = 5
-) -> AccuracyReport:
-    scored = [(i, labels[i]) for i in sorted(outputs) if labels[i] is not None]
-    if not scored:
-        raise ValueError("dataset: accuracy needs labelled samples (one sub-folder per class)")
-    top1 = top5 = 0
-    for index, label in scored:
-        logits = outputs[index].reshape(-1)
-        # Stable sort, so ties break by class index the same way every time.
-        ranked = np.argsort(-logits, kind="stable")[:k]
-        top1 += int(ranked[0] == label)
-        top5 += int(label in ranked)
-    n = len(scored)
-    return AccuracyReport(
-        sample_count=n, top1=100.0 * top1 / n, top5=100.0 * top5 / n if k >= 5 else None
-    )
-
-
 def execute_run(
     *,
     manifest: ModelManifest,
@@ -99,6 +80,8 @@ def execute_run(
     with the manifest's labels file instead of assuming the folders sort in class order."""
     if batch_size < 1:
         raise ValueError("batch_size: must be at least 1")
+    if workers < 1:
+        raise ValueError("workers: must be at least 1")
     check_framework_constraint(manifest, backend)
     accuracy_mode = scenario.mode == "accuracy"
     if accuracy_mode and labels is None:
@@ -123,6 +106,13 @@ def execute_run(
     np.save(log_dir / RAW_ARRIVALS_FILE, arrivals, allow_pickle=False)
     detail_text = result.read_log("mlperf_log_detail.txt")
     report = PerformanceReport.from_logs(result.read_log("mlperf_log_summary.txt"), detail_text)
+    if stats.failed_samples:
+        # Failed samples complete at once, so LoadGen sees a fast SUT and may call the run
+        # VALID; a figure measured over failures is no figure.
+        report = report.invalidated(
+            f"{stats.failed_samples} of {stats.samples} samples failed in the backend: "
+            f"{stats.errors[0] if stats.errors else 'no message'}"
+        )
     accuracy = None
     if top_k is not None and labels is not None:
         accuracy = score(result.outputs, labels, top_k, class_names)

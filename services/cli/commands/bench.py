@@ -97,6 +97,10 @@ def build_request(
         )
     except ValidationError as exc:
         fail(validation_lines(exc))
+    with user_errors():
+        backend_options = BackendOptions(
+            device=device, intra_op_threads=threads, extra=parse_options(option or [])
+        )
     return embedded.BenchRequest(
         model=model,
         framework=framework,
@@ -105,9 +109,7 @@ def build_request(
         dataset=dataset,
         samples=samples,
         seed=seed,
-        backend_options=BackendOptions(
-            device=device, intra_op_threads=threads, extra=parse_options(option or [])
-        ),
+        backend_options=backend_options,
         workers=workers,
     )
 
@@ -130,7 +132,7 @@ DURATION = typer.Option(None, help="LoadGen min duration, seconds (quick: 5).")
 SEED = typer.Option(0, help="Seed for synthetic data and LoadGen's schedules.")
 DEVICE = typer.Option("cpu", help="cpu | cuda | cuda:N")
 THREADS = typer.Option(0, help="Intra-op threads (0: the framework's default).")
-WORKERS = typer.Option(1, help="SUT worker threads for Offline/Server.")
+WORKERS = typer.Option(1, min=1, help="SUT worker threads for Offline/Server.")
 OPTION = typer.Option([], "--option", "-o", help="Backend option KEY=VALUE, e.g. mode=torchscript.")
 AS_JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
 

@@ -8,6 +8,7 @@ a ``Backend`` subclass. Backends are registered by name and imported lazily, so 
 from __future__ import annotations
 
 import importlib
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,22 @@ class BackendOptions:
     inter_op_threads: int = 0
     # Backend-specific options, e.g. {"mode": "torchscript"} or {"url": "127.0.0.1:8001"}.
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        parse_device(self.device)
+        if self.intra_op_threads < 0 or self.inter_op_threads < 0:
+            raise BackendError("threads: must be 0 (the framework's default) or more")
+
+
+DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
+
+
+def parse_device(device: str) -> tuple[str, int]:
+    """'cpu', 'cuda' or 'cuda:<index>' -> (kind, index); anything else names the field."""
+    match = DEVICE_RE.match(device)
+    if match is None or (match.group(1) == "cpu" and match.group(2) is not None):
+        raise BackendError(f"device: {device!r} is not accepted; accepted: cpu, cuda, cuda:<index>")
+    return match.group(1), int(match.group(2) or 0)
 
 
 class Backend(ABC):

@@ -45,9 +45,6 @@ class TensorQSL:
             raise RuntimeError("QSL: samples requested before LoadGen loaded them")
         return self._staged[self._row_of[np.asarray(indices, dtype=np.int64)]]
 
-    def sample_shape(self) -> tuple[int, ...]:
-        return tuple(self._fetch([0]).shape[1:])
-
     def construct(self) -> Any:
         import mlperf_loadgen as lg
 

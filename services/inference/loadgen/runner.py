@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from services.inference.backends.base import Backend
+from services.inference.backends.base import Backend, BackendError
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.sut import BatchingSUT, SUTStats
@@ -47,7 +47,6 @@ class LoadGenResult:
     stats: SUTStats
     outputs: dict[int, np.ndarray]
     warm_up: WarmUp
-    wall_s: float
 
     def read_log(self, name: str) -> str:
         path = self.log_dir / name
@@ -62,16 +61,25 @@ def _time_predict(backend: Backend, batch: np.ndarray, iterations: int) -> float
 
 
 def warm_up(backend: Backend, qsl: TensorQSL, batch_size: int, iterations: int = 3) -> WarmUp:
-    indices = [i % qsl.total_count for i in range(batch_size)]
-    qsl.load(sorted(set(range(min(qsl.total_count, batch_size)))))
-    batch = qsl.gather(indices[: min(batch_size, qsl.total_count)])
+    first = list(range(min(qsl.total_count, batch_size)))
+    qsl.load(first)
+    batch = qsl.gather(first)
     if len(batch) < batch_size:  # a dataset smaller than the batch: repeat samples
         batch = np.resize(batch, (batch_size, *batch.shape[1:]))
-    backend.warm_up(batch, iterations=iterations)
-    batch_latency = _time_predict(backend, batch, iterations)
-    single = batch[:1]
-    backend.warm_up(single, iterations=1)
-    single_latency = _time_predict(backend, single, iterations)
+    try:
+        backend.warm_up(batch, iterations=iterations)
+        batch_latency = _time_predict(backend, batch, iterations)
+        single = batch[:1]
+        backend.warm_up(single, iterations=1)
+        single_latency = _time_predict(backend, single, iterations)
+    except BackendError:
+        raise
+    except Exception as exc:  # the model rejects its input: say so before LoadGen starts
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise BackendError(
+            f"inputs[0].shape: the model rejects a batch of shape {batch.shape}: "
+            f"{type(exc).__name__}: {message}"
+        ) from exc
     qsl.unload([])
     return WarmUp(batch_latency_s=batch_latency, single_latency_s=single_latency)
 
@@ -86,7 +94,7 @@ def _start_test(
     workers: int,
     keep_outputs: bool,
     log_dir: Path,
-) -> tuple[BatchingSUT, float]:
+) -> BatchingSUT:
     import mlperf_loadgen as lg
 
     sut = BatchingSUT(
@@ -103,14 +111,12 @@ def _start_test(
     log_settings.enable_trace = False
     sut_handle = sut.construct()
     qsl_handle = qsl.construct()
-    start = time.perf_counter()
     try:
         lg.StartTestWithLogSettings(sut_handle, qsl_handle, settings, log_settings)
     finally:
-        wall = time.perf_counter() - start
         sut.destroy()
         qsl.destroy()
-    return sut, wall
+    return sut
 
 
 def calibrate_throughput(
@@ -191,7 +197,7 @@ def run_loadgen(
     if config.performance_sample_count is None:
         # Every prepared sample stays in RAM; LoadGen picks among all of them.
         settings.performance_sample_count_override = qsl.performance_count
-    sut, wall = _start_test(
+    sut = _start_test(
         backend,
         qsl,
         settings,
@@ -201,6 +207,4 @@ def run_loadgen(
         keep_outputs=config.mode == "accuracy",
         log_dir=log_dir,
     )
-    return LoadGenResult(
-        log_dir=log_dir, stats=sut.stats, outputs=sut.outputs, warm_up=measured, wall_s=wall
-    )
+    return LoadGenResult(log_dir=log_dir, stats=sut.stats, outputs=sut.outputs, warm_up=measured)

@@ -40,6 +40,10 @@ class SUTStats:
     completions: list[tuple[int, int]] = field(default_factory=list)
 
 
+# One sample and the perf_counter_ns time it reached the SUT.
+Arrival = tuple[Any, int]
+
+
 class BatchingSUT:
     def __init__(
         self,
@@ -51,6 +55,11 @@ class BatchingSUT:
         workers: int = 1,
         keep_outputs: bool = False,
     ) -> None:
+        import mlperf_loadgen
+
+        if workers < 1:
+            raise ValueError("workers: must be at least 1")
+        self._lg = mlperf_loadgen  # bound once: no import machinery on the timed path
         self.backend = backend
         self.qsl = qsl
         self.batch_size = batch_size
@@ -60,9 +69,13 @@ class BatchingSUT:
         self.stats = SUTStats()
         self._lock = threading.Lock()
         self._async = bool(getattr(backend, "supports_async", False))
+        # Batches handed to an asynchronous backend and not completed yet; destroy() waits
+        # for zero so no completion still runs while the results are read.
+        self._in_flight = 0
+        self._drained = threading.Condition(self._lock)
         # Offline and Server hand work to worker threads so LoadGen's issue thread stays free.
         self._queued = scenario in {"offline", "server"} and not self._async
-        self._queue: queue.Queue[tuple[list[Any], int] | None] = queue.Queue()
+        self._queue: queue.Queue[list[Arrival] | None] = queue.Queue()
         self._threads = [
             threading.Thread(target=self._worker, name=f"sut-worker-{i}", daemon=True)
             for i in range(workers if self._queued else 0)
@@ -72,22 +85,22 @@ class BatchingSUT:
     # LoadGen callbacks -------------------------------------------------------------------
     def issue_queries(self, query_samples: Sequence[Any]) -> None:
         received = time.perf_counter_ns()
-        samples = list(query_samples)
+        arrivals = [(sample, received) for sample in query_samples]
         # list.extend is atomic under the GIL; no lock on LoadGen's issue thread.
-        self.stats.arrivals_ns.extend([received] * len(samples))
+        self.stats.arrivals_ns.extend([received] * len(arrivals))
         if self._queued and self.scenario == "server":
             # Each arrival is queued; the worker groups what is waiting into a batch.
-            for sample in samples:
-                self._queue.put(([sample], received))
+            for arrival in arrivals:
+                self._queue.put([arrival])
             return
-        for start in range(0, len(samples), self.batch_size):
-            chunk = samples[start : start + self.batch_size]
+        for start in range(0, len(arrivals), self.batch_size):
+            chunk = arrivals[start : start + self.batch_size]
             if self._queued:
-                self._queue.put((chunk, received))
+                self._queue.put(chunk)
             elif self._async:
-                self._run_async(chunk, received)
+                self._run_async(chunk)
             else:
-                self._run_batch(chunk, received)
+                self._run_batch(chunk)
 
     def flush_queries(self) -> None:
         """LoadGen calls this when it issues no more queries; nothing is held back here."""
@@ -95,10 +108,9 @@ class BatchingSUT:
     # Work --------------------------------------------------------------------------------
     def _worker(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
+            chunk = self._queue.get()
+            if chunk is None:
                 return
-            chunk, received = item
             if self.scenario == "server":
                 # Dynamic batching: take whatever else has arrived, up to the batch size.
                 while len(chunk) < self.batch_size:
@@ -109,83 +121,94 @@ class BatchingSUT:
                     if more is None:
                         self._queue.put(None)
                         break
-                    chunk.extend(more[0])
-                    received = min(received, more[1])
-            self._run_batch(chunk, received)
+                    chunk.extend(more)
+            self._run_batch(chunk)
 
-    def _run_batch(self, chunk: list[Any], received: int) -> None:
+    def _run_batch(self, chunk: list[Arrival]) -> None:
         try:
-            batch = self.qsl.gather([s.index for s in chunk])
+            batch = self.qsl.gather([sample.index for sample, _ in chunk])
             result: np.ndarray | None = self.backend.predict(batch)
             error: BaseException | None = None
         except Exception as exc:  # a failing model must not hang LoadGen
             result, error = None, exc
-        self._complete(chunk, received, result, error)
+        self._complete(chunk, result, error)
 
-    def _run_async(self, chunk: list[Any], received: int) -> None:
+    def _run_async(self, chunk: list[Arrival]) -> None:
         try:
-            batch = self.qsl.gather([s.index for s in chunk])
+            batch = self.qsl.gather([sample.index for sample, _ in chunk])
         except Exception as exc:
-            self._complete(chunk, received, None, exc)
+            self._complete(chunk, None, exc)
             return
+        with self._lock:
+            self._in_flight += 1
 
         def done(result: np.ndarray | None, error: BaseException | None) -> None:
-            self._complete(chunk, received, result, error)
+            try:
+                self._complete(chunk, result, error)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+                    self._drained.notify_all()
 
         try:
             self.backend.predict_async(batch, done)  # type: ignore[attr-defined]
         except Exception as exc:
-            self._complete(chunk, received, None, exc)
+            done(None, exc)
 
     def _complete(
         self,
-        chunk: list[Any],
-        received: int,
+        chunk: list[Arrival],
         result: np.ndarray | None,
         error: BaseException | None,
     ) -> None:
-        import mlperf_loadgen as lg
-
+        """Complete every sample of the chunk with LoadGen, whatever happened before."""
+        lg = self._lg
         keep: list[np.ndarray] = []
-        responses = []
-        if error is None and result is not None and self.keep_outputs:
-            for i, sample in enumerate(chunk):
-                row = np.ascontiguousarray(result[i])
-                keep.append(row)
-                responses.append(lg.QuerySampleResponse(sample.id, row.ctypes.data, row.nbytes))
-        else:
-            responses = [lg.QuerySampleResponse(s.id, 0, 0) for s in chunk]
-        lg.QuerySamplesComplete(responses)
-        finished = time.perf_counter_ns()
-        with self._lock:
-            self.stats.batches += 1
-            self.stats.samples += len(chunk)
-            self.stats.latencies_ns.extend([finished - received] * len(chunk))
-            self.stats.completions.append((finished, len(chunk)))
-            if error is not None:
-                self.stats.failed_samples += len(chunk)
-                if len(self.stats.errors) < MAX_ERRORS_KEPT:
-                    self.stats.errors.append(f"{type(error).__name__}: {error}")
-            elif keep:
-                for sample, row in zip(chunk, keep, strict=True):
-                    self.outputs[sample.index] = row
+        responses = [lg.QuerySampleResponse(sample.id, 0, 0) for sample, _ in chunk]
+        try:
+            if error is None and (result is None or len(result) < len(chunk)):
+                rows = 0 if result is None else len(result)
+                error = ValueError(f"outputs[0]: {rows} rows for a batch of {len(chunk)}")
+            if error is None and result is not None and self.keep_outputs:
+                # Accuracy mode (untimed): LoadGen copies each response into its log.
+                keep = [np.ascontiguousarray(result[i]) for i in range(len(chunk))]
+                responses = [
+                    lg.QuerySampleResponse(sample.id, row.ctypes.data, row.nbytes)
+                    for (sample, _), row in zip(chunk, keep, strict=True)
+                ]
+                with self._lock:
+                    for (sample, _), row in zip(chunk, keep, strict=True):
+                        self.outputs[sample.index] = row
+        except Exception as exc:  # never leave a query uncompleted
+            error, keep = exc, []
+            responses = [lg.QuerySampleResponse(sample.id, 0, 0) for sample, _ in chunk]
+        finally:
+            lg.QuerySamplesComplete(responses)
+            finished = time.perf_counter_ns()
+            with self._lock:
+                self.stats.batches += 1
+                self.stats.samples += len(chunk)
+                self.stats.latencies_ns.extend(finished - received for _, received in chunk)
+                self.stats.completions.append((finished, len(chunk)))
+                if error is not None:
+                    self.stats.failed_samples += len(chunk)
+                    if len(self.stats.errors) < MAX_ERRORS_KEPT:
+                        self.stats.errors.append(f"{type(error).__name__}: {error}")
 
     # Lifecycle ---------------------------------------------------------------------------
     def construct(self) -> Any:
-        import mlperf_loadgen as lg
-
         for thread in self._threads:
             thread.start()
-        self._handle = lg.ConstructSUT(self.issue_queries, self.flush_queries)
+        self._handle = self._lg.ConstructSUT(self.issue_queries, self.flush_queries)
         return self._handle
 
     def destroy(self) -> None:
-        import mlperf_loadgen as lg
-
         for _ in self._threads:
             self._queue.put(None)
         for thread in self._threads:
             thread.join()
+        with self._drained:
+            self._drained.wait_for(lambda: self._in_flight == 0)
         if self._handle is not None:
-            lg.DestroySUT(self._handle)
+            self._lg.DestroySUT(self._handle)
             self._handle = None

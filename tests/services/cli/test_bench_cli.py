@@ -72,7 +72,7 @@ def test_offline_prints_samples_per_second(data_dir: Path, framework: str) -> No
     )
     assert result.returncode == 0, result.stderr
     assert "samples/s" in result.stdout
-    assert "VALID" in result.stdout
+    assert "│ validity" in result.stdout and "INVALID" not in result.stdout
 
 
 @pytest.mark.parametrize("scenario", ["server", "multi-stream"])
@@ -191,6 +191,7 @@ def test_catalogue_validates(data_dir: Path) -> None:
         (("--scenario", "batch"), ("--scenario:", "accepted: offline")),
         (("--target-qps", "-3"), ("target_qps:", "greater than 0")),
         (("--dataset", "/no/such/folder"), ("dataset:", "not a folder")),
+        (("--device", "gpu"), ("device: 'gpu' is not accepted", "cpu, cuda, cuda:<index>")),
     ],
 )
 def test_bench_bad_input_is_one_line(
@@ -202,4 +203,16 @@ def test_bench_bad_input_is_one_line(
 def test_unknown_model_is_one_line(data_dir: Path) -> None:
     _one_line_error(
         benchstack(data_dir, "bench", "resnet19"), "model: 'resnet19' is not in the catalogue"
+    )
+
+
+def test_model_rejecting_its_input_is_one_line(data_dir: Path, tmp_path: Path) -> None:
+    data = yaml.safe_load(Path(TINY).read_text())
+    data["inputs"][0]["shape"] = [1, 16, 16]  # the CNN's classifier expects 32x32
+    data["inputs"][0]["steps"][1] = {"resize": {"size": [16, 16], "keep_aspect": False}}
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(data))
+    _one_line_error(
+        benchstack(data_dir, "bench", str(path), "--duration", "0.2", "--samples", "4"),
+        "inputs[0].shape: the model rejects a batch of shape (1, 1, 16, 16)",
     )

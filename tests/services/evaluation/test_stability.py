@@ -137,12 +137,13 @@ class SlowingDown(Backend):
 
 @pytest.mark.parametrize(("growth", "verdict"), [(0.0, "STABLE"), (0.02, "UNSTABLE")])
 def test_real_loadgen_run_gets_a_verdict(growth: float, verdict: str, tmp_path: Path) -> None:
-    # Offline at ~1 ms per batch of 4 plans a few hundred batches for 0.5 s; growing by
-    # 0.02 ms a call, the last batches take several times the first.
+    # Offline planned for 4000 samples/s x 0.5 s = 500 batches of 4 (a given target QPS
+    # means no calibration probe, whose calls would also slow the backend down); growing
+    # by 0.02 ms a call from 1 ms, the last batches take several times the first.
     outcome = execute_run(
         manifest=resolve_model("tests/fixtures/tiny_cnn.yaml"),
         backend=SlowingDown(growth),
-        scenario=ScenarioConfig(scenario="offline", min_duration_s=0.5),
+        scenario=ScenarioConfig(scenario="offline", min_duration_s=0.5, target_qps=4000),
         batch_size=4,
         log_dir=tmp_path,
         tensors=np.zeros((16, 1, 32, 32), np.float32),

@@ -55,7 +55,8 @@ def test_batch_size_sweep_prints_and_stores_a_curve(data_dir: Path) -> None:
     assert [p["value"] for p in points] == [1, 2, 4, 8, 16]
     # A fixed 2 ms per batch: throughput grows with the batch (16x batch, >8x samples/s).
     assert points[-1]["samples_per_second"] > 8 * points[0]["samples_per_second"]
-    assert all(p["validity"] and p["stability"] for p in points)
+    assert all(p["validity"] in {"VALID", "INVALID"} for p in points)
+    assert all(p["stability"] in {"STABLE", "UNSTABLE", "INSUFFICIENT"} for p in points)
     assert (data_dir / "objects" / "sweeps" / f"{curve['id']}.json").exists()
     listed = json.loads(_cli(data_dir, "results", "--json").stdout)
     assert {p["run_id"] for p in points} <= {r["run_id"] for r in listed}

@@ -19,7 +19,12 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from services.inference.backends.base import Backend, BackendError, BackendUnavailable
+from services.inference.backends.base import (
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    parse_device,
+)
 from services.inference.convert import DEFAULT_OPSET, onnx_file_for
 from shared.manifest import ModelManifest
 
@@ -45,13 +50,6 @@ def _choice(extra: dict[str, Any], key: str, accepted: dict[str, Any], default: 
     if value not in accepted:
         raise BackendError(f"{key}: {value!r} is not accepted; accepted: {', '.join(accepted)}")
     return value
-
-
-def _device_id(device: str) -> int:
-    _, _, index = device.partition(":")
-    if index and not index.isdigit():
-        raise BackendError(f"device: {device!r} is not accepted; accepted: cpu, cuda, cuda:<index>")
-    return int(index or 0)
 
 
 class OnnxRuntimeBackend(Backend):
@@ -108,7 +106,7 @@ class OnnxRuntimeBackend(Backend):
                 f"device: {device!r} needs {', '.join(missing)}, which this onnxruntime build "
                 f"lacks (it has {', '.join(available)}); install onnxruntime-gpu"
             )
-        device_options = {"device_id": _device_id(device)}
+        device_options = {"device_id": parse_device(device)[1]}
         # CPU stays last so nodes no GPU provider implements still run, as ONNX Runtime intends.
         return [*((p, device_options) for p in wanted), "CPUExecutionProvider"]
 

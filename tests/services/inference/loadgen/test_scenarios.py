@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -43,7 +45,14 @@ def test_scenario_runs_and_report_matches_loadgen_summary(scenario: str, tmp_pat
     report = outcome.report
     assert report.scenario == summary["Scenario"]
     assert report.validity.result == summary["Result is"]
-    assert report.headline.value == summary[report.headline.name]
+    expected_headline = {
+        "offline": "Samples per second",
+        "single-stream": "90.0th percentile latency (ns)",
+        "multi-stream": "99.0th percentile latency (ns)",
+        "server": "Completed samples per second",
+    }[scenario]
+    assert report.headline.name == expected_headline
+    assert report.headline.value == summary[expected_headline]
     assert report.query_count > 0 and report.samples_per_second > 0
     assert report.latency.min_ns <= report.latency.percentiles_ns["p50"] <= report.latency.max_ns
     assert outcome.failed_samples == 0
@@ -145,3 +154,122 @@ def test_scenario_config_errors_name_the_field() -> None:
         ScenarioConfig(scenario="batch")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="max_duration_s must be at least"):
         ScenarioConfig(min_duration_s=5, max_duration_s=1)
+
+
+class ShortOutput(Backend):
+    """Returns one row for any batch: a broken model that must not hang LoadGen."""
+
+    name = "short"
+
+    def version(self) -> str:
+        return "0"
+
+    def load(self, manifest: object) -> None:
+        pass
+
+    def warm_up(self, sample_batch: np.ndarray, iterations: int = 3) -> None:
+        pass
+
+    def predict(self, batch: np.ndarray) -> np.ndarray:
+        return np.zeros((1, 10), np.float32)
+
+
+@pytest.mark.parametrize("mode", ["performance", "accuracy"])
+@pytest.mark.timeout(60)
+def test_wrong_sized_output_fails_the_samples_without_hanging(mode: str, tmp_path: Path) -> None:
+    backend = ShortOutput()
+    outcome = execute_run(
+        manifest=resolve_model(TINY),
+        backend=backend,
+        scenario=ScenarioConfig(scenario="offline", mode=mode, min_duration_s=0.2, target_qps=50),  # type: ignore[arg-type]
+        batch_size=4,
+        log_dir=tmp_path,
+        tensors=_tensors(8),
+        labels=[0] * 8,
+    )
+    assert outcome.failed_samples > 0
+    assert "outputs[0]: 1 rows for a batch of 4" in outcome.errors[0]
+    assert outcome.report.validity.result == "INVALID"
+
+
+def test_a_run_whose_samples_fail_is_invalid_whatever_loadgen_says(tmp_path: Path) -> None:
+    backend = Exploding()
+    tensors = np.full((8, 1, 32, 32), 9.0, np.float32)
+    tensors[:2] = 0.0  # warm-up uses samples 0 and 1, which succeed
+    outcome = execute_run(
+        manifest=resolve_model(TINY),
+        backend=backend,
+        scenario=ScenarioConfig(scenario="single-stream", min_duration_s=0.2),
+        batch_size=1,
+        log_dir=tmp_path,
+        tensors=tensors,
+    )
+    assert outcome.failed_samples > 0
+    assert outcome.report.validity.result == "INVALID"
+    assert any("failed in the backend" in r for r in outcome.report.validity.reasons)
+
+
+class AsyncNull(Backend):
+    """An asynchronous backend: completes from another thread, some requests with an error."""
+
+    name = "async-null"
+    supports_async = True
+
+    def version(self) -> str:
+        return "0"
+
+    def load(self, manifest: object) -> None:
+        import concurrent.futures
+
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+
+    def predict(self, batch: np.ndarray) -> np.ndarray:
+        return np.zeros((len(batch), 10), np.float32)
+
+    def predict_async(self, batch: np.ndarray, callback: Any) -> None:
+        def work() -> None:
+            time.sleep(0.002)
+            if batch.max() >= 6:
+                callback(None, RuntimeError("remote said no"))
+            else:
+                callback(self.predict(batch), None)
+
+        self.pool.submit(work)
+
+
+@pytest.mark.parametrize("scenario", ["server", "multi-stream", "offline"])
+def test_async_backend_completes_every_sample_before_results_are_read(
+    scenario: str, tmp_path: Path
+) -> None:
+    backend = AsyncNull()
+    backend.load(None)
+    tensors = np.arange(8, dtype=np.float32)[:, None, None, None] * np.ones(
+        (1, 1, 32, 32), np.float32
+    )
+    outcome = execute_run(
+        manifest=resolve_model(TINY),
+        backend=backend,
+        scenario=ScenarioConfig(
+            scenario=scenario, min_duration_s=0.3, target_qps=100, samples_per_query=4
+        ),  # type: ignore[arg-type]
+        batch_size=2,
+        log_dir=tmp_path,
+        tensors=tensors,
+    )
+    completed = sum(n for _, n in np.load(tmp_path / "sut_completions_ns.npy"))
+    assert completed == outcome.report.sample_count
+    assert 0 < outcome.failed_samples < completed
+    assert outcome.errors[0] == "RuntimeError: remote said no"
+
+
+def test_workers_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="workers: must be at least 1"):
+        execute_run(
+            manifest=resolve_model(TINY),
+            backend=_null(),
+            scenario=ScenarioConfig(),
+            batch_size=1,
+            log_dir=tmp_path,
+            tensors=_tensors(),
+            workers=0,
+        )
