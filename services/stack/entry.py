@@ -30,9 +30,7 @@ def worker_plan(kind: str, *, concurrency: int | None) -> WorkerPlan:
         )
     if kind == "preprocess":
         # CPU-bound work: processes, one per core by default.
-        return WorkerPlan(
-            [queues.PREPROCESS], "prefork", concurrency or max(1, os.cpu_count() or 1)
-        )
+        return WorkerPlan([queues.PREPROCESS], "prefork", concurrency or usable_cpus())
     # Scheduler and aggregator wait on the database and the store: threads suffice.
     return WorkerPlan([kind], "threads", concurrency or 4)
 
@@ -147,3 +145,15 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: the affinity mask, not the host's count.
+
+    A container limited to 2 CPUs on a 64-core node would otherwise fork 64 preprocess
+    children and run out of memory. (A CFS quota without a cpuset is not seen here; set
+    --concurrency there.)
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)

@@ -153,9 +153,10 @@ class Stack:
         return killed
 
     def watch(self, on_exit: Callable[[RunningService, int], None], poll_s: float = 0.5) -> None:
-        """Block until interrupted, reporting any service that exits on its own."""
+        """Block until interrupted or stopped (`benchstack down` removes the pid file),
+        reporting any service that exits on its own."""
         reported: set[int] = set()
-        while True:
+        while self.pid_file.exists():
             for service in self.running_children():
                 code = self._children[service.pid].poll()
                 if code is not None and service.pid not in reported:
