@@ -68,7 +68,7 @@ class LocalStore:
         return self._path(key).is_file()
 
     def list_keys(self, prefix: str) -> list[str]:
-        base = self.root / prefix if prefix else self.root
+        base = self.root / _checked_key(prefix.rstrip("/")) if prefix else self.root
         if not base.exists():
             return []
         return sorted(
