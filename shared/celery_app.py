@@ -24,6 +24,20 @@ TASK_MODULES = (
 )
 
 
+# The longest an inference run may take, measured from its claim to its completion
+# (``BENCHSTACK_MAX_RUN_SECONDS``, ``Settings.max_run_seconds``). Two limits
+# derive from it: the claim lease, after which a redelivered RunInference may take over a
+# run whose worker vanished, and the broker's visibility timeout, after which Redis hands an
+# unacknowledged message to another worker. The timeout must exceed the lease, or a run
+# still going would be delivered again while its claim looks alive.
+VISIBILITY_MARGIN_SECONDS = 600.0
+
+
+def visibility_timeout_seconds(settings: Settings) -> float:
+    """Unacked messages return to the queue after this long (Redis): longer than any run."""
+    return settings.max_run_seconds + VISIBILITY_MARGIN_SECONDS
+
+
 def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker_url,
@@ -38,7 +52,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_default_queue": queues.SCHEDULER,
         "broker_connection_retry_on_startup": True,
         # Unacked messages return to the queue after this long (Redis); longer than any run.
-        "broker_transport_options": {"visibility_timeout": 3600},
+        "broker_transport_options": {
+            "visibility_timeout": int(visibility_timeout_seconds(settings))
+        },
         "worker_hijack_root_logger": False,
         "enable_utc": True,
     }

@@ -9,12 +9,30 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
-PLACEHOLDER_SECRETS = frozenset({"", "change-me", "changeme", "secret", "dev-secret-change-me"})
+PLACEHOLDER_SECRETS = frozenset(
+    {
+        "",
+        "change-me",
+        "changeme",
+        "secret",
+        "dev-secret-change-me",
+        "minioadmin",
+        "password",
+        "postgres",
+    }
+)
+# Fields whose value is, or holds, a secret: never shown in clear by repr() or str().
+SECRET_FIELDS = ("secret_key", "s3_access_key", "s3_secret_key")
+URL_FIELDS = ("database_url", "broker_url")
+MASK = "**********"
 
 DEFAULT_DATA_DIR = Path.home() / ".benchstack"
 
@@ -24,6 +42,11 @@ class Settings(BaseSettings):
 
     environment: Literal["development", "test", "production"] = "development"
     data_dir: Path = DEFAULT_DATA_DIR
+    # Where the datasets an API submission may name live ("imagenet/val" is
+    # <datasets_dir>/imagenet/val); a submission can name nothing outside it.
+    datasets_dir: Path = Field(default_factory=lambda data: Path(data["data_dir"]) / "datasets")
+    # Where relative model file paths of manifests sent through the API resolve.
+    models_dir: Path = Field(default_factory=lambda data: Path(data["data_dir"]) / "models")
     # Empty means "the SQLite file inside data_dir" (embedded mode).
     database_url: str = ""
     broker_url: str = "redis://127.0.0.1:6379/0"
@@ -37,28 +60,51 @@ class Settings(BaseSettings):
     secret_key: str = "dev-secret-change-me"
     otlp_endpoint: str = ""
     api_url: str = "http://127.0.0.1:8000"
-    # host:port of the Triton (KServe-V2) server the triton backend talks to when a
-    # submission's backend options name no "url"; empty keeps the backend's own default.
+    # host:port of the Triton (KServe-V2) server the triton backend talks to from the
+    # stack (API submissions cannot name one); empty keeps the backend's own default.
     triton_url: str = ""
     agent_heartbeat_seconds: float = Field(default=10.0, gt=0)
     # An agent is live while its last heartbeat is younger than this many heartbeats.
     agent_live_heartbeats: float = Field(default=3.0, gt=1)
     # Samples per preprocessing shard: the unit of parallel work and of reuse.
     shard_samples: int = Field(default=64, ge=1)
+    # The most samples one API submission may ask for.
+    max_samples: int = Field(default=100_000, ge=1)
+    # The longest one run may measure; the broker's visibility timeout and an inference
+    # claim's lease are derived from it, so a long run is never handed to a second worker.
+    max_run_seconds: float = Field(default=3600.0, gt=0)
 
     @model_validator(mode="after")
     def _refuse_placeholder_secrets(self) -> Settings:
         # A production deployment with a default secret is worse than one that will not start.
-        if self.environment == "production":
-            if self.secret_key in PLACEHOLDER_SECRETS:
-                raise ValueError(
-                    "BENCHSTACK_SECRET_KEY is a placeholder; set a real secret in production"
-                )
-            if self.s3_endpoint and self.s3_secret_key in PLACEHOLDER_SECRETS:
-                raise ValueError(
-                    "BENCHSTACK_S3_SECRET_KEY is a placeholder; set a real secret in production"
-                )
+        # Development and test modes stay permissive. Messages never quote the secret.
+        if self.environment != "production":
+            return self
+        checks: list[tuple[str, str | None]] = [
+            ("BENCHSTACK_SECRET_KEY", self.secret_key),
+            ("the password in BENCHSTACK_DATABASE_URL", _database_password(self.database_url)),
+            ("the password in BENCHSTACK_BROKER_URL", _url_password(self.broker_url)),
+        ]
+        if self.s3_endpoint:
+            checks += [
+                ("BENCHSTACK_S3_ACCESS_KEY", self.s3_access_key),
+                ("BENCHSTACK_S3_SECRET_KEY", self.s3_secret_key),
+            ]
+        for name, value in checks:
+            # None: the URL carries no password (e.g. the embedded SQLite file).
+            if value is not None and value.strip().lower() in PLACEHOLDER_SECRETS:
+                raise ValueError(f"{name} is a placeholder; set a real secret in production")
         return self
+
+    def __repr_args__(self) -> Any:
+        # repr(settings) ends up in logs and tracebacks: mask secrets and URL passwords.
+        for name, value in super().__repr_args__():
+            if name in SECRET_FIELDS and value:
+                yield name, MASK
+            elif name in URL_FIELDS and isinstance(value, str):
+                yield name, _mask_url_password(value)
+            else:
+                yield name, value
 
     @property
     def effective_database_url(self) -> str:
@@ -67,6 +113,34 @@ class Settings(BaseSettings):
     @property
     def objects_dir(self) -> Path:
         return self.data_dir / "objects"
+
+
+def _database_password(url: str) -> str | None:
+    if not url:
+        return None
+    try:
+        return make_url(url).password
+    except (ArgumentError, ValueError):
+        # Not a URL SQLAlchemy can read: the engine will say so; nothing to check here.
+        return None
+
+
+def _url_password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
+
+
+def _mask_url_password(url: str) -> str:
+    """``scheme://user:SECRET@host`` -> ``scheme://user:**********@host``."""
+    password = _url_password(url)
+    if not password:
+        return url
+    parts = urlsplit(url)
+    userinfo, _, hostinfo = parts.netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return parts._replace(netloc=f"{user}:{MASK}@{hostinfo}").geturl()
 
 
 @lru_cache(maxsize=1)

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from shared.db.models import Metric, Run
+from shared.db.models import Metric, Run, utcnow
 
 
 class RunNotFound(LookupError):
@@ -80,38 +81,67 @@ def json_safe(value: Any) -> Any:
 def save_run(session: Session, record: RunRecord) -> Run:
     """Insert the run and its metrics; a second save of the same id changes nothing.
 
-    A figure LoadGen did not produce is NaN in a report and null once stored.
+    Race-safe: two deliveries saving the same run at once both return the one stored row
+    (the insert is ON CONFLICT DO NOTHING on Postgres and SQLite; elsewhere a savepoint
+    catches the duplicate key). A figure LoadGen did not produce is NaN in a report and
+    null once stored.
     """
     existing = session.get(Run, record.id)
     if existing is not None:
         return existing
-    run = Run(
-        id=record.id,
-        evaluation_id=record.evaluation_id,
-        model_name=record.model_name,
-        model_version=record.model_version,
-        framework=record.framework,
-        framework_version=record.framework_version,
-        scenario=record.scenario,
-        mode=record.mode,
-        batch_size=record.batch_size,
-        dataset=record.dataset,
-        validity=record.validity,
-        samples_per_second=json_safe(record.samples_per_second),
-        preprocess_reused=record.preprocess_reused,
-        manifest=json_safe(record.manifest),
-        settings=json_safe(record.settings),
-        environment=json_safe(record.environment),
-        report=json_safe(record.report),
-        log_prefix=record.log_prefix,
-    )
-    run.metrics = [
-        Metric(name=name, value=value, unit=unit)
+    values: dict[str, Any] = {
+        "id": record.id,
+        "evaluation_id": record.evaluation_id,
+        "model_name": record.model_name,
+        "model_version": record.model_version,
+        "framework": record.framework,
+        "framework_version": record.framework_version,
+        "scenario": record.scenario,
+        "mode": record.mode,
+        "batch_size": record.batch_size,
+        "dataset": record.dataset,
+        "validity": record.validity,
+        "samples_per_second": json_safe(record.samples_per_second),
+        "preprocess_reused": record.preprocess_reused,
+        "manifest": json_safe(record.manifest),
+        "settings": json_safe(record.settings),
+        "environment": json_safe(record.environment),
+        "report": json_safe(record.report),
+        "log_prefix": record.log_prefix,
+    }
+    if not _insert_run(session, values):
+        stored = session.get(Run, record.id)
+        if stored is None:  # the other insert rolled back after we yielded to it
+            raise RuntimeError(f"run {record.id}: a concurrent save neither won nor lost")
+        return stored
+    session.add_all(
+        Metric(run_id=record.id, name=name, value=value, unit=unit)
         for name, value, unit in metrics_from_report(record.report)
-    ]
-    session.add(run)
+    )
     session.flush()
+    run = session.get(Run, record.id)
+    assert run is not None
     return run
+
+
+def _insert_run(session: Session, values: dict[str, Any]) -> bool:
+    """Insert the runs row; False when a row with that id exists (this call lost a race)."""
+    dialect = session.get_bind().dialect.name
+    if dialect in {"postgresql", "sqlite"}:
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        values.setdefault("created_at", utcnow())
+        result = session.execute(
+            insert(Run).values(**values).on_conflict_do_nothing(index_elements=[Run.id])
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+    try:
+        with session.begin_nested():
+            session.add(Run(**values))
+    except IntegrityError:
+        return False
+    return True
 
 
 def list_runs(

@@ -1,7 +1,8 @@
 """aggregator.run_completed: parse LoadGen's logs, write the run and its metrics, finish.
 
-The repository's ``save_run`` is idempotent by run id, so a redelivered message (or a
-rerun of the same evaluation's inference) never counts a result twice.
+Only an evaluation in AGGREGATING gets its run stored. The repository's ``save_run`` is
+idempotent by run id (and safe against a concurrent save of the same id), so a redelivered
+or re-sent message never counts a result twice.
 """
 
 from __future__ import annotations
@@ -130,7 +131,9 @@ def run_completed(payload: dict[str, Any]) -> None:
         if evaluation is None:
             log.warning("run %s names unknown evaluation %s", message.run_id, message.evaluation_id)
             return
-        if evaluation.state == EvaluationState.CANCELLED.value:
+        if evaluation.state != EvaluationState.AGGREGATING.value:
+            # Cancelled, failed or already finished: nothing of this run may be stored.
+            log.info("run %s: evaluation is %s; not stored", message.run_id, evaluation.state)
             return
         try:
             record = build_record(evaluation, message, store)

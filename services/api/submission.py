@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import lru_cache
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.evaluation.labels import BUILTIN_LABELS
 from services.inference.backends.base import backend_names
 from services.inference.loadgen.config import ScenarioConfig
 from services.scheduler.agents import find_agent
@@ -36,12 +38,56 @@ from shared.catalogue import list_catalogue
 from shared.db.catalog import RegisteredModel
 from shared.db.evaluation_repo import fail
 from shared.db.evaluations import Evaluation
-from shared.manifest import ManifestError, ModelManifest, parse_manifest, parse_manifest_text
+from shared.manifest import (
+    SEMVER_RE,
+    ManifestError,
+    ModelManifest,
+    TopKStep,
+    parse_manifest,
+    parse_manifest_text,
+)
 from shared.messages import EvaluationRequested, Message
 from shared.settings import Settings
 from shared.tracing import TRACE_LEVELS
 
 Publisher = Callable[[str, Message, str | None], None]
+
+# Bounds of a submission. String limits are the column sizes of shared/db (evaluations,
+# models): longer input is refused with a typed error, never truncated or sent to SQL.
+MAX_BATCH_SIZE = 4096
+MAX_DATASET_CHARS = 500  # evaluations.dataset, datasets.spec: String(500)
+MAX_NAME_CHARS = 200  # evaluations.model_name, models.name: String(200)
+MAX_VERSION_CHARS = 100  # evaluations.model_version, models.version: String(100)
+MAX_DEVICE_CHARS = 50  # evaluations.device: String(50)
+MAX_MANIFEST_CHARS = 256 * 1024  # a manifest is a page of YAML, not a payload
+MAX_SEED = 2**31 - 1  # evaluations.seed: Integer
+MAX_OPTION_CHARS = 200
+SYNTHETIC = "synthetic"
+
+# backendOptions each backend reads (services/inference/backends/<name>/backend.py).
+# "url" is not among them: which server the triton backend talks to is the worker's
+# setting (BENCHSTACK_TRITON_URL), never the submitter's, or any user could make a worker
+# connect to any host.
+BACKEND_OPTION_KEYS: dict[str, tuple[str, ...]] = {
+    "null": ("num_outputs", "service_time_ms"),
+    "onnxruntime": ("execution_mode", "execution_provider", "graph_optimization_level", "opset"),
+    "tensorflow": ("seed", "signature"),
+    "tensorrt": ("max_batch_size", "opset", "opt_batch_size", "precision", "workspace_mb"),
+    "torch": ("mode",),
+    "triton": (
+        "binary_data",
+        "concurrency",
+        "input_name",
+        "model_name",
+        "model_version",
+        "output_name",
+        "protocol",
+        "timeout_s",
+    ),
+}
+REFUSED_BACKEND_OPTIONS = {
+    "url": "the worker's BENCHSTACK_TRITON_URL decides which server it talks to",
+}
 
 
 @dataclass(frozen=True)
@@ -100,21 +146,65 @@ def _catalogue() -> tuple[ModelManifest, ...]:
     return tuple(list_catalogue())
 
 
-def find_model(session: Session, name: str, version: str | None) -> ModelManifest | None:
-    """A registered model (newest registration first), else a catalogue model.
+def catalogue_names() -> frozenset[str]:
+    return frozenset(m.name for m in _catalogue())
+
+
+def semver_key(version: str) -> tuple[Any, ...]:
+    """Sort key of a semantic version by semver.org precedence (build metadata ignored):
+    1.0.0-alpha < 1.0.0-alpha.1 < 1.0.0-beta < 1.0.0-rc.1 < 1.0.0 < 1.0.1 < 1.10.0."""
+    match = SEMVER_RE.match(version)
+    if match is None:  # every stored version passed the manifest's check; kept as a guard
+        return (-1, -1, -1, 0, ())
+    major, minor, patch, pre, _build = match.groups()
+    if pre is None:
+        # A release ranks above each of its pre-releases.
+        return (int(major), int(minor), int(patch), 1, ())
+    # Numeric identifiers rank below alphanumeric ones and compare as numbers.
+    ids = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
+    return (int(major), int(minor), int(patch), 0, ids)
+
+
+def _highest(manifests: Iterable[ModelManifest]) -> ModelManifest | None:
+    # Ties (versions differing only in build metadata) break on the text: deterministic.
+    return max(manifests, key=lambda m: (semver_key(m.version), m.version), default=None)
+
+
+def find_model(
+    session: Session, name: str, version: str | None
+) -> tuple[ModelManifest, str] | None:
+    """The manifest a name (and version) stands for, and its origin: "catalogue" or
+    "registered". Deterministic: the exact version if given, else the highest semantic
+    version.
+
+    A catalogue name always means the catalogue's model: registerModel refuses those names,
+    and a registration stored before it did cannot shadow the shipped model. A registered
+    name belongs to whoever registered it first; versions added by anyone else (only
+    possible before registerModel checked ownership) are never chosen.
 
     Names are looked up, never read as paths: a request must not make the API read files.
     """
-    query = select(RegisteredModel).where(RegisteredModel.name == name)
+    if name in catalogue_names():
+        shipped = [m for m in _catalogue() if m.name == name]
+        if version:
+            shipped = [m for m in shipped if m.version == version]
+        found = _highest(shipped)
+        return (found, "catalogue") if found is not None else None
+    rows = list(
+        session.scalars(
+            select(RegisteredModel)
+            .where(RegisteredModel.name == name)
+            .order_by(RegisteredModel.created_at, RegisteredModel.id)
+        )
+    )
+    if not rows:
+        return None
+    owner = rows[0].owner_id
+    candidates = [r for r in rows if r.owner_id == owner]
     if version:
-        query = query.where(RegisteredModel.version == version)
-    row = session.scalar(query.order_by(RegisteredModel.created_at.desc()).limit(1))
-    if row is not None:
-        return parse_manifest(row.manifest)
-    for manifest in _catalogue():
-        if manifest.name == name and (not version or manifest.version == version):
-            return manifest
-    return None
+        candidates = [r for r in candidates if r.version == version]
+    row = max(candidates, key=lambda r: (semver_key(r.version), r.version), default=None)
+    return (parse_manifest(row.manifest), "registered") if row is not None else None
 
 
 def known_model_names(session: Session) -> list[str]:
@@ -146,18 +236,125 @@ def scenario_config(scenario: str, settings: Any) -> ScenarioConfig | Rejection:
         )
 
 
-def _resolve_manifest(session: Session, request: SubmitRequest) -> ModelManifest | Rejection:
+def relative_inside(value: str) -> PurePosixPath | None:
+    """``value`` as a path relative to a folder it cannot leave, or None when it is
+    absolute, starts with '~', has a '..' component, names the folder itself, or holds
+    control characters or backslashes."""
+    if not value or "\\" in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return None
+    if value.startswith(("/", "~")):
+        return None
+    path = PurePosixPath(value)
+    if not path.parts or ".." in path.parts:
+        return None
+    return path
+
+
+_RELATIVE = "a path relative to the models folder (BENCHSTACK_MODELS_DIR) without '..'"
+
+
+def manifest_problems(manifest: ModelManifest) -> list[str]:
+    """What a manifest sent through the API (inline or registerModel) may not contain:
+    absolute or escaping file paths and remote URLs, which would make a worker read, hash
+    and report on any file of its host; and names longer than their columns."""
+    problems: list[str] = []
+    if len(manifest.name) > MAX_NAME_CHARS:
+        problems.append(f"name: at most {MAX_NAME_CHARS} characters (got {len(manifest.name)})")
+    if len(manifest.version) > MAX_VERSION_CHARS:
+        problems.append(
+            f"version: at most {MAX_VERSION_CHARS} characters (got {len(manifest.version)})"
+        )
+    for field, model_file in (
+        ("source.file", manifest.source.file),
+        ("source.weights", manifest.source.weights),
+    ):
+        if model_file is None:
+            continue
+        if model_file.url is not None:
+            problems.append(
+                f"{field}.url: remote model files are not accepted; accepted: 'path', {_RELATIVE}"
+            )
+        elif model_file.path is not None and relative_inside(model_file.path) is None:
+            problems.append(
+                f"{field}.path: {model_file.path!r} is not accepted; accepted: {_RELATIVE}"
+            )
+    for i, output in enumerate(manifest.outputs):
+        for j, step in enumerate(output.steps):
+            labels = step.labels if isinstance(step, TopKStep) else None
+            if labels and labels not in BUILTIN_LABELS and relative_inside(labels) is None:
+                problems.append(
+                    f"outputs[{i}].steps[{j}].labels: {labels!r} is not accepted; accepted: "
+                    f"{', '.join(sorted(BUILTIN_LABELS))} or {_RELATIVE}"
+                )
+    return problems
+
+
+def confine_manifest(
+    manifest: ModelManifest, models_dir: Path, field: str = "manifest"
+) -> ModelManifest | Rejection:
+    """Check a manifest that came through the API and anchor its relative file paths in
+    ``models_dir``.
+
+    ``base_dir`` is set to ``models_dir``, and the paths are also written out as absolute
+    paths under it, because ``base_dir`` is not serialised: the worker reads the stored
+    manifest without one, and an absolute path under ``models_dir`` resolves the same way
+    whether or not the worker sets a base.
+    """
+    problems = manifest_problems(manifest)
+    if problems:
+        return Rejection(
+            "InvalidManifest",
+            "\n".join(f"{field}: {p}" for p in problems),
+            field=field,
+            problems=problems,
+        )
+    root = Path(models_dir).expanduser()
+    data = manifest.to_dict()
+    for key in ("file", "weights"):
+        entry = data["source"].get(key)
+        if entry and entry.get("path"):
+            entry["path"] = str(root / PurePosixPath(entry["path"]))
+    for output in data["outputs"]:
+        for step in output.get("steps", []):
+            labels = step.get("labels") if step.get("op") == "top_k" else None
+            if labels and labels not in BUILTIN_LABELS:
+                step["labels"] = str(root / PurePosixPath(labels))
+    return parse_manifest(data, source=field, base_dir=str(root))
+
+
+def _resolve_manifest(
+    session: Session, settings: Settings, request: SubmitRequest
+) -> ModelManifest | Rejection:
     if request.manifest_yaml:
+        if len(request.manifest_yaml) > MAX_MANIFEST_CHARS:
+            return Rejection(
+                "InvalidManifest",
+                f"manifest: at most {MAX_MANIFEST_CHARS} characters of YAML",
+                field="manifest",
+                problems=[f"(manifest): longer than {MAX_MANIFEST_CHARS} characters"],
+            )
         try:
-            return parse_manifest_text(request.manifest_yaml, source="manifest")
+            inline = parse_manifest_text(request.manifest_yaml, source="manifest")
         except ManifestError as exc:
             return Rejection(
                 "InvalidManifest", str(exc), field="manifest", problems=list(exc.problems)
             )
+        return confine_manifest(inline, settings.models_dir)
     if not request.model:
         return Rejection("InvalidInput", "model: give a model name or an inline manifest", "model")
-    manifest = find_model(session, request.model, request.version)
-    if manifest is None:
+    for field, value, limit in (
+        ("model", request.model, MAX_NAME_CHARS),
+        ("version", request.version or "", MAX_VERSION_CHARS),
+    ):
+        if len(value) > limit:
+            return Rejection(
+                "InvalidInput",
+                f"{field}: at most {limit} characters (got {len(value)})",
+                field=field,
+                accepted=[f"at most {limit} characters"],
+            )
+    found = find_model(session, request.model, request.version)
+    if found is None:
         ref = f"{request.model}:{request.version}" if request.version else request.model
         known = known_model_names(session)
         return Rejection(
@@ -166,10 +363,102 @@ def _resolve_manifest(session: Session, request: SubmitRequest) -> ModelManifest
             field="model",
             accepted=known,
         )
-    return manifest
+    manifest, origin = found
+    if origin == "catalogue":
+        return manifest  # shipped with the code: trusted, and its paths are its own
+    # A registered manifest is re-checked: rows stored before registerModel checked paths.
+    return confine_manifest(manifest, settings.models_dir, field="model")
 
 
-def _check_simple_fields(request: SubmitRequest, framework: str, device: str) -> Rejection | None:
+def _out_of_range(field: str, value: int, low: int, high: int) -> Rejection | None:
+    if low <= value <= high:
+        return None
+    bound = f"at least {low}" if value < low else f"at most {high}"
+    return Rejection(
+        "InvalidInput",
+        f"{field}: must be {bound} (got {value}); accepted: {low} to {high}",
+        field=field,
+        accepted=[f"{low}..{high}"],
+    )
+
+
+DATASET_ACCEPTED = [
+    SYNTHETIC,
+    "a folder relative to the datasets folder (BENCHSTACK_DATASETS_DIR), without '..'",
+]
+
+
+def dataset_spec(settings: Settings, dataset: str) -> str | Rejection:
+    """What the workers are given for ``dataset``: "synthetic", or the folder it names
+    inside ``settings.datasets_dir`` as an absolute path. Nothing outside that folder can
+    be named: workers read the spec as a path, and "/" would make the scheduler walk the
+    whole filesystem."""
+
+    def refuse(why: str) -> Rejection:
+        return Rejection(
+            "InvalidInput",
+            f"dataset: {why}; accepted: {SYNTHETIC!r} or {DATASET_ACCEPTED[1]}",
+            field="dataset",
+            accepted=DATASET_ACCEPTED,
+        )
+
+    if len(dataset) > MAX_DATASET_CHARS:
+        return refuse(f"at most {MAX_DATASET_CHARS} characters (got {len(dataset)})")
+    if dataset == SYNTHETIC:
+        return dataset
+    relative = relative_inside(dataset)
+    if relative is None:
+        return refuse(f"{dataset!r} is not a folder inside the datasets folder")
+    spec = str(Path(settings.datasets_dir).expanduser() / relative)
+    if len(spec) > MAX_DATASET_CHARS:
+        return refuse(f"the folder's full path is longer than {MAX_DATASET_CHARS} characters")
+    return spec
+
+
+def backend_options_problem(framework: str, options: Any) -> Rejection | None:
+    """Only the options the chosen backend reads, as plain values; never "url"."""
+    if not isinstance(options, dict):
+        return Rejection(
+            "InvalidInput", "backendOptions: must be an object", field="backendOptions"
+        )
+    known = list(BACKEND_OPTION_KEYS.get(framework, ()))
+    for key, value in options.items():
+        field = f"backendOptions.{key}"
+        if key in REFUSED_BACKEND_OPTIONS:
+            return Rejection(
+                "InvalidInput",
+                f"{field}: not accepted from a submission: {REFUSED_BACKEND_OPTIONS[key]}; "
+                f"accepted for {framework}: {', '.join(known) or '(none)'}",
+                field=field,
+                accepted=known,
+            )
+        if key not in known:
+            return Rejection(
+                "InvalidInput",
+                f"{field[:80]}: not an option of the {framework} backend; "
+                f"accepted: {', '.join(known) or '(none)'}",
+                field=field[:80],
+                accepted=known,
+            )
+        plain = isinstance(value, bool | int | float) or (
+            isinstance(value, str)
+            and len(value) <= MAX_OPTION_CHARS
+            and not any(ord(c) < 32 for c in value)
+        )
+        if not plain:
+            return Rejection(
+                "InvalidInput",
+                f"{field}: must be a number, a boolean or a string of at most "
+                f"{MAX_OPTION_CHARS} characters",
+                field=field,
+                accepted=["number", "boolean", f"string of at most {MAX_OPTION_CHARS} characters"],
+            )
+    return None
+
+
+def _check_simple_fields(
+    request: SubmitRequest, settings: Settings, framework: str, device: str
+) -> Rejection | None:
     if framework not in backend_names():
         return Rejection(
             "InvalidInput",
@@ -177,10 +466,13 @@ def _check_simple_fields(request: SubmitRequest, framework: str, device: str) ->
             field="framework",
             accepted=backend_names(),
         )
-    if request.batch_size < 1:
-        return Rejection("InvalidInput", "batchSize: must be at least 1", field="batchSize")
-    if request.samples is not None and request.samples < 1:
-        return Rejection("InvalidInput", "samples: must be at least 1", field="samples")
+    problem = _out_of_range("batchSize", request.batch_size, 1, MAX_BATCH_SIZE)
+    if problem is None and request.samples is not None:
+        problem = _out_of_range("samples", request.samples, 1, settings.max_samples)
+    if problem is None:
+        problem = _out_of_range("seed", request.seed, 0, MAX_SEED)
+    if problem is not None:
+        return problem
     if request.trace_level not in TRACE_LEVELS:
         return Rejection(
             "InvalidInput",
@@ -188,15 +480,18 @@ def _check_simple_fields(request: SubmitRequest, framework: str, device: str) ->
             field="traceLevel",
             accepted=list(TRACE_LEVELS),
         )
+    if len(device) > MAX_DEVICE_CHARS:
+        return Rejection(
+            "InvalidInput",
+            f"device: at most {MAX_DEVICE_CHARS} characters, e.g. 'cpu' or 'cuda'",
+            field="device",
+            accepted=[f"at most {MAX_DEVICE_CHARS} characters"],
+        )
     try:
         queues.inference_queue(framework, device)
     except ValueError as exc:
         return Rejection("InvalidInput", str(exc), field="device")
-    if not isinstance(request.backend_options, dict):
-        return Rejection(
-            "InvalidInput", "backendOptions: must be an object", field="backendOptions"
-        )
-    return None
+    return backend_options_problem(framework, request.backend_options)
 
 
 CONSTRAINT_KEYS = ("require", "hostname", "framework_version")
@@ -291,7 +586,7 @@ def submit(
     A fan-out stores one evaluation per matching agent, each pinned to its agent by an
     ``agent=ID`` term, so the scheduler routes each to exactly that worker.
     """
-    manifest = _resolve_manifest(session, request)
+    manifest = _resolve_manifest(session, settings, request)
     if isinstance(manifest, Rejection):
         return manifest
     texts = _constraint_texts(request)
@@ -301,9 +596,12 @@ def submit(
     if isinstance(target, Rejection):
         return target
     framework, device, texts = target
-    problem = _check_simple_fields(request, framework, device)
+    problem = _check_simple_fields(request, settings, framework, device)
     if problem is not None:
         return problem
+    dataset = dataset_spec(settings, request.dataset)
+    if isinstance(dataset, Rejection):
+        return dataset
     scenario = scenario_config(request.scenario, request.settings)
     if isinstance(scenario, Rejection):
         return scenario
@@ -326,7 +624,7 @@ def submit(
             device=device,
             scenario=scenario.model_dump(mode="json"),
             batch_size=request.batch_size,
-            dataset=request.dataset,
+            dataset=dataset,
             dataset_count=request.samples,
             seed=request.seed,
             trace_level=request.trace_level,

@@ -1,7 +1,10 @@
 """preprocess.shard: prepare one shard, store it, and dispatch inference after the last one.
 
 Idempotent: a shard whose objects already exist (written by another evaluation, or by this
-task before a crash) is not prepared again.
+task before a crash) is not prepared again. A redelivery that finds the evaluation RUNNING
+with every shard ready and no inference attempt claimed publishes RunInference again: the
+worker that completed the set may have died between its commit and its publish (the
+inference task deduplicates by its claim).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from celery import current_app, shared_task
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.pipeline import preprocess
 from services.preprocess.shards import is_complete, write_shard
-from services.scheduler.tasks import inference_message
+from services.scheduler.tasks import inference_message, pending_inference
 from shared import queues, runtime
 from shared.celery_app import send
 from shared.db import evaluation_repo
@@ -72,13 +75,20 @@ def preprocess_shard(payload: dict[str, Any]) -> None:
             evaluation_repo.fail(session, message.evaluation_id, str(exc))
         return
     with runtime.db() as session:
-        if not evaluation_repo.mark_shard_ready(
+        completed_set = evaluation_repo.mark_shard_ready(
             session, message.evaluation_id, message.shard_index
-        ):
-            return
+        )
         evaluation = session.get(Evaluation, message.evaluation_id)
-        assert evaluation is not None
-        run = inference_message(evaluation, [s.key for s in evaluation.shards])
-        queue = evaluation.queue
+        if evaluation is None:
+            return
+        if completed_set:
+            run = inference_message(evaluation, [s.key for s in evaluation.shards])
+            queue = evaluation.queue
+        else:
+            pending = pending_inference(evaluation)
+            if pending is None or not all(s.ready for s in evaluation.shards):
+                return  # other shards still preparing, or inference already claimed it
+            log.info("evaluation %s: publishing RunInference again", evaluation.id)
+            run, queue = pending
     # After the commit: the inference worker must see the evaluation in RUNNING.
     send(current_app, queues.RUN_INFERENCE, run, queue=queue)

@@ -2,7 +2,11 @@
 
 Messages are published only after the transaction commits: a worker that receives one
 must find the rows it refers to. If publishing then fails, the task guard fails the
-evaluation with the reason instead of leaving it waiting.
+evaluation with the reason instead of leaving it waiting. If the worker dies between the
+commit and the publish, the redelivered message finds the state this task produced and
+publishes again what that state is waiting for: PreprocessShard for the shards not ready
+(content-addressed, so a duplicate does no work twice), or RunInference while no
+inference attempt has claimed the run (the inference task deduplicates by its claim).
 """
 
 from __future__ import annotations
@@ -12,13 +16,14 @@ import uuid
 from typing import Any
 
 from celery import current_app, shared_task
+from sqlalchemy.orm import Session
 
 from services.inference.backends.base import backend_names
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.shards import is_complete
 from services.scheduler.agents import find_agent
 from services.scheduler.constraints import ConstraintError, Requirement, requirement, stored_terms
-from services.scheduler.planner import UnmetConstraint, plan_shards
+from services.scheduler.planner import PlannedShard, UnmetConstraint, plan_shards
 from shared import queues, runtime
 from shared.celery_app import send
 from shared.db import evaluation_repo
@@ -64,6 +69,30 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
     )
 
 
+def pending_inference(evaluation: Evaluation) -> tuple[RunInference, str] | None:
+    """RunInference (and its queue) for a RUNNING evaluation no attempt has claimed yet:
+    what a redelivered message publishes again in case the first publish was lost."""
+    if evaluation.state != EvaluationState.RUNNING.value or evaluation.attempt:
+        return None
+    return inference_message(evaluation, [s.key for s in evaluation.shards]), evaluation.queue
+
+
+def shard_message(
+    evaluation: Evaluation, shard: PlannedShard, spec_json: dict[str, Any]
+) -> PreprocessShard:
+    return PreprocessShard(
+        evaluation_id=evaluation.id,
+        shard_index=shard.index,
+        shard_key=shard.key,
+        dataset=evaluation.dataset,
+        dataset_count=evaluation.dataset_count,
+        seed=evaluation.seed,
+        sample_ids=shard.sample_ids,
+        input_spec=spec_json,
+        batch_size=evaluation.batch_size,
+    )
+
+
 def plan(evaluation_id: str) -> None:
     outbox: list[tuple[str, Message, str | None]] = []
     _plan(evaluation_id, outbox)
@@ -76,8 +105,20 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
     store = runtime.store()
     with runtime.db() as session:
         evaluation = session.get(Evaluation, evaluation_id)
-        if evaluation is None or evaluation.state != EvaluationState.QUEUED.value:
-            log.info("evaluation %s is not QUEUED; nothing to plan", evaluation_id)
+        if evaluation is None:
+            log.info("evaluation %s does not exist; nothing to plan", evaluation_id)
+            return
+        if evaluation.state == EvaluationState.PREPROCESSING.value:
+            _resume_preprocessing(session, evaluation, outbox)
+            return
+        if evaluation.state == EvaluationState.RUNNING.value:
+            pending = pending_inference(evaluation)
+            if pending is not None:
+                log.info("evaluation %s: publishing RunInference again", evaluation_id)
+                outbox.append((queues.RUN_INFERENCE, *pending))
+            return
+        if evaluation.state != EvaluationState.QUEUED.value:
+            log.info("evaluation %s is %s; nothing to plan", evaluation_id, evaluation.state)
             return
         try:
             need = requirement_for(evaluation)
@@ -145,25 +186,49 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
             return
         spec_json = spec.model_dump(mode="json")
         for shard, ready in zip(shards, done, strict=True):
-            if ready:
-                continue
-            outbox.append(
-                (
-                    queues.PREPROCESS_SHARD,
-                    PreprocessShard(
-                        evaluation_id=evaluation_id,
-                        shard_index=shard.index,
-                        shard_key=shard.key,
-                        dataset=evaluation.dataset,
-                        dataset_count=evaluation.dataset_count,
-                        seed=evaluation.seed,
-                        sample_ids=shard.sample_ids,
-                        input_spec=spec_json,
-                        batch_size=evaluation.batch_size,
-                    ),
-                    None,
+            if not ready:
+                outbox.append(
+                    (queues.PREPROCESS_SHARD, shard_message(evaluation, shard, spec_json), None)
                 )
+
+
+def _resume_preprocessing(
+    session: Session, evaluation: Evaluation, outbox: list[tuple[str, Message, str | None]]
+) -> None:
+    """A redelivery after the plan committed: publish the shards not ready yet again.
+
+    Planning is deterministic (dataset, count, seed, spec), so the shards planned again are
+    the rows stored then."""
+    settings = runtime.settings()
+    try:
+        manifest = parse_manifest(evaluation.manifest)
+        dataset = resolve_dataset(
+            evaluation.dataset,
+            count=evaluation.dataset_count,
+            seed=evaluation.seed,
+            cache_dir=settings.data_dir,
+        )
+    except (ManifestError, DatasetError) as exc:
+        evaluation_repo.fail(session, evaluation.id, str(exc))
+        return
+    spec = manifest.inputs[0]
+    spec_json = spec.model_dump(mode="json")
+    stored = {s.index: s for s in evaluation.shards}
+    for shard in plan_shards(dataset.samples, spec, shard_samples=settings.shard_samples):
+        row = stored.get(shard.index)
+        if row is None or row.key != shard.key:
+            evaluation_repo.fail(
+                session,
+                evaluation.id,
+                f"scheduler: shard {shard.index} planned again differs from the stored plan",
             )
+            outbox.clear()
+            return
+        if not row.ready:
+            outbox.append(
+                (queues.PREPROCESS_SHARD, shard_message(evaluation, shard, spec_json), None)
+            )
+    log.info("evaluation %s: publishing %d shard(s) again", evaluation.id, len(outbox))
 
 
 @shared_task(name=queues.PLAN_EVALUATION)

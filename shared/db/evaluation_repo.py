@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, exists, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.catalog import Dataset
@@ -92,6 +92,95 @@ def mark_shard_ready(session: Session, evaluation_id: str, index: int) -> bool:
         .execution_options(synchronize_session=False)
     )
     return bool(won.rowcount)  # type: ignore[attr-defined]
+
+
+def claim_run(
+    session: Session,
+    evaluation_id: str,
+    *,
+    agent_id: str,
+    lease_s: float,
+    live_within_s: float,
+) -> int | None:
+    """Claim a RUNNING evaluation's inference for one attempt; returns the attempt number.
+
+    None when the evaluation is not RUNNING or another attempt holds a live claim: a
+    duplicate RunInference (a re-sent message, a copy racing the first) then measures
+    nothing. A claim lapses when its agent stopped or stopped beating, or after
+    ``lease_s`` (the maximum run duration): a redelivery after a worker died takes over.
+    The claim is a compare-and-set on ``attempt``, so of two claimants exactly one wins.
+    """
+    current = session.execute(
+        select(Evaluation.state, Evaluation.attempt).where(Evaluation.id == evaluation_id)
+    ).one_or_none()
+    if current is None or current.state != EvaluationState.RUNNING.value:
+        return None
+    now = utcnow()
+    live_agent = exists(
+        select(Agent.id).where(
+            Agent.id == Evaluation.agent_id,
+            Agent.stopped_at.is_(None),
+            Agent.last_heartbeat >= now - timedelta(seconds=live_within_s),
+        )
+    )
+    lapsed = or_(
+        Evaluation.attempt == 0,
+        Evaluation.claimed_at.is_(None),
+        Evaluation.claimed_at < now - timedelta(seconds=lease_s),
+        # A claim by a known agent lapses with its heartbeat; an anonymous one by lease only.
+        and_(Evaluation.agent_id.is_not(None), Evaluation.agent_id != "", ~live_agent),
+    )
+    attempt = int(current.attempt) + 1
+    result = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state == EvaluationState.RUNNING.value,
+            Evaluation.attempt == current.attempt,
+            lapsed,
+        )
+        .values(attempt=attempt, claimed_at=now, agent_id=agent_id or None, updated_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return attempt if result.rowcount else None  # type: ignore[attr-defined]
+
+
+def complete_attempt(
+    session: Session, evaluation_id: str, attempt: int, *, agent_id: str | None
+) -> bool:
+    """RUNNING -> AGGREGATING, only for the attempt that still holds the claim."""
+    result = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state == EvaluationState.RUNNING.value,
+            Evaluation.attempt == attempt,
+        )
+        .values(state=EvaluationState.AGGREGATING.value, agent_id=agent_id, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def fail_attempt(session: Session, evaluation_id: str, attempt: int, reason: str) -> bool:
+    """Fail the evaluation for a run that broke, unless another attempt took the claim."""
+    now = utcnow()
+    result = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state == EvaluationState.RUNNING.value,
+            Evaluation.attempt == attempt,
+        )
+        .values(
+            state=EvaluationState.FAILED.value,
+            reason=reason[:4000],
+            updated_at=now,
+            finished_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def live_agents(session: Session, *, within_s: float) -> list[Agent]:

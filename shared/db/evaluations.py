@@ -59,6 +59,11 @@ class Evaluation(Base):
     queue: Mapped[str] = mapped_column(String(200), default="")
     agent_id: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
     run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    # The inference attempt that holds the run (0: never claimed). Each delivery of
+    # RunInference that claims it bumps this by compare-and-set and writes its logs under
+    # runs/<run_id>/attempt-<n>/; only the holder may move the evaluation to AGGREGATING.
+    attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # Shared by the evaluations of one fan-out: they come back as one comparison.
     group_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     shards_total: Mapped[int] = mapped_column(Integer, default=0)

@@ -179,26 +179,26 @@ def test_worker_started_after_submission_picks_the_work_up(
     from shared.db.session import session_scope
 
     with session_scope(stack.database_url) as session:
-        # The row a worker on device "spare" left behind seconds ago (still within its TTL).
+        # The row a worker on device "cuda" (the null backend ignores it) left behind seconds ago (still within its TTL).
         evaluation_repo.upsert_agent(
             session,
-            agent_id="restarting-host/inference.null.spare/1",
+            agent_id="restarting-host/inference.null.cuda/1",
             hostname="restarting-host",
-            queue="inference.null.spare",
+            queue="inference.null.cuda",
             framework="null",
             framework_version="0.1.0",
-            device="spare",
+            device="cuda",
             hardware={},
             software={},
         )
     grace = client_for("grace")
-    created = submit(grace, seed=505, device="spare")
+    created = submit(grace, seed=505, device="cuda")
     assert created["__typename"] == "Evaluation", created
     time.sleep(2.0)
     waiting = grace(EVALUATION, {"id": created["id"]})["evaluation"]
     assert waiting["state"] == "RUNNING"  # shards ready, inference queued, nobody consuming
-    late = [sys.executable, "-m", ENTRY_MODULE, "worker", "inference", "--device", "spare"]
+    late = [sys.executable, "-m", ENTRY_MODULE, "worker", "inference", "--device", "cuda"]
     stack.start_services(
-        [ServiceSpec("inference-spare", [*late, "--frameworks", "null"])], name="late"
+        [ServiceSpec("inference-late-cuda", [*late, "--frameworks", "null"])], name="late"
     )
     assert grace.follow(created["id"])[-1]["state"] == "SUCCEEDED"

@@ -62,7 +62,7 @@ def test_migrations_create_every_table(backend: str, request: pytest.FixtureRequ
     upgrade_head(url)  # a second run is a no-op
     engine = create_engine(url)
     assert set(inspect(engine).get_table_names()) >= TABLES
-    assert current_revision(engine) == "0002"
+    assert current_revision(engine) == "0003"
     engine.dispose()
 
 

@@ -131,11 +131,16 @@ def _cancel(deps: ApiDeps, owner_id: int, evaluation_id: str) -> Any:
             return AlreadyFinished(
                 message=f"id: evaluation is already {row.state}", field="id", state=row.state
             )
-        evaluation_repo.transition(
+        cancelled = evaluation_repo.transition(
             session, evaluation_id, EvaluationState.CANCELLED, reason="cancelled by its owner"
         )
         session.commit()
         session.refresh(row)
+        if not cancelled:
+            # A worker moved it to a final state between the read and the compare-and-set.
+            return AlreadyFinished(
+                message=f"id: evaluation is already {row.state}", field="id", state=row.state
+            )
         return EvaluationType.from_row(row)
 
 

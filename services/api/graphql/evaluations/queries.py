@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import strawberry
 from sqlalchemy import func, select
 
@@ -14,6 +16,8 @@ from services.api.graphql.evaluations.types import (
 from shared.db.evaluations import Evaluation
 
 MAX_PAGE = 200
+# A decimal offset of at most 18 digits: always within a 64-bit integer.
+CURSOR_RE = re.compile(r"[0-9]{1,18}")
 
 
 @strawberry.input
@@ -25,8 +29,20 @@ class EvaluationFilter:
     status: EvaluationStateType | None = None
 
 
+def parse_cursor(after: str | None) -> int | None:
+    """The offset a cursor stands for: 0 without one, None for one this API never made.
+
+    Cursors are decimal offsets; anything else (letters, a sign, digits beyond any real
+    page such as "99999999999999999999") must not reach SQL, where it is out of range."""
+    if not after:
+        return 0
+    if not CURSOR_RE.fullmatch(after):
+        return None
+    return int(after)
+
+
 def _page(
-    deps: ApiDeps, owner_id: int, where: EvaluationFilter | None, first: int, offset: int
+    deps: ApiDeps, owner_id: int, where: EvaluationFilter | None, first: int, offset: int | None
 ) -> EvaluationPage:
     query = select(Evaluation).where(Evaluation.owner_id == owner_id)
     if where is not None:
@@ -40,6 +56,9 @@ def _page(
             query = query.where(Evaluation.state == where.status.value)
     with deps.db() as session:
         total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+        if offset is None or offset >= total:
+            # Past the end, or a cursor this API never made: an empty last page.
+            return EvaluationPage(items=[], total_count=total, next_cursor=None)
         rows = session.scalars(
             query.order_by(Evaluation.created_at.desc(), Evaluation.id).offset(offset).limit(first)
         )
@@ -70,9 +89,8 @@ class EvaluationQueries:
         after: str | None = None,
     ) -> EvaluationPage:
         owner = info.context.require_user()
-        offset = int(after) if after and after.isdigit() else 0
         first = max(1, min(first, MAX_PAGE))
-        return await in_thread(_page, info.context.deps, owner, where, first, offset)
+        return await in_thread(_page, info.context.deps, owner, where, first, parse_cursor(after))
 
     @strawberry.field
     async def evaluation(self, info: strawberry.Info, id: str) -> EvaluationType | None:
