@@ -179,7 +179,8 @@ def test_worker_started_after_submission_picks_the_work_up(
     from shared.db.session import session_scope
 
     with session_scope(stack.database_url) as session:
-        # The row a worker on device "cuda" (the null backend ignores it) left behind seconds ago (still within its TTL).
+        # The row a worker on device "cuda" left behind seconds ago (still within its TTL);
+        # the null backend ignores the device, so a CPU machine can play that worker.
         evaluation_repo.upsert_agent(
             session,
             agent_id="restarting-host/inference.null.cuda/1",
