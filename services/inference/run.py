@@ -95,7 +95,14 @@ def execute_run(
     else:
         raise ValueError("execute_run needs tensors, or fetch and sample_count")
     result = run_loadgen(
-        backend, qsl, scenario, batch_size=batch_size, log_dir=log_dir, workers=workers
+        backend,
+        qsl,
+        scenario,
+        batch_size=batch_size,
+        log_dir=log_dir,
+        workers=workers,
+        # mlperf.conf rules specific to an MLPerf benchmark apply when the names match.
+        mlperf_model=manifest.name,
     )
     stats = result.stats
     raw = np.asarray(stats.latencies_ns, dtype=np.int64)

@@ -25,15 +25,16 @@ MEASURED_LATENCY_MARGIN = 0.5
 
 SCENARIOS: tuple[str, ...] = ("offline", "single-stream", "multi-stream", "server")
 
-# MLPerf Inference rules as the mlperf.conf bundled with LoadGen 6.0 states them: 600 s
-# minimum duration; 662 MultiStream queries; SingleStream and Server keep LoadGen's default
-# count (100) and let early stopping judge whether enough queries ran; Offline, one query.
-_OFFICIAL_MIN_QUERIES = {
-    "offline": 1,
-    "single-stream": 100,
-    "multi-stream": 662,
-    "server": 100,
+# LoadGen's names for the scenarios, as mlperf.conf spells them.
+LOADGEN_SCENARIO_NAMES = {
+    "offline": "Offline",
+    "single-stream": "SingleStream",
+    "multi-stream": "MultiStream",
+    "server": "Server",
 }
+# The model name mlperf.conf rules are looked up under: the MLPerf benchmark a manifest
+# stands for (e.g. "resnet50"), or any other name for the rules every model shares.
+GENERIC_MLPERF_MODEL = "benchstack"
 
 
 class ScenarioConfig(BaseModel):
@@ -82,11 +83,7 @@ class ScenarioConfig(BaseModel):
         return 600.0 if self.profile == "official" else 5.0
 
     @property
-    def effective_min_query_count(self) -> int:
-        if self.min_query_count is not None:
-            return self.min_query_count
-        if self.profile == "official":
-            return _OFFICIAL_MIN_QUERIES[self.scenario]
+    def quick_min_query_count(self) -> int:
         return 1 if self.scenario == "offline" else 32
 
     def to_test_settings(
@@ -95,11 +92,22 @@ class ScenarioConfig(BaseModel):
         measured_latency_s: float,
         measured_samples_per_s: float,
         measured_query_latency_s: float | None = None,
+        mlperf_model: str = GENERIC_MLPERF_MODEL,
     ) -> mlperf_loadgen.TestSettings:
-        """LoadGen settings; measured figures come from warm-up and fill unset expectations."""
+        """LoadGen settings; measured figures come from warm-up and fill unset expectations.
+
+        The ``official`` profile starts from LoadGen's own bundled mlperf.conf for the
+        scenario (and ``mlperf_model`` when it is an MLPerf benchmark): its durations, query
+        counts, latency bounds and seeds. Fields the user gave still win.
+        """
         import mlperf_loadgen as lg
 
         settings = lg.TestSettings()
+        # conf_type 0: only the mlperf.conf LoadGen carries inside itself.
+        if self.profile == "official" and settings.FromConfig(
+            "mlperf.conf", mlperf_model, LOADGEN_SCENARIO_NAMES[self.scenario], 0
+        ):
+            raise ValueError(f"profile: LoadGen could not read its mlperf.conf for {mlperf_model}")
         settings.scenario = {
             "offline": lg.TestScenario.Offline,
             "single-stream": lg.TestScenario.SingleStream,
@@ -109,10 +117,14 @@ class ScenarioConfig(BaseModel):
         settings.mode = (
             lg.TestMode.PerformanceOnly if self.mode == "performance" else lg.TestMode.AccuracyOnly
         )
-        settings.min_duration_ms = int(self.effective_min_duration_s * 1000)
+        if self.min_duration_s is not None or self.profile == "quick":
+            settings.min_duration_ms = int(self.effective_min_duration_s * 1000)
         if self.max_duration_s is not None:
             settings.max_duration_ms = int(self.max_duration_s * 1000)
-        settings.min_query_count = self.effective_min_query_count
+        if self.min_query_count is not None:
+            settings.min_query_count = self.min_query_count
+        elif self.profile == "quick":
+            settings.min_query_count = self.quick_min_query_count
         if self.max_query_count is not None:
             settings.max_query_count = self.max_query_count
         # Warm-up under-reads a steady state (caches, allocator, clocks still settling). LoadGen

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from services.inference.backends.base import Backend, BackendError
-from services.inference.loadgen.config import ScenarioConfig
+from services.inference.loadgen.config import GENERIC_MLPERF_MODEL, ScenarioConfig
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.sut import BatchingSUT, SUTStats
 from shared.loadgen_logs import parse_summary
@@ -170,6 +170,7 @@ def run_loadgen(
     batch_size: int,
     log_dir: Path,
     workers: int = 1,
+    mlperf_model: str = GENERIC_MLPERF_MODEL,
 ) -> LoadGenResult:
     log_dir.mkdir(parents=True, exist_ok=True)
     measured = warm_up(backend, qsl, batch_size)
@@ -193,6 +194,7 @@ def run_loadgen(
         measured_latency_s=measured.single_latency_s,
         measured_samples_per_s=measured.samples_per_s(batch_size),
         measured_query_latency_s=batches_per_query * measured.batch_latency_s,
+        mlperf_model=mlperf_model,
     )
     if config.performance_sample_count is None:
         # Every prepared sample stays in RAM; LoadGen picks among all of them.

@@ -273,3 +273,25 @@ def test_workers_must_be_positive(tmp_path: Path) -> None:
             tensors=_tensors(),
             workers=0,
         )
+
+
+def test_official_profile_takes_loadgens_own_mlperf_conf() -> None:
+    def settings(**fields: Any) -> Any:
+        return ScenarioConfig(**fields).to_test_settings(
+            measured_latency_s=0.01, measured_samples_per_s=100.0
+        )
+
+    quick = settings(scenario="multi-stream")
+    official = settings(scenario="multi-stream", profile="official")
+    assert quick.min_duration_ms == 5000 and quick.min_query_count == 32
+    # mlperf.conf: 600 s and 662 MultiStream queries, and MLPerf's published seeds.
+    assert official.min_duration_ms == 600_000 and official.min_query_count == 662
+    assert official.qsl_rng_seed != 0 and official.schedule_rng_seed != quick.schedule_rng_seed
+    resnet50 = ScenarioConfig(scenario="server", profile="official").to_test_settings(
+        measured_latency_s=0.01, measured_samples_per_s=100.0, mlperf_model="resnet50"
+    )
+    assert resnet50.server_target_latency_ns == 15_000_000  # resnet50's own Server bound
+    # What the user states still wins over the profile.
+    assert (
+        settings(scenario="offline", profile="official", min_duration_s=2).min_duration_ms == 2000
+    )
