@@ -29,9 +29,17 @@ _installed_signals = False
 
 
 def setup_tracing(
-    service_name: str, settings: Settings, *, exporter: SpanExporter | None = None
+    service_name: str,
+    settings: Settings,
+    *,
+    exporter: SpanExporter | None = None,
+    install: bool = True,
 ) -> TracerProvider:
-    """Install a tracer provider for this process (idempotent per process)."""
+    """A tracer provider for this service, installed as the process's own.
+
+    OpenTelemetry keeps the first provider a process installs and ignores later ones, so
+    each service calls this once at start-up.
+    """
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     processor: SpanProcessor | None = None
     if exporter is not None:
@@ -43,7 +51,8 @@ def setup_tracing(
         processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
     if processor is not None:
         provider.add_span_processor(processor)
-    trace.set_tracer_provider(provider)
+    if install:
+        trace.set_tracer_provider(provider)
     return provider
 
 

@@ -27,12 +27,15 @@ from shared.db.models import Run
 from shared.messages import Message
 from shared.settings import Settings, get_settings
 from shared.storage import ObjectNotFound
+from shared.tracing import install_celery_propagation
 
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 
 def celery_publisher(settings: Settings) -> Publisher:
     app = make_celery(settings)
+    # Messages carry the API's trace context, so a worker's spans join the submission's trace.
+    install_celery_propagation()
 
     def publish(task_name: str, message: Message, queue: str | None) -> None:
         send(app, task_name, message, queue=queue)

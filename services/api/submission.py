@@ -48,7 +48,7 @@ from shared.manifest import (
 )
 from shared.messages import EvaluationRequested, Message
 from shared.settings import Settings
-from shared.tracing import TRACE_LEVELS
+from shared.tracing import TRACE_LEVELS, tracer
 
 Publisher = Callable[[str, Message, str | None], None]
 
@@ -640,7 +640,15 @@ def submit(
     session.commit()
     for evaluation in evaluations:
         try:
-            publish(queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation.id), None)
+            # The root of the evaluation's trace: the scheduler's and workers' spans hang
+            # below it through the context the message carries.
+            with tracer().start_as_current_span("api.submit_evaluation") as span:
+                span.set_attribute("benchstack.evaluation_id", evaluation.id)
+                span.set_attribute("benchstack.model", f"{manifest.name}:{manifest.version}")
+                span.set_attribute("benchstack.trace_level", request.trace_level)
+                publish(
+                    queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation.id), None
+                )
         except Exception as exc:
             # The rows exist but no worker will ever see them: say so instead of QUEUED.
             for row in evaluations:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from shared import queues
@@ -36,9 +35,7 @@ def test_messages_carry_keys_not_tensors() -> None:
     assert "shard_keys" in fields and not {"tensors", "data"} & fields
 
 
-def test_trace_context_survives_headers() -> None:
-    exporter = InMemorySpanExporter()
-    provider = setup_tracing("test", Settings(), exporter=exporter)
+def test_trace_context_survives_headers(spans: InMemorySpanExporter) -> None:
     with tracer().start_as_current_span("api") as parent:
         headers = inject_headers({})
     assert "traceparent" in headers
@@ -48,6 +45,16 @@ def test_trace_context_survives_headers() -> None:
 
     with tracer().start_as_current_span("task", context=extract_context(Request())) as child:
         assert child.get_span_context().trace_id == parent.get_span_context().trace_id
+    assert {s.name for s in spans.get_finished_spans()} == {"api", "task"}
+
+
+def test_setup_tracing_exports_through_the_given_exporter() -> None:
+    # A provider of its own, not installed globally: the process may already have one.
+    exporter = InMemorySpanExporter()
+    provider = setup_tracing("test", Settings(), exporter=exporter, install=False)
+    with provider.get_tracer("t").start_as_current_span("work"):
+        pass
     provider.force_flush()
-    assert {s.name for s in exporter.get_finished_spans()} == {"api", "task"}
-    trace.get_tracer_provider()
+    assert [s.resource.attributes["service.name"] for s in exporter.get_finished_spans()] == [
+        "test"
+    ]
