@@ -296,6 +296,11 @@ class ModelManifest(_Strict):
             path = Path(self.base_dir) / path
         return path
 
+    def model_files(self) -> list[tuple[str, ModelFile]]:
+        """(field path, file) for every model file the source names."""
+        named = (("source.file", self.source.file), ("source.weights", self.source.weights))
+        return [(field, f) for field, f in named if f is not None]
+
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
@@ -382,12 +387,7 @@ def verify_model_files(manifest: ModelManifest) -> list[Path]:
     """Check every local model file against its sha256; return their resolved paths."""
     problems: list[str] = []
     checked: list[Path] = []
-    for field, model_file in (
-        ("source.file", manifest.source.file),
-        ("source.weights", manifest.source.weights),
-    ):
-        if model_file is None:
-            continue
+    for field, model_file in manifest.model_files():
         if model_file.url is not None:
             problems.append(
                 f"{field}.url: remote model files are not fetched by this version; use 'path'"

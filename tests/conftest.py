@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,3 +48,26 @@ def spans() -> Iterator[InMemorySpanExporter]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     yield exporter
     exporter.clear()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh Postgres database for one test, dropped after it; a skip with the reason
+    where no server answers (a failure under BENCHSTACK_REQUIRE_SERVERS=1, as in CI)."""
+    from services.stack.ephemeral import create_database, drop_database
+    from shared.db.session import get_engine
+
+    admin = os.environ.get(
+        "BENCHSTACK_TEST_POSTGRES", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+    )
+    name = f"benchstack_test_{uuid.uuid4().hex[:8]}"
+    try:
+        url = create_database(admin, name)
+    except Exception as exc:
+        if os.environ.get("BENCHSTACK_REQUIRE_SERVERS") == "1":
+            raise
+        pytest.skip(f"no Postgres: {exc.__class__.__name__}")
+    yield url
+    get_engine(url).dispose()
+    get_engine.cache_clear()
+    drop_database(admin, name)

@@ -264,12 +264,7 @@ def manifest_problems(manifest: ModelManifest) -> list[str]:
         problems.append(
             f"version: at most {MAX_VERSION_CHARS} characters (got {len(manifest.version)})"
         )
-    for field, model_file in (
-        ("source.file", manifest.source.file),
-        ("source.weights", manifest.source.weights),
-    ):
-        if model_file is None:
-            continue
+    for field, model_file in manifest.model_files():
         if model_file.url is not None:
             problems.append(
                 f"{field}.url: remote model files are not accepted; accepted: 'path', {_RELATIVE}"

@@ -4,10 +4,8 @@ concurrent claims of one run exactly one wins."""
 from __future__ import annotations
 
 import math
-import os
 import threading
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import func, select
@@ -17,30 +15,10 @@ from services.api.auth import get_or_create_user
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.models import Metric, Run
-from shared.db.session import get_engine, session_scope
+from shared.db.session import session_scope
 from shared.db.states import EvaluationState
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    admin = os.environ.get(
-        "BENCHSTACK_TEST_POSTGRES", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
-    )
-    name = f"benchstack_claims_{uuid.uuid4().hex[:8]}"
-    from services.stack.ephemeral import create_database, drop_database
-
-    try:
-        url = create_database(admin, name)
-    except Exception as exc:
-        if os.environ.get("BENCHSTACK_REQUIRE_SERVERS") == "1":
-            raise
-        pytest.skip(f"no Postgres: {exc.__class__.__name__}")
-    yield url
-    get_engine(url).dispose()
-    get_engine.cache_clear()
-    drop_database(admin, name)
 
 
 def _record(run_id: str) -> RunRecord:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ from shared.db import evaluation_repo
 from shared.db.accounts import User
 from shared.db.evaluations import Evaluation, Shard
 from shared.db.migrations import current_revision, upgrade_head
-from shared.db.session import get_engine, session_scope
+from shared.db.session import session_scope
 from shared.db.states import EvaluationState, can_transition
 
 TABLES = {
@@ -33,26 +31,6 @@ TABLES = {
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'db.sqlite'}"
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh Postgres database, or a skip where no server answers."""
-    admin = os.environ.get(
-        "BENCHSTACK_TEST_POSTGRES", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
-    )
-    name = f"benchstack_db_{uuid.uuid4().hex[:8]}"
-    from services.stack.ephemeral import create_database, drop_database
-
-    try:
-        url = create_database(admin, name)
-    except Exception as exc:
-        if os.environ.get("BENCHSTACK_REQUIRE_SERVERS") == "1":
-            raise
-        pytest.skip(f"no Postgres: {exc.__class__.__name__}")
-    yield url
-    get_engine.cache_clear()
-    drop_database(admin, name)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
