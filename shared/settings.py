@@ -73,6 +73,12 @@ class Settings(BaseSettings):
     # The longest one run may measure; the broker's visibility timeout and an inference
     # claim's lease are derived from it, so a long run is never handed to a second worker.
     max_run_seconds: float = Field(default=3600.0, gt=0)
+    # One measurement per host at a time (agents and embedded runs alike); false lets
+    # measurements share the machine, and each run then records what overlapped it.
+    measure_exclusive: bool = True
+    # Where measurements on this host meet: the lock file and the registry of active runs.
+    # Every agent and bench on one machine must see the same folder.
+    host_slot_dir: Path = Path("/tmp/benchstack-host")
 
     @model_validator(mode="after")
     def _refuse_placeholder_secrets(self) -> Settings:

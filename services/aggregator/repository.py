@@ -11,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.db.models import Metric, Run, utcnow
+from shared.run_report import RunReport, json_safe
 
 
 class RunNotFound(LookupError):
@@ -67,15 +68,30 @@ def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
     return [(n, float(v), u) for n, v, u in rows if v is not None and math.isfinite(v)]
 
 
-def json_safe(value: Any) -> Any:
-    """NaN and infinities become null: Postgres' JSONB (rightly) refuses them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
+def record_from_report(report: RunReport, manifest: dict[str, Any]) -> RunRecord:
+    """The row of a report: the same columns for embedded and stack runs."""
+    performance = report.measurement.performance
+    return RunRecord(
+        id=report.run_id,
+        evaluation_id=report.evaluation_id,
+        model_name=report.model["name"],
+        model_version=report.model["version"],
+        framework=report.settings.framework,
+        framework_version=str(report.measurement.backend.get("version", "unknown")),
+        # The user's spelling of the scenario, so filters match both kinds of run.
+        scenario=str(report.settings.scenario.get("scenario", "")) or performance.scenario,
+        mode=str(report.settings.scenario.get("mode", "performance")),
+        batch_size=report.settings.batch_size,
+        dataset=str(report.dataset.get("name") or report.settings.dataset),
+        validity=report.validity,
+        samples_per_second=performance.samples_per_second,
+        manifest=manifest,
+        settings=report.to_dict()["settings"],
+        environment=report.measurement.environment,
+        report=report.to_dict(),
+        log_prefix=report.log_prefix,
+        preprocess_reused=bool(report.preprocessing.get("reused", False)),
+    )
 
 
 def save_run(session: Session, record: RunRecord) -> Run:

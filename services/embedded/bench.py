@@ -11,17 +11,18 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from services.aggregator.repository import RunRecord, json_safe, save_run
+from services.aggregator.repository import record_from_report, save_run
 from services.evaluation.environment import framework_runtime
 from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.host_slot import HostSlot
 from services.inference.loadgen.config import ScenarioConfig
-from services.inference.run import RunOutcome, execute_run
+from services.inference.measurement import measurement_of, store_attempt
+from services.inference.run import execute_run
 from services.preprocess.datasets import Dataset, resolve_dataset
 from services.preprocess.pipeline import (
     Prepared,
@@ -35,6 +36,7 @@ from shared.catalogue import resolve_model
 from shared.db.session import session_scope
 from shared.environment import capture_environment
 from shared.manifest import ModelManifest
+from shared.run_report import BackendSettings, RunSettings, assemble_report, attempt_prefix
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store
 
@@ -56,6 +58,8 @@ class BenchRequest:
     run_id: str | None = None
     manifest: ModelManifest | None = None
     group: dict[str, Any] | None = None
+    # The agent constraint terms of the stack run this one reproduces ({"require": [...]}).
+    constraints: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -119,127 +123,69 @@ def run_bench(
 
         progress.on_stage("running")
         progress.on_run_start(request.scenario.effective_min_duration_s)
+        prefix = attempt_prefix(run_id, 1)
+        slot = HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
         with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
-            outcome = execute_run(
-                manifest=manifest,
-                backend=backend,
-                scenario=request.scenario,
-                batch_size=request.batch_size,
-                log_dir=Path(tmp),
-                tensors=prepared.tensors,
-                labels=prepared.labels,
-                workers=request.workers,
-                class_names=dataset.class_names,
-            )
-            log_prefix = f"runs/{run_id}/"
-            logs = {}
-            for name, path in outcome.log_files.items():
-                store.put_bytes(log_prefix + name, path.read_bytes())
-                logs[name] = store.describe(log_prefix + name)
+            with slot.measuring(run_id) as host:
+                outcome = execute_run(
+                    manifest=manifest,
+                    backend=backend,
+                    scenario=request.scenario,
+                    batch_size=request.batch_size,
+                    log_dir=Path(tmp),
+                    tensors=prepared.tensors,
+                    labels=prepared.labels,
+                    workers=request.workers,
+                    class_names=dataset.class_names,
+                )
+            environment = capture_environment()
+            environment["framework_runtime"] = framework_runtime()
+            measurement = measurement_of(outcome, environment=environment, host=host.to_dict())
+            keys = store_attempt(store, prefix, outcome.log_files, measurement)
     finally:
         # Sessions, client pools and device memory go back even when a run fails.
         backend.close()
 
     progress.on_stage("storing")
-    report = build_report(
+    report = assemble_report(
         run_id=run_id,
-        request=request,
-        manifest=manifest,
-        framework=framework,
-        dataset=dataset,
-        prepared=prepared,
-        prep_seconds=prep_seconds,
-        reused=reused,
-        shard=shard,
-        outcome=outcome,
-        logs=logs,
-    )
-    environment = capture_environment()
-    environment["framework_runtime"] = framework_runtime()
-    report["environment"] = environment
-    # What is printed is what is stored: strict JSON, a figure LoadGen lacks is null.
-    report = json_safe(report)
-    with session_scope(settings.effective_database_url) as session:
-        save_run(
-            session,
-            RunRecord(
-                id=run_id,
-                model_name=manifest.name,
-                model_version=manifest.version,
-                framework=framework,
-                framework_version=str(outcome.backend_info.get("version", "unknown")),
-                scenario=request.scenario.scenario,
-                mode=request.scenario.mode,
-                batch_size=request.batch_size,
-                dataset=dataset.name,
-                validity=outcome.report.validity.result,
-                samples_per_second=outcome.report.samples_per_second,
-                manifest=manifest.to_dict(),
-                settings=report["settings"],
-                environment=environment,
-                report=report,
-                log_prefix=log_prefix,
-                preprocess_reused=reused,
-            ),
-        )
-    return report
-
-
-def build_report(
-    *,
-    run_id: str,
-    request: BenchRequest,
-    manifest: ModelManifest,
-    framework: str,
-    dataset: Dataset,
-    prepared: Prepared,
-    prep_seconds: float,
-    reused: bool,
-    shard: str,
-    outcome: RunOutcome,
-    logs: dict[str, str],
-) -> dict[str, Any]:
-    return {
-        "run_id": run_id,
-        "created_at": datetime.now(UTC).isoformat(),
-        "model": {"name": manifest.name, "version": manifest.version},
-        "framework": outcome.backend_info | {"name": framework},
-        "scenario": request.scenario.scenario,
-        "mode": request.scenario.mode,
-        "batch_size": request.batch_size,
-        "settings": {
-            # What the user asked for, and where the manifest's relative paths resolve:
-            # with the stored manifest this is all a rerun needs.
-            "model": request.model,
-            "manifest_dir": manifest.base_dir,
-            "scenario": request.scenario.model_dump(mode="json"),
-            "batch_size": request.batch_size,
-            "dataset": request.dataset,
-            "samples": request.samples,
-            "seed": request.seed,
-            "workers": request.workers,
-            "framework": framework,
-            "backend_options": {
-                "device": request.backend_options.device,
-                "intra_op_threads": request.backend_options.intra_op_threads,
-                "inter_op_threads": request.backend_options.inter_op_threads,
-                "extra": request.backend_options.extra,
-            },
-        },
-        "dataset": {
+        model={"name": manifest.name, "version": manifest.version},
+        settings=run_settings(request, manifest, framework),
+        measurement=measurement,
+        dataset={
             "name": dataset.name,
             "samples": len(prepared.tensors),
             "failed": [str(e) for e in prepared.errors],
         },
-        "preprocessing": {"seconds": prep_seconds, "reused": reused, "shard": shard},
-        "performance": outcome.report.to_dict(),
-        "stability": outcome.stability.to_dict() if outcome.stability else None,
-        "seeds": {"data": request.seed, "loadgen": outcome.seeds},
-        "group": request.group,
-        "accuracy": outcome.accuracy.to_dict() if outcome.accuracy else None,
-        "sut_latency": outcome.sut_latency.__dict__,
-        "warm_up": outcome.warm_up,
-        "failed_samples": outcome.failed_samples,
-        "errors": outcome.errors,
-        "logs": logs,
-    }
+        preprocessing={"seconds": prep_seconds, "reused": reused, "shard": shard},
+        logs=keys,
+        log_prefix=prefix,
+        group=request.group,
+    )
+    with session_scope(settings.effective_database_url) as session:
+        save_run(session, record_from_report(report, manifest.to_dict()))
+    # What is printed is what is stored: strict JSON, a figure LoadGen lacks is null.
+    return report.to_dict()
+
+
+def run_settings(request: BenchRequest, manifest: ModelManifest, framework: str) -> RunSettings:
+    """What the user asked for, and where the manifest's relative paths resolve."""
+    options = request.backend_options
+    return RunSettings(
+        model=request.model,
+        framework=framework,
+        scenario=request.scenario.model_dump(mode="json"),
+        batch_size=request.batch_size,
+        dataset=request.dataset,
+        samples=request.samples,
+        seed=request.seed,
+        workers=request.workers,
+        manifest_dir=manifest.base_dir,
+        backend_options=BackendSettings(
+            device=options.device,
+            intra_op_threads=options.intra_op_threads,
+            inter_op_threads=options.inter_op_threads,
+            extra=dict(options.extra),
+        ),
+        constraints=dict(request.constraints),
+    )

@@ -45,6 +45,8 @@ class RunOutcome:
     stability: Stability | None = None
     # The RNG seeds LoadGen actually used (its detail log's effective_* values).
     seeds: dict[str, int] = field(default_factory=dict)
+    # What a reader of the figures must know (e.g. labels that do not match the dataset).
+    warnings: list[str] = field(default_factory=list)
 
 
 def check_framework_constraint(manifest: ModelManifest, backend: Backend) -> None:

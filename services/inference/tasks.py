@@ -9,35 +9,51 @@ RUNNING evaluation (a compare-and-set on its ``attempt``), and writes under
 ``runs/<run_id>/attempt-<n>/``, so two deliveries never overwrite each other's logs and
 RunCompleted names one attempt's summary and detail together. A message delivered again
 after its claim moved the evaluation to AGGREGATING (the worker died between that commit
-and the publish) publishes RunCompleted again from the attempt's stored outcome.
+and the publish) publishes RunCompleted again from the attempt's stored measurement.
+
+The measurement itself runs in a child process (``isolated.run_in_child``) that holds the
+host (``host_slot``): the worker polls the evaluation while it runs and ends the child
+within ``CANCEL_POLL_S`` of a cancel, or when the run outlives ``MAX_RUN_SECONDS``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from celery import current_app, shared_task
+from sqlalchemy import select
 
-from services.inference.backends.base import BackendError, BackendOptions, create_backend
+from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.host_slot import HostSlot
+from services.inference.isolated import run_in_child
 from services.inference.loadgen.config import ScenarioConfig
-from services.inference.run import RunOutcome, execute_run
+from services.inference.measurement import (
+    load_measurement,
+    measurement_key,
+    measurement_of,
+    store_attempt,
+)
+from services.inference.run import execute_run
 from services.preprocess.shards import ShardSet
 from shared import queues, runtime
 from shared.celery_app import send
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.environment import capture_environment
-from shared.manifest import ManifestError, parse_manifest
+from shared.manifest import parse_manifest
 from shared.messages import RunCompleted, RunInference
-from shared.storage import ObjectStore
+from shared.run_report import attempt_prefix
 from shared.task_guard import fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
+
+# How often a measuring worker checks whether its run was cancelled: the agent is free
+# for the next evaluation within about this long after a cancel.
+CANCEL_POLL_S = 1.0
 
 # Set by the worker launcher (services.stack.entry): this process's agent id per
 # framework, and the agent's settings (e.g. {"intra_op_threads": 2}) that every run applies.
@@ -45,47 +61,7 @@ CURRENT_AGENT_IDS: dict[str, str] = {}
 CURRENT_AGENT_SETTINGS: dict[str, Any] = {}
 
 
-def run_prefix(run_id: str) -> str:
-    return f"runs/{run_id}"
-
-
-def attempt_prefix(run_id: str, attempt: int) -> str:
-    """Where one attempt at a run writes: deliveries of one run never share files."""
-    return f"{run_prefix(run_id)}/attempt-{attempt}"
-
-
-def outcome_key(prefix: str) -> str:
-    return f"{prefix}/outcome.json"
-
-
-def upload_outcome(
-    store: ObjectStore, prefix: str, outcome: RunOutcome, agent: dict[str, Any] | None = None
-) -> dict[str, str]:
-    """Upload the logs, then outcome.json last: its presence means the attempt is whole."""
-    keys: dict[str, str] = {}
-    for name, path in outcome.log_files.items():
-        key = f"{prefix}/{name}"
-        store.put_bytes(key, path.read_bytes())
-        keys[name] = key
-    summary: dict[str, Any] = {
-        "backend_info": outcome.backend_info,
-        "accuracy": outcome.accuracy.to_dict() if outcome.accuracy else None,
-        "failed_samples": outcome.failed_samples,
-        "errors": outcome.errors[:100],
-        "warm_up": outcome.warm_up,
-        "stability": outcome.stability.to_dict() if outcome.stability else None,
-        "seeds": outcome.seeds,
-        "environment": capture_environment(),
-        "agent": agent or {},
-    }
-    keys["outcome"] = outcome_key(prefix)
-    # The keys too, so that a redelivery can publish RunCompleted again from the store.
-    summary["log_keys"] = dict(keys)
-    store.put_bytes(keys["outcome"], json.dumps(summary, default=str).encode())
-    return keys
-
-
-def backend_options(message: RunInference) -> BackendOptions:
+def backend_options(message: RunInference, agent_settings: dict[str, Any]) -> BackendOptions:
     """The agent's settings apply to every run it measures; the Triton server's address
     falls back to the deployment's (BENCHSTACK_TRITON_URL) when the submission names none."""
     extra = dict(message.backend_options)
@@ -94,42 +70,55 @@ def backend_options(message: RunInference) -> BackendOptions:
         extra["url"] = triton_url
     return BackendOptions(
         device=message.device,
-        intra_op_threads=int(CURRENT_AGENT_SETTINGS.get("intra_op_threads", 0)),
+        intra_op_threads=int(agent_settings.get("intra_op_threads", 0)),
         extra=extra,
     )
 
 
-def measure(message: RunInference, agent_id: str = "", prefix: str = "") -> dict[str, str]:
-    """Load, run, upload under ``prefix``; returns the object keys of what the run produced."""
+def host_slot() -> HostSlot:
+    settings = runtime.settings()
+    return HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
+
+
+def measure(
+    payload: dict[str, Any], agent_id: str, prefix: str, agent_settings: dict[str, Any]
+) -> dict[str, str]:
+    """Load, run (holding the host), upload under ``prefix``; returns the object keys.
+
+    Runs in the measurement child (``isolated.run_in_child``), so it takes everything it
+    needs as arguments and returns only picklable values."""
+    message = RunInference.model_validate(payload)
     store = runtime.store()
     manifest = parse_manifest(message.manifest)
     scenario = ScenarioConfig.model_validate(message.scenario)
     shards = ShardSet.open(store, message.shard_keys)
-    options = backend_options(message)
+    options = backend_options(message, agent_settings)
     backend = create_backend(message.framework, options)
     try:
         backend.load(manifest)
         with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
-            outcome = execute_run(
-                manifest=manifest,
-                backend=backend,
-                scenario=scenario,
-                batch_size=message.batch_size,
-                log_dir=Path(tmp),
-                fetch=shards.fetch,
-                sample_count=shards.sample_count,
-                labels=shards.labels,
-            )
+            with host_slot().measuring(message.run_id) as host:
+                outcome = execute_run(
+                    manifest=manifest,
+                    backend=backend,
+                    scenario=scenario,
+                    batch_size=message.batch_size,
+                    log_dir=Path(tmp),
+                    fetch=shards.fetch,
+                    sample_count=shards.sample_count,
+                    labels=shards.labels,
+                )
             agent = {
                 "id": agent_id,
-                "settings": dict(CURRENT_AGENT_SETTINGS),
+                "settings": dict(agent_settings),
                 "backend_options": {
                     "intra_op_threads": options.intra_op_threads,
                     "inter_op_threads": options.inter_op_threads,
                     "extra": options.extra,
                 },
             }
-            return upload_outcome(store, prefix or run_prefix(message.run_id), outcome, agent)
+            measurement = measurement_of(outcome, agent=agent, host=host.to_dict())
+            return store_attempt(store, prefix, outcome.log_files, measurement)
     finally:
         backend.close()
 
@@ -148,15 +137,33 @@ def completion_message(
 
 def stored_completion(message: RunInference, evaluation: Evaluation) -> RunCompleted | None:
     """RunCompleted of the attempt that moved the evaluation to AGGREGATING, from its
-    stored outcome; None when the outcome is missing."""
+    stored measurement; None when the measurement is missing."""
     store = runtime.store()
     prefix = attempt_prefix(message.run_id, evaluation.attempt)
-    if not store.exists(outcome_key(prefix)):
+    if not store.exists(measurement_key(prefix)):
         return None
-    outcome: dict[str, Any] = json.loads(store.get_bytes(outcome_key(prefix)))
-    keys = {str(k): str(v) for k, v in (outcome.get("log_keys") or {}).items()}
-    keys.setdefault("outcome", outcome_key(prefix))
+    _, keys = load_measurement(store, measurement_key(prefix))
     return completion_message(message, evaluation.agent_id or "", prefix, keys)
+
+
+def cancellation_check(evaluation_id: str, attempt: int) -> Callable[[], str | None]:
+    """A reason to end the measurement child: the evaluation left RUNNING (cancelled,
+    failed) or another attempt took the claim."""
+
+    def check() -> str | None:
+        with runtime.db() as session:
+            row = session.execute(
+                select(Evaluation.state, Evaluation.attempt).where(Evaluation.id == evaluation_id)
+            ).one_or_none()
+        if row is None:
+            return "the evaluation was deleted"
+        if row.state != EvaluationState.RUNNING.value:
+            return f"the evaluation is {row.state}"
+        if row.attempt != attempt:
+            return f"attempt {row.attempt} took over the run"
+        return None
+
+    return check
 
 
 @shared_task(name=queues.RUN_INFERENCE)
@@ -203,15 +210,29 @@ def run_inference(payload: dict[str, Any]) -> None:
         return
     assert attempt is not None
     prefix = attempt_prefix(message.run_id, attempt)
-    try:
-        keys = measure(message, agent_id, prefix)
-    except (BackendError, ManifestError, ValueError, RuntimeError) as exc:
-        log.warning("run %s failed: %s", message.run_id, exc)
+    result = run_in_child(
+        measure,
+        (payload, agent_id, prefix, dict(CURRENT_AGENT_SETTINGS)),
+        should_stop=cancellation_check(message.evaluation_id, attempt),
+        time_limit_s=settings.max_run_seconds,
+        poll_s=CANCEL_POLL_S,
+    )
+    if result.stopped is not None:
+        log.info("run %s ended: %s", message.run_id, result.stopped)
         with runtime.db() as session:
+            # A time limit fails the run; a cancel already moved it, so this changes nothing.
             evaluation_repo.fail_attempt(
-                session, message.evaluation_id, attempt, f"inference: {exc}"
+                session, message.evaluation_id, attempt, f"inference: {result.stopped}"
             )
         return
+    if result.error is not None:
+        log.warning("run %s failed: %s", message.run_id, result.error)
+        with runtime.db() as session:
+            evaluation_repo.fail_attempt(
+                session, message.evaluation_id, attempt, f"inference: {result.error}"
+            )
+        return
+    keys: dict[str, str] = result.value
     with runtime.db() as session:
         moved = evaluation_repo.complete_attempt(
             session, message.evaluation_id, attempt, agent_id=agent_id or None

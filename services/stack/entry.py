@@ -15,6 +15,18 @@ from dataclasses import dataclass
 from shared import queues
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on: the affinity mask, not the host's count.
+
+    A container limited to 2 CPUs on a 64-core node would otherwise fork 64 preprocess
+    children and run out of memory. (A CFS quota without a cpuset is not seen here; set
+    --concurrency there.)
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 @dataclass(frozen=True)
 class WorkerPlan:
     queues: list[str]
@@ -146,14 +158,3 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main(sys.argv[1:])
 
-
-def usable_cpus() -> int:
-    """CPUs this process may run on: the affinity mask, not the host's count.
-
-    A container limited to 2 CPUs on a 64-core node would otherwise fork 64 preprocess
-    children and run out of memory. (A CFS quota without a cpuset is not seen here; set
-    --concurrency there.)
-    """
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)

@@ -9,6 +9,9 @@ from shared.messages import RunInference
 from shared.settings import Settings
 
 
+AGENT_SETTINGS = {"intra_op_threads": 3}
+
+
 def _message(framework: str, **options: object) -> RunInference:
     return RunInference(
         evaluation_id="e",
@@ -27,17 +30,18 @@ def _message(framework: str, **options: object) -> RunInference:
 def deployment(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings(triton_url="triton:8000", environment="test")
     monkeypatch.setattr(tasks.runtime, "settings", lambda: settings)
-    monkeypatch.setattr(tasks, "CURRENT_AGENT_SETTINGS", {"intra_op_threads": 3})
 
 
 @pytest.mark.usefixtures("deployment")
 def test_the_agents_threads_apply_to_every_backend() -> None:
-    assert tasks.backend_options(_message("torch")).intra_op_threads == 3
+    assert tasks.backend_options(_message("torch"), AGENT_SETTINGS).intra_op_threads == 3
 
 
 @pytest.mark.usefixtures("deployment")
 def test_triton_url_defaults_to_the_deployments_unless_the_submission_names_one() -> None:
-    assert tasks.backend_options(_message("triton")).extra == {"url": "triton:8000"}
-    given = tasks.backend_options(_message("triton", url="elsewhere:8001"))
+    assert tasks.backend_options(_message("triton"), AGENT_SETTINGS).extra == {"url": "triton:8000"}
+    given = tasks.backend_options(
+        _message("triton", url="elsewhere:8001"), AGENT_SETTINGS
+    )
     assert given.extra == {"url": "elsewhere:8001"}
-    assert "url" not in tasks.backend_options(_message("onnxruntime")).extra
+    assert "url" not in tasks.backend_options(_message("onnxruntime"), AGENT_SETTINGS).extra

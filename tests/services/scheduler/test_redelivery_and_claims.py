@@ -181,7 +181,7 @@ def test_every_stage_publishes_again_after_a_lost_publish(outbox: Outbox) -> Non
     prefix = f"runs/{run['run_id']}/attempt-1"
     assert completed["log_prefix"] == prefix
     assert completed["agent_id"] == AGENT
-    assert {"mlperf_log_summary.txt", "mlperf_log_detail.txt", "outcome"} <= set(
+    assert {"mlperf_log_summary.txt", "mlperf_log_detail.txt", "measurement"} <= set(
         completed["log_keys"]
     )
     assert all(key.startswith(prefix + "/") for key in completed["log_keys"].values())

@@ -1,0 +1,134 @@
+"""One measurement per host at a time.
+
+Two agents on one machine measuring at once share its cores, caches and memory bandwidth:
+each figure then describes the other's load as much as the model (two agents on this
+2-core VM measured 11.1 and 25.1 samples/s side by side). So every measurement on a host,
+stack agent or embedded ``bench``, first takes an exclusive ``flock`` on one file; the
+kernel releases it when the holder dies, so a crashed run never blocks the host.
+
+Every measurement also registers itself in an ``active/`` folder beside the lock, so a run
+records whether another overlapped it: never when exclusive, and visibly when the user
+explicitly allowed sharing (``BENCHSTACK_MEASURE_EXCLUSIVE=false``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+HISTORY_MAX_BYTES = 1 << 20
+
+
+class SlotWaitCancelled(RuntimeError):
+    """The run was cancelled while it waited for the host."""
+
+
+@dataclass
+class HostUse:
+    """How a run shared its host, stored with the run (report ``host``)."""
+
+    exclusive: bool
+    waited_s: float = 0.0
+    overlapped_with: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "exclusive": self.exclusive,
+            "waited_for_host_s": round(self.waited_s, 3),
+            "overlapped": bool(self.overlapped_with),
+            "overlapped_with": sorted(set(self.overlapped_with)),
+        }
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class HostSlot:
+    def __init__(self, folder: Path, *, exclusive: bool = True) -> None:
+        self.folder = folder
+        self.exclusive = exclusive
+        self.active = folder / "active"
+
+    def _others(self, run_id: str) -> list[str]:
+        others = []
+        for entry in self.active.glob("*.json"):
+            if entry.stem == run_id:
+                continue
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                if _pid_alive(int(json.loads(entry.read_text())["pid"])):
+                    others.append(entry.stem)
+        return others
+
+    def _record(self, run_id: str, started: float, ended: float) -> None:
+        history = self.folder / "history.jsonl"
+        with contextlib.suppress(OSError):
+            if history.exists() and history.stat().st_size > HISTORY_MAX_BYTES:
+                history.unlink()
+            # One short line per O_APPEND write: concurrent writers do not interleave.
+            with open(history, "a") as out:
+                out.write(json.dumps({"run": run_id, "start": started, "end": ended}) + "\n")
+
+    def _ended_within(self, run_id: str, started: float, ended: float) -> list[str]:
+        history = self.folder / "history.jsonl"
+        found = []
+        with contextlib.suppress(OSError):
+            for line in history.read_text().splitlines():
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    entry = json.loads(line)
+                    if entry["run"] != run_id and entry["start"] < ended and entry["end"] > started:
+                        found.append(str(entry["run"]))
+        return found
+
+    def _acquire(self, lock: TextIO, should_stop: Callable[[], bool], poll_s: float) -> float:
+        started = time.monotonic()
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return time.monotonic() - started
+            except BlockingIOError:
+                if should_stop():
+                    raise SlotWaitCancelled("cancelled while waiting for the host") from None
+                time.sleep(poll_s)
+
+    @contextlib.contextmanager
+    def measuring(
+        self,
+        run_id: str,
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+        poll_s: float = 0.2,
+    ) -> Iterator[HostUse]:
+        """Hold the host (when exclusive) while the block measures ``run_id``."""
+        self.active.mkdir(parents=True, exist_ok=True)
+        use = HostUse(exclusive=self.exclusive)
+        with open(self.folder / "measure.lock", "a+") as lock:
+            if self.exclusive:
+                use.waited_s = self._acquire(lock, should_stop, poll_s)
+            mine = self.active / f"{run_id}.json"
+            started = time.time()
+            mine.write_text(json.dumps({"pid": os.getpid(), "started": started}))
+            try:
+                use.overlapped_with += self._others(run_id)
+                yield use
+                use.overlapped_with += self._others(run_id)
+                # Runs that started and ended while this one measured left only history.
+                use.overlapped_with += self._ended_within(run_id, started, time.time())
+            finally:
+                mine.unlink(missing_ok=True)
+                self._record(run_id, started, time.time())
+                if self.exclusive:
+                    fcntl.flock(lock, fcntl.LOCK_UN)

@@ -1,0 +1,106 @@
+"""Run one measurement in a child process the worker can end.
+
+LoadGen runs in C++ and cannot be interrupted from Python, so a cancelled run would hold
+its agent until LoadGen finished. In a child, the worker ends it within a poll interval,
+and a crash or an out-of-memory kill of the run takes the child, not the agent.
+
+The child is spawned, not forked: the worker's threads (heartbeat, Celery's) and any
+framework thread pool would be copied mid-state by a fork.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# How long the child gets to exit on SIGTERM before SIGKILL.
+TERMINATE_GRACE_S = 3.0
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    """What became of the child: a value, an error message, or why it was ended."""
+
+    value: Any = None
+    error: str | None = None
+    stopped: str | None = None  # the reason given by should_stop, or the time limit
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.stopped is None
+
+
+def _child_main(
+    target: Callable[..., Any], args: tuple[Any, ...], conn: Connection
+) -> None:  # pragma: no cover - runs in the child
+    try:
+        conn.send(("ok", target(*args)))
+    except BaseException as exc:
+        conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        name = signal.Signals(-code).name
+        hint = " (the kernel's out-of-memory killer sends this)" if -code == signal.SIGKILL else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with code {code}"
+
+
+def run_in_child(
+    target: Callable[..., Any],
+    args: tuple[Any, ...],
+    *,
+    should_stop: Callable[[], str | None],
+    time_limit_s: float,
+    poll_s: float = 0.5,
+) -> ChildOutcome:
+    """Call ``target(*args)`` in a spawned child; end it when ``should_stop`` returns a
+    reason or after ``time_limit_s``. ``target`` and its result must pickle."""
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_child_main, args=(target, args, sender), daemon=True)
+    child.start()
+    sender.close()
+    deadline = time.monotonic() + time_limit_s
+    stopped: str | None = None
+    try:
+        while True:
+            if receiver.poll(poll_s):
+                try:
+                    status, value = receiver.recv()
+                except EOFError:
+                    break  # the child died before it could answer
+                child.join(TERMINATE_GRACE_S)
+                if status == "ok":
+                    return ChildOutcome(value=value)
+                return ChildOutcome(error=str(value))
+            if not child.is_alive() and not receiver.poll(0):
+                break
+            stopped = should_stop()
+            if stopped is None and time.monotonic() > deadline:
+                stopped = f"the run exceeded its time limit of {time_limit_s:g} s"
+            if stopped is not None:
+                return ChildOutcome(stopped=stopped)
+    finally:
+        if child.is_alive():
+            child.terminate()
+            child.join(TERMINATE_GRACE_S)
+            if child.is_alive():
+                child.kill()
+                child.join()
+        receiver.close()
+    child.join(TERMINATE_GRACE_S)
+    return ChildOutcome(error=f"the measurement process {_describe_exit(child.exitcode)}")

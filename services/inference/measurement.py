@@ -1,0 +1,70 @@
+"""A measured run's files in the object store, the same layout for embedded and stack runs:
+
+``runs/<run_id>/attempt-<n>/`` holds LoadGen's logs, the raw per-sample arrays and, written
+last, ``measurement.json`` (the judged ``Measurement`` plus the keys of the other files).
+Its presence means the attempt is whole.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from services.inference.run import RunOutcome
+from shared.environment import capture_environment
+from shared.run_report import MEASUREMENT_FILE, Measurement
+from shared.storage import ObjectStore
+
+
+def measurement_of(
+    outcome: RunOutcome,
+    *,
+    agent: dict[str, Any] | None = None,
+    host: dict[str, Any] | None = None,
+    environment: dict[str, Any] | None = None,
+) -> Measurement:
+    """The run as judged here: LoadGen's verdict with what only the SUT saw applied."""
+    return Measurement(
+        performance=outcome.report,
+        stability=outcome.stability,
+        accuracy=outcome.accuracy,
+        backend=dict(outcome.backend_info),
+        sut_latency=outcome.sut_latency,
+        failed_samples=outcome.failed_samples,
+        errors=outcome.errors[:100],
+        warm_up=dict(outcome.warm_up),
+        seeds=dict(outcome.seeds),
+        environment=environment if environment is not None else capture_environment(),
+        host=host or {},
+        agent=agent or {},
+        warnings=list(outcome.warnings),
+    )
+
+
+def measurement_key(prefix: str) -> str:
+    return f"{prefix}/{MEASUREMENT_FILE}"
+
+
+def store_attempt(
+    store: ObjectStore, prefix: str, log_files: dict[str, Path], measurement: Measurement
+) -> dict[str, str]:
+    """Upload the files, then measurement.json last; returns logical name -> object key."""
+    keys: dict[str, str] = {}
+    for name, path in log_files.items():
+        key = f"{prefix}/{name}"
+        store.put_bytes(key, path.read_bytes())
+        keys[name] = key
+    keys["measurement"] = measurement_key(prefix)
+    # The keys too, so that a redelivery can publish RunCompleted again from the store.
+    document = {**measurement.to_dict(), "log_keys": dict(keys)}
+    store.put_bytes(keys["measurement"], json.dumps(document).encode())
+    return keys
+
+
+def load_measurement(store: ObjectStore, key: str) -> tuple[Measurement, dict[str, str]]:
+    """The judged measurement and the keys of its files."""
+    document: dict[str, Any] = json.loads(store.get_bytes(key))
+    keys = {str(k): str(v) for k, v in (document.pop("log_keys", None) or {}).items()}
+    keys.setdefault("measurement", key)
+    return Measurement.from_dict(document), keys
