@@ -236,6 +236,32 @@ def scenario_config(scenario: str, settings: Any) -> ScenarioConfig | Rejection:
         )
 
 
+def setup_allowance_s(max_run_seconds: float) -> float:
+    """Of a run's time limit, what model loading, calibration and warm-up may take:
+    20 % of it, at most a minute (they take seconds for the models here)."""
+    return min(60.0, 0.2 * max_run_seconds)
+
+
+def run_cap_problem(scenario: ScenarioConfig, max_run_seconds: float) -> Rejection | None:
+    """A run that cannot end within MAX_RUN_SECONDS would be killed at the limit, having
+    measured nothing: refuse it now, naming the setting."""
+    budget = max_run_seconds - setup_allowance_s(max_run_seconds)
+    checks = [("min_duration_s", scenario.effective_min_duration_s)]
+    if scenario.max_duration_s is not None:
+        checks.append(("max_duration_s", scenario.max_duration_s))
+    for name, seconds in checks:
+        if seconds > budget:
+            return Rejection(
+                "InvalidScenarioSettings",
+                f"settings.{name}: {seconds:g} s cannot finish within this deployment's run "
+                f"limit (MAX_RUN_SECONDS={max_run_seconds:g} s, of which "
+                f"{setup_allowance_s(max_run_seconds):g} s is kept for loading and "
+                f"calibration); accepted: at most {budget:g} s",
+                field=f"settings.{name}",
+            )
+    return None
+
+
 def relative_inside(value: str) -> PurePosixPath | None:
     """``value`` as a path relative to a folder it cannot leave, or None when it is
     absolute, starts with '~', has a '..' component, names the folder itself, or holds
@@ -600,6 +626,9 @@ def submit(
     scenario = scenario_config(request.scenario, request.settings)
     if isinstance(scenario, Rejection):
         return scenario
+    too_long = run_cap_problem(scenario, settings.max_run_seconds)
+    if too_long is not None:
+        return too_long
     need = _requirement(manifest, framework, device, texts)
     if isinstance(need, Rejection):
         return need

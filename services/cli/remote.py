@@ -181,6 +181,26 @@ def get_comparison(server_url: str, token: str | None, group_id: str) -> dict[st
     return comparison
 
 
+CANCEL_MUTATION = """
+mutation Cancel($id: String!) {
+  cancelEvaluation(id: $id) {
+    __typename
+    ... on Evaluation { id state reason }
+    ... on UserError { message field }
+  }
+}
+"""
+
+
+def cancel_evaluation(server_url: str, token: str | None, evaluation_id: str) -> str:
+    """Cancel; returns the new state, or raises RemoteError with the typed error's text."""
+    result = graphql(server_url, token, CANCEL_MUTATION, {"id": evaluation_id})
+    answer = result["cancelEvaluation"]
+    if answer["__typename"] != "Evaluation":
+        raise RemoteError(f"{answer['__typename']}: {answer.get('message', '')}")
+    return str(answer["state"])
+
+
 def get_evaluation(server_url: str, token: str | None, evaluation_id: str) -> dict[str, Any]:
     found = graphql(server_url, token, EVALUATION_QUERY, {"id": evaluation_id})["evaluation"]
     if found is None:

@@ -7,11 +7,16 @@ service started by hand and one started by the stack behave the same.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import socket
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from services.stack.manager import READY_FILE_ENV
 from shared import queues
 
 
@@ -47,6 +52,15 @@ def worker_plan(kind: str, *, concurrency: int | None) -> WorkerPlan:
     return WorkerPlan([kind], "threads", concurrency or 4)
 
 
+def announce_ready(node: str) -> None:
+    """Tell ``benchstack up`` this worker consumes, and the node name it answers pings as."""
+    path = os.environ.get(READY_FILE_ENV)
+    if path:
+        tmp = Path(path + ".tmp")
+        tmp.write_text(json.dumps({"node": node, "pid": os.getpid()}))
+        tmp.replace(path)
+
+
 def split_frameworks(values: list[str] | None) -> list[str]:
     """``--framework torch --framework onnxruntime`` and ``--framework torch,onnxruntime``."""
     return [f.strip() for value in values or [] for f in value.split(",") if f.strip()]
@@ -67,8 +81,14 @@ def run_worker(
 
     from services.celery_main import app
     from services.stack.nodename import node_name
+    from services.stack.presence import Presence
     from shared.settings import get_settings
 
+    settings = get_settings()
+    node = node_name(kind, name=name)
+    presence = Presence(
+        kind, node.replace("%h", socket.gethostname()), settings.agent_heartbeat_seconds
+    )
     if kind == "inference":
         from services.inference import tasks as inference_tasks
         from services.inference.agent import Agent, available_frameworks
@@ -77,7 +97,7 @@ def run_worker(
             frameworks=frameworks or available_frameworks(),
             device=device,
             threads=threads,
-            heartbeat_s=get_settings().agent_heartbeat_seconds,
+            heartbeat_s=settings.agent_heartbeat_seconds,
         )
         inference_tasks.CURRENT_AGENT_IDS.update({f: agent.agent_id(f) for f in agent.frameworks})
         inference_tasks.CURRENT_AGENT_SETTINGS.update(agent.settings)
@@ -87,13 +107,20 @@ def run_worker(
         plan = WorkerPlan(agent.queues(), "solo", 1)
     else:
         plan = worker_plan(kind, concurrency=concurrency)
+
+    def _ready(**_: Any) -> None:
+        presence.start()
+        announce_ready(presence.node)
+
+    signals.worker_ready.connect(_ready, weak=False)
+    signals.worker_shutdown.connect(lambda **_: presence.stop(), weak=False)
     app.worker_main(
         [
             "worker",
             "--queues",
             ",".join(plan.queues),
             "--hostname",
-            node_name(kind, name=name),
+            node,
             "--pool",
             plan.pool,
             "--concurrency",
@@ -157,4 +184,3 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
-

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ENTRY_MODULE = "services.stack.entry"
+READY_FILE_ENV = "BENCHSTACK_READY_FILE"  # read by services.stack.entry.announce_ready
 
 
 @dataclass(frozen=True)
@@ -41,15 +42,22 @@ def default_services(
     port: int = 8000,
     frameworks: list[str] | None = None,
     device: str = "cpu",
-    threads: int = 0,
+    threads: int | list[int] = 0,
     preprocess_concurrency: int | None = None,
 ) -> list[ServiceSpec]:
+    """The API and every worker; one inference agent per entry of ``threads`` (a list of
+    several starts several agents on this machine, e.g. to compare thread counts)."""
     base = [sys.executable, "-m", ENTRY_MODULE]
-    inference = [*base, "worker", "inference", "--device", device]
-    for framework in frameworks or []:
-        inference += ["--framework", framework]
-    if threads:
-        inference += ["--threads", str(threads)]
+    agents = []
+    for index, count in enumerate(threads if isinstance(threads, list) else [threads]):
+        inference = [*base, "worker", "inference", "--device", device]
+        for framework in frameworks or []:
+            inference += ["--framework", framework]
+        if count:
+            inference += ["--threads", str(count)]
+        agents.append(
+            ServiceSpec("inference" if index == 0 else f"inference-{index + 1}", inference)
+        )
     preprocess = [*base, "worker", "preprocess"]
     if preprocess_concurrency:
         preprocess += ["--concurrency", str(preprocess_concurrency)]
@@ -57,7 +65,7 @@ def default_services(
         ServiceSpec("api", [*base, "api", "--host", host, "--port", str(port)]),
         ServiceSpec("scheduler", [*base, "worker", "scheduler"]),
         ServiceSpec("preprocess", preprocess),
-        ServiceSpec("inference", inference),
+        *agents,
         ServiceSpec("aggregator", [*base, "worker", "aggregator"]),
     ]
 
@@ -91,13 +99,31 @@ class Stack:
         self.data_dir = data_dir
         self.log_dir = data_dir / "logs"
         self.pid_file = data_dir / "stack" / "pids.json"
+        # Workers announce here that they consume (services.stack.readiness).
+        self.ready_dir = data_dir / "stack" / "ready"
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
-    def running(self) -> list[RunningService]:
+    def recorded(self) -> list[RunningService]:
+        """Every service the pid file names, alive or not."""
         if not self.pid_file.exists():
             return []
-        entries = [RunningService(**e) for e in json.loads(self.pid_file.read_text())]
-        return [e for e in entries if _alive(e.pid) and _is_ours(e.pid)]
+        return [RunningService(**e) for e in json.loads(self.pid_file.read_text())]
+
+    def running(self) -> list[RunningService]:
+        return [e for e in self.recorded() if _alive(e.pid) and _is_ours(e.pid)]
+
+    def dead(self) -> list[RunningService]:
+        """Services the pid file names that are no longer running (they died on their own)."""
+        alive = {s.pid for s in self.running()}
+        return [e for e in self.recorded() if e.pid not in alive]
+
+    def exit_code(self, service: RunningService) -> int | None:
+        """A child's exit code once it exited; for a service another process started,
+        -1 once it is gone (its code is not ours to read)."""
+        child = self._children.get(service.pid)
+        if child is not None:
+            return child.poll()
+        return None if _alive(service.pid) else -1
 
     def start(
         self, specs: list[ServiceSpec], env: dict[str, str] | None = None
@@ -107,9 +133,13 @@ class Stack:
             raise RuntimeError(f"the stack is already running ({names}); `benchstack down` first")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        self.ready_dir.mkdir(parents=True, exist_ok=True)
+        for stale in self.ready_dir.glob("*.json"):
+            stale.unlink()
         started: list[RunningService] = []
         for spec in specs:
             log_path = self.log_dir / f"{spec.name}.log"
+            ready = {READY_FILE_ENV: str(self.ready_dir / f"{spec.name}.json")}
             with log_path.open("ab") as log:
                 process = subprocess.Popen(
                     spec.argv,
@@ -117,7 +147,7 @@ class Stack:
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
-                    env={**os.environ, **(env or {})},
+                    env={**os.environ, **(env or {}), **ready},
                 )
             self._children[process.pid] = process
             started.append(RunningService(spec.name, process.pid, str(log_path)))

@@ -36,6 +36,22 @@ class Agent(Base):
     stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+class WorkerPresence(Base):
+    """A worker process of any kind; alive while its heartbeat is recent. An evaluation
+    waiting on a kind with no live worker says so in its reason."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(300), primary_key=True)  # "<node>/<pid>"
+    kind: Mapped[str] = mapped_column(String(50), index=True)
+    node: Mapped[str] = mapped_column(String(250))
+    hostname: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_heartbeat: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
 class Evaluation(Base):
     __tablename__ = "evaluations"
 

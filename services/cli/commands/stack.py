@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.cli.errors import fail, user_errors
@@ -71,19 +72,40 @@ def worker(
         )
 
 
+def _thread_counts(value: str) -> list[int]:
+    try:
+        counts = [int(v) for v in value.split(",") if v.strip()] or [0]
+    except ValueError:
+        fail([f"threads: {value!r} is not a comma-separated list of integers, e.g. 1,2"])
+    if any(c < 0 for c in counts):
+        fail([f"threads: {value!r}: each count must be 0 (framework default) or more"])
+    return counts
+
+
 def up(
     host: str = typer.Option("127.0.0.1"),
     port: int = typer.Option(8000),
     frameworks: str = typer.Option("", help="Inference backends (default: every installed one)."),
     device: str = typer.Option("cpu"),
-    threads: int = typer.Option(0, min=0, help="Inference intra-op threads (0: default)."),
-    detach: bool = typer.Option(False, "--detach", "-d", help="Return once started."),
+    threads: str = typer.Option(
+        "0",
+        help="Inference intra-op threads (0: default); a list (1,2) starts one agent each.",
+    ),
+    detach: bool = typer.Option(False, "--detach", "-d", help="Return once every service is up."),
+    timeout: float = typer.Option(180.0, min=1, max=3600, help="Seconds to wait for readiness."),
 ) -> None:
-    """Start the API and every worker as local processes (logs under data_dir/logs)."""
-    from services.stack.manager import Stack, default_services, wait_for_http
+    """Start the API and every worker as local processes (logs under data_dir/logs).
+
+    A service is reported started only when it answers: the API its /readyz, each worker
+    a Celery ping. If one dies or does not answer, its log's last lines are shown, the
+    others are stopped and the exit code is 1."""
+    from services.stack.manager import Stack, default_services
+    from services.stack.readiness import log_tail, wait_until_ready
+    from shared.celery_app import make_celery
     from shared.db.migrations import upgrade_head
 
     settings = get_settings()
+    counts = _thread_counts(threads)
     # Migrate once up front, so five services do not race to do it.
     upgrade_head(settings.effective_database_url)
     stack = Stack(settings.data_dir)
@@ -92,20 +114,37 @@ def up(
         port=port,
         frameworks=[f for f in frameworks.split(",") if f],
         device=device,
-        threads=threads,
+        threads=counts,
     )
     with user_errors():
         try:
             started = stack.start(specs)
         except RuntimeError as exc:
             fail([str(exc)])
-    for service in started:
-        console.print(f"started {service.name:<10} pid {service.pid:<7} log {service.log}")
+    console.print(f"starting {', '.join(s.name for s in started)} (logs in {stack.log_dir})")
     url = f"http://{host}:{port}"
-    if not wait_for_http(url + "/healthz", timeout_s=60):
-        console.print(f"[red]the API did not answer at {url}; see {stack.log_dir / 'api.log'}[/]")
-    else:
-        console.print(f"API ready: {url}/graphql")
+
+    def report(result: Any) -> None:
+        if result.ready:
+            service = next(s for s in started if s.name == result.name)
+            console.print(f"started {result.name:<12} pid {service.pid:<7} {escape(result.detail)}")
+        else:
+            console.print(f"[red]{result.name} is not up:[/] {escape(result.detail)}")
+
+    results = wait_until_ready(
+        started,
+        exit_code=stack.exit_code,
+        ready_dir=stack.ready_dir,
+        api_url=url,
+        celery_app=make_celery(settings),
+        timeout_s=timeout,
+        on_ready=report,
+    )
+    failed = [r.name for r in results if not r.ready]
+    if failed:
+        stack.stop()
+        fail([f"up: {', '.join(failed)} did not start; the stack was stopped"])
+    console.print(f"API ready: {url}/graphql")
     if detach:
         return
     console.print("Ctrl-C stops the stack.")
@@ -113,15 +152,26 @@ def up(
     def _terminate(*_: Any) -> None:
         raise KeyboardInterrupt
 
+    def _died(service: Any, code: int) -> None:
+        console.print(
+            f"[red]{service.name} exited ({code}); last lines of {service.log}:[/]\n"
+            + escape(log_tail(service.log))
+        )
+
     # Both explicitly: a shell may start `up` with SIGINT ignored (e.g. in the background).
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
     try:
-        stack.watch(lambda s, code: console.print(f"[red]{s.name} exited ({code}); see {s.log}[/]"))
+        stack.watch(_died)
     except KeyboardInterrupt:
         console.print("stopping ...")
+        dead = [s.name for s in stack.dead()]
         killed = stack.stop()
-        console.print("stopped" + (f" (killed: {', '.join(killed)})" if killed else ""))
+        console.print(
+            "stopped"
+            + (f" (killed: {', '.join(killed)})" if killed else "")
+            + (f"; had died before: {', '.join(dead)}" if dead else "")
+        )
 
 
 def down() -> None:
@@ -130,14 +180,22 @@ def down() -> None:
 
     stack = Stack(get_settings().data_dir)
     running = stack.running()
+    dead = stack.dead()
     if not running:
-        console.print("no stack is running")
+        console.print(
+            "no stack is running"
+            + (f" ({', '.join(s.name for s in dead)} had died)" if dead else "")
+        )
+        if stack.pid_file.exists():
+            stack.pid_file.unlink()
         return
     killed = stack.stop()
     console.print(
         f"stopped {', '.join(s.name for s in running)}"
         + (f" (killed: {', '.join(killed)})" if killed else "")
     )
+    for service in dead:
+        console.print(f"[red]{service.name} had died before `down`; see {service.log}[/]")
 
 
 def submit(
@@ -250,10 +308,26 @@ def _follow(server: str, token: str | None, evaluation_id: str) -> dict[str, Any
                 share = evaluation["shardsReady"] / evaluation["shardsTotal"]
                 done += int(50 * share)
                 detail = f"shards {evaluation['shardsReady']}/{evaluation['shardsTotal']}"
+            if evaluation.get("reason"):
+                # Why it is not moving (e.g. "no live preprocess worker"), said as it happens.
+                detail = f"[yellow]{escape(evaluation['reason'])}[/]"
             progress.update(bar, description=state, completed=done, detail=detail)
             if state in {"SUCCEEDED", "FAILED", "CANCELLED"}:
                 return evaluation
             time.sleep(0.3)
+
+
+def cancel(
+    evaluation_id: str = typer.Argument(..., help="The evaluation to cancel."),
+    server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
+    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN"),
+) -> None:
+    """Cancel an evaluation; a run being measured is ended and its agent freed."""
+    from services.cli.remote import cancel_evaluation
+
+    with user_errors():
+        state = cancel_evaluation(server or get_settings().api_url, token, evaluation_id)
+    console.print(f"evaluation {evaluation_id} {state}")
 
 
 def token_create(
@@ -291,6 +365,7 @@ def register(app: typer.Typer) -> None:
     app.command("up")(up)
     app.command("down")(down)
     app.command("submit")(submit)
+    app.command("cancel")(cancel)
     token_app.command("create")(token_create)
     db_app.command("upgrade")(db_upgrade)
     app.add_typer(token_app, name="token")

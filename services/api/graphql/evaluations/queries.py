@@ -6,6 +6,7 @@ import re
 
 import strawberry
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.evaluations.types import (
@@ -14,6 +15,8 @@ from services.api.graphql.evaluations.types import (
     EvaluationType,
 )
 from shared.db.evaluations import Evaluation
+from shared.db.worker_repo import NEXT_WORKER, waiting_reason
+from shared.settings import get_settings
 
 MAX_PAGE = 200
 # A decimal offset of at most 18 digits: always within a 64-bit integer.
@@ -62,11 +65,20 @@ def _page(
         rows = session.scalars(
             query.order_by(Evaluation.created_at.desc(), Evaluation.id).offset(offset).limit(first)
         )
-        items = [EvaluationType.from_row(r) for r in rows]
+        items = [EvaluationType.from_row(r, waiting=waiting_reason_of(session, r)) for r in rows]
     end = offset + len(items)
     return EvaluationPage(
         items=items, total_count=total, next_cursor=str(end) if end < total else None
     )
+
+
+def waiting_reason_of(session: Session, row: Evaluation) -> str:
+    """Why an unfinished evaluation is not moving, when no live worker can take it."""
+    if row.reason or row.state not in NEXT_WORKER:
+        return ""
+    settings = get_settings()
+    live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
+    return waiting_reason(session, row, live_within_s=live_within_s)
 
 
 def _one(deps: ApiDeps, owner_id: int, evaluation_id: str) -> EvaluationType | None:
@@ -75,7 +87,7 @@ def _one(deps: ApiDeps, owner_id: int, evaluation_id: str) -> EvaluationType | N
         # Someone else's evaluation is indistinguishable from a missing one.
         if row is None or row.owner_id != owner_id:
             return None
-        return EvaluationType.from_row(row)
+        return EvaluationType.from_row(row, waiting=waiting_reason_of(session, row))
 
 
 @strawberry.type

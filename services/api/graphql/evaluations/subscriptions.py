@@ -26,13 +26,13 @@ class EvaluationSubscriptions:
     ) -> AsyncGenerator[EvaluationType | None, None]:
         owner = info.context.require_user()
         deps = info.context.deps
-        last: tuple[str, int] | None = None
+        last: tuple[str, int, str] | None = None
         while True:
             current = await in_thread(_one, deps, owner, id)
             if current is None:
                 yield None  # unknown, or not the caller's: one null, then the stream ends
                 return
-            fingerprint = (current.state.value, current.shards_ready)
+            fingerprint = (current.state.value, current.shards_ready, current.reason)
             if fingerprint != last:
                 last = fingerprint
                 yield current

@@ -133,11 +133,12 @@ class EvaluationType:
         return result
 
     @classmethod
-    def from_row(cls, row: EvaluationRow) -> EvaluationType:
+    def from_row(cls, row: EvaluationRow, *, waiting: str = "") -> EvaluationType:
+        """``waiting``: why a stalled evaluation is not moving (``worker_repo``)."""
         return cls(
             id=row.id,
             state=EvaluationStateType(EvaluationState(row.state).value),
-            reason=row.reason,
+            reason=row.reason or waiting,
             model_name=row.model_name,
             model_version=row.model_version,
             framework=row.framework,

@@ -1,0 +1,104 @@
+"""Worker presence rows, and why an evaluation is waiting when nobody consumes its work."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from shared.db.clock import utcnow
+from shared.db.evaluations import Agent, Evaluation, WorkerPresence
+from shared.db.states import EvaluationState
+
+# The worker kind that moves an evaluation on from each waiting state.
+NEXT_WORKER: dict[str, str] = {
+    EvaluationState.QUEUED.value: "scheduler",
+    EvaluationState.PREPROCESSING.value: "preprocess",
+    EvaluationState.RUNNING.value: "inference",
+    EvaluationState.AGGREGATING.value: "aggregator",
+}
+
+
+def register(
+    session: Session, *, worker_id: str, kind: str, node: str, hostname: str, pid: int
+) -> None:
+    now = utcnow()
+    row = session.get(WorkerPresence, worker_id)
+    if row is None:
+        session.add(
+            WorkerPresence(
+                id=worker_id,
+                kind=kind,
+                node=node,
+                hostname=hostname,
+                pid=pid,
+                started_at=now,
+                last_heartbeat=now,
+            )
+        )
+        return
+    row.last_heartbeat, row.stopped_at = now, None
+
+
+def beat(session: Session, worker_id: str) -> None:
+    session.execute(
+        update(WorkerPresence)
+        .where(WorkerPresence.id == worker_id)
+        .values(last_heartbeat=utcnow(), stopped_at=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def mark_stopped(session: Session, worker_id: str) -> None:
+    session.execute(
+        update(WorkerPresence)
+        .where(WorkerPresence.id == worker_id)
+        .values(stopped_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
+def waiting_reason(
+    session: Session, evaluation: Evaluation, *, live_within_s: float, now: datetime | None = None
+) -> str:
+    """Why a non-final evaluation is not moving: "" while a live worker could take it, or
+    while it has been waiting less than ``live_within_s`` (a worker may be starting)."""
+    kind = NEXT_WORKER.get(evaluation.state)
+    if kind is None:
+        return ""
+    now = now or utcnow()
+    updated = evaluation.updated_at
+    if updated.tzinfo is None:  # SQLite returns naive datetimes
+        updated = updated.replace(tzinfo=now.tzinfo)
+    if now - updated < timedelta(seconds=live_within_s):
+        return ""
+    cutoff = now - timedelta(seconds=live_within_s)
+    if kind == "inference":
+        # Routing put it on one queue (shared, host or direct): count its live consumers.
+        agents = session.scalars(
+            select(Agent).where(Agent.last_heartbeat >= cutoff, Agent.stopped_at.is_(None))
+        )
+        queue = evaluation.queue
+        live = sum(
+            1 for a in agents if queue in (a.queue, a.direct_queue, f"{a.queue}@{a.hostname}")
+        )
+        what = f"inference agent on queue {evaluation.queue or '?'}"
+    else:
+        live = (
+            session.scalar(
+                select(func.count())
+                .select_from(WorkerPresence)
+                .where(
+                    WorkerPresence.kind == kind,
+                    WorkerPresence.last_heartbeat >= cutoff,
+                    WorkerPresence.stopped_at.is_(None),
+                )
+            )
+            or 0
+        )
+        what = f"{kind} worker"
+    if live:
+        return ""
+    waited = int((now - updated).total_seconds())
+    return f"waiting {waited} s: no live {what}; start one (`benchstack worker {kind}`)"
