@@ -150,7 +150,7 @@ def test_cpu_this_process_burns_is_its_own_not_other() -> None:
         _burn(1.0)
         burned = time.process_time() - start
     load = sampler.result
-    assert load.own_cpu_s >= burned - 0.02
+    assert load.own_cpu_s >= burned - 0.03  # os.times() ticks in 1/100 s, user and system apart
     assert load.total_cpu_s is not None and load.other_cpu_s is not None
     # The burn is inside the total and subtracted from it, not added to "other".
     assert load.other_cpu_s == pytest.approx(max(0.0, load.total_cpu_s - load.own_cpu_s))
