@@ -1,0 +1,116 @@
+"""Intra-op thread counts that suit the scenario and the machine's other load.
+
+What we measured: on a 2-CPU machine with one other busy process, SingleStream's p50 was
+496 ms with the framework's default threads (2) and 41 ms with one thread. An intra-op
+pool splits each operator across its threads and waits for the slowest at the end of
+every operator; when a thread shares its CPU with another process it waits a scheduler
+time slice for its turn, and so does every operator. More threads than free CPUs
+(oversubscription) is what destroys latency; one thread fewer costs far less.
+
+The rule (``default_threads``):
+
+- free CPUs = usable CPUs - the CPUs other processes occupy, rounded up once their load
+  passes ``NOISE_CPUS`` (a CPU busy a third of the time still preempts a thread on it
+  often enough to stall its peers), at least 1;
+- inferences at once = the SUT's workers in Offline and Server (each runs its own
+  batches), 1 in SingleStream and MultiStream (LoadGen issues one query at a time);
+- threads = max(1, free CPUs // inferences at once), so the pools together never ask for
+  more CPUs than are free. On an idle machine with one inference at a time that is every
+  usable CPU, what the frameworks pick by default on a machine without hyperthreads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from services.inference.loadgen.config import SCENARIOS
+
+# Other processes' load below this (CPUs kept busy on average) leaves every CPU free: the
+# daemons of an idle machine take a few hundredths of a CPU, a fifth covers their bursts.
+NOISE_CPUS = 0.2
+
+# Scenarios whose SUT runs several inferences at once, one per worker.
+_CONCURRENT_SCENARIOS = frozenset({"offline", "server"})
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    threads: int
+    reason: str  # e.g. "threads=1: single-stream on 2 usable CPUs with 1.0 busy elsewhere ..."
+
+
+def occupied_cpus(other_cpus: float) -> int:
+    """Whole CPUs to leave to other processes that keep ``other_cpus`` busy on average."""
+    return max(0, math.ceil(other_cpus - NOISE_CPUS))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def default_threads(
+    *, scenario: str, usable_cpus: int, other_cpus: float | None, workers: int = 1
+) -> ThreadChoice:
+    """The intra-op thread count for one run, and why (see the module docstring).
+
+    ``other_cpus``: CPUs other processes keep busy now (shared.host_load.other_cpus_now);
+    None where it could not be measured, then counted as none and said so.
+    """
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(SCENARIOS)}")
+    if usable_cpus < 1:
+        raise ValueError(f"usable_cpus: must be 1 or more, got {usable_cpus}")
+    if workers < 1:
+        raise ValueError(f"workers: must be 1 or more, got {workers}")
+    if other_cpus is not None and not (other_cpus >= 0 and math.isfinite(other_cpus)):
+        raise ValueError(
+            f"other_cpus: must be a finite number of CPUs, 0 or more; got {other_cpus}"
+        )
+    measured = other_cpus is not None
+    load = other_cpus if other_cpus is not None else 0.0
+    free = max(1, usable_cpus - occupied_cpus(load))
+    at_once = workers if scenario in _CONCURRENT_SCENARIOS else 1
+    threads = max(1, free // at_once)
+    busy = f"{load:.1f} busy elsewhere" if measured else "other load unmeasured"
+    why = (
+        f"{_plural(free, 'free CPU')}, one inference at a time"
+        if at_once == 1
+        else f"{_plural(free, 'free CPU')} shared by {at_once} SUT workers"
+    )
+    reason = f"threads={threads}: {scenario} on {_plural(usable_cpus, 'usable CPU')} with {busy}"
+    reason += f" ({why})"
+    if threads * at_once > free:
+        reason += f"; still oversubscribed: lower --workers to {free} or fewer"
+    return ThreadChoice(threads=threads, reason=reason)
+
+
+def choose_threads(
+    *,
+    requested: int,
+    scenario: str,
+    usable_cpus: int,
+    other_cpus: float | None,
+    workers: int = 1,
+) -> ThreadChoice:
+    """The user's ``--threads`` when given (> 0), else ``default_threads``.
+
+    A request is honoured as asked; its reason says when it oversubscribes the free CPUs,
+    so a slow result explains itself.
+    """
+    if requested < 0:
+        raise ValueError(f"threads: must be 0 (choose for me) or more, got {requested}")
+    suggested = default_threads(
+        scenario=scenario, usable_cpus=usable_cpus, other_cpus=other_cpus, workers=workers
+    )
+    if requested == 0:
+        return suggested
+    at_once = workers if scenario in _CONCURRENT_SCENARIOS else 1
+    free = max(1, usable_cpus - occupied_cpus(other_cpus or 0.0))
+    reason = f"threads={requested}: as asked (--threads)"
+    if requested * at_once > free:
+        reason += (
+            f"; {requested * at_once} threads on {_plural(free, 'free CPU')} oversubscribe "
+            f"them, which inflates latency (suggested: --threads {suggested.threads})"
+        )
+    return ThreadChoice(threads=requested, reason=reason)
