@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -37,6 +37,9 @@ FRAMEWORK_ALIASES = {
     "ort": "onnxruntime",
 }
 ElementType = Literal["float32", "float16", "uint8", "int8", "int32", "int64"]
+# Names a top_k step may give instead of a labels file: the model's class indices are the
+# truth and the dataset's class folders, sorted, must be in the model's class order.
+BUILTIN_LABELS = frozenset({"imagenet1k"})
 
 
 class ManifestError(ValueError):
@@ -88,6 +91,17 @@ class ResizeStep(_Strict):
         if any(s <= 0 for s in sides):
             raise ValueError("must be positive")
         return v
+
+    def target_size(self, height: int, width: int) -> tuple[int, int]:
+        """(height, width) this step turns an image of ``height`` x ``width`` into."""
+        if isinstance(self.size, tuple):
+            return self.size
+        if not self.keep_aspect:
+            return self.size, self.size
+        # Shorter side to `size`, the other scaled to keep the aspect ratio (torchvision's rule).
+        if height <= width:
+            return self.size, int(self.size * width / height)
+        return int(self.size * height / width), self.size
 
 
 class CenterCropStep(_Strict):
@@ -290,16 +304,46 @@ class ModelManifest(_Strict):
     def ref(self) -> str:
         return f"{self.name}:{self.version}"
 
-    def resolve_path(self, relative: str) -> Path:
-        path = Path(relative).expanduser()
-        if not path.is_absolute() and self.base_dir:
-            path = Path(self.base_dir) / path
-        return path
+    def resolve_path(self, written: str, field: str = "path") -> Path:
+        """Where a file the manifest names lies; ``field`` names it in errors.
+
+        A manifest read from a folder (``base_dir`` set) may name only files inside that
+        folder: no absolute path, no '..', no symbolic link leading out; so checking or
+        running a manifest never reads, hashes or reports on any other file. A manifest
+        with no folder is one the API has already confined to its models folder (and
+        written with absolute paths there); its paths are taken as written.
+        """
+        if not self.base_dir:
+            return Path(written).expanduser()
+        base = Path(self.base_dir)
+        accepted = f"accepted: a path relative to the manifest's folder ({base}) without '..'"
+        path = PurePosixPath(written)
+        if not written or written.startswith("~") or path.is_absolute() or ".." in path.parts:
+            raise ManifestError([f"{field}: {written!r} is not accepted; {accepted}"], self.ref)
+        resolved = (base / path).resolve()
+        if not resolved.is_relative_to(base.resolve()):
+            raise ManifestError(
+                [
+                    f"{field}: {written!r} leads outside the manifest's folder through a "
+                    f"symbolic link; {accepted}"
+                ],
+                self.ref,
+            )
+        return resolved
 
     def model_files(self) -> list[tuple[str, ModelFile]]:
         """(field path, file) for every model file the source names."""
         named = (("source.file", self.source.file), ("source.weights", self.source.weights))
         return [(field, f) for field, f in named if f is not None]
+
+    def labels_files(self) -> list[tuple[str, str]]:
+        """(field path, path as written) for every labels file a top_k step names."""
+        return [
+            (f"outputs[{i}].steps[{j}].labels", step.labels)
+            for i, output in enumerate(self.outputs)
+            for j, step in enumerate(output.steps)
+            if isinstance(step, TopKStep) and step.labels and step.labels not in BUILTIN_LABELS
+        ]
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
@@ -394,7 +438,12 @@ def verify_model_files(manifest: ModelManifest) -> list[Path]:
             )
             continue
         assert model_file.path is not None
-        path = manifest.resolve_path(model_file.path)
+        try:
+            # Refused before anything is opened: no file outside the folder is ever hashed.
+            path = manifest.resolve_path(model_file.path, f"{field}.path")
+        except ManifestError as exc:
+            problems.extend(exc.problems)
+            continue
         if not path.is_file():
             problems.append(f"{field}.path: file not found: {path}")
             continue

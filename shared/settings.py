@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     agent_live_heartbeats: float = Field(default=3.0, gt=1)
     # Samples per preprocessing shard: the unit of parallel work and of reuse.
     shard_samples: int = Field(default=64, ge=1)
+    # The most pixels one image may have when decoded (after any reduced-scale JPEG
+    # decoding); a larger one is a per-sample error, refused from its header, so a folder
+    # of huge images cannot exhaust memory. 50 megapixels is an 8660x5773 photo.
+    max_image_pixels: int = Field(default=50_000_000, ge=1)
     # The most samples one API submission may ask for.
     max_samples: int = Field(default=100_000, ge=1)
     # The longest one run may measure; the broker's visibility timeout and an inference

@@ -36,6 +36,7 @@ from shared.catalogue import resolve_model
 from shared.db.session import session_scope
 from shared.environment import capture_environment
 from shared.manifest import ModelManifest
+from shared.manifest_checks import check_manifest
 from shared.run_report import BackendSettings, RunSettings, assemble_report, attempt_prefix
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store
@@ -106,6 +107,8 @@ def run_bench(
     run_id = request.run_id or str(uuid.uuid4())
     manifest = request.manifest or resolve_model(request.model)
     framework = request.framework or manifest.framework.name
+    # What `manifest validate` checks, refused the same way before anything loads.
+    check_manifest(manifest, hash_files=False)
     store = make_store(settings)
 
     progress.on_stage("loading model")

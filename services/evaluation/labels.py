@@ -10,11 +10,9 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.manifest import ModelManifest, TopKStep
+from shared.manifest import BUILTIN_LABELS, ModelManifest, TopKStep
 
-# Names a manifest may give instead of a file: the model's class indices are the truth and
-# the dataset's class folders, sorted, must be in the model's class order.
-BUILTIN_LABELS = frozenset({"imagenet1k"})
+__all__ = ["BUILTIN_LABELS", "LabelsError", "TopK", "read_labels", "top_k_of"]
 
 
 class LabelsError(ValueError):
@@ -75,7 +73,7 @@ def top_k_of(manifest: ModelManifest) -> TopK:
         field = f"outputs[0].steps[{index}].labels"
         if step.labels is None or step.labels in BUILTIN_LABELS:
             return TopK(k=step.k, labels=None, field=field)
-        path = manifest.resolve_path(step.labels)
+        path = manifest.resolve_path(step.labels, field)
         if not path.is_file():
             raise LabelsError(
                 f"{field}: labels file not found: {path}; accepted: a file relative to the "

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from shared.manifest import (
     CastStep,
@@ -33,17 +33,80 @@ _RESAMPLE = {
 }
 
 
+# An image is decoded at a reduced JPEG scale only while that keeps at least this many
+# times the resize target on each side, so the final resample still does the smoothing and
+# the result stays within a pixel level or two of a full decode.
+DRAFT_MARGIN = 2
+PIXEL_BUDGET_SETTING = "BENCHSTACK_MAX_IMAGE_PIXELS"
+
+
 class DecodeError(ValueError):
-    """One sample's bytes are not a readable image."""
+    """One sample's bytes are not a readable image, or too large to decode."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+        super().__init__(f"{name}: {reason}")
 
 
-def decode_one(data: bytes, step: DecodeStep) -> np.ndarray:
+def _megapixels(pixels: int) -> str:
+    return f"{pixels / 1e6:.1f} megapixels"
+
+
+def _draft_size(image: Image.Image, resize: ResizeStep | None) -> tuple[int, int] | None:
+    """(width, height) to ask JPEG draft decoding for, or None to decode at full size."""
+    if resize is None or image.format != "JPEG":
+        return None
+    width, height = image.size
+    target_h, target_w = resize.target_size(height, width)
+    return target_w * DRAFT_MARGIN, target_h * DRAFT_MARGIN
+
+
+def decode_one(
+    data: bytes,
+    step: DecodeStep,
+    *,
+    name: str,
+    max_pixels: int,
+    resize: ResizeStep | None = None,
+) -> np.ndarray:
+    """Decode one image; ``name`` (its file) is what errors say.
+
+    The size is read from the header and checked against ``max_pixels`` before any pixel
+    is decoded. When ``resize`` comes next, a JPEG much larger than its target is decoded
+    at 1/2, 1/4 or 1/8 scale (Pillow's draft mode), never below ``DRAFT_MARGIN`` times
+    the target, so a folder of huge photos cannot exhaust memory.
+    """
+    mode = "RGB" if step.color_mode == "BGR" else step.color_mode
     try:
         with Image.open(io.BytesIO(data)) as image:
-            mode = "RGB" if step.color_mode == "BGR" else step.color_mode
+            full_w, full_h = image.size
+            draft = _draft_size(image, resize)
+            if draft is not None:
+                image.draft(mode, draft)
+            width, height = image.size
+            if width * height > max_pixels:
+                scaled = "" if image.size == (full_w, full_h) else f", {width}x{height} drafted"
+                raise DecodeError(
+                    name,
+                    f"image of {full_w}x{full_h} pixels{scaled} "
+                    f"({_megapixels(width * height)}) is over the budget of "
+                    f"{_megapixels(max_pixels)} per image; accepted: smaller images, or a "
+                    f"larger {PIXEL_BUDGET_SETTING}",
+                )
             array = np.asarray(image.convert(mode))
-    except Exception as exc:  # PIL raises many types for bad files
-        raise DecodeError(f"cannot decode image: {exc}") from exc
+    except DecodeError:
+        raise
+    except Image.DecompressionBombError as exc:
+        # Pillow's own ceiling, checked as the header is read, above any budget we set.
+        raise DecodeError(name, f"refused by Pillow before decoding: {exc}") from exc
+    except UnidentifiedImageError as exc:
+        # Pillow's message names the in-memory buffer, not the file: say it ourselves.
+        raise DecodeError(
+            name, "cannot decode image: not a format Pillow recognises (JPEG, PNG, ...)"
+        ) from exc
+    except Exception as exc:  # PIL raises many types for damaged files
+        raise DecodeError(name, f"cannot decode image: {exc}") from exc
     if step.color_mode == "BGR":
         array = array[..., ::-1]
     if array.ndim == 2:
@@ -51,22 +114,11 @@ def decode_one(data: bytes, step: DecodeStep) -> np.ndarray:
     return np.ascontiguousarray(array)
 
 
-def _target_size(height: int, width: int, step: ResizeStep) -> tuple[int, int]:
-    if isinstance(step.size, tuple):
-        return step.size
-    if not step.keep_aspect:
-        return step.size, step.size
-    # Shorter side to `size`, the other scaled to keep the aspect ratio (torchvision's rule).
-    if height <= width:
-        return step.size, int(step.size * width / height)
-    return int(step.size * height / width), step.size
-
-
 def resize(batch: Batch, step: ResizeStep) -> list[np.ndarray]:
     out = []
     for image in batch:
         height, width = image.shape[:2]
-        new_h, new_w = _target_size(height, width, step)
+        new_h, new_w = step.target_size(height, width)
         if (new_h, new_w) == (height, width):
             out.append(image)
             continue

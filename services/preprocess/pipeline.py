@@ -10,11 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from services.preprocess.datasets import Sample
+from services.preprocess.datasets import DatasetError, Sample
 from services.preprocess.ops import BATCH_OPS, DecodeError, decode_one
-from shared.manifest import DecodeStep, Input
+from shared.manifest import DecodeStep, Input, ResizeStep
+from shared.manifest_checks import shape_mismatch
+from shared.settings import get_settings
 
-PREPROCESS_VERSION = "1"  # bump when an op's output changes, so cached shards are not reused
+# "2": large JPEGs decoded at a reduced scale before their resize (draft mode).
+PREPROCESS_VERSION = "2"  # bump when an op's output changes, so cached shards are not reused
 
 
 @dataclass(frozen=True)
@@ -34,25 +37,53 @@ class Prepared:
     errors: list[SampleError] = field(default_factory=list)
 
 
+# An all-bad dataset's error lists this many files and reasons, then a count of the rest.
+FAILURES_SHOWN = 5
+
+
+class NoSamplePrepared(DatasetError):
+    """Not one sample could be prepared; the message lists the first files and reasons."""
+
+
+def describe_failures(errors: Sequence[SampleError], total: int) -> str:
+    shown = "; ".join(str(e) for e in errors[:FAILURES_SHOWN])
+    rest = len(errors) - FAILURES_SHOWN
+    more = f"; and {rest} more" if rest > 0 else ""
+    return f"dataset: none of the {total} samples could be prepared: {shown}{more}"
+
+
 def _decode_step(spec: Input) -> DecodeStep:
     first = spec.steps[0] if spec.steps else None
     return first if isinstance(first, DecodeStep) else DecodeStep(op="decode")
 
 
+def _resize_after_decode(spec: Input) -> ResizeStep | None:
+    """The resize straight after decode, whose target lets a large JPEG decode smaller."""
+    second = spec.steps[1] if len(spec.steps) > 1 else None
+    return second if isinstance(second, ResizeStep) else None
+
+
 def preprocess_batch(
-    samples: Sequence[Sample], spec: Input
+    samples: Sequence[Sample], spec: Input, *, max_image_pixels: int | None = None
 ) -> tuple[np.ndarray | None, list[Sample], list[SampleError]]:
     """Decode each sample (errors per file), then apply the batch ops in manifest order."""
     decode = _decode_step(spec)
+    resize = _resize_after_decode(spec)
+    budget = max_image_pixels or get_settings().max_image_pixels
     images: list[np.ndarray] = []
     kept: list[Sample] = []
     errors: list[SampleError] = []
     for sample in samples:
         try:
-            images.append(decode_one(sample.path.read_bytes(), decode))
+            data = sample.path.read_bytes()
+            images.append(
+                decode_one(data, decode, name=sample.id, max_pixels=budget, resize=resize)
+            )
             kept.append(sample)
-        except (DecodeError, OSError) as exc:
-            errors.append(SampleError(sample.id, str(exc)))
+        except DecodeError as exc:
+            errors.append(SampleError(sample.id, exc.reason))
+        except OSError as exc:
+            errors.append(SampleError(sample.id, f"cannot read file: {exc.strerror or exc}"))
     if not images:
         return None, kept, errors
     batch: list[np.ndarray] | np.ndarray = images
@@ -63,9 +94,7 @@ def preprocess_batch(
     array = np.asarray(batch).astype(spec.element_type, copy=False)
     expected = tuple(spec.shape)
     if array.shape[1:] != expected:
-        raise ValueError(
-            f"inputs[0].shape: steps produce {array.shape[1:]}, manifest says {expected}"
-        )
+        raise ValueError(shape_mismatch(0, array.shape[1:], expected))
     return array, kept, errors
 
 
@@ -75,14 +104,19 @@ def preprocess(
     *,
     batch_size: int = 32,
     progress: Callable[[int], None] | None = None,
+    max_image_pixels: int | None = None,
 ) -> Prepared:
+    """Prepare every sample; per-file errors are kept, unless no sample could be prepared,
+    which raises NoSamplePrepared naming the first files and why.
+
+    ``max_image_pixels``: the per-image pixel budget; default the setting's."""
     parts: list[np.ndarray] = []
     ids: list[str] = []
     labels: list[int | None] = []
     errors: list[SampleError] = []
     for start in range(0, len(samples), batch_size):
         chunk = samples[start : start + batch_size]
-        array, kept, chunk_errors = preprocess_batch(chunk, spec)
+        array, kept, chunk_errors = preprocess_batch(chunk, spec, max_image_pixels=max_image_pixels)
         errors.extend(chunk_errors)
         if array is not None:
             parts.append(array)
@@ -90,6 +124,8 @@ def preprocess(
             labels.extend(s.label for s in kept)
         if progress is not None:
             progress(len(chunk))
+    if samples and not ids:
+        raise NoSamplePrepared(describe_failures(errors, len(samples)))
     tensors = (
         np.concatenate(parts) if parts else np.empty((0, *spec.shape), dtype=spec.element_type)
     )

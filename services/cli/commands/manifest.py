@@ -11,7 +11,8 @@ from rich.table import Table
 
 from services.cli.errors import err_console
 from shared.catalogue import list_catalogue
-from shared.manifest import ManifestError, load_manifest, verify_model_files
+from shared.manifest import ManifestError, load_manifest
+from shared.manifest_checks import check_manifest
 
 manifest_app = typer.Typer(help="Check model manifests.", no_args_is_help=True)
 console = Console(highlight=False)
@@ -24,13 +25,13 @@ def validate(
         True, help="Also check local model files against their sha256."
     ),
 ) -> None:
-    """Validate manifests; print every problem with its field path. Exit 1 if any."""
+    """Run every check bench makes on each manifest; print every problem with its field
+    path. Exit 1 if any."""
     failed = False
     for path in files:
         try:
             manifest = load_manifest(path)
-            if check_files:
-                verify_model_files(manifest)
+            check = check_manifest(manifest, hash_files=check_files)
         except ManifestError as exc:
             failed = True
             for problem in exc.problems:
@@ -38,6 +39,8 @@ def validate(
                     f"[bold red]error:[/] {escape(f'{path}: {problem}')}", soft_wrap=True
                 )
             continue
+        for note in check.notes:
+            err_console.print(f"[yellow]note:[/] {escape(f'{path}: {note}')}", soft_wrap=True)
         console.print(f"[green]ok[/] {path}: {manifest.ref}")
     if failed:
         raise typer.Exit(code=1)

@@ -102,9 +102,10 @@ def test_center_crop_refuses_small_images() -> None:
 
 def test_bgr_and_grey_decoding() -> None:
     data = _jpeg(32, 16, 0)
-    rgb = decode_one(data, DecodeStep(op="decode", color_mode="RGB"))
-    bgr = decode_one(data, DecodeStep(op="decode", color_mode="BGR"))
-    grey = decode_one(data, DecodeStep(op="decode", color_mode="L"))
+    budget = {"name": "x.jpg", "max_pixels": 10_000}
+    rgb = decode_one(data, DecodeStep(op="decode", color_mode="RGB"), **budget)
+    bgr = decode_one(data, DecodeStep(op="decode", color_mode="BGR"), **budget)
+    grey = decode_one(data, DecodeStep(op="decode", color_mode="L"), **budget)
     assert np.array_equal(rgb[..., ::-1], bgr)
     assert grey.shape == (16, 32, 1)
 
@@ -119,7 +120,7 @@ def test_decode_errors_are_reported_per_file(images: list[Sample], tmp_path: Pat
     assert prepared.errors[0].sample_id == "broken.jpg"
     assert "cannot decode image" in str(prepared.errors[0])
     with pytest.raises(DecodeError):
-        decode_one(b"", DecodeStep(op="decode"))
+        decode_one(b"", DecodeStep(op="decode"), name="empty.jpg", max_pixels=10_000)
 
 
 def test_synthetic_dataset_is_seeded_and_labelled(tmp_path: Path) -> None:

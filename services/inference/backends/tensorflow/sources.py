@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from services.inference.backends.base import BackendError
+from shared.architectures import architecture_problem
 from shared.manifest import ManifestError, ModelManifest, sha256_of, verify_model_files
 from shared.settings import get_settings
 
@@ -47,14 +48,11 @@ def build_keras_application(
     """``keras:<ApplicationName>`` with random weights (``weights=None``) from ``seed``."""
     import keras
 
-    zoo, _, name = spec.partition(":")
-    factory = getattr(keras.applications, name, None) if zoo == "keras" else None
-    if factory is None or not callable(factory):
-        known = sorted(n for n in dir(keras.applications) if n[:1].isupper())
-        raise BackendError(
-            f"source.architecture: {spec!r} is not a Keras application; accepted: "
-            f"'keras:<name>' with name one of {', '.join(known)}"
-        )
+    # The same check, and message, as `benchstack manifest validate`.
+    problem = architecture_problem(spec, "tensorflow")
+    if problem is not None:
+        raise BackendError(problem)
+    factory = getattr(keras.applications, spec.partition(":")[2])
     keras.utils.set_random_seed(seed)
     try:
         return factory(weights=None, input_shape=input_shape)

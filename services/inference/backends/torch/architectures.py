@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from services.inference.backends.base import BackendError
+from shared.architectures import architecture_problem
 
 
 class DigitsCNN(nn.Module):
@@ -36,18 +37,14 @@ _BENCHSTACK: dict[str, Callable[[], nn.Module]] = {"digits_cnn": DigitsCNN}
 
 def build_architecture(spec: str, seed: int = 0) -> nn.Module:
     """``spec`` is 'torchvision:<name>' or 'benchstack:<name>'."""
+    # The same check, and message, as `benchstack manifest validate`.
+    problem = architecture_problem(spec, "torch")
+    if problem is not None:
+        raise BackendError(problem)
     zoo, _, name = spec.partition(":")
     torch.manual_seed(seed)
     if zoo == "torchvision":
         import torchvision
 
-        try:
-            return torchvision.models.get_model(name, weights=None)
-        except ValueError as exc:
-            raise BackendError(f"source.architecture: torchvision has no model {name!r}") from exc
-    if zoo == "benchstack" and name in _BENCHSTACK:
-        return _BENCHSTACK[name]()
-    raise BackendError(
-        f"source.architecture: {spec!r} is not a PyTorch architecture; accepted: "
-        f"'torchvision:<name>' or one of {', '.join('benchstack:' + n for n in _BENCHSTACK)}"
-    )
+        return torchvision.models.get_model(name, weights=None)
+    return _BENCHSTACK[name]()

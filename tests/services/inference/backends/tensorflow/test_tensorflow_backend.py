@@ -58,7 +58,9 @@ def test_unknown_application_lists_the_known_ones() -> None:
     manifest = tensor_manifest(
         framework="tensorflow", source={"architecture": "keras:ResNet9000"}, shape=IMAGE_SHAPE
     )
-    with pytest.raises(BackendError, match="source.architecture: 'keras:ResNet9000'.*MobileNetV2"):
+    with pytest.raises(
+        BackendError, match="source.architecture: keras has no model 'ResNet9000'.*MobileNetV2"
+    ):
         create_backend("tensorflow").load(manifest)
 
 

@@ -1,0 +1,89 @@
+"""The builtin architectures a manifest may name as ``source.architecture``, by zoo.
+
+``zoo:name``: the zoo says which library builds the model and so which framework runs it.
+A zoo's library is imported only when its names are asked for, so checking a manifest
+never waits for TensorFlow when the manifest names a torchvision model.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# Architectures benchstack defines itself (services.inference.backends.torch.architectures).
+BENCHSTACK_ARCHITECTURES = ("digits_cnn",)
+# torchvision holds over a hundred names: an error shows this many and the count.
+SHOWN_NAMES = 60
+
+
+@dataclass(frozen=True)
+class Zoo:
+    framework: str  # the backend that builds this zoo's models
+    library: str  # the module that must be installed to list and build them
+    names: Callable[[], list[str]]
+
+
+def _torchvision_names() -> list[str]:
+    import torchvision
+
+    return sorted(torchvision.models.list_models())
+
+
+def _keras_names() -> list[str]:
+    import keras
+
+    return sorted(
+        name
+        for name in dir(keras.applications)
+        if name[:1].isupper() and callable(getattr(keras.applications, name))
+    )
+
+
+ZOOS: dict[str, Zoo] = {
+    "torchvision": Zoo("torch", "torchvision", _torchvision_names),
+    "benchstack": Zoo("torch", "torch", lambda: list(BENCHSTACK_ARCHITECTURES)),
+    "keras": Zoo("tensorflow", "keras", _keras_names),
+}
+
+
+class ZooUnavailable(LookupError):
+    """The zoo's library is not installed here, so its names cannot be checked."""
+
+
+def architecture_problem(spec: str, framework: str | None = None) -> str | None:
+    """What is wrong with ``spec`` ('zoo:name'), or None when a backend can build it.
+
+    ``framework`` is the one the manifest declares. A framework that builds models from a
+    zoo (torch, tensorflow) must be that zoo's; others (triton, null ...) never build from
+    the architecture and are not held to it. Raises ZooUnavailable when the zoo's library
+    is not installed here.
+    """
+    zoo_name, _, name = spec.partition(":")
+    zoo = ZOOS.get(zoo_name)
+    if zoo is None:
+        accepted = ", ".join(f"'{z}:<name>'" for z in ZOOS)
+        return f"source.architecture: unknown zoo {zoo_name!r} in {spec!r}; accepted: {accepted}"
+    builders = {z.framework for z in ZOOS.values()}
+    if framework in builders and framework != zoo.framework:
+        own = ", ".join(f"'{z}:<name>'" for z, o in ZOOS.items() if o.framework == framework)
+        return (
+            f"source.architecture: {spec!r} is not a {framework} model (the "
+            f"{zoo.framework} backend builds it); accepted: {own}, or framework.name "
+            f"{zoo.framework!r}"
+        )
+    if importlib.util.find_spec(zoo.library) is None:
+        raise ZooUnavailable(
+            f"source.architecture: {spec!r} not checked: {zoo.library} is not installed here"
+        )
+    known = zoo.names()
+    if name in known:
+        return None
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    shown = ", ".join(known[:SHOWN_NAMES]) + (", ..." if len(known) > SHOWN_NAMES else "")
+    return (
+        f"source.architecture: {zoo_name} has no model {name!r}; {hint}accepted: "
+        f"'{zoo_name}:<name>' with one of its {len(known)} names ({shown})"
+    )
