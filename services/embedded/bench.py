@@ -21,6 +21,7 @@ from services.aggregator.repository import RunRecord, json_safe, save_run
 from services.evaluation.environment import framework_runtime
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.loadgen.config import ScenarioConfig
+from services.inference.loadgen.runner import ProgressCallback
 from services.inference.run import RunOutcome, execute_run
 from services.preprocess.datasets import Dataset, resolve_dataset
 from services.preprocess.pipeline import (
@@ -66,6 +67,9 @@ class Progress:
     on_preprocess_start: Callable[[int], None] = lambda total: None
     on_preprocess_advance: Callable[[int], None] = lambda n: None
     on_run_start: Callable[[float], None] = lambda expected_s: None
+    # Each LoadGen phase (warming up, calibrating, measuring), from a thread of its own;
+    # None: no one watches and no polling thread runs.
+    on_loadgen: ProgressCallback | None = None
 
 
 def load_or_preprocess(
@@ -130,6 +134,7 @@ def run_bench(
                 labels=prepared.labels,
                 workers=request.workers,
                 class_names=dataset.class_names,
+                progress=progress.on_loadgen,
             )
             log_prefix = f"runs/{run_id}/"
             logs = {}
