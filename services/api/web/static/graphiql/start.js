@@ -21,9 +21,10 @@
   });
 
   const DEFAULT_QUERY = [
-    "# benchstack's GraphQL API. Every operation needs a token:",
-    "#   benchstack token create --user NAME",
-    "# then put it in the Headers tab below, or save it in the web UI at /.",
+    "# benchstack's GraphQL API. Every operation needs",
+    "# a token:  benchstack token create --user NAME",
+    "# Put it in the Headers tab below, or save it in",
+    "# the web UI at / and reload this page.",
     "# Ctrl-Enter runs the query; Ctrl-Space completes.",
     "{",
     "  __typename",
