@@ -11,6 +11,7 @@ from fastapi import Depends, FastAPI, HTTPException, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import select, text
 from starlette.requests import HTTPConnection, Request
+from starlette.responses import HTMLResponse
 from strawberry import UNSET
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.fastapi import GraphQLRouter
@@ -21,6 +22,7 @@ from services.api.graphql.schema import schema
 from services.api.observability import PUBLISHED, prometheus_middleware
 from services.api.submission import Publisher
 from services.api.web import mount_web
+from services.api.web.graphiql import graphiql_response
 from shared.celery_app import make_celery, send
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -53,6 +55,10 @@ def _user(deps: ApiDeps, token: str | None) -> tuple[int, str] | None:
 
 
 class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
+    async def render_graphql_ide(self, request: Request) -> HTMLResponse:
+        """GraphiQL from this API's own files (Strawberry's page needs a CDN)."""
+        return graphiql_response()
+
     async def on_ws_connect(self, context: Context) -> Any:
         """Browsers cannot set headers on a websocket: accept the token in connection_init."""
         if context.user_id is not None:

@@ -3,10 +3,48 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from services.inference.loadgen.runner import RunProgress
+
+# Piped output has no window to fit. Rich would assume 80 columns and cut cells to
+# "convnext_t…"; a wide virtual page keeps every name whole (tables never pad to it).
+PIPED_WIDTH = 400
+
+
+def output_console(*, stderr: bool = False, highlight: bool = True) -> Console:
+    """A console for tables and reports: a terminal's own width, or nothing cut when piped.
+
+    COLUMNS, when set, still wins, for whoever wants piped output at a given width."""
+    console = Console(stderr=stderr, highlight=highlight)
+    if console.is_terminal or os.environ.get("COLUMNS"):
+        return console
+    return Console(stderr=stderr, highlight=highlight, width=PIPED_WIDTH)
+
+
+def loadgen_progress_text(report: RunProgress) -> str:
+    """'3/5 s, 120/256 samples': how far a LoadGen phase is towards both end criteria."""
+    if report.phase == "warming up":
+        return "a few untimed batches"
+    parts = []
+    if report.min_duration_s:
+        # Once the time is served, say so: what remains is LoadGen's query count.
+        minimum = report.min_duration_s
+        served = report.elapsed_s >= minimum
+        parts.append(
+            f"{minimum:g} s reached" if served else f"{report.elapsed_s:.0f}/{minimum:g} s"
+        )
+    if report.min_samples:
+        parts.append(f"{report.completed_samples:,}/{report.min_samples:,} samples")
+    else:
+        parts.append(f"{report.completed_samples:,} samples")
+    return ", ".join(parts)
+
 
 LATENCY_KEYS = (
     ("min", "min_ns"),

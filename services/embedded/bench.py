@@ -21,6 +21,7 @@ from services.evaluation.environment import framework_runtime
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.host_slot import HostSlot
 from services.inference.loadgen.config import ScenarioConfig
+from services.inference.loadgen.runner import ProgressCallback
 from services.inference.measurement import measurement_of, store_attempt
 from services.inference.run import execute_run
 from services.preprocess.datasets import Dataset, resolve_dataset
@@ -71,6 +72,9 @@ class Progress:
     on_preprocess_start: Callable[[int], None] = lambda total: None
     on_preprocess_advance: Callable[[int], None] = lambda n: None
     on_run_start: Callable[[float], None] = lambda expected_s: None
+    # Each LoadGen phase (warming up, calibrating, measuring), from a thread of its own;
+    # None: no one watches and no polling thread runs.
+    on_loadgen: ProgressCallback | None = None
 
 
 def load_or_preprocess(
@@ -140,6 +144,7 @@ def run_bench(
                     labels=prepared.labels,
                     workers=request.workers,
                     class_names=dataset.class_names,
+                    progress=progress.on_loadgen,
                 )
             environment = capture_environment()
             environment["framework_runtime"] = framework_runtime()

@@ -19,7 +19,7 @@ from services.evaluation.stability import assess_stability, not_applicable
 from services.inference.backends.base import Backend, BackendError
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.qsl import FetchSamples, TensorQSL
-from services.inference.loadgen.runner import LOG_FILES, run_loadgen
+from services.inference.loadgen.runner import LOG_FILES, ProgressCallback, run_loadgen
 from shared.loadgen_logs import parse_detail
 from shared.manifest import ModelManifest
 from shared.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
@@ -74,12 +74,14 @@ def execute_run(
     labels: Sequence[int | None] | None = None,
     workers: int = 1,
     class_names: Sequence[str] = (),
+    progress: ProgressCallback | None = None,
 ) -> RunOutcome:
     """Run LoadGen over prepared samples, given in RAM (``tensors``) or by a ``fetch``
     callback with ``sample_count`` (called only from the QSL's untimed load path).
 
     ``class_names`` (the dataset's sorted class folders) let accuracy compare label names
-    with the manifest's labels file instead of assuming the folders sort in class order."""
+    with the manifest's labels file instead of assuming the folders sort in class order.
+    ``progress`` hears each LoadGen phase from a thread of its own (the CLI's bars)."""
     if batch_size < 1:
         raise ValueError("batch_size: must be at least 1")
     if workers < 1:
@@ -105,6 +107,7 @@ def execute_run(
         workers=workers,
         # mlperf.conf rules specific to an MLPerf benchmark apply when the names match.
         mlperf_model=manifest.name,
+        progress=progress,
     )
     stats = result.stats
     raw = np.asarray(stats.latencies_ns, dtype=np.int64)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from typing import Any
 
 import typer
@@ -11,7 +13,6 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
     SpinnerColumn,
     TaskID,
@@ -20,12 +21,18 @@ from rich.progress import (
 )
 
 from services.cli.errors import fail, user_errors, validation_lines
-from services.cli.render import print_report, spread_table
+from services.cli.render import (
+    loadgen_progress_text,
+    output_console,
+    print_report,
+    spread_table,
+)
 from services.embedded import bench as embedded
 from services.evaluation.repeats import run_repeats, summarise
 from services.evaluation.submission import run_submission
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import SCENARIOS, ScenarioConfig
+from services.inference.loadgen.runner import RunProgress
 from shared.settings import get_settings
 
 PROFILES = ("quick", "official")
@@ -205,7 +212,7 @@ def bench(
     )
     settings = get_settings()
     stderr = Console(stderr=True)
-    console = Console()
+    console = output_console()
     with user_errors(), _progress_bars(stderr) as hooks:
         if submission:
             results = run_submission(request, lambda r: embedded.run_bench(r, settings, hooks))
@@ -239,22 +246,38 @@ def bench(
 
 
 class _progress_bars:
-    """Progress bars on stderr for preprocessing and the LoadGen run."""
+    """Progress on stderr: preprocessing, and each LoadGen phase as it runs.
+
+    On a terminal, bars. Otherwise (piped, captured, CI logs) a line when calibration or
+    measurement starts and one every PLAIN_EVERY_S, so a long run is never silent.
+    """
+
+    PLAIN_EVERY_S = 10.0
 
     def __init__(self, console: Console) -> None:
+        self.console = console
+        self.plain = not console.is_terminal
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
             BarColumn(),
-            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
             TimeElapsedColumn(),
             console=console,
             transient=False,
-            # Bars are for people; piped or captured output stays free of them.
-            disable=not console.is_terminal,
+            # Bars are for people; piped or captured output gets plain lines instead.
+            disable=self.plain,
         )
         self.stage: TaskID | None = None
         self.prep: TaskID | None = None
+        # LoadGen reports from its own thread (the runner's poller), the stages from this one.
+        self._lock = threading.Lock()
+        self.phase: str | None = None
+        self.phase_task: TaskID | None = None
+        self.last_report: RunProgress | None = None
+        self._last_line = 0.0
+        self._prep_done = 0
+        self._prep_total = 0
 
     def __enter__(self) -> embedded.Progress:
         self.progress.start()
@@ -263,30 +286,82 @@ class _progress_bars:
             on_preprocess_start=self._prep_start,
             on_preprocess_advance=self._prep_advance,
             on_run_start=self._run_start,
+            on_loadgen=self._loadgen,
         )
 
     def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._end_phase(finished=False)  # maybe cut short by an error: no "done" line
         if self.stage is not None:
             self.progress.update(self.stage, completed=1, total=1)
         self.progress.stop()
 
     def _stage(self, name: str) -> None:
+        with self._lock:
+            self._end_phase()
         if self.stage is not None:
             self.progress.update(self.stage, completed=1, total=1)
-        self.stage = self.progress.add_task(name, total=None)
+        self.stage = self.progress.add_task(name, total=None, detail="")
 
     def _prep_start(self, total: int) -> None:
-        self.prep = self.progress.add_task("preprocessing", total=total)
+        self._prep_done, self._prep_total = 0, total
+        self.prep = self.progress.add_task("preprocessing", total=total, detail="")
 
     def _prep_advance(self, n: int) -> None:
         if self.prep is not None:
-            self.progress.advance(self.prep, n)
+            self._prep_done += n
+            self.progress.update(
+                self.prep,
+                completed=self._prep_done,
+                detail=f"{self._prep_done}/{self._prep_total} files",
+            )
 
     def _run_start(self, expected_s: float) -> None:
         if self.stage is not None:
             self.progress.update(
                 self.stage, description=f"running LoadGen (at least {expected_s:g} s)"
             )
+
+    def _loadgen(self, report: RunProgress) -> None:
+        with self._lock:
+            if report.phase != self.phase:
+                self._end_phase()
+                self.phase = report.phase
+                self.phase_task = self.progress.add_task(
+                    f"  {report.phase}", total=None if report.fraction is None else 1, detail=""
+                )
+                if report.phase != "warming up":  # seconds at most; its errors stay alone
+                    self._say(report)
+            assert self.phase_task is not None
+            self.progress.update(
+                self.phase_task,
+                completed=report.fraction or 0,
+                detail=loadgen_progress_text(report),
+            )
+            self.last_report = report
+            due = time.monotonic() - self._last_line >= self.PLAIN_EVERY_S
+            if due and report.phase != "warming up":
+                self._say(report)
+
+    def _end_phase(self, *, finished: bool = True) -> None:
+        """The finished phase's bar stays, full; the next phase gets a bar of its own."""
+        if self.phase_task is not None:
+            if self.phase == "warming up":
+                # Untimed and brief: its bar would only lengthen a sweep's screen.
+                self.progress.remove_task(self.phase_task)
+            else:
+                self.progress.update(self.phase_task, completed=1, total=1)
+            report = self.last_report
+            if finished and self.plain and report is not None and self.phase != "warming up":
+                self.console.print(
+                    f"{self.phase} done: {loadgen_progress_text(report)}", highlight=False
+                )
+        self.phase, self.phase_task = None, None
+
+    def _say(self, report: RunProgress) -> None:
+        if self.plain:
+            self.console.print(f"{report.phase}: {loadgen_progress_text(report)}", highlight=False)
+            self._last_line = time.monotonic()
 
 
 def register(app: typer.Typer) -> None:

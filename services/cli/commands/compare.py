@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 
 from services.cli.errors import fail, user_errors
+from services.cli.render import output_console
 from shared.settings import get_settings
 
-console = Console(highlight=False)
+console = output_console(highlight=False)
 
 
 def compare(

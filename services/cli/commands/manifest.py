@@ -5,17 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from services.cli.errors import err_console
+from services.cli.render import output_console
 from shared.catalogue import list_catalogue
 from shared.manifest import ManifestError, load_manifest
 from shared.manifest_checks import check_manifest
 
 manifest_app = typer.Typer(help="Check model manifests.", no_args_is_help=True)
-console = Console(highlight=False)
+console = output_console(highlight=False)
 
 
 @manifest_app.command("validate")
@@ -60,7 +60,7 @@ def models() -> None:
             f"{manifest.framework.name}{manifest.framework.version}",
             str(source),
             "" if top1 is None else f"{top1:.2f}",
-            manifest.description.split(".")[0],
+            manifest.description.split(". ")[0],
         )
     console.print(table)
 

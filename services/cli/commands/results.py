@@ -6,16 +6,15 @@ import json
 import sys
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from services.aggregator.repository import get_run, list_runs
 from services.cli.errors import user_errors
-from services.cli.render import print_report
+from services.cli.render import output_console, print_report
 from shared.db.session import session_scope
 from shared.settings import get_settings
 
-console = Console(highlight=False)
+console = output_console(highlight=False)
 
 
 def results(

@@ -27,6 +27,7 @@ from services.cli.commands.bench import (
     build_request,
 )
 from services.cli.errors import fail, user_errors
+from services.cli.render import output_console
 from services.embedded import bench as embedded
 from services.evaluation.sweep import Curve, CurvePoint, parse_values, run_sweep
 from shared.settings import get_settings
@@ -125,7 +126,7 @@ def sweep(
         option=option,
     )
     settings = get_settings()
-    console = Console()
+    console = output_console()
     with user_errors():
         assert text is not None
         values = parse_values(text, option_name, kind)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -24,6 +27,121 @@ CALIBRATION_SECONDS = 0.5
 CALIBRATION_MAX = 200_000
 
 LOG_FILES = ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json")
+
+# How often a watched run reports; a person reading a bar needs no more.
+PROGRESS_INTERVAL_S = 0.25
+# LoadGen issues this many times the planned Offline samples (its fixed margin).
+OFFLINE_SLACK = 1.1
+
+log = logging.getLogger(__name__)
+
+Phase = Literal["warming up", "calibrating", "measuring"]
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """Where one LoadGen test stands, for a progress bar.
+
+    LoadGen ends a test once both its minimum duration and its minimum query count are
+    reached (Offline: once its one query's samples are done; accuracy: once every sample
+    was issued), so the end is given as both; either is None where it does not apply.
+    """
+
+    phase: Phase
+    completed_samples: int
+    elapsed_s: float
+    min_duration_s: float | None = None
+    min_samples: int | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        """How far to LoadGen's end criteria, 0..1; None when nothing bounds the phase."""
+        parts = []
+        if self.min_duration_s:
+            parts.append(self.elapsed_s / self.min_duration_s)
+        if self.min_samples:
+            parts.append(self.completed_samples / self.min_samples)
+        return min(1.0, min(parts)) if parts else None
+
+
+ProgressCallback = Callable[[RunProgress], None]
+
+
+class _ProgressPoller:
+    """Reports a test's progress from its own thread, a few times a second.
+
+    Nothing is added to the timed path: the SUT already counts completed samples under its
+    lock; this thread only reads that counter (an int read, atomic under the GIL).
+    """
+
+    def __init__(
+        self,
+        callback: ProgressCallback,
+        sut: BatchingSUT,
+        phase: Phase,
+        *,
+        min_duration_s: float | None,
+        min_samples: int | None,
+    ) -> None:
+        self._callback = callback
+        self._sut = sut
+        self._phase: Phase = phase
+        self._min_duration_s = min_duration_s
+        self._min_samples = min_samples
+        self._stop = threading.Event()
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._poll, name="loadgen-progress", daemon=True)
+
+    def _report(self) -> bool:
+        try:
+            self._callback(
+                RunProgress(
+                    phase=self._phase,
+                    completed_samples=self._sut.stats.samples,
+                    elapsed_s=time.monotonic() - self._started,
+                    min_duration_s=self._min_duration_s,
+                    min_samples=self._min_samples,
+                )
+            )
+        except Exception:  # a broken progress display must never end a measurement
+            log.exception("progress callback failed; no more progress for this %s", self._phase)
+            return False
+        return True
+
+    def _poll(self) -> None:
+        if not self._report():
+            return
+        while not self._stop.wait(PROGRESS_INTERVAL_S):
+            if not self._report():
+                return
+        self._report()  # the final count, once LoadGen has returned
+
+    def __enter__(self) -> _ProgressPoller:
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def end_criteria(
+    settings: mlperf_loadgen.TestSettings, *, total_samples: int, samples_per_query: int
+) -> tuple[float | None, int | None]:
+    """(min duration s, min samples) after which LoadGen ends this test, for progress."""
+    import mlperf_loadgen as lg
+
+    if settings.mode == lg.TestMode.AccuracyOnly:
+        return None, total_samples
+    min_duration_s = settings.min_duration_ms / 1000
+    if settings.scenario == lg.TestScenario.Offline:
+        # One query; LoadGen sizes it at 1.1 x expected QPS x min duration (its own slack,
+        # test_settings_internal.cc) and the test ends when those samples are done.
+        planned = int(OFFLINE_SLACK * settings.offline_expected_qps * min_duration_s)
+        return None, max(1, planned, int(settings.min_query_count))
+    per_query = samples_per_query if settings.scenario == lg.TestScenario.MultiStream else 1
+    return min_duration_s, max(1, int(settings.min_query_count)) * per_query
 
 
 @dataclass(frozen=True)
@@ -94,6 +212,9 @@ def _start_test(
     workers: int,
     keep_outputs: bool,
     log_dir: Path,
+    progress: ProgressCallback | None = None,
+    phase: Phase = "measuring",
+    samples_per_query: int = 1,
 ) -> BatchingSUT:
     import mlperf_loadgen as lg
 
@@ -112,7 +233,16 @@ def _start_test(
     sut_handle = sut.construct()
     qsl_handle = qsl.construct()
     try:
-        lg.StartTestWithLogSettings(sut_handle, qsl_handle, settings, log_settings)
+        if progress is None:
+            lg.StartTestWithLogSettings(sut_handle, qsl_handle, settings, log_settings)
+        else:
+            min_duration_s, min_samples = end_criteria(
+                settings, total_samples=qsl.total_count, samples_per_query=samples_per_query
+            )
+            with _ProgressPoller(
+                progress, sut, phase, min_duration_s=min_duration_s, min_samples=min_samples
+            ):
+                lg.StartTestWithLogSettings(sut_handle, qsl_handle, settings, log_settings)
     finally:
         sut.destroy()
         qsl.destroy()
@@ -127,6 +257,7 @@ def calibrate_throughput(
     workers: int,
     predict_samples_per_s: float,
     log_dir: Path,
+    progress: ProgressCallback | None = None,
 ) -> float:
     """Samples/s of the whole path (LoadGen, SUT, backend) from a ~0.5 s Offline probe.
 
@@ -157,6 +288,8 @@ def calibrate_throughput(
         workers=workers,
         keep_outputs=False,
         log_dir=log_dir,
+        progress=progress,
+        phase="calibrating",
     )
     summary = parse_summary((log_dir / "mlperf_log_summary.txt").read_text())
     return float(summary.get("Samples per second", predict_samples_per_s))
@@ -171,8 +304,15 @@ def run_loadgen(
     log_dir: Path,
     workers: int = 1,
     mlperf_model: str = GENERIC_MLPERF_MODEL,
+    progress: ProgressCallback | None = None,
 ) -> LoadGenResult:
+    """Warm up, calibrate where LoadGen needs a throughput, then run the test.
+
+    ``progress``, when given, hears each phase from a separate thread (see _ProgressPoller).
+    """
     log_dir.mkdir(parents=True, exist_ok=True)
+    if progress is not None:
+        progress(RunProgress(phase="warming up", completed_samples=0, elapsed_s=0.0))
     measured = warm_up(backend, qsl, batch_size)
     if (
         config.mode == "performance"
@@ -187,6 +327,7 @@ def run_loadgen(
                 workers=workers,
                 predict_samples_per_s=measured.samples_per_s(batch_size),
                 log_dir=Path(probe_dir),
+                progress=progress,
             )
         measured = dataclasses.replace(measured, calibrated_samples_per_s=calibrated)
     batches_per_query = -(-config.samples_per_query // batch_size)
@@ -208,5 +349,7 @@ def run_loadgen(
         workers=workers,
         keep_outputs=config.mode == "accuracy",
         log_dir=log_dir,
+        progress=progress,
+        samples_per_query=config.samples_per_query,
     )
     return LoadGenResult(log_dir=log_dir, stats=sut.stats, outputs=sut.outputs, warm_up=measured)

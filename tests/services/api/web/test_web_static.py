@@ -45,8 +45,11 @@ def test_every_asset_the_page_imports_is_served() -> None:
 
 
 def test_nothing_is_fetched_from_elsewhere() -> None:
-    for path in [WEB_DIR / "index.html", *STATIC_DIR.rglob("*")]:
-        if path.is_file():
+    # Vendored third-party builds hold URLs in strings they never fetch (docs links, examples);
+    # test_graphiql.py loads them in a browser with every other host blocked instead.
+    vendor = STATIC_DIR / "graphiql" / "vendor"
+    for path in [WEB_DIR / "index.html", WEB_DIR / "graphiql.html", *STATIC_DIR.rglob("*")]:
+        if path.is_file() and not path.is_relative_to(vendor):
             assert not REMOTE.search(path.read_text()), path
 
 
