@@ -84,6 +84,8 @@ class Measurement:
     host: dict[str, Any] = field(default_factory=dict)
     agent: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # An INVALID run's likely causes, most likely first.
+    hints: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(asdict(self))
@@ -148,6 +150,7 @@ class RunReport:
                 "failed_samples": m.failed_samples,
                 "errors": m.errors,
                 "warnings": m.warnings,
+                "hints": m.hints,
                 "host": m.host,
                 "agent": m.agent,
                 "agent_id": m.agent.get("id", ""),

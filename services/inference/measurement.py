@@ -36,9 +36,14 @@ def measurement_of(
         warm_up=dict(outcome.warm_up),
         seeds=dict(outcome.seeds),
         environment=environment if environment is not None else capture_environment(),
-        host=host or {},
+        host={
+            **(host or {}),
+            "load": outcome.host_load.to_dict() if outcome.host_load else None,
+            "busy": bool(outcome.host_load and outcome.host_load.busy),
+        },
         agent=agent or {},
         warnings=list(outcome.warnings),
+        hints=list(outcome.hints),
     )
 
 

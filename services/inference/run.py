@@ -14,12 +14,14 @@ from typing import Any
 import numpy as np
 
 from services.evaluation.accuracy import score
+from services.evaluation.hints import invalid_hints
 from services.evaluation.labels import top_k_of
 from services.evaluation.stability import assess_stability, not_applicable
 from services.inference.backends.base import Backend, BackendError
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.qsl import FetchSamples, TensorQSL
 from services.inference.loadgen.runner import LOG_FILES, ProgressCallback, run_loadgen
+from shared.host_load import HostLoad, HostLoadSampler
 from shared.loadgen_logs import parse_detail
 from shared.manifest import ModelManifest
 from shared.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
@@ -47,6 +49,10 @@ class RunOutcome:
     seeds: dict[str, int] = field(default_factory=dict)
     # What a reader of the figures must know (e.g. labels that do not match the dataset).
     warnings: list[str] = field(default_factory=list)
+    # Other processes' CPU use on this machine during the run.
+    host_load: HostLoad | None = None
+    # For an INVALID run: the likely causes, most likely first (evaluation.hints).
+    hints: list[str] = field(default_factory=list)
 
 
 def check_framework_constraint(manifest: ModelManifest, backend: Backend) -> None:
@@ -98,17 +104,19 @@ def execute_run(
         qsl = TensorQSL(sample_count, scenario.performance_sample_count or sample_count, fetch)
     else:
         raise ValueError("execute_run needs tensors, or fetch and sample_count")
-    result = run_loadgen(
-        backend,
-        qsl,
-        scenario,
-        batch_size=batch_size,
-        log_dir=log_dir,
-        workers=workers,
-        # mlperf.conf rules specific to an MLPerf benchmark apply when the names match.
-        mlperf_model=manifest.name,
-        progress=progress,
-    )
+    # Other processes' CPU use during the run: a busy machine is named in the report.
+    with HostLoadSampler() as load:
+        result = run_loadgen(
+            backend,
+            qsl,
+            scenario,
+            batch_size=batch_size,
+            log_dir=log_dir,
+            workers=workers,
+            # mlperf.conf rules specific to an MLPerf benchmark apply when the names match.
+            mlperf_model=manifest.name,
+            progress=progress,
+        )
     stats = result.stats
     raw = np.asarray(stats.latencies_ns, dtype=np.int64)
     np.save(log_dir / RAW_LATENCIES_FILE, raw, allow_pickle=False)
@@ -145,10 +153,22 @@ def execute_run(
         name: log_dir / name
         for name in (*LOG_FILES, RAW_LATENCIES_FILE, RAW_COMPLETIONS_FILE, RAW_ARRIVALS_FILE)
     }
+    backend_info = backend.describe()
+    host_load = load.result
+    warnings = [f"the machine was {host_load.reason}"] if host_load.busy else []
+    hints = invalid_hints(
+        report=report,
+        settings=scenario,
+        failed_samples=stats.failed_samples,
+        first_error=stats.errors[0] if stats.errors else None,
+        host_load=host_load,
+        threads=_int_or_none(backend_info.get("intra_op_threads")),
+        workers=workers,
+    )
     return RunOutcome(
         report=report,
         accuracy=accuracy,
-        backend_info=backend.describe(),
+        backend_info=backend_info,
         sut_latency=LatencyStats.from_values(raw),
         failed_samples=result.stats.failed_samples,
         errors=result.stats.errors,
@@ -160,4 +180,11 @@ def execute_run(
         log_files={k: v for k, v in files.items() if v.exists()},
         stability=stability,
         seeds=seeds,
+        warnings=warnings,
+        host_load=host_load,
+        hints=hints,
     )
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) else None

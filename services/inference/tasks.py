@@ -38,6 +38,7 @@ from services.inference.measurement import (
     store_attempt,
 )
 from services.inference.run import execute_run
+from services.inference.threads import with_scenario_threads
 from services.preprocess.shards import ShardSet
 from shared import queues, runtime
 from shared.celery_app import send
@@ -92,7 +93,9 @@ def measure(
     manifest = parse_manifest(message.manifest)
     scenario = ScenarioConfig.model_validate(message.scenario)
     shards = ShardSet.open(store, message.shard_keys)
-    options = backend_options(message, agent_settings)
+    options, threads = with_scenario_threads(
+        backend_options(message, agent_settings), scenario.scenario
+    )
     backend = create_backend(message.framework, options)
     try:
         backend.load(manifest)
@@ -117,7 +120,9 @@ def measure(
                     "extra": options.extra,
                 },
             }
-            measurement = measurement_of(outcome, agent=agent, host=host.to_dict())
+            measurement = measurement_of(
+                outcome, agent=agent, host=host.to_dict() | {"threads": threads.reason}
+            )
             return store_attempt(store, prefix, outcome.log_files, measurement)
     finally:
         backend.close()

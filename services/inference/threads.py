@@ -22,9 +22,11 @@ The rule (``default_threads``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import SCENARIOS
+from shared.host_load import other_cpus_now, usable_cpus
 
 # Other processes' load below this (CPUs kept busy on average) leaves every CPU free: the
 # daemons of an idle machine take a few hundredths of a CPU, a fifth covers their bursts.
@@ -114,3 +116,18 @@ def choose_threads(
             f"them, which inflates latency (suggested: --threads {suggested.threads})"
         )
     return ThreadChoice(threads=requested, reason=reason)
+
+
+def with_scenario_threads(
+    options: BackendOptions, scenario: str, *, workers: int = 1
+) -> tuple[BackendOptions, ThreadChoice]:
+    """``options`` with intra-op threads chosen for the scenario when left at 0 (the
+    framework's default oversubscribes a shared machine), and the reason either way."""
+    choice = choose_threads(
+        requested=options.intra_op_threads,
+        scenario=scenario,
+        usable_cpus=usable_cpus(),
+        other_cpus=other_cpus_now(),
+        workers=workers,
+    )
+    return replace(options, intra_op_threads=choice.threads), choice

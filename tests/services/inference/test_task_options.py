@@ -8,7 +8,6 @@ from services.inference import tasks
 from shared.messages import RunInference
 from shared.settings import Settings
 
-
 AGENT_SETTINGS = {"intra_op_threads": 3}
 
 
