@@ -167,6 +167,10 @@ def conclude(
     peak = max(judged, key=lambda p: p.qps, default=None)
     bound = f"p{percentile:g} <= {latency_bound_ms:g} ms"
     reason, advice = "", []
+    failed = sum(p.failed_samples for p in curve)
+    if failed and peak is None:
+        # A probe with failed samples fails (judge); no setting below helps until they stop.
+        advice.append(f"fix the backend first: {failed} samples failed (see the probes' runs)")
     if within is None:
         lowest = min(curve, key=lambda p: p.qps)
         reason = (
@@ -217,9 +221,6 @@ def conclude(
 def _advice_for(within: Probe, unjudged: list[Probe]) -> list[str]:
     """Settings under which the highest rate within the bound could be judged."""
     advice = []
-    failed = sum(p.failed_samples for p in unjudged)
-    if failed:
-        advice.append(f"fix the backend first: {failed} samples failed (see the probes' runs)")
     needed = [p.duration_needed_s for p in unjudged if p.duration_needed_s is not None]
     if needed:
         seconds = math.ceil(max(needed) * DURATION_MARGIN)

@@ -227,3 +227,9 @@ def test_unjudged_probes_within_the_bound_do_not_become_the_peak() -> None:
     result = search_peak(probe, start_qps=100, latency_bound_ms=50, tolerance=0.1)
     assert result.peak is None and result.within_bound is not None
     assert result.within_bound.qps <= 137 < result.bracket[1]
+
+
+def test_failed_samples_are_named_before_any_setting() -> None:
+    curve = [_probe(32, False, "INVALID", "UNSTABLE", failed_samples=40)]
+    result = conclude(curve, latency_bound_ms=50, percentile=99, bracket=(0, 32))
+    assert result.advice[0] == "fix the backend first: 40 samples failed (see the probes' runs)"
