@@ -231,6 +231,8 @@ class AccuracyReport:
     per_class_correct: dict[str, int] = field(default_factory=dict)
     # Labelled samples whose batch failed: scored as wrong, counted here so it shows.
     missing_outputs: int = 0
+    # Why the figures may not mean what they say (class folders vs the model's labels).
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

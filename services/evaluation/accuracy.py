@@ -4,7 +4,9 @@ Scoring follows the manifest's post-processing: the ``top_k`` step's k, and its 
 file mapping class index -> label. With a labels file, a sample is correct when the
 predicted label equals its class folder's name, so a dataset whose folders sort in
 another order than the model's classes is still scored right. Without one, the sorted
-folder index is the class index.
+folder index is the class index; the report then warns when the folders cannot be the
+model's classes in order (see ``labels.class_folder_warnings``), and any run warns when
+top-1 is no better than chance.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from services.evaluation.labels import LabelsError, TopK
+from services.evaluation.labels import (
+    LabelsError,
+    TopK,
+    chance_level_warning,
+    class_folder_warnings,
+)
 from shared.metrics import AccuracyReport
 
 
@@ -78,10 +85,16 @@ def score(
         top5 += int(truth in ranked[:5])
         per_class[name] = per_class.get(name, 0) + hit
     n = len(scored)
+    output_classes = next(iter(classes)) if len(classes) == 1 else None
+    warnings = class_folder_warnings(class_names, top_k, output_classes)
+    chance = chance_level_warning(100.0 * top1 / n, output_classes or 0, n)
+    if chance is not None:
+        warnings.append(chance)
     return AccuracyReport(
         sample_count=n,
         top1=100.0 * top1 / n,
         top5=100.0 * top5 / n if top_k.k >= 5 else None,
         per_class_correct=dict(sorted(per_class.items())),
         missing_outputs=missing,
+        warnings=warnings,
     )

@@ -11,13 +11,19 @@ doubling or halving from a start rate, then bisects the bracket until it is narr
   the bound after the last arrival: the probe needs completed / scheduled of at least
   ``(1 - KEEP_UP_SLACK) * T / (T + bound)``, T the schedule's length.
 
-LoadGen's own validity (early stopping needs far longer runs) and the stability verdict
-are recorded with every probe but do not decide it. Every probe is a stored run.
+Passing steers the search. The reported peak is stricter: the highest passing probe that
+LoadGen calls VALID and whose stability verdict is not INSUFFICIENT (a figure LoadGen or the
+stability rule could not judge is no peak). When no probe qualifies the result is "no
+valid peak", with the reason and the settings that would give one, derived from what the
+probes lacked: LoadGen's early-stopping estimate of the queries still needed, the stability
+rule's sample count, the lowest rate probed and the latency it measured. Every probe is a
+stored run.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -25,16 +31,22 @@ from typing import Any
 
 from services.embedded.bench import BenchRequest
 from services.evaluation.figures import as_float, latency_ms, percentile_key, verdicts
+from services.evaluation.stability import MIN_SERVER_SAMPLES, WINDOWS
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 
 KEEP_UP_SLACK = 0.03
+# LoadGen's early-stopping estimate assumes every further query is under the bound, and
+# Poisson arrivals vary the count a duration yields: advised durations carry this margin.
+DURATION_MARGIN = 1.25
+# "Would need to run at least 263 more queries" in LoadGen's early-stopping result.
+_MORE_QUERIES = re.compile(r"at least (\d+) more queries")
 
 
 @dataclass(frozen=True)
 class Probe:
     qps: float
-    passed: bool
+    passed: bool  # within the bound and kept up: this steers the search
     latency_ms: float  # at the chosen percentile
     completed_qps: float
     scheduled_qps: float
@@ -42,15 +54,46 @@ class Probe:
     stability: str
     run_id: str
     reason: str
+    validity_reasons: list[str] = field(default_factory=list)
+    stability_reasons: list[str] = field(default_factory=list)
+    failed_samples: int = 0
+    # The shortest --duration after which this rate could be judged (LoadGen's early
+    # stopping and the stability rule's sample count); None when nothing asks for more.
+    duration_needed_s: float | None = None
+    # Whether this probe can be the reported peak; derived, never passed in.
+    judged: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "judged", self.validity == "VALID" and self.stability != "INSUFFICIENT"
+        )
+
+    def shortfalls(self) -> list[str]:
+        """Why a probe within the bound cannot be the peak, briefly."""
+        found = []
+        if self.validity != "VALID":
+            # LoadGen's reasons read "what: what to do"; the first part says enough here.
+            heads = dict.fromkeys(r.split(":")[0] for r in self.validity_reasons)
+            found.append(f"{self.validity}" + (f" ({'; '.join(heads)})" if heads else ""))
+        if self.stability == "INSUFFICIENT":
+            found.append("stability INSUFFICIENT")
+        return found
 
 
 @dataclass
 class PeakResult:
     latency_bound_ms: float
     percentile: float
-    peak: Probe | None  # the highest passing probe; None when even the lowest failed
+    # The highest probe within the bound that is also judged (VALID and stability judged);
+    # None when there is none: "no valid peak".
+    peak: Probe | None
     bracket: tuple[float, float]  # (highest pass, lowest fail); 0 / inf where unknown
     curve: list[Probe] = field(default_factory=list)  # in the order probed
+    # The highest probe within the bound, judged or not: where the search put the edge.
+    within_bound: Probe | None = None
+    verdict: str = ""  # "peak" or "no valid peak"
+    reason: str = ""  # why there is no valid peak, or why it is below within_bound
+    advice: list[str] = field(default_factory=list)  # settings that would give a valid peak
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,7 +130,109 @@ def judge(
         stability=stability,
         run_id=str(report.get("run_id", "")),
         reason="; ".join(reasons) or "within bound",
+        validity_reasons=list(perf["validity"].get("reasons", [])),
+        stability_reasons=list((report.get("stability") or {}).get("reasons", [])),
+        failed_samples=int(report.get("failed_samples") or 0),
+        duration_needed_s=_duration_needed(report, queries, scheduled, stability),
     )
+
+
+def _duration_needed(
+    report: dict[str, Any], queries: float, scheduled: float, stability: str
+) -> float | None:
+    """Seconds of schedule that LoadGen's early stopping and the stability rule ask for."""
+    if not scheduled > 0:
+        return None
+    needs = []
+    early = str(report["performance"]["validity"].get("early_stopping_result", ""))
+    more = _MORE_QUERIES.search(" ".join(early.split()))
+    if more:
+        needs.append((queries + int(more.group(1))) / scheduled)
+    if stability == "INSUFFICIENT":
+        needs.append(MIN_SERVER_SAMPLES * WINDOWS / scheduled)
+    return max(needs) if needs else None
+
+
+def conclude(
+    curve: list[Probe],
+    *,
+    latency_bound_ms: float,
+    percentile: float,
+    bracket: tuple[float, float],
+) -> PeakResult:
+    """The peak (or "no valid peak") of a finished search, with the reason and advice."""
+    passing = [p for p in curve if p.passed]
+    judged = [p for p in passing if p.judged]
+    within = max(passing, key=lambda p: p.qps, default=None)
+    peak = max(judged, key=lambda p: p.qps, default=None)
+    bound = f"p{percentile:g} <= {latency_bound_ms:g} ms"
+    reason, advice = "", []
+    failed = sum(p.failed_samples for p in curve)
+    if failed and peak is None:
+        # A probe with failed samples fails (judge); no setting below helps until they stop.
+        advice.append(f"fix the backend first: {failed} samples failed (see the probes' runs)")
+    if within is None:
+        lowest = min(curve, key=lambda p: p.qps)
+        reason = (
+            f"none of the {len(curve)} probes met {bound}; the lowest rate, "
+            f"{lowest.qps:.1f} QPS: {lowest.reason}"
+        )
+        advice.append(f"a lower --start-qps, below {lowest.qps:.3g} (the lowest rate probed)")
+        if math.isfinite(lowest.latency_ms):
+            advice.append(
+                f"a looser --latency-bound-ms, above {lowest.latency_ms:.1f} "
+                f"(p{percentile:g} at {lowest.qps:.1f} QPS)"
+            )
+    else:
+        unjudged = [p for p in passing if not p.judged and (peak is None or p.qps > peak.qps)]
+        if unjudged:
+            invalid = [p for p in unjudged if p.validity != "VALID"]
+            insufficient = [p for p in unjudged if p.stability == "INSUFFICIENT"]
+            heads = dict.fromkeys(r.split(":")[0] for p in invalid for r in p.validity_reasons)
+            parts = []
+            if invalid:
+                parts.append(
+                    f"{len(invalid)} INVALID" + (f" ({'; '.join(heads)})" if heads else "")
+                )
+            if insufficient:
+                parts.append(f"{len(insufficient)} stability INSUFFICIENT")
+            probes = f"{len(unjudged)} probe" + ("s" if len(unjudged) > 1 else "")
+            which = (
+                f"{probes} met the bound, none judged"
+                if peak is None
+                else f"{probes} above the peak, up to {within.qps:.1f} QPS, met the bound "
+                "but not judged"
+            )
+            reason = f"{which}: {', '.join(parts)}"
+            advice.extend(_advice_for(within, unjudged))
+    return PeakResult(
+        latency_bound_ms=latency_bound_ms,
+        percentile=percentile,
+        peak=peak,
+        bracket=bracket,
+        curve=curve,
+        within_bound=within,
+        verdict="peak" if peak is not None else "no valid peak",
+        reason=reason,
+        advice=advice,
+    )
+
+
+def _advice_for(within: Probe, unjudged: list[Probe]) -> list[str]:
+    """Settings under which the highest rate within the bound could be judged."""
+    advice = []
+    needed = [p.duration_needed_s for p in unjudged if p.duration_needed_s is not None]
+    if needed:
+        seconds = math.ceil(max(needed) * DURATION_MARGIN)
+        advice.append(
+            f"a longer --duration, {seconds} s or more (LoadGen's early stopping and the "
+            f"stability rule's {MIN_SERVER_SAMPLES * WINDOWS} samples need at least "
+            f"{max(needed):.1f} s at these rates)"
+        )
+    elif any(p.validity != "VALID" for p in unjudged):
+        advice.append("a longer --duration (LoadGen gave no estimate of the queries needed)")
+    advice.append(f"--start-qps {within.qps:.1f}, where the bound was met, so fewer probes run")
+    return advice
 
 
 def search_peak(
@@ -100,24 +245,22 @@ def search_peak(
     max_probes: int = 12,
     min_qps: float = 0.5,
 ) -> PeakResult:
-    """Bracket, then bisect. ``probe(qps)`` runs one Server test and judges it."""
+    """Bracket, then bisect on ``Probe.passed``; ``probe(qps)`` runs one Server test and
+    judges it. The peak is then chosen among the judged probes (see ``conclude``)."""
     if start_qps <= 0 or math.isnan(start_qps):
         raise ValueError(f"start_qps: {start_qps} must be a positive rate")
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance: {tolerance} must lie strictly between 0 and 1")
     percentile_key(percentile)
     curve: list[Probe] = []
-    best: Probe | None = None
     low, high = 0.0, math.inf
 
     def attempt(qps: float) -> bool:
-        nonlocal best, low, high
+        nonlocal low, high
         result = probe(qps)
         curve.append(result)
         if result.passed:
             low = max(low, qps)
-            if best is None or qps > best.qps:
-                best = result
         else:
             high = min(high, qps)
         return result.passed
@@ -135,12 +278,8 @@ def search_peak(
         if len(curve) >= max_probes:
             break
         attempt((low + high) / 2)
-    return PeakResult(
-        latency_bound_ms=latency_bound_ms,
-        percentile=percentile,
-        peak=best,
-        bracket=(low, high),
-        curve=curve,
+    return conclude(
+        curve, latency_bound_ms=latency_bound_ms, percentile=percentile, bracket=(low, high)
     )
 
 

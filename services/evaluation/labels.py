@@ -7,6 +7,7 @@ before it starts, with the manifest field at fault and the line that is wrong.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,3 +82,51 @@ def top_k_of(manifest: ModelManifest) -> TopK:
             )
         return TopK(k=step.k, labels=read_labels(path, field), field=field)
     return TopK(k=5, labels=None, field="outputs[0].steps")
+
+
+def class_folder_warnings(
+    class_names: Sequence[str], top_k: TopK, output_classes: int | None
+) -> list[str]:
+    """Reasons to doubt that the dataset's class folders name the model's classes.
+
+    With a labels file, folders are matched by name and a folder that is no label stops the
+    run (see ``accuracy.score``). Without one, the k-th folder in sorted order is scored as
+    class k: a dataset holding some of the classes, or folders that sort in another order,
+    is scored against the wrong classes and reads as a near-zero top-1 with no error.
+    """
+    if top_k.labels is not None or not class_names:
+        return []
+    warnings = []
+    fix = f"name a labels file in {top_k.field} so folders are matched by name"
+    if output_classes is not None and len(class_names) != output_classes:
+        warnings.append(
+            f"dataset: {len(class_names)} class folders but the model outputs "
+            f"{output_classes} classes, and without a labels file the k-th folder in sorted "
+            f"order is scored as class k; {fix}"
+        )
+    # Folders named by class index ("0".."9") must sit at that index once sorted as text.
+    misplaced = [
+        (name, index)
+        for index, name in enumerate(class_names)
+        if name.isdigit() and int(name) != index
+    ]
+    if misplaced:
+        shown = ", ".join(f"{name!r} as class {index}" for name, index in misplaced[:3])
+        more = f" and {len(misplaced) - 3} more" if len(misplaced) > 3 else ""
+        warnings.append(
+            f"dataset: class folders named by number are scored by sorted position: "
+            f"{shown}{more}; {fix}"
+        )
+    return warnings
+
+
+def chance_level_warning(top1: float, classes: int, samples: int) -> str | None:
+    """A top-1 no better than guessing, over enough samples to tell, is worth a word."""
+    chance = 100.0 / classes if classes > 0 else 0.0
+    if classes < 2 or samples < classes or top1 > chance:
+        return None
+    return (
+        f"accuracy: top-1 {top1:.2f} % is at or below chance ({chance:.2f} % for {classes} "
+        "classes): check that the class folders match the model's labels and the "
+        "preprocessing matches its training"
+    )

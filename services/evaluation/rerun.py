@@ -7,6 +7,14 @@ The noise band of a figure is the larger of
   windows of both runs (throughput for samples/s, median latency for latencies; Offline
   uses throughput for every figure);
 - with repeated reruns, twice their coefficient of variation for that figure.
+
+A figure's verdict (the rule, ``RULE``, is printed with every comparison):
+- "better" / "worse" when its change lies outside its band;
+- "inconclusive" when the change lies inside a band wider than ``SMALLEST_CHANGE_OF_INTEREST``
+  (5 %): such a band could hide a change a user would care about, so "no change" is not shown;
+- "within noise" otherwise: any change larger than 5 % would have shown.
+Overall: "outside noise" if any figure is outside its band, else "inconclusive" if any figure
+is, else "within noise".
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from services.aggregator.repository import get_run
@@ -29,6 +37,15 @@ from shared.manifest import parse_manifest
 from shared.settings import Settings
 
 NOISE_FLOOR = 0.05
+# The smallest change of a figure that a user acts on: a 5 % slower release or a 5 % faster
+# batch size is worth a decision; smaller ones are below what an idle machine repeats
+# (NOISE_FLOOR). A band wider than this cannot tell "no change" from such a change.
+SMALLEST_CHANGE_OF_INTEREST = 0.05
+RULE = (
+    f"a change outside its noise band is better/worse; inside a band wider than "
+    f"{SMALLEST_CHANGE_OF_INTEREST:.0%} it is inconclusive (the band could hide a "
+    f"{SMALLEST_CHANGE_OF_INTEREST:.0%} change); otherwise within noise"
+)
 
 
 @dataclass(frozen=True)
@@ -39,20 +56,71 @@ class FigureDelta:
     rerun: float
     change: float  # relative, (rerun - original) / original
     band: float  # relative half-width
-    within: bool
+    within: bool  # the change lies inside the band
     better: bool  # the change goes the good way (more throughput, less latency)
+    verdict: str  # "better", "worse", "inconclusive" or "within noise"; see RULE
+    explanation: str  # why an inconclusive figure is one; empty otherwise
+
+
+def figure_verdict(change: float, band: float, *, better: bool) -> tuple[str, str]:
+    """(verdict, explanation) of one figure's relative change against its relative band."""
+    if abs(change) > band:
+        return ("better" if better else "worse"), ""
+    if band > SMALLEST_CHANGE_OF_INTEREST:
+        return (
+            "inconclusive",
+            f"noise band ±{band:.1%} is wider than the {SMALLEST_CHANGE_OF_INTEREST:.0%} "
+            "a user would care about",
+        )
+    return "within noise", ""
+
+
+def overall_verdict(deltas: Sequence[FigureDelta]) -> str:
+    """Any figure outside its band decides; an inconclusive one forbids "within noise"."""
+    verdicts = {d.verdict for d in deltas}
+    if verdicts & {"better", "worse"}:
+        return "outside noise"
+    if "inconclusive" in verdicts or not deltas:
+        return "inconclusive"
+    return "within noise"
+
+
+def _delta(
+    name: str,
+    unit: str,
+    original: float,
+    rerun: float,
+    change: float,
+    *,
+    band: float,
+    better: bool,
+) -> FigureDelta:
+    verdict, explanation = figure_verdict(change, band, better=better)
+    return FigureDelta(
+        name=name,
+        unit=unit,
+        original=original,
+        rerun=rerun,
+        change=change,
+        band=band,
+        within=abs(change) <= band,
+        better=better,
+        verdict=verdict,
+        explanation=explanation,
+    )
 
 
 @dataclass
 class Comparison:
     original_run: str
     rerun_runs: list[str]
-    verdict: str  # "within noise" or "outside noise"
+    verdict: str  # "outside noise", "inconclusive" or "within noise"; see overall_verdict
     figures: list[FigureDelta]
     original_verdicts: tuple[str, str]  # (validity, stability)
     rerun_verdicts: list[tuple[str, str]]
     environment_diff: list[str]
     notes: list[str] = field(default_factory=list)
+    rule: str = RULE
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,7 +206,7 @@ def compare(
     return Comparison(
         original_run=str(original.get("run_id", "")),
         rerun_runs=[str(r.get("run_id", "")) for r in reruns],
-        verdict="within noise" if all(d.within for d in deltas) else "outside noise",
+        verdict=overall_verdict(deltas),
         figures=deltas,
         original_verdicts=original_verdicts,
         rerun_verdicts=rerun_verdicts,
@@ -160,18 +228,16 @@ def _accuracy_deltas(
             continue
         new = statistics.median(values)
         change = (new - old) / old if old else new - old
-        deltas.append(
-            FigureDelta(
-                name=name,
-                unit="%",
-                original=old,
-                rerun=new,
-                change=change,
-                band=0.0,
-                within=all(v == old for v in values),
-                better=new >= old,
+        delta = _delta(name, "%", old, new, change, band=0.0, better=new >= old)
+        if change == 0 and any(v != old for v in values):
+            # The median matches but a rerun does not: accuracy that varies is itself news.
+            delta = replace(
+                delta,
+                within=False,
+                verdict="inconclusive",
+                explanation=f"reruns disagree: {', '.join(f'{v:g}' for v in values)}",
             )
-        )
+        deltas.append(delta)
     return deltas
 
 
@@ -193,18 +259,8 @@ def _performance_deltas(
         if math.isnan(old) or math.isnan(new) or old == 0:
             continue
         change = (new - old) / old
-        deltas.append(
-            FigureDelta(
-                name=name,
-                unit=unit,
-                original=old,
-                rerun=new,
-                change=change,
-                band=bands[name],
-                within=abs(change) <= bands[name],
-                better=(change > 0) == larger_is_better,
-            )
-        )
+        better = (change > 0) == larger_is_better
+        deltas.append(_delta(name, unit, old, new, change, band=bands[name], better=better))
     return deltas
 
 

@@ -241,6 +241,10 @@ def bench(
         console.print(spread_table(reports, summarise(reports)))
     else:
         print_report(console, reports[0])
+    # On stderr, so --json stays parseable; the stored report holds the same list.
+    for report in reports:
+        for warning in (report.get("accuracy") or {}).get("warnings", []):
+            stderr.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     if any(report["failed_samples"] for report in reports):
         raise typer.Exit(code=1)
 

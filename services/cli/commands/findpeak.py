@@ -47,7 +47,13 @@ def peak_table(result: PeakResult) -> Table:
     ):
         table.add_column(column, justify="left" if column in {"verdict", "run"} else "right")
     for probe in sorted(result.curve, key=lambda p: p.qps):
-        verdict = "[green]pass[/]" if probe.passed else f"[red]fail[/]: {probe.reason}"
+        if not probe.passed:
+            verdict = f"[red]fail[/]: {probe.reason}"
+        elif probe.judged:
+            verdict = "[green]pass[/]"
+        else:
+            # Within the bound, but LoadGen or the stability rule could not judge it.
+            verdict = f"[yellow]within bound, not judged[/]: {', '.join(probe.shortfalls())}"
         table.add_row(
             f"{probe.qps:.1f}",
             f"{probe.completed_qps:.1f}",
@@ -81,7 +87,10 @@ def findpeak(
     option: list[str] = OPTION,
     as_json: bool = AS_JSON,
 ) -> None:
-    """Bisect Server QPS with short LoadGen runs; print the peak and the curve that found it."""
+    """Bisect Server QPS with short LoadGen runs; print the peak and the curve that found it.
+
+    A peak is only reported from a probe LoadGen calls VALID and the stability rule could
+    judge; otherwise "no valid peak", why, and the settings that would give one (exit 1)."""
     request = build_request(
         model=model,
         framework=framework,
@@ -110,6 +119,8 @@ def findpeak(
     if as_json:
         payload = result.to_dict() | {"estimate_run": estimate["run_id"] if estimate else None}
         sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+        if result.peak is None:
+            raise typer.Exit(code=1)
         return
     console = Console()
     if estimate is not None:
@@ -119,17 +130,31 @@ def findpeak(
             f"{perf['samples_per_second']:.1f} samples/s ({perf['validity']['result']})"
         )
     console.print(peak_table(result))
+    console.print(conclusion(result), soft_wrap=True)
+    if result.reason:
+        console.print(f"[yellow]why:[/] {result.reason}", soft_wrap=True)
+    for advice in result.advice:
+        console.print(f"  try {advice}", soft_wrap=True)
     if result.peak is None:
-        console.print("[red]no probed rate met the bound[/]; try a lower --start-qps")
         raise typer.Exit(code=1)
-    low, high = result.bracket
-    console.print(
-        f"peak: [bold]{result.peak.qps:.1f} QPS[/] with p{result.percentile:g} "
-        f"{result.peak.latency_ms:.2f} ms <= {result.latency_bound_ms:g} ms "
-        f"(fails at {high:.1f}; bracket {(high - low) / high:.1%} wide)"
-        if not math.isinf(high)
-        else f"peak: at least {low:.1f} QPS (no failing rate within --max-probes)"
+
+
+def conclusion(result: PeakResult) -> str:
+    """One line: the valid peak, or "no valid peak"; the same facts as --json's."""
+    if result.peak is None:
+        return "[red]no valid peak[/]"
+    peak = result.peak
+    line = (
+        f"peak: [bold]{peak.qps:.1f} QPS[/] with p{result.percentile:g} "
+        f"{peak.latency_ms:.2f} ms <= {result.latency_bound_ms:g} ms "
+        f"({peak.validity}, stability {peak.stability})"
     )
+    low, high = result.bracket
+    if peak.qps != low:
+        return line  # the bracket is about probes above the peak; ``reason`` says which
+    if math.isinf(high):
+        return line + " and at least that: no failing rate within --max-probes"
+    return line + f"; fails at {high:.1f} (bracket {(high - low) / high:.1%} wide)"
 
 
 def register(app: typer.Typer) -> None:

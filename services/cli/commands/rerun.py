@@ -14,6 +14,14 @@ from services.cli.errors import user_errors
 from services.evaluation.rerun import Comparison, rerun_stored
 from shared.settings import get_settings
 
+FIGURE_COLOURS = {
+    "within noise": "green",
+    "better": "green",
+    "worse": "red",
+    "inconclusive": "yellow",
+}
+VERDICT_COLOURS = {"within noise": "green", "inconclusive": "yellow", "outside noise": "bold red"}
+
 
 def comparison_table(comparison: Comparison) -> Table:
     reruns = ", ".join(r[:8] for r in comparison.rerun_runs)
@@ -23,10 +31,9 @@ def comparison_table(comparison: Comparison) -> Table:
     for column in ("figure", "original", "rerun", "change", "noise band", "verdict"):
         table.add_column(column, justify="left" if column in {"figure", "verdict"} else "right")
     for delta in comparison.figures:
-        if delta.within:
-            verdict = "[green]within noise[/]"
-        else:
-            verdict = "[green]better[/]" if delta.better else "[red]worse[/]"
+        verdict = f"[{FIGURE_COLOURS[delta.verdict]}]{delta.verdict}[/]"
+        if delta.explanation:
+            verdict += f" ({delta.explanation})"
         table.add_row(
             f"{delta.name} ({delta.unit})",
             f"{delta.original:.3f}",
@@ -57,8 +64,9 @@ def rerun(
         return
     console = Console()
     console.print(comparison_table(comparison))
-    colour = "green" if comparison.verdict == "within noise" else "bold red"
+    colour = VERDICT_COLOURS.get(comparison.verdict, "bold")
     console.print(f"verdict: [{colour}]{comparison.verdict}[/]")
+    console.print(f"rule: {comparison.rule}", soft_wrap=True)
     for note in comparison.notes:
         console.print(f"[yellow]note:[/] {note}")
     if comparison.environment_diff:

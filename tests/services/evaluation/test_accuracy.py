@@ -3,6 +3,7 @@ a damaged labels file or weights file must give."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,7 +20,14 @@ from services.aggregator.repository import get_run
 from services.datasets.digits import DigitsArtifacts
 from services.embedded.bench import BenchRequest, run_bench
 from services.evaluation.accuracy import score
-from services.evaluation.labels import LabelsError, TopK, read_labels, top_k_of
+from services.evaluation.labels import (
+    LabelsError,
+    TopK,
+    chance_level_warning,
+    class_folder_warnings,
+    read_labels,
+    top_k_of,
+)
 from services.evaluation.submission import run_submission
 from services.inference.backends.torch.architectures import DigitsCNN
 from services.inference.loadgen.config import ScenarioConfig
@@ -66,6 +74,7 @@ def test_top1_equals_plain_torch_loop(digits: DigitsArtifacts, settings: Setting
     assert accuracy["top1"] == plain_top1
     assert accuracy["per_class_correct"] == plain_per_class
     assert accuracy["missing_outputs"] == 0
+    assert accuracy["warnings"] == []  # folders match the labels: nothing to warn about
     assert plain_top1 > 80.0  # a trained model, so equality is not two chance levels agreeing
 
 
@@ -204,3 +213,59 @@ def test_read_labels_rejects_damage(tmp_path: Path, content: bytes, expected: st
     with pytest.raises(LabelsError, match=expected) as info:
         read_labels(path, "outputs[0].steps[1].labels")
     assert str(info.value).startswith("outputs[0].steps[1].labels: ")
+
+
+def test_class_folders_that_cannot_be_the_models_classes_are_warned_about() -> None:
+    no_file = TopK(k=5, labels=None, field="outputs[0].steps[1].labels")
+    # A subset of the classes: folder '3' is scored as class 0, '5' as 1, '7' as 2.
+    subset = class_folder_warnings(["3", "5", "7"], no_file, output_classes=10)
+    assert len(subset) == 2
+    assert subset[0].startswith("dataset: 3 class folders but the model outputs 10 classes")
+    assert "'3' as class 0, '5' as class 1, '7' as class 2" in subset[1]
+    assert all("outputs[0].steps[1].labels" in w for w in subset)
+    # Eleven numbered folders sort as text: '10' lands at index 2.
+    eleven = [str(i) for i in range(11)]
+    text_sorted = class_folder_warnings(sorted(eleven), no_file, output_classes=11)
+    assert text_sorted == [
+        "dataset: class folders named by number are scored by sorted position: "
+        "'10' as class 2, '2' as class 3, '3' as class 4 and 6 more; name a labels file in "
+        "outputs[0].steps[1].labels so folders are matched by name"
+    ]
+    # The right folders, in order: no warning. With a labels file names are matched.
+    assert class_folder_warnings([str(i) for i in range(10)], no_file, output_classes=10) == []
+    by_name = TopK(k=5, labels=["cat", "dog"], field="outputs[0].steps[0].labels")
+    assert class_folder_warnings(["dog"], by_name, output_classes=2) == []
+
+
+def test_chance_level_top1_is_warned_about() -> None:
+    warning = chance_level_warning(0.0, classes=10, samples=300)
+    assert warning is not None and warning.startswith("accuracy: top-1 0.00 % is at or below")
+    assert chance_level_warning(10.0, classes=10, samples=300) is not None  # exactly chance
+    assert chance_level_warning(10.5, classes=10, samples=300) is None
+    assert chance_level_warning(0.0, classes=10, samples=5) is None  # too few to tell
+
+
+def test_a_subset_of_classes_without_labels_file_warns_in_report_and_cli(
+    digits: DigitsArtifacts, tmp_path: Path
+) -> None:
+    manifest = _copy_model(digits, tmp_path)
+    data = yaml.safe_load(manifest.read_text())
+    data["outputs"][0]["steps"][1]["top_k"].pop("labels")  # scored by sorted folder index
+    manifest.write_text(yaml.safe_dump(data))
+    dataset = tmp_path / "three-digits"
+    for name in ("3", "5", "7"):
+        shutil.copytree(digits.test_dir / name, dataset / name)
+    result = _cli(
+        tmp_path / "data", "bench", str(manifest), "--mode", "accuracy", "--dataset",
+        str(dataset), "--samples", "1000", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    accuracy = json.loads(result.stdout)["accuracy"]
+    # Folder '3' is scored as class 0 and so on: a trained model scores (almost) nothing.
+    assert accuracy["top1"] < 10.0
+    warnings = accuracy["warnings"]
+    assert warnings[0].startswith("dataset: 3 class folders but the model outputs 10 classes")
+    assert any("'3' as class 0" in w for w in warnings)
+    assert any(w.startswith("accuracy: top-1") for w in warnings)
+    printed = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert printed == [f"warning: {w}" for w in warnings]

@@ -9,7 +9,7 @@ import pytest
 
 from services.aggregator.repository import get_run
 from services.embedded.bench import BenchRequest, run_bench
-from services.evaluation.findpeak import Probe, find_peak, judge, search_peak
+from services.evaluation.findpeak import Probe, conclude, find_peak, judge, search_peak
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope
@@ -43,8 +43,11 @@ def test_search_reports_no_peak_when_nothing_passes() -> None:
     assert result.peak is None and len(result.curve) == 5
 
 
-def _server_report(p99_ms: float, completed: float, scheduled: float) -> dict[str, Any]:
+def _server_report(
+    p99_ms: float, completed: float, scheduled: float, *, early_stopping: str = ""
+) -> dict[str, Any]:
     latency = {"mean_ns": 1e6, "percentiles_ns": {"p99": p99_ms * 1e6, "p90": 1e6}}
+    reasons = ["early stopping not satisfied: too few queries for the target percentile"]
     return {
         "run_id": "r",
         "performance": {
@@ -52,9 +55,13 @@ def _server_report(p99_ms: float, completed: float, scheduled: float) -> dict[st
             "samples_per_second": completed,
             "scheduled_samples_per_second": scheduled,
             "query_count": int(scheduled * 2),  # a 2 s schedule
-            "validity": {"result": "INVALID"},
+            "validity": {
+                "result": "INVALID",
+                "reasons": reasons,
+                "early_stopping_result": early_stopping,
+            },
         },
-        "stability": {"verdict": "INSUFFICIENT"},
+        "stability": {"verdict": "INSUFFICIENT", "reasons": ["Server windows of 40 samples"]},
     }
 
 
@@ -69,7 +76,7 @@ def test_judge_needs_the_percentile_under_the_bound_and_the_sut_keeping_up() -> 
         judge(_server_report(40, 98, 100), 100, latency_bound_ms=50, percentile=98)
 
 
-def test_null_backend_peak_matches_queueing_theory(settings: Settings) -> None:
+def test_null_backend_edge_matches_queueing_theory(settings: Settings) -> None:
     # Two SUT workers, 10 ms per query, batch 1: at most 2 / 10 ms = 200 queries/s.
     service_ms, workers = 10.0, 2
     analytical = workers / (service_ms / 1000)
@@ -88,10 +95,141 @@ def test_null_backend_peak_matches_queueing_theory(settings: Settings) -> None:
         percentile=99,
         tolerance=0.04,
     )
-    assert estimate is not None and result.peak is not None
-    assert abs(result.peak.qps - analytical) / analytical <= 0.10, result.to_dict()
+    assert estimate is not None and result.within_bound is not None
+    assert abs(result.within_bound.qps - analytical) / analytical <= 0.10, result.to_dict()
     assert not math.isinf(result.bracket[1])
+    # 1.5 s at ~200/s is ~300 samples; the stability rule judges Server runs from 500, so
+    # the edge is found but no probe there is judged: no peak is claimed, and the advice
+    # names a duration long enough for the rate that met the bound.
+    assert result.peak is None and result.verdict == "no valid peak"
+    assert "stability INSUFFICIENT" in result.reason
+    needed = 500 / result.within_bound.scheduled_qps
+    advised = next(a for a in result.advice if a.startswith("a longer --duration"))
+    assert int(advised.split(", ")[1].split(" s")[0]) >= needed
+    with session_scope(settings.effective_database_url) as session:
+        stored = get_run(session, result.within_bound.run_id).report
+    assert stored["group"]["kind"] == "find-peak"
+    assert stored["settings"]["scenario"]["target_qps"] == result.within_bound.qps
+
+
+def test_a_peak_is_only_taken_from_a_judged_probe(settings: Settings) -> None:
+    # 2 ms per query on two workers (1000/s at most). 250/s for 1.5 s is ~375 samples: too
+    # few for the stability rule, so that probe meets the bound but cannot be the peak.
+    request = BenchRequest(
+        model="tests/fixtures/tiny_cnn.yaml",
+        framework="null",
+        scenario=ScenarioConfig(scenario="server", min_duration_s=1.5),
+        samples=16,
+        workers=2,
+        backend_options=BackendOptions(extra={"service_time_ms": 2.0}),
+    )
+    result, _ = find_peak(
+        request,
+        lambda r: run_bench(r, settings),
+        latency_bound_ms=50,
+        start_qps=250,
+        tolerance=0.5,
+        max_probes=3,
+    )
+    first = result.curve[0]
+    assert first.qps == 250 and first.passed and not first.judged, first
+    assert first.stability == "INSUFFICIENT"
+    assert result.peak is not None and result.peak.qps > first.qps, result.to_dict()
+    assert result.peak.validity == "VALID" and result.peak.stability != "INSUFFICIENT"
     with session_scope(settings.effective_database_url) as session:
         stored = get_run(session, result.peak.run_id).report
-    assert stored["group"]["kind"] == "find-peak"
-    assert stored["settings"]["scenario"]["target_qps"] == result.peak.qps
+    assert stored["performance"]["validity"]["result"] == "VALID"
+
+
+def _probe(qps: float, passed: bool, validity: str, stability: str, **extra: Any) -> Probe:
+    latency = 5.0 if passed else 500.0
+    reason = "within bound" if passed else "p99 500.0 > 50 ms"
+    return Probe(
+        qps, passed, latency, qps, qps, validity, stability, f"run{qps:g}", reason, **extra
+    )
+
+
+def test_judge_estimates_the_duration_that_would_judge_the_probe() -> None:
+    # LoadGen's wording, line break included.
+    early = "* Processed 200 queries. * Would need to run at least\n 263 more queries"
+    probe = judge(
+        _server_report(40, 98, 100, early_stopping=early), 100, latency_bound_ms=50, percentile=99
+    )
+    assert probe.passed and not probe.judged
+    # Early stopping: (200 + 263) queries at 100/s; stability: 5 windows x 100 at 100/s.
+    assert probe.duration_needed_s == pytest.approx(5.0)
+    assert probe.shortfalls() == [
+        "INVALID (early stopping not satisfied)",
+        "stability INSUFFICIENT",
+    ]
+    short = judge(
+        _server_report(40, 98, 100, early_stopping="* Would need to run at least 900 more queries"),
+        100,
+        latency_bound_ms=50,
+        percentile=99,
+    )
+    assert short.duration_needed_s == pytest.approx(11.0)
+
+
+def test_no_valid_peak_when_every_probe_within_the_bound_is_unjudged() -> None:
+    curve = [
+        _probe(100, True, "INVALID", "INSUFFICIENT", duration_needed_s=4.0,
+               validity_reasons=["early stopping not satisfied: too few queries"]),
+        _probe(200, True, "VALID", "INSUFFICIENT", duration_needed_s=2.5),
+        _probe(400, False, "INVALID", "UNSTABLE"),
+    ]  # fmt: skip
+    result = conclude(curve, latency_bound_ms=50, percentile=99, bracket=(200, 400))
+    assert result.peak is None and result.verdict == "no valid peak"
+    assert result.within_bound is curve[1]
+    assert result.reason == (
+        "2 probes met the bound, none judged: 1 INVALID (early stopping not satisfied), "
+        "2 stability INSUFFICIENT"
+    )
+    # The longest need (4 s) with the margin, rounded up: 5 s.
+    assert result.advice[0].startswith("a longer --duration, 5 s or more")
+    assert result.advice[-1].startswith("--start-qps 200.0")
+    payload = result.to_dict()
+    assert payload["peak"] is None and [p["judged"] for p in payload["curve"]] == [False] * 3
+
+
+def test_the_peak_is_the_highest_judged_probe_and_the_rest_are_named() -> None:
+    curve = [
+        _probe(100, True, "VALID", "STABLE"),
+        _probe(200, True, "VALID", "UNSTABLE"),
+        _probe(300, True, "INVALID", "INSUFFICIENT", duration_needed_s=3.0),
+        _probe(400, False, "INVALID", "UNSTABLE"),
+    ]
+    result = conclude(curve, latency_bound_ms=50, percentile=99, bracket=(300, 400))
+    assert result.peak is curve[1] and result.verdict == "peak"
+    assert result.within_bound is curve[2]
+    assert result.reason.startswith("1 probe above the peak, up to 300.0 QPS, met the bound")
+    assert any("--duration, 4 s" in a for a in result.advice)
+    plain = conclude(curve[:2], latency_bound_ms=50, percentile=99, bracket=(200, math.inf))
+    assert plain.peak is curve[1] and plain.reason == "" and plain.advice == []
+
+
+def test_nothing_within_the_bound_advises_a_lower_rate_or_a_looser_bound() -> None:
+    curve = [_probe(64, False, "INVALID", "UNSTABLE"), _probe(32, False, "INVALID", "UNSTABLE")]
+    result = conclude(curve, latency_bound_ms=50, percentile=99, bracket=(0, 32))
+    assert result.peak is None and result.within_bound is None
+    assert result.reason.startswith("none of the 2 probes met p99 <= 50 ms; the lowest rate, 32.0")
+    assert result.advice == [
+        "a lower --start-qps, below 32 (the lowest rate probed)",
+        "a looser --latency-bound-ms, above 500.0 (p99 at 32.0 QPS)",
+    ]
+
+
+def test_unjudged_probes_within_the_bound_do_not_become_the_peak() -> None:
+    def probe(qps: float) -> Probe:
+        # Meets the bound up to 137/s, but no run is long enough to be judged.
+        return _probe(qps, qps <= 137, "INVALID", "INSUFFICIENT", duration_needed_s=3.0)
+
+    result = search_peak(probe, start_qps=100, latency_bound_ms=50, tolerance=0.1)
+    assert result.peak is None and result.within_bound is not None
+    assert result.within_bound.qps <= 137 < result.bracket[1]
+
+
+def test_failed_samples_are_named_before_any_setting() -> None:
+    curve = [_probe(32, False, "INVALID", "UNSTABLE", failed_samples=40)]
+    result = conclude(curve, latency_bound_ms=50, percentile=99, bracket=(0, 32))
+    assert result.advice[0] == "fix the backend first: 40 samples failed (see the probes' runs)"
