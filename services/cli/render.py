@@ -7,6 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -90,6 +91,26 @@ def stability_text(report: dict[str, Any]) -> str:
     return f"[{colour}]{verdict}[/]: " + "; ".join(stability["reasons"])
 
 
+def host_text(host: dict[str, Any]) -> str:
+    """How the run shared its machine: busy, overlapped, waited, threads chosen."""
+    parts = []
+    load = host.get("load") or {}
+    if host.get("busy"):
+        parts.append(f"[bold red]BUSY[/]: {escape(str(load.get('reason', '')))}")
+    elif load.get("reason"):
+        parts.append(escape(str(load["reason"])))
+    if host.get("overlapped"):
+        others = ", ".join(str(o)[:8] for o in host.get("overlapped_with") or [])
+        parts.append(f"[bold red]overlapped[/] another measurement on this host ({others})")
+    elif "exclusive" in host:
+        parts.append("alone on this host" if host["exclusive"] else "not exclusive, no overlap")
+    if host.get("waited_for_host_s"):
+        parts.append(f"waited {host['waited_for_host_s']:.1f} s for the host")
+    if host.get("threads"):
+        parts.append(escape(str(host["threads"])))
+    return "; ".join(parts)
+
+
 def verdict_badge(report: dict[str, Any]) -> str:
     """Short 'VALID/STABLE' for tables with one row per run."""
     validity = report["performance"]["validity"]["result"]
@@ -141,10 +162,16 @@ def report_table(report: dict[str, Any]) -> Table:
         )
     if report["dataset"].get("failed"):
         table.add_row("[red]undecodable[/]", "; ".join(report["dataset"]["failed"][:5]))
+    for warning in report.get("warnings") or []:
+        table.add_row("[yellow]warning[/]", escape(warning))
     prep = report["preprocessing"]
     table.add_row(
         "preprocessing",
-        "reused cached shard" if prep["reused"] else f"{prep['seconds']:.2f} s",
+        "reused cached shard"
+        if prep.get("reused")
+        else f"{figure(prep.get('seconds'), '.2f')} s"
+        if prep.get("seconds") is not None
+        else f"{len(prep.get('shards') or [])} shards by the preprocess workers",
     )
     if "summary" in (report.get("logs") or {}) or report.get("logs"):
         table.add_row("LoadGen logs", report["logs"].get("mlperf_log_summary.txt", ""))
@@ -155,7 +182,12 @@ def _performance_rows(table: Table, report: dict[str, Any]) -> None:
     """Every figure comes after its validity and stability, never alone."""
     perf = report["performance"]
     table.add_row("validity", validity_text(perf))
+    for hint in report.get("hints") or []:
+        table.add_row("[yellow]likely cause[/]", escape(hint))
     table.add_row("stability", stability_text(report))
+    host = host_text(report.get("host") or {})
+    if host:
+        table.add_row("host", host)
     headline = perf["headline"]
     table.add_row("LoadGen headline", f"{headline['name']}: {figure(headline['value'], 'g')}")
     derived = (
