@@ -45,6 +45,10 @@ class ComparisonRow:
     latency_p99_ms: float | None = None
     validity: str = ""
     stability: str = ""
+    # How the run shared its machine: another measurement overlapped it on the same host,
+    # or other processes kept the CPUs busy (None until there is a run).
+    overlapped: bool | None = None
+    host_busy: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,8 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> C
     # Measured facts once there is a run; until then, what the agent advertised.
     if run is not None:
         hardware = _Hardware.from_environment(run.environment or {})
-        settings: dict[str, Any] = (report.get("agent") or {}).get("settings") or {}
+        # The threads the run applied (chosen for the scenario when the agent said 0).
+        settings = (report.get("settings") or {}).get("backend_options") or {}
         version = run.framework_version
     else:
         hardware = _Hardware.from_environment(agent.hardware if agent else {})
@@ -129,6 +134,8 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> C
         latency_p99_ms=metrics.get("latency_p99"),
         validity=run.validity if run is not None else "",
         stability=(str((report.get("stability") or {}).get("verdict") or "UNKNOWN") if run else ""),
+        overlapped=bool((report.get("host") or {}).get("overlapped")) if run else None,
+        host_busy=bool((report.get("host") or {}).get("busy")) if run else None,
     )
 
 

@@ -31,9 +31,14 @@ def _verdict(row: dict[str, Any]) -> str:
         return f"[red]{row['state']}[/]: {escape(row['reason'])}" if row["reason"] else row["state"]
     validity = "[green]VALID[/]" if row["validity"] == "VALID" else f"[red]{row['validity']}[/]"
     stable = row["stability"]
-    return f"{validity} " + (
+    text = f"{validity} " + (
         f"[green]{stable}[/]" if stable == "STABLE" else f"[yellow]{stable}[/]"
     )
+    if row.get("overlapped"):
+        text += " [bold red]overlapped another measurement on its host[/]"
+    if row.get("hostBusy"):
+        text += " [bold red]host busy[/]"
+    return text
 
 
 def comparison_table(comparison: dict[str, Any]) -> Table:

@@ -148,7 +148,7 @@ query Compare($groupId: String!) {
     rows {
       evaluationId state reason agentId hostname cpuModel arch logicalCores memoryGib
       gpus gpuDriver framework frameworkVersion device threads runId samplesPerSecond
-      latencyP50Ms latencyP90Ms latencyP99Ms validity stability
+      latencyP50Ms latencyP90Ms latencyP99Ms validity stability overlapped hostBusy
     }
   }
 }

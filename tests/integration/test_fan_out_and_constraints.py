@@ -40,7 +40,7 @@ query($id: String!) {
     id model scenario done
     rows { evaluationId state reason agentId hostname arch logicalCores memoryGib gpus
            framework frameworkVersion device threads samplesPerSecond latencyP50Ms
-           latencyP90Ms latencyP99Ms validity stability }
+           latencyP90Ms latencyP99Ms validity stability overlapped hostBusy }
   }
 }
 """
@@ -133,7 +133,11 @@ def test_fan_out_over_two_agents_returns_one_comparison(
     # The thread setting is recorded with each run, as the agent applied it.
     for row in rows:
         run = fleet(EVALUATION, {"id": row["evaluationId"]})["evaluation"]["runs"][0]
-        assert run["report"]["settings"]["intra_op_threads"] == row["threads"]
+        assert run["report"]["settings"]["backend_options"]["intra_op_threads"] == row["threads"]
+        # Both agents share this host: their measurements took turns.
+        assert run["report"]["host"]["exclusive"] is True
+        assert run["report"]["host"]["overlapped"] is False, run["report"]["host"]
+    assert [r["overlapped"] for r in rows] == [False, False]
         assert run["report"]["agent"]["backend_options"]["intra_op_threads"] == row["threads"]
         assert run["report"]["group"]["id"] == created["id"]
     # The same comparison as a CLI table.

@@ -349,11 +349,15 @@ def token_create(
 
 
 def db_upgrade() -> None:
-    """Migrate the configured database to the newest schema."""
-    from shared.db.migrations import upgrade_head
+    """Create the configured database if the server lacks it, then migrate it to the
+    newest schema."""
+    from shared.db.migrations import create_database_if_missing, upgrade_head
 
     settings = get_settings()
-    upgrade_head(settings.effective_database_url)
+    url = settings.effective_database_url
+    if create_database_if_missing(url):
+        console.print(f"created database {url.split('@')[-1]}")
+    upgrade_head(url)
     console.print(
         f"database at the newest schema: {settings.effective_database_url.split('@')[-1]}"
     )

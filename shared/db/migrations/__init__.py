@@ -11,7 +11,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, make_url, text
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent
 # Any constant works; it only has to be the same in every process.
@@ -43,6 +43,29 @@ def upgrade_engine(engine: Engine, revision: str = "head") -> None:
                     text("SELECT pg_advisory_unlock(:id)"), {"id": _ADVISORY_LOCK_ID}
                 )
                 connection.commit()
+
+
+def create_database_if_missing(url: str) -> bool:
+    """Create a Postgres database the URL names when the server has none by that name
+    (a first ``benchstack db upgrade``); True when it was created. Other dialects: False."""
+    parsed = make_url(url)
+    if not parsed.drivername.startswith("postgresql") or not parsed.database:
+        return False
+    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            exists = connection.scalar(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"),
+                {"name": parsed.database},
+            )
+            if exists:
+                return False
+            # The name cannot be a bound parameter; quote it as an identifier.
+            quoted = admin.dialect.identifier_preparer.quote_identifier(parsed.database)
+            connection.execute(text(f"CREATE DATABASE {quoted}"))
+            return True
+    finally:
+        admin.dispose()
 
 
 def upgrade_head(url: str) -> None:

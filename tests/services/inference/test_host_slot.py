@@ -1,0 +1,69 @@
+"""One measurement per host: a second measurement waits for the first, or, where sharing
+was allowed, both record that they overlapped."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from services.inference.host_slot import HostSlot, HostUse, SlotWaitCancelled
+
+
+def _measure_in_thread(
+    slot: HostSlot,
+    run_id: str,
+    hold_s: float,
+    uses: dict[str, HostUse],
+    spans: dict[str, list[float]],
+) -> threading.Thread:
+    def body() -> None:
+        with slot.measuring(run_id, poll_s=0.02) as use:
+            spans[run_id] = [time.monotonic()]
+            time.sleep(hold_s)
+            spans[run_id].append(time.monotonic())
+        uses[run_id] = use
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    return thread
+
+
+def test_exclusive_measurements_take_turns_and_record_no_overlap(tmp_path: Path) -> None:
+    slot = HostSlot(tmp_path, exclusive=True)
+    uses: dict[str, HostUse] = {}
+    spans: dict[str, list[float]] = {}
+    first = _measure_in_thread(slot, "first", 0.4, uses, spans)
+    time.sleep(0.1)
+    second = _measure_in_thread(slot, "second", 0.1, uses, spans)
+    first.join()
+    second.join()
+    # The second started only after the first ended, and says it waited.
+    assert spans["second"][0] >= spans["first"][1]
+    assert uses["second"].waited_s >= 0.2
+    assert not uses["first"].overlapped_with and not uses["second"].overlapped_with
+    assert uses["second"].to_dict()["overlapped"] is False
+
+
+def test_shared_measurements_record_each_other(tmp_path: Path) -> None:
+    slot = HostSlot(tmp_path, exclusive=False)
+    uses: dict[str, HostUse] = {}
+    spans: dict[str, list[float]] = {}
+    long = _measure_in_thread(slot, "long", 0.5, uses, spans)
+    time.sleep(0.1)
+    # Starts and ends inside the long one: only the history tells the long one about it.
+    short = _measure_in_thread(slot, "short", 0.1, uses, spans)
+    long.join()
+    short.join()
+    assert uses["short"].to_dict()["overlapped_with"] == ["long"]
+    assert uses["long"].to_dict()["overlapped_with"] == ["short"]
+    assert uses["long"].to_dict()["exclusive"] is False
+
+
+def test_a_cancel_while_waiting_for_the_host_ends_the_wait(tmp_path: Path) -> None:
+    slot = HostSlot(tmp_path, exclusive=True)
+    waiter = slot.measuring("waiter", should_stop=lambda: True, poll_s=0.01)
+    with slot.measuring("holder"), pytest.raises(SlotWaitCancelled), waiter:
+        pass
