@@ -137,9 +137,9 @@ def test_fan_out_over_two_agents_returns_one_comparison(
         # Both agents share this host: their measurements took turns.
         assert run["report"]["host"]["exclusive"] is True
         assert run["report"]["host"]["overlapped"] is False, run["report"]["host"]
-    assert [r["overlapped"] for r in rows] == [False, False]
         assert run["report"]["agent"]["backend_options"]["intra_op_threads"] == row["threads"]
         assert run["report"]["group"]["id"] == created["id"]
+    assert [r["overlapped"] for r in rows] == [False, False]
     # The same comparison as a CLI table.
     from services.cli.main import app
 
