@@ -62,5 +62,5 @@ class RunCompleted(Message):
     agent_id: str = ""
     log_prefix: str
     # Logical name -> object key: LoadGen's logs by file name, the raw per-query
-    # latencies, and "outcome" (backend, accuracy, environment, warm-up) as JSON.
+    # latencies, and "measurement" (the judged run: figures, verdicts, host, environment).
     log_keys: dict[str, str]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from shared.devices import parse_device
+
 SCHEDULER = "scheduler"
 PREPROCESS = "preprocess"
 AGGREGATOR = "aggregator"
@@ -28,10 +30,10 @@ _PART = re.compile(r"^[a-z0-9_-]+$")
 
 
 def inference_queue(framework: str, device: str) -> str:
-    for field, value in (("framework", framework), ("device", device)):
-        if not _PART.match(value):
-            raise ValueError(f"{field}: {value!r} must be lowercase letters, digits, '_' or '-'")
-    return f"{INFERENCE_PREFIX}.{framework}.{device}"
+    """``inference.<framework>.<device kind>``: ``cuda:1`` consumes ``...cuda``."""
+    if not _PART.match(framework):
+        raise ValueError(f"framework: {framework!r} must be lowercase letters, digits, '_' or '-'")
+    return f"{INFERENCE_PREFIX}.{framework}.{parse_device(device).kind}"
 
 
 # Static routes; inference tasks name their queue when they are sent.

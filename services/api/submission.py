@@ -69,7 +69,7 @@ SYNTHETIC = "synthetic"
 # setting (BENCHSTACK_TRITON_URL), never the submitter's, or any user could make a worker
 # connect to any host.
 BACKEND_OPTION_KEYS: dict[str, tuple[str, ...]] = {
-    "null": ("num_outputs", "service_time_ms"),
+    "null": ("fail_every", "num_outputs", "service_time_ms"),
     "onnxruntime": ("execution_mode", "execution_provider", "graph_optimization_level", "opset"),
     "tensorflow": ("seed", "signature"),
     "tensorrt": ("max_batch_size", "opset", "opt_batch_size", "precision", "workspace_mb"),

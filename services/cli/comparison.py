@@ -10,8 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from services.cli.render import figure
+from shared.db.states import FINAL_STATE_NAMES
 
-FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+FINAL = FINAL_STATE_NAMES
 
 
 def _hardware(row: dict[str, Any]) -> str:

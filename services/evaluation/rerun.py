@@ -29,11 +29,13 @@ from services.aggregator.repository import get_run
 from services.embedded.bench import BenchRequest, Progress, run_bench
 from services.evaluation.environment import diff_environments
 from services.evaluation.figures import FIGURES, figures_of, verdicts
+from services.evaluation.local_constraints import unmet_terms
 from services.evaluation.repeats import summarise
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope
 from shared.manifest import parse_manifest
+from shared.run_report import RunSettings
 from shared.settings import Settings
 
 NOISE_FLOOR = 0.05
@@ -128,28 +130,41 @@ class Comparison:
 
 def request_from_run(run_id: str, report: dict[str, Any], manifest: dict[str, Any]) -> BenchRequest:
     """The same everything: stored manifest (relative paths resolve where they did),
-    scenario settings, seeds, batch size, dataset, samples, workers and backend options."""
-    settings = report["settings"]
-    options = settings.get("backend_options", {})
+    scenario settings, seeds, batch size, dataset, samples, workers, device, backend
+    options, threads and, for a stack run, its agent constraints, which this machine must
+    satisfy (ValueError naming the unmet terms otherwise)."""
+    settings = RunSettings.from_dict(report["settings"])
+    options = settings.backend_options
+    unmet, _ = unmet_terms(
+        settings.constraints,
+        framework=settings.framework,
+        device=options.device,
+        threads=options.intra_op_threads,
+    )
+    if unmet:
+        raise ValueError(
+            f"constraints: run {run_id} required agents this machine is not: " + "; ".join(unmet)
+        )
     return BenchRequest(
-        model=settings.get("model") or manifest["name"],
-        framework=settings.get("framework"),
-        scenario=ScenarioConfig.model_validate(settings["scenario"]),
-        batch_size=int(settings["batch_size"]),
-        dataset=settings["dataset"],
-        samples=settings.get("samples"),
-        seed=int(settings.get("seed", 0)),
+        model=settings.model or manifest["name"],
+        framework=settings.framework,
+        scenario=ScenarioConfig.model_validate(settings.scenario),
+        batch_size=settings.batch_size,
+        dataset=settings.dataset,
+        samples=settings.samples,
+        seed=settings.seed,
         backend_options=BackendOptions(
-            device=options.get("device", "cpu"),
-            intra_op_threads=int(options.get("intra_op_threads", 0)),
-            inter_op_threads=int(options.get("inter_op_threads", 0)),
-            extra=dict(options.get("extra", {})),
+            device=options.device,
+            intra_op_threads=options.intra_op_threads,
+            inter_op_threads=options.inter_op_threads,
+            extra=dict(options.extra),
         ),
-        workers=int(settings.get("workers", 1)),
+        workers=settings.workers,
         manifest=parse_manifest(
-            manifest, source=f"run {run_id} manifest", base_dir=settings.get("manifest_dir")
+            manifest, source=f"run {run_id} manifest", base_dir=settings.manifest_dir
         ),
         group={"kind": "rerun", "of": run_id},
+        constraints=dict(settings.constraints),
     )
 
 

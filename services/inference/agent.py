@@ -24,6 +24,7 @@ from typing import Any
 from services.scheduler.planner import direct_queue, host_queue
 from shared import queues, runtime
 from shared.db import evaluation_repo
+from shared.devices import parse_device
 from shared.environment import capture_environment
 from shared.version import __version__
 
@@ -70,6 +71,7 @@ class Agent:
     _thread: threading.Thread | None = None
 
     def __post_init__(self) -> None:
+        parse_device(self.device)  # a DeviceError names the field and what is accepted
         if self.threads < 0:
             raise ValueError(f"threads: must be 0 (framework default) or more, got {self.threads}")
         unknown = [f for f in self.frameworks if framework_version(f) is None]

@@ -6,10 +6,11 @@ that the state machine in ``shared.db.states`` is enforced in one place.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, or_, select, update
+from sqlalchemy import ColumnElement, and_, exists, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.catalog import Dataset
@@ -24,13 +25,21 @@ def transition(
     target: EvaluationState,
     *,
     reason: str = "",
+    sources: frozenset[EvaluationState] | None = None,
+    where: Sequence[ColumnElement[bool]] = (),
     **values: Any,
 ) -> bool:
-    """Move to ``target`` if the state machine allows it from the current state.
+    """Move to ``target`` if the state machine allows it from the current state: the one
+    function every state change goes through.
 
-    Returns whether this call made the change; a loser of a race (or a redelivered message)
-    gets False and must not repeat the side effects.
+    ``sources`` narrows the states it may leave (within what the machine allows); ``where``
+    adds conditions (e.g. the attempt that holds the claim). Returns whether this call made
+    the change; a loser of a race (or a redelivered message) gets False and must not
+    repeat the side effects.
     """
+    allowed = allowed_sources(target)
+    if sources is not None:
+        allowed = allowed & sources
     now = utcnow()
     changes: dict[str, Any] = {"state": target.value, "updated_at": now, **values}
     if reason:
@@ -41,7 +50,8 @@ def transition(
         update(Evaluation)
         .where(
             Evaluation.id == evaluation_id,
-            Evaluation.state.in_([s.value for s in allowed_sources(target)]),
+            Evaluation.state.in_([s.value for s in allowed]),
+            *where,
         )
         .values(**changes)
         .execution_options(synchronize_session=False)
@@ -81,17 +91,12 @@ def mark_shard_ready(session: Session, evaluation_id: str, index: int) -> bool:
         )
     # The row lock taken by the increment serialises the last two shards: only one of
     # them sees shards_ready == shards_total while the state is still PREPROCESSING.
-    won = session.execute(
-        update(Evaluation)
-        .where(
-            Evaluation.id == evaluation_id,
-            Evaluation.state == EvaluationState.PREPROCESSING.value,
-            Evaluation.shards_ready >= Evaluation.shards_total,
-        )
-        .values(state=EvaluationState.RUNNING.value, updated_at=utcnow())
-        .execution_options(synchronize_session=False)
+    return transition(
+        session,
+        evaluation_id,
+        EvaluationState.RUNNING,
+        where=[Evaluation.shards_ready >= Evaluation.shards_total],
     )
-    return bool(won.rowcount)  # type: ignore[attr-defined]
 
 
 def claim_run(
@@ -149,38 +154,25 @@ def complete_attempt(
     session: Session, evaluation_id: str, attempt: int, *, agent_id: str | None
 ) -> bool:
     """RUNNING -> AGGREGATING, only for the attempt that still holds the claim."""
-    result = session.execute(
-        update(Evaluation)
-        .where(
-            Evaluation.id == evaluation_id,
-            Evaluation.state == EvaluationState.RUNNING.value,
-            Evaluation.attempt == attempt,
-        )
-        .values(state=EvaluationState.AGGREGATING.value, agent_id=agent_id, updated_at=utcnow())
-        .execution_options(synchronize_session=False)
+    return transition(
+        session,
+        evaluation_id,
+        EvaluationState.AGGREGATING,
+        where=[Evaluation.attempt == attempt],
+        agent_id=agent_id,
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def fail_attempt(session: Session, evaluation_id: str, attempt: int, reason: str) -> bool:
     """Fail the evaluation for a run that broke, unless another attempt took the claim."""
-    now = utcnow()
-    result = session.execute(
-        update(Evaluation)
-        .where(
-            Evaluation.id == evaluation_id,
-            Evaluation.state == EvaluationState.RUNNING.value,
-            Evaluation.attempt == attempt,
-        )
-        .values(
-            state=EvaluationState.FAILED.value,
-            reason=reason[:4000],
-            updated_at=now,
-            finished_at=now,
-        )
-        .execution_options(synchronize_session=False)
+    return transition(
+        session,
+        evaluation_id,
+        EvaluationState.FAILED,
+        reason=reason[:4000],
+        sources=frozenset({EvaluationState.RUNNING}),
+        where=[Evaluation.attempt == attempt],
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def live_agents(session: Session, *, within_s: float) -> list[Agent]:

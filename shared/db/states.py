@@ -24,6 +24,8 @@ class EvaluationState(enum.StrEnum):
 FINAL_STATES = frozenset(
     {EvaluationState.SUCCEEDED, EvaluationState.FAILED, EvaluationState.CANCELLED}
 )
+# The same, as the strings the API and CLI see.
+FINAL_STATE_NAMES = frozenset(state.value for state in FINAL_STATES)
 
 _FORWARD: dict[EvaluationState, EvaluationState] = {
     EvaluationState.QUEUED: EvaluationState.PREPROCESSING,

@@ -203,3 +203,109 @@ def test_worker_started_after_submission_picks_the_work_up(
         [ServiceSpec("inference-late-cuda", [*late, "--frameworks", "null"])], name="late"
     )
     assert grace.follow(created["id"])[-1]["state"] == "SUCCEEDED"
+
+
+RUN_REPORT = """
+query($id: String!) { evaluation(id: $id) { state reason runs { id validity report } } }
+"""
+
+
+def _finished(client: GraphQLClient, evaluation_id: str, timeout_s: float = 90) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        evaluation: dict[str, Any] = client(RUN_REPORT, {"id": evaluation_id})["evaluation"]
+        if evaluation["state"] in {"SUCCEEDED", "FAILED", "CANCELLED"}:
+            return evaluation
+        assert time.monotonic() < deadline, evaluation
+        time.sleep(0.2)
+
+
+def test_a_run_with_failed_samples_is_invalid_through_the_stack(
+    client_for: Callable[[str], GraphQLClient],
+) -> None:
+    grace = client_for("grace")
+    created = submit(grace, seed=601, backendOptions={"fail_every": 3})
+    evaluation = _finished(grace, created["id"])
+    assert evaluation["state"] == "SUCCEEDED", evaluation
+    (run,) = evaluation["runs"]
+    # Judged where it was measured; the aggregator stored that verdict, not a re-parse.
+    assert run["validity"] == "INVALID"
+    report = run["report"]
+    assert report["failed_samples"] > 0
+    assert any("samples failed" in r for r in report["performance"]["validity"]["reasons"])
+    assert report["hints"] and "failed" in report["hints"][0]
+
+
+def test_rerun_of_a_stack_run_reproduces_device_options_threads_and_constraints(
+    stack: EphemeralStack, client_for: Callable[[str], GraphQLClient]
+) -> None:
+    from services.aggregator.repository import get_run
+    from services.evaluation.rerun import request_from_run
+    from shared.db.session import session_scope
+
+    heidi = client_for("heidi")
+    created = submit(
+        heidi,
+        seed=602,
+        backendOptions={"service_time_ms": 1},
+        constraints={"require": ["cores>=1"]},
+    )
+    evaluation = _finished(heidi, created["id"])
+    assert evaluation["state"] == "SUCCEEDED", evaluation
+    (run,) = evaluation["runs"]
+    with session_scope(stack.database_url) as session:
+        manifest = get_run(session, run["id"]).manifest
+    report = run["report"]
+    request = request_from_run(run["id"], report, manifest)
+    applied = report["agent"]["backend_options"]["intra_op_threads"]
+    assert applied >= 1  # chosen for the scenario: the agent was started with 0
+    assert request.backend_options.device == "cpu"
+    assert request.backend_options.intra_op_threads == applied
+    assert request.backend_options.extra == {"service_time_ms": 1}
+    assert request.constraints == {"require": ["cores>=1"]}
+    assert request.framework == "null" and request.seed == 602 and request.samples == 16
+    # A constraint this machine cannot meet is refused by name, not silently dropped.
+    report["settings"]["constraints"] = {"require": ["cores>=100000"]}
+    with pytest.raises(ValueError, match="cores>=100000"):
+        request_from_run(run["id"], report, manifest)
+
+
+def test_cancel_ends_the_measurement_and_frees_the_agent(
+    stack: EphemeralStack, client_for: Callable[[str], GraphQLClient]
+) -> None:
+    from shared.db.evaluations import Evaluation
+    from shared.db.session import session_scope
+
+    ivan = client_for("ivan")
+    long_run = submit(ivan, seed=603, settings={"minDurationS": 50, "targetQps": 2000})
+
+    def row(evaluation_id: str) -> Evaluation:
+        with session_scope(stack.database_url) as session:
+            found = session.get(Evaluation, evaluation_id)
+            assert found is not None
+            session.expunge(found)
+            return found
+
+    deadline = time.monotonic() + 60
+    while row(long_run["id"]).attempt < 1:  # claimed: the agent is measuring it
+        assert time.monotonic() < deadline, row(long_run["id"]).state
+        time.sleep(0.2)
+    time.sleep(2)  # well inside LoadGen's 50 s
+    assert ivan(CANCEL, {"id": long_run["id"]})["cancelEvaluation"]["__typename"] == "Evaluation"
+    cancelled_at = time.monotonic()
+    following = submit(ivan, seed=604)
+    while row(following["id"]).attempt < 1:
+        assert time.monotonic() - cancelled_at < 10, "the agent did not take the next run"
+        time.sleep(0.1)
+    assert _finished(ivan, following["id"])["state"] == "SUCCEEDED"
+    assert row(long_run["id"]).state == "CANCELLED"
+
+
+def test_settings_that_cannot_finish_within_the_run_limit_are_refused(
+    client_for: Callable[[str], GraphQLClient],
+) -> None:
+    judy = client_for("judy")
+    refused = submit(judy, settings={"minDurationS": 100000})
+    assert refused["__typename"] == "InvalidScenarioSettings", refused
+    assert refused["field"] == "settings.min_duration_s"
+    assert "MAX_RUN_SECONDS" in refused["message"]

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.cli.errors import fail, user_errors
 from services.cli.render import figure
+from shared.db.states import FINAL_STATE_NAMES
 from shared.settings import get_settings
 
 console = Console(highlight=False)
@@ -312,7 +313,7 @@ def _follow(server: str, token: str | None, evaluation_id: str) -> dict[str, Any
                 # Why it is not moving (e.g. "no live preprocess worker"), said as it happens.
                 detail = f"[yellow]{escape(evaluation['reason'])}[/]"
             progress.update(bar, description=state, completed=done, detail=detail)
-            if state in {"SUCCEEDED", "FAILED", "CANCELLED"}:
+            if state in FINAL_STATE_NAMES:
                 return evaluation
             time.sleep(0.3)
 

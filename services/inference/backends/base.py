@@ -8,13 +8,14 @@ a ``Backend`` subclass. Backends are registered by name and imported lazily, so 
 from __future__ import annotations
 
 import importlib
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from shared.devices import DeviceError
+from shared.devices import parse_device as shared_parse_device
 from shared.manifest import ModelManifest
 
 
@@ -43,15 +44,13 @@ class BackendOptions:
             raise BackendError("threads: must be 0 (the framework's default) or more")
 
 
-DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
-
-
 def parse_device(device: str) -> tuple[str, int]:
     """'cpu', 'cuda' or 'cuda:<index>' -> (kind, index); anything else names the field."""
-    match = DEVICE_RE.match(device)
-    if match is None or (match.group(1) == "cpu" and match.group(2) is not None):
-        raise BackendError(f"device: {device!r} is not accepted; accepted: cpu, cuda, cuda:<index>")
-    return match.group(1), int(match.group(2) or 0)
+    try:
+        parsed = shared_parse_device(device)
+    except DeviceError as exc:
+        raise BackendError(str(exc)) from None
+    return parsed.kind, parsed.index or 0
 
 
 class Backend(ABC):

@@ -14,6 +14,7 @@ import strawberry
 from services.api.context import in_thread
 from services.api.graphql.evaluations.queries import _one
 from services.api.graphql.evaluations.types import EvaluationType
+from shared.db.states import FINAL_STATE_NAMES
 
 POLL_SECONDS = 0.2
 
@@ -36,6 +37,6 @@ class EvaluationSubscriptions:
             if fingerprint != last:
                 last = fingerprint
                 yield current
-            if current.state.value in {"SUCCEEDED", "FAILED", "CANCELLED"}:
+            if current.state.value in FINAL_STATE_NAMES:
                 return
             await asyncio.sleep(POLL_SECONDS)

@@ -12,7 +12,7 @@ from strawberry.scalars import JSON
 from services.api.graphql.scalars import to_json
 from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
-from shared.db.states import EvaluationState
+from shared.db.states import FINAL_STATE_NAMES, EvaluationState
 
 
 @strawberry.enum(name="EvaluationState")
@@ -125,7 +125,7 @@ class EvaluationType:
 
     @strawberry.field
     def done(self) -> bool:
-        return self.state.value in {"SUCCEEDED", "FAILED", "CANCELLED"}
+        return self.state.value in FINAL_STATE_NAMES
 
     @strawberry.field
     async def runs(self, info: strawberry.Info) -> list[RunType]:

@@ -2,6 +2,8 @@
 
 With ``extra={"service_time_ms": X}`` each batch takes X ms (a sleep), which makes it a
 server of known capacity for checking find-peak and the scenarios against theory.
+With ``extra={"fail_every": N}`` every Nth batch raises, so a user can see for themselves
+that a run with failed samples is judged INVALID in every mode.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import time
 
 import numpy as np
 
-from services.inference.backends.base import Backend
+from services.inference.backends.base import Backend, BackendError
 from shared.manifest import ModelManifest
 from shared.version import __version__
 
@@ -24,8 +26,17 @@ class NullBackend(Backend):
     def load(self, manifest: ModelManifest) -> None:
         self._service_time_s = float(self.options.extra.get("service_time_ms", 0.0)) / 1000.0
         self._num_outputs = int(self.options.extra.get("num_outputs", 10))
+        self._fail_every = int(self.options.extra.get("fail_every", 0))
+        if self._fail_every < 0:
+            raise BackendError(
+                f"fail_every: {self._fail_every} is not accepted; accepted: 0 (never) or N >= 1"
+            )
+        self._batches = 0
 
     def predict(self, batch: np.ndarray) -> np.ndarray:
+        self._batches += 1
+        if self._fail_every and self._batches % self._fail_every == 0:
+            raise RuntimeError(f"fail_every={self._fail_every}: batch {self._batches} fails")
         if self._service_time_s > 0:
             time.sleep(self._service_time_s)
         return np.zeros((batch.shape[0], self._num_outputs), dtype=np.float32)

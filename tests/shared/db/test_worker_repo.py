@@ -1,0 +1,94 @@
+"""An evaluation that waits on a kind of worker none of which is alive says so."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from services.api.auth import get_or_create_user
+from shared import runtime
+from shared.db import worker_repo
+from shared.db.clock import utcnow
+from shared.db.evaluations import Evaluation, WorkerPresence
+
+LIVE_S = 30.0
+
+
+def _evaluation(state: str, waited_s: float) -> Evaluation:
+    with runtime.db() as session:
+        owner = get_or_create_user(session, "waiting")
+        session.flush()
+        row = Evaluation(
+            id=f"e-{state}-{waited_s}",
+            owner_id=owner.id,
+            state=state,
+            model_name="resnet18",
+            model_version="1.0.0",
+            manifest={},
+            framework="null",
+            device="cpu",
+            scenario={},
+            batch_size=1,
+            dataset="synthetic",
+            queue="inference.null.cpu",
+            updated_at=utcnow() - timedelta(seconds=waited_s),
+        )
+        session.add(row)
+    return row
+
+
+def _reason(evaluation: Evaluation) -> str:
+    with runtime.db() as session:
+        row = session.get(Evaluation, evaluation.id)
+        assert row is not None
+        return worker_repo.waiting_reason(session, row, live_within_s=LIVE_S)
+
+
+def test_a_stalled_evaluation_names_the_missing_worker(data_dir: Path) -> None:
+    runtime.reset()
+    stalled = _evaluation("PREPROCESSING", waited_s=45)
+    assert "no live preprocess worker" in _reason(stalled)
+    assert _reason(stalled).startswith("waiting 45 s")
+    # A worker whose heartbeat stopped is not live either.
+    with runtime.db() as session:
+        worker_repo.register(
+            session,
+            worker_id="preprocess@h/1",
+            kind="preprocess",
+            node="preprocess@h",
+            hostname="h",
+            pid=1,
+        )
+    with runtime.db() as session:
+        row = session.get(WorkerPresence, "preprocess@h/1")
+        assert row is not None
+        row.last_heartbeat = utcnow() - timedelta(seconds=2 * LIVE_S)
+    assert "no live preprocess worker" in _reason(stalled)
+    with runtime.db() as session:
+        worker_repo.beat(session, "preprocess@h/1")
+    assert _reason(stalled) == ""
+    runtime.reset()
+
+
+def test_a_fresh_evaluation_and_one_with_a_live_agent_say_nothing(data_dir: Path) -> None:
+    runtime.reset()
+    # Too young to call stalled: a worker may be starting.
+    assert _reason(_evaluation("QUEUED", waited_s=5)) == ""
+    running = _evaluation("RUNNING", waited_s=60)
+    assert "no live inference agent on queue inference.null.cpu" in _reason(running)
+    from shared.db import evaluation_repo
+
+    with runtime.db() as session:
+        evaluation_repo.upsert_agent(
+            session,
+            agent_id="h/inference.null.cpu/1",
+            hostname="h",
+            queue="inference.null.cpu",
+            framework="null",
+            framework_version="0",
+            device="cpu",
+            hardware={},
+            software={},
+        )
+    assert _reason(running) == ""
+    runtime.reset()
