@@ -118,6 +118,8 @@ class RunReport:
     log_prefix: str
     evaluation_id: str | None = None
     group: dict[str, Any] | None = None
+    # Logical name -> where a person finds it (a file path, an s3:// URL).
+    log_locations: dict[str, str] = field(default_factory=dict)
 
     @property
     def validity(self) -> str:
@@ -155,7 +157,8 @@ class RunReport:
                 "agent": m.agent,
                 "agent_id": m.agent.get("id", ""),
                 "environment": m.environment,
-                "logs": self.logs,
+                "logs": self.log_locations or self.logs,
+                "log_keys": self.logs,
                 "log_prefix": self.log_prefix,
             }
         )
@@ -178,8 +181,9 @@ class RunReport:
             measurement=measurement,
             dataset=data.get("dataset") or {},
             preprocessing=data.get("preprocessing") or {},
-            logs=data.get("logs") or {},
+            logs=data.get("log_keys") or data.get("logs") or {},
             log_prefix=data.get("log_prefix", ""),
+            log_locations=data.get("logs") or {},
             evaluation_id=data.get("evaluation_id"),
             group=data.get("group"),
         )
@@ -197,6 +201,7 @@ def assemble_report(
     log_prefix: str,
     evaluation_id: str | None = None,
     group: dict[str, Any] | None = None,
+    log_locations: dict[str, str] | None = None,
 ) -> RunReport:
     """The one way a report is made, in embedded mode and by the aggregator."""
     return RunReport(
@@ -211,6 +216,7 @@ def assemble_report(
         log_prefix=log_prefix,
         evaluation_id=evaluation_id,
         group=group,
+        log_locations=log_locations or {},
     )
 
 

@@ -73,6 +73,7 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
             "shards": [s.key for s in evaluation.shards],
         },
         logs=keys,
+        log_locations={name: store.describe(key) for name, key in keys.items()},
         log_prefix=message.log_prefix,
         group=(
             {"kind": "fan-out", "id": evaluation.group_id, "role": message.agent_id}

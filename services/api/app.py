@@ -165,8 +165,7 @@ def _log_bytes(deps: ApiDeps, user_id: int, run_id: str, name: str) -> bytes | N
     if row is None or row.owner_id != user_id:
         return None
     report = row.report or {}
-    # "logs" since runs share one report shape; "log_keys" in runs stored before.
-    key = (report.get("logs") or report.get("log_keys") or {}).get(name)
+    key = (report.get("log_keys") or {}).get(name)
     if key is None:
         return None
     try:

@@ -176,6 +176,7 @@ def run_bench(
         },
         preprocessing={"seconds": prep_seconds, "reused": reused, "shard": shard},
         logs=keys,
+        log_locations={name: store.describe(key) for name, key in keys.items()},
         log_prefix=prefix,
         group=request.group,
     )

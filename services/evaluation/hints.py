@@ -179,6 +179,8 @@ def _min_duration_hint(report: PerformanceReport, settings: ScenarioConfig) -> s
             if settings.target_qps
             else "the warm-up's estimate"
         )
+        if not math.isfinite(report.samples_per_second):
+            return f"Offline: {ran}; LoadGen measured no throughput to plan a rerun from"
         suggest = math.ceil(report.samples_per_second * MEASURED_THROUGHPUT_MARGIN)
         return (
             f"Offline: {ran}. LoadGen sized its one query from {planned}, but the system did "

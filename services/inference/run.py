@@ -156,14 +156,19 @@ def execute_run(
     backend_info = backend.describe()
     host_load = load.result
     warnings = [f"the machine was {host_load.reason}"] if host_load.busy else []
-    hints = invalid_hints(
-        report=report,
-        settings=scenario,
-        failed_samples=stats.failed_samples,
-        first_error=stats.errors[0] if stats.errors else None,
-        host_load=host_load,
-        threads=_int_or_none(backend_info.get("intra_op_threads")),
-        workers=workers,
+    # An accuracy pass has no timing rules, so LoadGen's INVALID there needs no hint.
+    hints = (
+        []
+        if accuracy_mode
+        else invalid_hints(
+            report=report,
+            settings=scenario,
+            failed_samples=stats.failed_samples,
+            first_error=stats.errors[0] if stats.errors else None,
+            host_load=host_load,
+            threads=_int_or_none(backend_info.get("intra_op_threads")),
+            workers=workers,
+        )
     )
     return RunOutcome(
         report=report,

@@ -161,7 +161,7 @@ def test_a_thread_constraint_routes_to_the_matching_worker_only(fleet: GraphQLCl
     assert created["__typename"] == "Evaluation" and created["groupId"] is None, created
     evaluation = _finish(fleet, created["id"])
     assert evaluation["state"] == "SUCCEEDED", evaluation
-    assert evaluation["runs"][0]["report"]["settings"]["intra_op_threads"] == 2
+    assert evaluation["runs"][0]["report"]["settings"]["backend_options"]["intra_op_threads"] == 2
 
 
 def test_a_manifest_requiring_old_onnxruntime_is_refused_naming_it(fleet: GraphQLClient) -> None:
