@@ -81,6 +81,9 @@ class Backend(ABC):
         for _ in range(iterations):
             self.predict(sample_batch)
 
+    def start_measurement(self) -> None:  # noqa: B027 - optional hook
+        """Called once warm-up (and its timing) is over, before LoadGen's first query."""
+
     def describe(self) -> dict[str, Any]:
         """What to record with a run about how this backend was set up."""
         return {"name": self.name, "version": self.version(), "device": self.options.device}

@@ -314,6 +314,7 @@ def run_loadgen(
     if progress is not None:
         progress(RunProgress(phase="warming up", completed_samples=0, elapsed_s=0.0))
     measured = warm_up(backend, qsl, batch_size)
+    backend.start_measurement()
     if (
         config.mode == "performance"
         and config.scenario in {"offline", "server"}

@@ -32,10 +32,17 @@ class NullBackend(Backend):
                 f"fail_every: {self._fail_every} is not accepted; accepted: 0 (never) or N >= 1"
             )
         self._batches = 0
+        self._measuring = False
+
+    def start_measurement(self) -> None:
+        # Warm-up batches do not count toward fail_every: the failures belong to the run.
+        self._measuring = True
+        self._batches = 0
 
     def predict(self, batch: np.ndarray) -> np.ndarray:
         self._batches += 1
-        if self._fail_every and self._batches % self._fail_every == 0:
+        failing = self._measuring and self._fail_every
+        if failing and self._batches % self._fail_every == 0:
             raise RuntimeError(f"fail_every={self._fail_every}: batch {self._batches} fails")
         if self._service_time_s > 0:
             time.sleep(self._service_time_s)
