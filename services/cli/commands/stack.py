@@ -73,6 +73,12 @@ def worker(
         )
 
 
+def exit_text(code: int) -> str:
+    if code < 0:
+        return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
+
+
 def _thread_counts(value: str) -> list[int]:
     try:
         counts = [int(v) for v in value.split(",") if v.strip()] or [0]
@@ -155,7 +161,7 @@ def up(
 
     def _died(service: Any, code: int) -> None:
         console.print(
-            f"[red]{service.name} exited ({code}); last lines of {service.log}:[/]\n"
+            f"[red]{service.name} {exit_text(code)}; last lines of {service.log}:[/]\n"
             + escape(log_tail(service.log))
         )
 
