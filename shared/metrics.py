@@ -189,9 +189,11 @@ def _validity(summary: dict[str, Any], detail: dict[str, Any]) -> Validity:
     early = detail.get("early_stopping_met")
     reasons: list[str] = []
     if not min_duration:
-        reasons.append("min duration not satisfied: run longer (--duration)")
+        # The facts only: the likely cause (and its fix) is evaluation.hints' job, since
+        # "run longer" is wrong for an Offline run sized too small or a busy machine.
+        reasons.append("min duration not satisfied")
     if not min_queries:
-        reasons.append("min query count not satisfied: run longer or lower --min-queries")
+        reasons.append("min query count not satisfied")
     if early is False:
         reasons.append("early stopping not satisfied: too few queries for the target percentile")
     latency_met = summary.get("Performance constraints satisfied")

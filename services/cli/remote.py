@@ -158,7 +158,7 @@ EVALUATION_QUERY = """
 query One($id: String!) {
   evaluation(id: $id) {
     id state reason shardsTotal shardsReady preprocessReused runId
-    runs { id samplesPerSecond validity stability metrics { name value unit } }
+    runs { id samplesPerSecond validity stability metrics { name value unit } report }
   }
 }
 """

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.cli.errors import fail, user_errors
-from services.cli.render import figure
+from services.cli.render import figure, host_text
 from shared.db.states import FINAL_STATE_NAMES
 from shared.settings import get_settings
 
@@ -278,6 +278,12 @@ def submit(
             f"{run.get('stability') or 'stability unknown'}"
             + (", preprocessing reused" if final["preprocessReused"] else "")
         )
+        report = run.get("report") or {}
+        for hint in report.get("hints") or []:
+            console.print(f"  likely cause: {escape(hint)}")
+        host = host_text(report.get("host") or {})
+        if host:
+            console.print(f"  host: {host}")
 
 
 def _fan_out(server: str, token: str | None, group_id: str, *, wait: bool) -> None:
