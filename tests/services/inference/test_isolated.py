@@ -1,0 +1,68 @@
+"""A measurement in a child process: its value comes back, a cancel or a time limit ends
+it at once, and a crash of the child is a failed run, not a dead worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from services.inference.isolated import run_in_child
+
+
+def answer(value: int) -> dict[str, int]:
+    return {"value": value, "pid": os.getpid()}
+
+
+def sleep_for(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def raise_error() -> None:
+    raise RuntimeError("the backend broke")
+
+
+def killed_by_the_kernel() -> None:
+    # What the out-of-memory killer does to a run that grew too large.
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def never_stop() -> str | None:
+    return None
+
+
+def test_the_value_comes_back_from_another_process() -> None:
+    outcome = run_in_child(answer, (7,), should_stop=never_stop, time_limit_s=60)
+    assert outcome.ok and outcome.value["value"] == 7
+    assert outcome.value["pid"] != os.getpid()
+
+
+def test_a_cancel_ends_the_child_within_a_poll() -> None:
+    asked = time.monotonic() + 1.0
+    started = time.monotonic()
+    outcome = run_in_child(
+        sleep_for,
+        (60,),
+        should_stop=lambda: "the evaluation is CANCELLED" if time.monotonic() > asked else None,
+        time_limit_s=120,
+        poll_s=0.1,
+    )
+    assert outcome.stopped == "the evaluation is CANCELLED"
+    # Spawning takes a moment; ending it must not wait for the 60 s of "measurement".
+    assert time.monotonic() - started < 15
+
+
+def test_the_time_limit_ends_the_child() -> None:
+    outcome = run_in_child(sleep_for, (60,), should_stop=never_stop, time_limit_s=1, poll_s=0.1)
+    assert outcome.stopped is not None and "time limit of 1 s" in outcome.stopped
+
+
+def test_an_error_in_the_child_is_reported_with_its_type() -> None:
+    outcome = run_in_child(raise_error, (), should_stop=never_stop, time_limit_s=60)
+    assert outcome.error == "RuntimeError: the backend broke"
+
+
+def test_a_killed_child_is_a_failed_run_and_says_how_it_died() -> None:
+    outcome = run_in_child(killed_by_the_kernel, (), should_stop=never_stop, time_limit_s=60)
+    assert outcome.error is not None
+    assert "killed by SIGKILL" in outcome.error and "out-of-memory" in outcome.error
