@@ -29,6 +29,7 @@ from shared.task_guard import fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
 
+
 class IncompleteRun(ValueError):
     """The judged measurement is missing from the message or the store."""
 

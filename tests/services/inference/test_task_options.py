@@ -39,8 +39,6 @@ def test_the_agents_threads_apply_to_every_backend() -> None:
 @pytest.mark.usefixtures("deployment")
 def test_triton_url_defaults_to_the_deployments_unless_the_submission_names_one() -> None:
     assert tasks.backend_options(_message("triton"), AGENT_SETTINGS).extra == {"url": "triton:8000"}
-    given = tasks.backend_options(
-        _message("triton", url="elsewhere:8001"), AGENT_SETTINGS
-    )
+    given = tasks.backend_options(_message("triton", url="elsewhere:8001"), AGENT_SETTINGS)
     assert given.extra == {"url": "elsewhere:8001"}
     assert "url" not in tasks.backend_options(_message("onnxruntime"), AGENT_SETTINGS).extra
