@@ -286,7 +286,7 @@ def test_inference_workers_name_framework_and_device(services: dict[str, Any]) -
     expected = {
         "inference-cpu": ("torch", "cpu"),
         "inference-gpu": ("torch", "cuda"),
-        "inference-triton": ("triton", "gpu"),
+        "inference-triton": ("triton", "cuda"),
     }
     for name, (framework, device) in expected.items():
         command = services[name]["command"]
