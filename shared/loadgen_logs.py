@@ -1,7 +1,7 @@
 """Read LoadGen's own logs (summary and detail) into plain dictionaries.
 
-Import-light on purpose: the aggregator parses logs written by an inference worker
-elsewhere, and needs no LoadGen to do it.
+Import-light on purpose: the measuring process judges a run from these logs, and tests
+and tools read stored logs without LoadGen.
 """
 
 from __future__ import annotations

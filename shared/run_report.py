@@ -18,8 +18,8 @@ from typing import Any
 
 from shared.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
 
-# Where one attempt at a run writes its files, embedded runs included (attempt 1): the
-# API serves an embedded run's logs exactly as a stack run's.
+# Where one attempt at a run writes its files, embedded runs included (attempt 1): one
+# layout, so a tool that reads a stack run's files reads an embedded run's the same way.
 MEASUREMENT_FILE = "measurement.json"
 
 
@@ -86,6 +86,8 @@ class Measurement:
     warnings: list[str] = field(default_factory=list)
     # An INVALID run's likely causes, most likely first.
     hints: list[str] = field(default_factory=list)
+    # Samples that could not be prepared (file and reason), left out of the run.
+    input_errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(asdict(self))

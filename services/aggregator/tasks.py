@@ -24,7 +24,7 @@ from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
 from shared.messages import RunCompleted
 from shared.run_report import BackendSettings, Measurement, RunSettings, assemble_report
-from shared.storage import ObjectStore
+from shared.storage import ObjectNotFound, ObjectStore
 from shared.task_guard import fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,11 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
         model={"name": evaluation.model_name, "version": evaluation.model_version},
         settings=run_settings(evaluation, measurement),
         measurement=measurement,
-        dataset={"name": evaluation.dataset, "samples": evaluation.dataset_count, "failed": []},
+        dataset={
+            "name": evaluation.dataset,
+            "samples": evaluation.dataset_count,
+            "failed": measurement.input_errors,
+        },
         preprocessing={
             "reused": evaluation.preprocess_reused,
             "shards": [s.key for s in evaluation.shards],
@@ -101,8 +105,12 @@ def run_completed(payload: dict[str, Any]) -> None:
             return
         try:
             record = build_record(evaluation, message, store)
-        except (IncompleteRun, KeyError, ValueError) as exc:
+        except (IncompleteRun, ObjectNotFound, KeyError, ValueError) as exc:
             evaluation_repo.fail(session, evaluation.id, f"aggregator: {exc}")
             return
+        # The state first, in the same transaction as the run: a cancel that lands now
+        # either wins (nothing is stored) or waits on the row and finds it SUCCEEDED.
+        if not evaluation_repo.transition(session, evaluation.id, EvaluationState.SUCCEEDED):
+            log.info("run %s: the evaluation left AGGREGATING; not stored", message.run_id)
+            return
         save_run(session, record)
-        evaluation_repo.transition(session, evaluation.id, EvaluationState.SUCCEEDED)

@@ -116,31 +116,32 @@ def run_bench(
     check_manifest(manifest, hash_files=False)
     store = make_store(settings)
 
-    progress.on_stage("loading model")
-    # Threads left at 0 are chosen for the scenario: a framework's default pool on a
-    # shared machine inflates latency (a SingleStream p50 of 496 ms instead of 41 ms).
-    options, threads = with_scenario_threads(
-        request.backend_options, request.scenario.scenario, workers=request.workers
+    progress.on_stage("preparing data")
+    dataset = resolve_dataset(
+        request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
     )
-    request = replace(request, backend_options=options)
-    backend = create_backend(framework, options)
-    try:
-        backend.load(manifest)
+    prep_start = time.perf_counter()
+    prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
+    prep_seconds = time.perf_counter() - prep_start
 
-        progress.on_stage("preparing data")
-        dataset = resolve_dataset(
-            request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
-        )
-        prep_start = time.perf_counter()
-        prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
-        prep_seconds = time.perf_counter() - prep_start
-
-        progress.on_stage("running")
-        progress.on_run_start(request.scenario.effective_min_duration_s)
-        prefix = attempt_prefix(run_id, 1)
-        slot = HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
-        with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
-            with slot.measuring(run_id) as host:
+    prefix = attempt_prefix(run_id, 1)
+    slot = HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
+    with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
+        # The host first: loading a model while another run measures would disturb it,
+        # and threads are chosen for the load the machine has once it is ours.
+        with slot.measuring(run_id) as host:
+            progress.on_stage("loading model")
+            # Threads left at 0 are chosen for the scenario: a framework's default pool on
+            # a shared machine inflates latency (a SingleStream p50 of 496 ms, not 41 ms).
+            options, threads = with_scenario_threads(
+                request.backend_options, request.scenario.scenario, workers=request.workers
+            )
+            request = replace(request, backend_options=options)
+            backend = create_backend(framework, options)
+            try:
+                backend.load(manifest)
+                progress.on_stage("running")
+                progress.on_run_start(request.scenario.effective_min_duration_s)
                 outcome = execute_run(
                     manifest=manifest,
                     backend=backend,
@@ -153,15 +154,18 @@ def run_bench(
                     class_names=dataset.class_names,
                     progress=progress.on_loadgen,
                 )
-            environment = capture_environment()
-            environment["framework_runtime"] = framework_runtime()
-            measurement = measurement_of(
-                outcome, environment=environment, host=host.to_dict() | {"threads": threads.reason}
-            )
-            keys = store_attempt(store, prefix, outcome.log_files, measurement)
-    finally:
-        # Sessions, client pools and device memory go back even when a run fails.
-        backend.close()
+            finally:
+                # Sessions, client pools and device memory go back even when a run fails.
+                backend.close()
+        environment = capture_environment()
+        environment["framework_runtime"] = framework_runtime()
+        measurement = measurement_of(
+            outcome,
+            environment=environment,
+            host=host.to_dict() | {"threads": threads.reason},
+            input_errors=[str(e) for e in prepared.errors],
+        )
+        keys = store_attempt(store, prefix, outcome.log_files, measurement)
 
     progress.on_stage("storing")
     report = assemble_report(

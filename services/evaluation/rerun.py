@@ -287,7 +287,7 @@ def rerun_stored(
     progress: Progress | None = None,
 ) -> Comparison:
     """Rerun a stored run ``repeats`` times and compare; every rerun is stored and names
-    the original in its ``group``. The API's rerun mutation calls this."""
+    the original in its ``group``. `benchstack rerun` calls this."""
     if repeats < 1:
         raise ValueError(f"--repeats: {repeats} must be at least 1")
     with session_scope(settings.effective_database_url) as session:

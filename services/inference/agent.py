@@ -36,6 +36,7 @@ _FRAMEWORK_PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "onnxruntime": ("onnxruntime", ("onnxruntime", "onnxruntime-gpu")),
     "tensorflow": ("tensorflow", ("tensorflow", "tensorflow-cpu")),
     "triton": ("tritonclient", ("tritonclient",)),
+    "tensorrt": ("tensorrt", ("tensorrt", "tensorrt-cu12", "tensorrt-cu13")),
 }
 
 

@@ -38,9 +38,22 @@ class ChildOutcome:
         return self.error is None and self.stopped is None
 
 
+# In the child: the connection to the parent, for announce_started().
+_PARENT: Connection | None = None
+
+
+def announce_started() -> None:
+    """Called by the child's target when its real work starts (it holds the host): the
+    time limit counts from here, not from the wait for the host."""
+    if _PARENT is not None:
+        _PARENT.send(("started", None))
+
+
 def _child_main(
     target: Callable[..., Any], args: tuple[Any, ...], conn: Connection
 ) -> None:  # pragma: no cover - runs in the child
+    global _PARENT
+    _PARENT = conn
     try:
         conn.send(("ok", target(*args)))
     except BaseException as exc:
@@ -66,9 +79,11 @@ def run_in_child(
     should_stop: Callable[[], str | None],
     time_limit_s: float,
     poll_s: float = 0.5,
+    on_started: Callable[[], None] = lambda: None,
 ) -> ChildOutcome:
     """Call ``target(*args)`` in a spawned child; end it when ``should_stop`` returns a
-    reason or after ``time_limit_s``. ``target`` and its result must pickle."""
+    reason or after ``time_limit_s``, counted from the child's ``announce_started()``
+    (or its start, when it announces nothing). ``target`` and its result must pickle."""
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_child_main, args=(target, args, sender), daemon=True)
@@ -83,6 +98,10 @@ def run_in_child(
                     status, value = receiver.recv()
                 except EOFError:
                     break  # the child died before it could answer
+                if status == "started":
+                    deadline = time.monotonic() + time_limit_s
+                    on_started()
+                    continue
                 child.join(TERMINATE_GRACE_S)
                 if status == "ok":
                     return ChildOutcome(value=value)

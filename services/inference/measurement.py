@@ -23,6 +23,7 @@ def measurement_of(
     agent: dict[str, Any] | None = None,
     host: dict[str, Any] | None = None,
     environment: dict[str, Any] | None = None,
+    input_errors: list[str] | None = None,
 ) -> Measurement:
     """The run as judged here: LoadGen's verdict with what only the SUT saw applied."""
     return Measurement(
@@ -44,6 +45,7 @@ def measurement_of(
         agent=agent or {},
         warnings=list(outcome.warnings),
         hints=list(outcome.hints),
+        input_errors=list(input_errors or [])[:100],
     )
 
 

@@ -29,7 +29,7 @@ from sqlalchemy import select
 
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.host_slot import HostSlot
-from services.inference.isolated import run_in_child
+from services.inference.isolated import announce_started, run_in_child
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.measurement import (
     load_measurement,
@@ -93,14 +93,17 @@ def measure(
     manifest = parse_manifest(message.manifest)
     scenario = ScenarioConfig.model_validate(message.scenario)
     shards = ShardSet.open(store, message.shard_keys)
-    options, threads = with_scenario_threads(
-        backend_options(message, agent_settings), scenario.scenario
-    )
-    backend = create_backend(message.framework, options)
-    try:
-        backend.load(manifest)
-        with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
-            with host_slot().measuring(message.run_id) as host:
+    with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
+        # The host first: loading a model while another run measures would disturb it,
+        # and threads are chosen for the load the machine has once it is ours.
+        with host_slot().measuring(message.run_id) as host:
+            announce_started()
+            options, threads = with_scenario_threads(
+                backend_options(message, agent_settings), scenario.scenario
+            )
+            backend = create_backend(message.framework, options)
+            try:
+                backend.load(manifest)
                 outcome = execute_run(
                     manifest=manifest,
                     backend=backend,
@@ -111,21 +114,24 @@ def measure(
                     sample_count=shards.sample_count,
                     labels=shards.labels,
                 )
-            agent = {
-                "id": agent_id,
-                "settings": dict(agent_settings),
-                "backend_options": {
-                    "intra_op_threads": options.intra_op_threads,
-                    "inter_op_threads": options.inter_op_threads,
-                    "extra": options.extra,
-                },
-            }
-            measurement = measurement_of(
-                outcome, agent=agent, host=host.to_dict() | {"threads": threads.reason}
-            )
-            return store_attempt(store, prefix, outcome.log_files, measurement)
-    finally:
-        backend.close()
+            finally:
+                backend.close()
+        agent = {
+            "id": agent_id,
+            "settings": dict(agent_settings),
+            "backend_options": {
+                "intra_op_threads": options.intra_op_threads,
+                "inter_op_threads": options.inter_op_threads,
+                "extra": options.extra,
+            },
+        }
+        measurement = measurement_of(
+            outcome,
+            agent=agent,
+            host=host.to_dict() | {"threads": threads.reason},
+            input_errors=shards.errors,
+        )
+        return store_attempt(store, prefix, outcome.log_files, measurement)
 
 
 def completion_message(
@@ -149,6 +155,11 @@ def stored_completion(message: RunInference, evaluation: Evaluation) -> RunCompl
         return None
     _, keys = load_measurement(store, measurement_key(prefix))
     return completion_message(message, evaluation.agent_id or "", prefix, keys)
+
+
+def _touch_claim(evaluation_id: str, attempt: int) -> None:
+    with runtime.db() as session:
+        evaluation_repo.touch_claim(session, evaluation_id, attempt)
 
 
 def cancellation_check(evaluation_id: str, attempt: int) -> Callable[[], str | None]:
@@ -221,6 +232,7 @@ def run_inference(payload: dict[str, Any]) -> None:
         should_stop=cancellation_check(message.evaluation_id, attempt),
         time_limit_s=settings.max_run_seconds,
         poll_s=CANCEL_POLL_S,
+        on_started=lambda: _touch_claim(message.evaluation_id, attempt),
     )
     if result.stopped is not None:
         log.info("run %s ended: %s", message.run_id, result.stopped)

@@ -1,6 +1,7 @@
 """Pure planning: which agent queue runs an evaluation, and how its data splits into shards.
 
-No broker and no database here; the API calls ``match_agent`` to reject an evaluation no
+No broker and no database here; the API (through ``agents.find_agent``) calls
+``match_agent`` to reject an evaluation no
 live agent can run before anything is enqueued, and the scheduler task calls it again when
 it plans (the agent may have gone away meanwhile).
 """

@@ -150,6 +150,22 @@ def claim_run(
     return attempt if result.rowcount else None  # type: ignore[attr-defined]
 
 
+def touch_claim(session: Session, evaluation_id: str, attempt: int) -> bool:
+    """Restart a claim's lease (the run got its host and starts measuring now): a wait
+    for the host must not let the lease lapse under a run that is about to measure."""
+    result = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state == EvaluationState.RUNNING.value,
+            Evaluation.attempt == attempt,
+        )
+        .values(claimed_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
 def complete_attempt(
     session: Session, evaluation_id: str, attempt: int, *, agent_id: str | None
 ) -> bool:

@@ -73,12 +73,6 @@ def worker(
         )
 
 
-def exit_text(code: int) -> str:
-    if code < 0:
-        return f"was killed by {signal.Signals(-code).name}"
-    return f"exited with code {code}"
-
-
 def _thread_counts(value: str) -> list[int]:
     try:
         counts = [int(v) for v in value.split(",") if v.strip()] or [0]
@@ -107,7 +101,7 @@ def up(
     a Celery ping. If one dies or does not answer, its log's last lines are shown, the
     others are stopped and the exit code is 1."""
     from services.stack.manager import Stack, default_services
-    from services.stack.readiness import log_tail, wait_until_ready
+    from services.stack.readiness import exit_text, log_tail, wait_until_ready
     from shared.celery_app import make_celery
     from shared.db.migrations import upgrade_head
 
