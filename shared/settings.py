@@ -77,6 +77,16 @@ class Settings(BaseSettings):
     # The longest one run may measure; the broker's visibility timeout and an inference
     # claim's lease are derived from it, so a long run is never handed to a second worker.
     max_run_seconds: float = Field(default=3600.0, gt=0)
+    # A measuring worker renews its run's claim every heartbeat; a claim not renewed for
+    # this long is lapsed and the run is dispatched again (recovery in about a minute,
+    # whatever MAX_RUN_SECONDS is).
+    claim_lease_seconds: float = Field(default=30.0, gt=0)
+    # How often the scheduler's sweeper looks for evaluations that stopped moving, and how
+    # long one may sit in a waiting state before it is dispatched again (idempotently).
+    sweep_interval_seconds: float = Field(default=10.0, gt=0)
+    stall_seconds: float = Field(default=45.0, gt=0)
+    # Dispatches of one evaluation by the sweeper before it is failed instead of looped.
+    max_dispatches: int = Field(default=3, ge=1, le=100)
     # One measurement per host at a time (agents and embedded runs alike); false lets
     # measurements share the machine, and each run then records what overlapped it.
     measure_exclusive: bool = True

@@ -17,6 +17,35 @@ from shared.db import evaluation_repo
 log = logging.getLogger(__name__)
 
 
+def _transient_errors() -> tuple[type[BaseException], ...]:
+    """Errors of a server that is down or restarting, not of the evaluation: the task is
+    retried with backoff (Celery's autoretry), and the evaluation is left as it is (the
+    sweeper re-dispatches it if the retries run out)."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    errors: list[type[BaseException]] = [OperationalError, InterfaceError, ConnectionError]
+    try:
+        from kombu.exceptions import OperationalError as BrokerError
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        errors += [BrokerError, RedisConnectionError, RedisTimeoutError]
+    except ImportError:  # embedded installs without the stack extra
+        pass
+    return tuple(errors)
+
+
+TRANSIENT_ERRORS = _transient_errors()
+# Celery task options for the pipeline's tasks: transient errors retried with backoff.
+RETRY_OPTIONS: dict[str, Any] = {
+    "autoretry_for": TRANSIENT_ERRORS,
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 8,
+}
+
+
 def fail_evaluation_on_error(
     stage: str,
 ) -> Callable[[Callable[[dict[str, Any]], None]], Callable[[dict[str, Any]], None]]:
@@ -25,6 +54,10 @@ def fail_evaluation_on_error(
         def guarded(payload: dict[str, Any]) -> None:
             try:
                 task(payload)
+            except TRANSIENT_ERRORS:
+                # A server is down: failing the evaluation would need it too. Retried.
+                log.warning("%s task hit a transient error; retrying", stage, exc_info=True)
+                raise
             except Exception as exc:
                 evaluation_id = payload.get("evaluation_id") if isinstance(payload, dict) else None
                 log.exception("%s task failed for evaluation %s", stage, evaluation_id)

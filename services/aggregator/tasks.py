@@ -25,7 +25,7 @@ from shared.db.states import EvaluationState
 from shared.messages import RunCompleted
 from shared.run_report import BackendSettings, Measurement, RunSettings, assemble_report
 from shared.storage import ObjectNotFound, ObjectStore
-from shared.task_guard import fail_evaluation_on_error
+from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
     return record_from_report(report, evaluation.manifest)
 
 
-@shared_task(name=queues.RUN_COMPLETED)
+@shared_task(name=queues.RUN_COMPLETED, **RETRY_OPTIONS)
 @fail_evaluation_on_error("aggregator")
 def run_completed(payload: dict[str, Any]) -> None:
     message = RunCompleted.model_validate(payload)

@@ -6,6 +6,7 @@ GraphQL layer turns those into error types of the mutation's result union.
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable
@@ -36,7 +37,6 @@ from services.scheduler.planner import UnmetConstraint
 from shared import queues
 from shared.catalogue import list_catalogue
 from shared.db.catalog import RegisteredModel
-from shared.db.evaluation_repo import fail
 from shared.db.evaluations import Evaluation
 from shared.manifest import (
     SEMVER_RE,
@@ -88,6 +88,8 @@ BACKEND_OPTION_KEYS: dict[str, tuple[str, ...]] = {
 REFUSED_BACKEND_OPTIONS = {
     "url": "the worker's BENCHSTACK_TRITON_URL decides which server it talks to",
 }
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -674,11 +676,16 @@ def submit(
                     queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation.id), None
                 )
         except Exception as exc:
-            # The rows exist but no worker will ever see them: say so instead of QUEUED.
-            for row in evaluations:
-                fail(session, row.id, f"broker: could not enqueue the evaluation ({exc})")
+            # The row is the outbox: it stays QUEUED and the scheduler's sweeper publishes
+            # it once the broker is back. The client gets its id and a reason that says so.
+            log.warning(
+                "evaluation %s: publish failed (%s); left to the sweeper", evaluation.id, exc
+            )
+            evaluation.reason = (
+                f"broker unavailable at submission ({exc.__class__.__name__}); "
+                "it will be dispatched when the broker is back"
+            )
             session.commit()
-            raise
     if group_id is not None:
         return FanOut(group_id=group_id, evaluations=evaluations)
     return evaluations[0]

@@ -10,9 +10,13 @@ framework thread pool would be copied mid-state by a fork.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import multiprocessing
+import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,12 +58,33 @@ def _child_main(
 ) -> None:  # pragma: no cover - runs in the child
     global _PARENT
     _PARENT = conn
+    _die_with_parent()
     try:
         conn.send(("ok", target(*args)))
     except BaseException as exc:
         conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
     finally:
         conn.close()
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """A worker killed with -9 must not leave its run measuring on: the orphan would hold
+    the host and load the machine under the run dispatched again. Linux: the kernel sends
+    SIGKILL when the parent dies; elsewhere a thread watches for the parent's exit."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # The parent may have died before prctl took effect: check once, then keep watching.
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _describe_exit(code: int | None) -> str:

@@ -18,9 +18,11 @@ within ``CANCEL_POLL_S`` of a cancel, or when the run outlives ``MAX_RUN_SECONDS
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,7 @@ from shared.db.states import EvaluationState
 from shared.manifest import parse_manifest
 from shared.messages import RunCompleted, RunInference
 from shared.run_report import attempt_prefix
-from shared.task_guard import fail_evaluation_on_error
+from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
 
@@ -162,15 +164,23 @@ def _touch_claim(evaluation_id: str, attempt: int) -> None:
         evaluation_repo.touch_claim(session, evaluation_id, attempt)
 
 
-def cancellation_check(evaluation_id: str, attempt: int) -> Callable[[], str | None]:
+def cancellation_check(
+    evaluation_id: str, attempt: int, *, renew_every_s: float
+) -> Callable[[], str | None]:
     """A reason to end the measurement child: the evaluation left RUNNING (cancelled,
-    failed) or another attempt took the claim."""
+    failed) or another attempt took the claim. Every ``renew_every_s`` it also renews the
+    claim's lease, so a run measured for hours keeps its claim while its worker lives."""
+    renewed_at = time.monotonic()
 
     def check() -> str | None:
+        nonlocal renewed_at
         with runtime.db() as session:
             row = session.execute(
                 select(Evaluation.state, Evaluation.attempt).where(Evaluation.id == evaluation_id)
             ).one_or_none()
+            if row is not None and time.monotonic() - renewed_at >= renew_every_s:
+                evaluation_repo.touch_claim(session, evaluation_id, attempt)
+                renewed_at = time.monotonic()
         if row is None:
             return "the evaluation was deleted"
         if row.state != EvaluationState.RUNNING.value:
@@ -182,9 +192,27 @@ def cancellation_check(evaluation_id: str, attempt: int) -> Callable[[], str | N
     return check
 
 
-@shared_task(name=queues.RUN_INFERENCE)
+@contextlib.contextmanager
+def busy(agent_ids: list[str]) -> Iterator[None]:
+    """Mark this worker's agents busy while it holds a run, so the sweeper tells a run
+    queued behind it from a lost one. A database blip must not fail the run for this."""
+    with contextlib.suppress(Exception), runtime.db() as session:
+        evaluation_repo.mark_agents_busy(session, agent_ids, True)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception), runtime.db() as session:
+            evaluation_repo.mark_agents_busy(session, agent_ids, False)
+
+
+@shared_task(name=queues.RUN_INFERENCE, **RETRY_OPTIONS)
 @fail_evaluation_on_error("inference")
 def run_inference(payload: dict[str, Any]) -> None:
+    with busy(list(CURRENT_AGENT_IDS.values())):
+        _run_inference(payload)
+
+
+def _run_inference(payload: dict[str, Any]) -> None:
     message = RunInference.model_validate(payload)
     settings = runtime.settings()
     agent_id = CURRENT_AGENT_IDS.get(message.framework, "")
@@ -210,7 +238,7 @@ def run_inference(payload: dict[str, Any]) -> None:
                 session,
                 message.evaluation_id,
                 agent_id=agent_id,
-                lease_s=settings.max_run_seconds,
+                lease_s=settings.claim_lease_seconds,
                 live_within_s=settings.agent_heartbeat_seconds * settings.agent_live_heartbeats,
             )
             if attempt is None:
@@ -229,7 +257,9 @@ def run_inference(payload: dict[str, Any]) -> None:
     result = run_in_child(
         measure,
         (payload, agent_id, prefix, dict(CURRENT_AGENT_SETTINGS)),
-        should_stop=cancellation_check(message.evaluation_id, attempt),
+        should_stop=cancellation_check(
+            message.evaluation_id, attempt, renew_every_s=settings.claim_lease_seconds / 3
+        ),
         time_limit_s=settings.max_run_seconds,
         poll_s=CANCEL_POLL_S,
         on_started=lambda: _touch_claim(message.evaluation_id, attempt),

@@ -24,7 +24,7 @@ from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.manifest import Input
 from shared.messages import PreprocessShard
-from shared.task_guard import fail_evaluation_on_error
+from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def prepare_shard(message: PreprocessShard) -> None:
     write_shard(store, message.shard_key, prepared)
 
 
-@shared_task(name=queues.PREPROCESS_SHARD)
+@shared_task(name=queues.PREPROCESS_SHARD, **RETRY_OPTIONS)
 @fail_evaluation_on_error("preprocess")
 def preprocess_shard(payload: dict[str, Any]) -> None:
     message = PreprocessShard.model_validate(payload)
@@ -85,7 +85,7 @@ def preprocess_shard(payload: dict[str, Any]) -> None:
             run = inference_message(evaluation, [s.key for s in evaluation.shards])
             queue = evaluation.queue
         else:
-            pending = pending_inference(evaluation)
+            pending = pending_inference(session, evaluation)
             if pending is None or not all(s.ready for s in evaluation.shards):
                 return  # other shards still preparing, or inference already claimed it
             log.info("evaluation %s: publishing RunInference again", evaluation.id)

@@ -16,9 +16,11 @@ import uuid
 from typing import Any
 
 from celery import current_app, shared_task
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from services.inference.backends.base import backend_names
+from services.inference.measurement import load_measurement, measurement_key
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.shards import is_complete
 from services.scheduler.agents import find_agent
@@ -27,11 +29,19 @@ from services.scheduler.planner import PlannedShard, UnmetConstraint, plan_shard
 from shared import queues, runtime
 from shared.celery_app import send
 from shared.db import evaluation_repo
+from shared.db.clock import utcnow
 from shared.db.evaluations import Evaluation, Shard
 from shared.db.states import EvaluationState
 from shared.manifest import ManifestError, parse_manifest
-from shared.messages import EvaluationRequested, Message, PreprocessShard, RunInference
-from shared.task_guard import fail_evaluation_on_error
+from shared.messages import (
+    EvaluationRequested,
+    Message,
+    PreprocessShard,
+    RunCompleted,
+    RunInference,
+)
+from shared.run_report import attempt_prefix
+from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +79,60 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
     )
 
 
-def pending_inference(evaluation: Evaluation) -> tuple[RunInference, str] | None:
-    """RunInference (and its queue) for a RUNNING evaluation no attempt has claimed yet:
-    what a redelivered message publishes again in case the first publish was lost."""
-    if evaluation.state != EvaluationState.RUNNING.value or evaluation.attempt:
+def pending_inference(
+    session: Session, evaluation: Evaluation
+) -> tuple[RunInference, str] | None:
+    """RunInference (and its queue) for a RUNNING evaluation whose claim is free (never
+    claimed, or its worker stopped renewing it): what a redelivered or swept message
+    publishes again. When no live agent consumes the queue it was routed to (a direct
+    queue of an agent that died), it is routed again; None when nothing can run it now."""
+    if evaluation.state != EvaluationState.RUNNING.value:
         return None
+    settings = runtime.settings()
+    live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
+    free = session.scalar(
+        select(func.count())
+        .select_from(Evaluation)
+        .where(
+            Evaluation.id == evaluation.id,
+            evaluation_repo.lapsed_claim(
+                utcnow(), lease_s=settings.claim_lease_seconds, live_within_s=live_within_s
+            ),
+        )
+    )
+    if not free:
+        return None
+    live = evaluation_repo.live_agents(session, within_s=live_within_s)
+    consumed = any(
+        evaluation.queue in (a.queue, a.direct_queue, f"{a.queue}@{a.hostname}") for a in live
+    )
+    if not consumed:
+        choice = find_agent(session, settings, requirement_for(evaluation))
+        if isinstance(choice, UnmetConstraint):
+            log.info("evaluation %s: no live agent can run it: %s", evaluation.id, choice.message)
+            return None
+        evaluation.queue = choice.queue
     return inference_message(evaluation, [s.key for s in evaluation.shards]), evaluation.queue
+
+
+def stored_completion(evaluation: Evaluation) -> RunCompleted | None:
+    """RunCompleted of the attempt that moved the evaluation to AGGREGATING, rebuilt from
+    its stored measurement; None when the measurement is missing."""
+    if not evaluation.run_id or not evaluation.attempt:
+        return None
+    store = runtime.store()
+    prefix = attempt_prefix(evaluation.run_id, evaluation.attempt)
+    key = measurement_key(prefix)
+    if not store.exists(key):
+        return None
+    _, keys = load_measurement(store, key)
+    return RunCompleted(
+        evaluation_id=evaluation.id,
+        run_id=evaluation.run_id,
+        agent_id=evaluation.agent_id or "",
+        log_prefix=prefix,
+        log_keys=keys,
+    )
 
 
 def shard_message(
@@ -112,10 +170,23 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
             _resume_preprocessing(session, evaluation, outbox)
             return
         if evaluation.state == EvaluationState.RUNNING.value:
-            pending = pending_inference(evaluation)
+            pending = pending_inference(session, evaluation)
             if pending is not None:
                 log.info("evaluation %s: publishing RunInference again", evaluation_id)
                 outbox.append((queues.RUN_INFERENCE, *pending))
+            return
+        if evaluation.state == EvaluationState.AGGREGATING.value:
+            completed = stored_completion(evaluation)
+            if completed is None:
+                evaluation_repo.fail(
+                    session,
+                    evaluation_id,
+                    f"scheduler: attempt {evaluation.attempt} of run {evaluation.run_id} "
+                    "left no measurement in the object store",
+                )
+                return
+            log.info("evaluation %s: publishing RunCompleted again", evaluation_id)
+            outbox.append((queues.RUN_COMPLETED, completed, None))
             return
         if evaluation.state != EvaluationState.QUEUED.value:
             log.info("evaluation %s is %s; nothing to plan", evaluation_id, evaluation.state)
@@ -231,7 +302,7 @@ def _resume_preprocessing(
     log.info("evaluation %s: publishing %d shard(s) again", evaluation.id, len(outbox))
 
 
-@shared_task(name=queues.PLAN_EVALUATION)
+@shared_task(name=queues.PLAN_EVALUATION, **RETRY_OPTIONS)
 @fail_evaluation_on_error("scheduler")
 def plan_evaluation(payload: dict[str, Any]) -> None:
     plan(EvaluationRequested.model_validate(payload).evaluation_id)

@@ -61,6 +61,17 @@ def announce_ready(node: str) -> None:
         tmp.replace(path)
 
 
+def sweeper_for(app: Any, settings: Any) -> Any:
+    from services.scheduler.sweeper import Sweeper
+    from shared.celery_app import send
+    from shared.messages import EvaluationRequested
+
+    def publish(evaluation_id: str) -> None:
+        send(app, queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation_id))
+
+    return Sweeper(settings, publish)
+
+
 def split_frameworks(values: list[str] | None) -> list[str]:
     """``--framework torch --framework onnxruntime`` and ``--framework torch,onnxruntime``."""
     return [f.strip() for value in values or [] for f in value.split(",") if f.strip()]
@@ -107,6 +118,12 @@ def run_worker(
         plan = WorkerPlan(agent.queues(), "solo", 1)
     else:
         plan = worker_plan(kind, concurrency=concurrency)
+    if kind == "scheduler":
+        # Recovery does not wait for the broker's visibility timeout: the scheduler sweeps
+        # for evaluations that stopped moving and dispatches them again.
+        sweeper = sweeper_for(app, settings)
+        signals.worker_ready.connect(lambda **_: sweeper.start(), weak=False)
+        signals.worker_shutdown.connect(lambda **_: sweeper.stop(), weak=False)
 
     def _ready(**_: Any) -> None:
         presence.start()

@@ -7,7 +7,7 @@ that the state machine in ``shared.db.states`` is enforced in one place.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, or_, select, update
@@ -99,6 +99,26 @@ def mark_shard_ready(session: Session, evaluation_id: str, index: int) -> bool:
     )
 
 
+def lapsed_claim(now: datetime, *, lease_s: float, live_within_s: float) -> ColumnElement[bool]:
+    """SQL: the evaluation's inference claim is free to take. Never claimed, or its lease
+    was not renewed within ``lease_s`` (the measuring worker renews it every heartbeat), or
+    its agent stopped or stopped beating."""
+    live_agent = exists(
+        select(Agent.id).where(
+            Agent.id == Evaluation.agent_id,
+            Agent.stopped_at.is_(None),
+            Agent.last_heartbeat >= now - timedelta(seconds=live_within_s),
+        )
+    )
+    return or_(
+        Evaluation.attempt == 0,
+        Evaluation.claimed_at.is_(None),
+        Evaluation.claimed_at < now - timedelta(seconds=lease_s),
+        # A claim by a known agent lapses with its heartbeat; an anonymous one by lease only.
+        and_(Evaluation.agent_id.is_not(None), Evaluation.agent_id != "", ~live_agent),
+    )
+
+
 def claim_run(
     session: Session,
     evaluation_id: str,
@@ -110,10 +130,9 @@ def claim_run(
     """Claim a RUNNING evaluation's inference for one attempt; returns the attempt number.
 
     None when the evaluation is not RUNNING or another attempt holds a live claim: a
-    duplicate RunInference (a re-sent message, a copy racing the first) then measures
-    nothing. A claim lapses when its agent stopped or stopped beating, or after
-    ``lease_s`` (the maximum run duration): a redelivery after a worker died takes over.
-    The claim is a compare-and-set on ``attempt``, so of two claimants exactly one wins.
+    duplicate RunInference (a re-sent message, a copy racing the first, a sweeper's
+    re-dispatch) then measures nothing. The claim is a compare-and-set on ``attempt``, so
+    of two claimants exactly one wins. Claiming clears a "re-dispatched" reason.
     """
     current = session.execute(
         select(Evaluation.state, Evaluation.attempt).where(Evaluation.id == evaluation_id)
@@ -121,20 +140,6 @@ def claim_run(
     if current is None or current.state != EvaluationState.RUNNING.value:
         return None
     now = utcnow()
-    live_agent = exists(
-        select(Agent.id).where(
-            Agent.id == Evaluation.agent_id,
-            Agent.stopped_at.is_(None),
-            Agent.last_heartbeat >= now - timedelta(seconds=live_within_s),
-        )
-    )
-    lapsed = or_(
-        Evaluation.attempt == 0,
-        Evaluation.claimed_at.is_(None),
-        Evaluation.claimed_at < now - timedelta(seconds=lease_s),
-        # A claim by a known agent lapses with its heartbeat; an anonymous one by lease only.
-        and_(Evaluation.agent_id.is_not(None), Evaluation.agent_id != "", ~live_agent),
-    )
     attempt = int(current.attempt) + 1
     result = session.execute(
         update(Evaluation)
@@ -142,17 +147,30 @@ def claim_run(
             Evaluation.id == evaluation_id,
             Evaluation.state == EvaluationState.RUNNING.value,
             Evaluation.attempt == current.attempt,
-            lapsed,
+            lapsed_claim(now, lease_s=lease_s, live_within_s=live_within_s),
         )
-        .values(attempt=attempt, claimed_at=now, agent_id=agent_id or None, updated_at=now)
+        .values(
+            attempt=attempt, claimed_at=now, agent_id=agent_id or None, updated_at=now, reason=""
+        )
         .execution_options(synchronize_session=False)
     )
     return attempt if result.rowcount else None  # type: ignore[attr-defined]
 
 
+def mark_agents_busy(session: Session, agent_ids: list[str], busy: bool) -> None:
+    """An agent is busy while it holds a message (waiting for the host or measuring): a
+    run queued behind it is waiting, not lost."""
+    session.execute(
+        update(Agent)
+        .where(Agent.id.in_(agent_ids))
+        .values(busy_since=utcnow() if busy else None)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def touch_claim(session: Session, evaluation_id: str, attempt: int) -> bool:
-    """Restart a claim's lease (the run got its host and starts measuring now): a wait
-    for the host must not let the lease lapse under a run that is about to measure."""
+    """Renew a claim's lease: the measuring worker calls this every heartbeat, so a live
+    run keeps its claim however long it measures, and a dead one loses it in a lease."""
     result = session.execute(
         update(Evaluation)
         .where(

@@ -34,6 +34,8 @@ class Agent(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_heartbeat: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Set while the agent holds a run (waiting for the host or measuring); None when idle.
+    busy_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class WorkerPresence(Base):
@@ -80,6 +82,9 @@ class Evaluation(Base):
     # runs/<run_id>/attempt-<n>/; only the holder may move the evaluation to AGGREGATING.
     attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Times the sweeper dispatched this evaluation again after it stopped moving; past
+    # MAX_DISPATCHES it is failed instead of looped.
+    dispatches: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Shared by the evaluations of one fan-out: they come back as one comparison.
     group_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     shards_total: Mapped[int] = mapped_column(Integer, default=0)

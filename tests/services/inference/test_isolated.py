@@ -3,9 +3,13 @@ it at once, and a crash of the child is a failed run, not a dead worker."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from services.inference.isolated import run_in_child
 
@@ -66,3 +70,47 @@ def test_a_killed_child_is_a_failed_run_and_says_how_it_died() -> None:
     outcome = run_in_child(killed_by_the_kernel, (), should_stop=never_stop, time_limit_s=60)
     assert outcome.error is not None
     assert "killed by SIGKILL" in outcome.error and "out-of-memory" in outcome.error
+
+
+def write_pid_then_sleep(path: str) -> None:
+    with open(path, "w") as out:
+        out.write(str(os.getpid()))
+    time.sleep(60)
+
+
+def test_a_killed_worker_takes_its_measurement_child_with_it(tmp_path: Path) -> None:
+    # The "worker": a process that runs a measurement child, then is killed with -9.
+    pid_file = tmp_path / "child.pid"
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from services.inference.isolated import run_in_child\n"
+            "from tests.services.inference.test_isolated import write_pid_then_sleep\n"
+            f"run_in_child(write_pid_then_sleep, ({str(pid_file)!r},),"
+            " should_stop=lambda: None, time_limit_s=120)\n",
+        ],
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the measurement child never started"
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    worker.kill()
+    worker.wait()
+    deadline = time.monotonic() + 5
+    while _alive(child):
+        assert time.monotonic() < deadline, "the orphaned measurement kept running"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie waiting for its reaper is gone for our purpose.
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    return True

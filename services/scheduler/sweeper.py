@@ -1,0 +1,181 @@
+"""The sweeper: evaluations that stopped moving are dispatched again, or failed.
+
+Messages get lost (a worker killed mid-task acks nothing for an hour under Redis'
+visibility timeout; a Redis restart without persistence drops its queues; a publish fails
+after a commit). Recovery must not wait for the broker, so every ``sweep_interval_seconds``
+the scheduler looks for evaluations that are not moving and publishes ``EvaluationRequested``
+for them again: ``plan`` then re-publishes exactly what each state waits for (the plan, the
+shards not ready, the run whose claim lapsed, the stored RunCompleted). Every step
+downstream is idempotent (content-addressed shards, claims, runs keyed by id), so a
+re-dispatch never measures or stores a run twice.
+
+An evaluation is stalled when
+
+- QUEUED, PREPROCESSING or AGGREGATING, untouched for ``stall_seconds``;
+- RUNNING with a claim that lapsed (its worker stopped renewing it, or its agent died);
+- RUNNING, never claimed, untouched for ``stall_seconds``, while an agent that consumes
+  its queue is live and idle (queued behind a busy agent is waiting, not stalled).
+
+Each dispatch is counted; past ``max_dispatches`` the evaluation is FAILED with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.orm import Session
+
+from shared import runtime
+from shared.db import evaluation_repo
+from shared.db.clock import utcnow
+from shared.db.evaluations import Agent, Evaluation
+from shared.db.states import EvaluationState
+from shared.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Publish = Callable[[str], None]  # evaluation id -> EvaluationRequested sent
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    evaluation_id: str
+    state: str
+    why: str  # what happened, as the evaluation's reason shows it
+    failed: bool = False  # dispatched too often: failed instead
+
+
+def _idle_consumer(agents: list[Agent], queue: str) -> bool:
+    return any(
+        a.busy_since is None and queue in (a.queue, a.direct_queue, f"{a.queue}@{a.hostname}")
+        for a in agents
+    )
+
+
+def _lapse_reason(evaluation: Evaluation, agents: dict[str, Agent], now: datetime) -> str:
+    agent = agents.get(evaluation.agent_id or "")
+    if agent is not None and agent.last_heartbeat is not None:
+        seen = _aware(agent.last_heartbeat, now)
+        return (
+            f"agent {agent.id} stopped answering at {seen:%H:%M:%S} UTC "
+            f"({int((now - seen).total_seconds())} s ago)"
+        )
+    return f"attempt {evaluation.attempt}'s claim was not renewed"
+
+
+def _aware(moment: datetime, now: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=now.tzinfo)
+
+
+def find_stalled(session: Session, settings: Settings, now: datetime) -> list[Dispatch]:
+    stall = now - timedelta(seconds=settings.stall_seconds)
+    live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
+    quiet_states = [
+        EvaluationState.QUEUED.value,
+        EvaluationState.PREPROCESSING.value,
+        EvaluationState.AGGREGATING.value,
+    ]
+    lapsed = evaluation_repo.lapsed_claim(
+        now, lease_s=settings.claim_lease_seconds, live_within_s=live_within_s
+    )
+    rows = session.scalars(
+        select(Evaluation).where(
+            or_(
+                and_(Evaluation.state.in_(quiet_states), Evaluation.updated_at < stall),
+                # A dispatch touches updated_at: one per stall period, not one per pass.
+                and_(
+                    Evaluation.state == EvaluationState.RUNNING.value,
+                    lapsed,
+                    Evaluation.updated_at < stall,
+                ),
+            )
+        )
+    ).all()
+    if not rows:
+        return []
+    live_agents = evaluation_repo.live_agents(session, within_s=live_within_s)
+    known = {a.id: a for a in session.scalars(select(Agent))}
+    found = []
+    for row in rows:
+        if row.state == EvaluationState.RUNNING.value and row.attempt == 0:
+            if not _idle_consumer(live_agents, row.queue):
+                continue  # queued behind a busy agent (or none is live: the reason says so)
+            why = f"no agent took the run in {settings.stall_seconds:g} s though one is idle"
+        elif row.state == EvaluationState.RUNNING.value:
+            why = _lapse_reason(row, known, now)
+        else:
+            why = f"{row.state} without progress for {settings.stall_seconds:g} s"
+        failed = row.dispatches >= settings.max_dispatches
+        found.append(Dispatch(row.id, row.state, why, failed))
+    return found
+
+
+def record(session: Session, dispatch: Dispatch, settings: Settings, now: datetime) -> bool:
+    """Count the dispatch (or fail the evaluation) with its reason; False when the
+    evaluation moved meanwhile (then nothing is sent)."""
+    if dispatch.failed:
+        return evaluation_repo.fail(
+            session,
+            dispatch.evaluation_id,
+            f"{dispatch.why}; dispatched again {settings.max_dispatches} times without "
+            "progress, so it is failed rather than looped",
+        )
+    result = session.execute(
+        update(Evaluation)
+        .where(Evaluation.id == dispatch.evaluation_id, Evaluation.state == dispatch.state)
+        .values(
+            dispatches=Evaluation.dispatches + 1,
+            updated_at=now,
+            reason=f"{dispatch.why}; re-dispatched",
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def sweep_once(settings: Settings, publish: Publish) -> list[Dispatch]:
+    """One pass: find, record, then publish after the commit (a worker that gets the
+    message must see the recorded state)."""
+    now = utcnow()
+    sent: list[Dispatch] = []
+    with runtime.db() as session:
+        for dispatch in find_stalled(session, settings, now):
+            if record(session, dispatch, settings, now):
+                sent.append(dispatch)
+    for dispatch in sent:
+        if not dispatch.failed:
+            publish(dispatch.evaluation_id)
+        log.warning(
+            "evaluation %s %s: %s",
+            dispatch.evaluation_id,
+            "failed" if dispatch.failed else "re-dispatched",
+            dispatch.why,
+        )
+    return sent
+
+
+class Sweeper:
+    """Runs ``sweep_once`` every interval on a daemon thread of the scheduler worker."""
+
+    def __init__(self, settings: Settings, publish: Publish) -> None:
+        self.settings = settings
+        self.publish = publish
+        self._stop = threading.Event()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.settings.sweep_interval_seconds):
+            try:
+                sweep_once(self.settings, self.publish)
+            except Exception:  # the database or broker is down: the next pass retries
+                log.warning("sweep failed; the next pass retries", exc_info=True)
+
+    def start(self) -> None:
+        threading.Thread(target=self._loop, name="sweeper", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()

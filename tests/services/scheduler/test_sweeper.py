@@ -1,0 +1,138 @@
+"""The sweeper: an evaluation that stopped moving is dispatched again (and the stage that
+lost it publishes again), one queued behind a busy agent is left alone, and one that never
+moves is failed with the reason instead of looped."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import update
+
+from services.inference import tasks as inference_tasks
+from services.scheduler import tasks as scheduler_tasks
+from services.scheduler.sweeper import find_stalled, sweep_once
+from shared import queues, runtime
+from shared.db import evaluation_repo
+from shared.db.clock import utcnow
+from shared.db.evaluations import Agent, Evaluation
+from shared.db.states import EvaluationState
+from tests.support.pipeline import (
+    AGENT,
+    OTHER_AGENT,
+    Outbox,
+    evaluation_row,
+    runs_of,
+    submit_quick,
+    to_running,
+)
+
+
+def _age(evaluation_id: str, seconds: float, **values: object) -> None:
+    """Pretend the evaluation (and its claim) last moved ``seconds`` ago."""
+    past = utcnow() - timedelta(seconds=seconds)
+    with runtime.db() as session:
+        session.execute(
+            update(Evaluation)
+            .where(Evaluation.id == evaluation_id)
+            .values(updated_at=past, claimed_at=past, **values)
+        )
+
+
+def _agent_heartbeat(agent_id: str, seconds_ago: float, busy: bool = False) -> None:
+    with runtime.db() as session:
+        session.execute(
+            update(Agent)
+            .where(Agent.id == agent_id)
+            .values(
+                last_heartbeat=utcnow() - timedelta(seconds=seconds_ago),
+                busy_since=utcnow() if busy else None,
+            )
+        )
+
+
+def _sweep(outbox: Outbox) -> list[str]:
+    """One sweep; the EvaluationRequested it sends are handed to the scheduler task."""
+    sent: list[str] = []
+    dispatches = sweep_once(runtime.settings(), sent.append)
+    for evaluation_id in sent:
+        scheduler_tasks.plan_evaluation({"evaluation_id": evaluation_id})
+    return [d.evaluation_id for d in dispatches]
+
+
+def test_a_run_whose_agent_died_mid_run_is_dispatched_again_and_measured_once(
+    outbox: Outbox,
+) -> None:
+    evaluation_id = submit_quick(seed=21)
+    run = to_running(outbox, evaluation_id)
+    # The agent claimed the run, then its worker was killed with -9: no renewals, no beats.
+    with runtime.db() as session:
+        settings = runtime.settings()
+        attempt = evaluation_repo.claim_run(
+            session, evaluation_id, agent_id=AGENT, lease_s=30, live_within_s=30
+        )
+    assert attempt == 1
+    _age(evaluation_id, 120)
+    _agent_heartbeat(AGENT, 120)
+    assert _sweep(outbox) == [evaluation_id]
+    row = evaluation_row(evaluation_id)
+    assert row.dispatches == 1
+    assert f"agent {AGENT} stopped answering" in row.reason and "re-dispatched" in row.reason
+    ((again, queue),) = outbox.take(queues.RUN_INFERENCE)
+    assert again == run and queue == "inference.null.cpu"
+    # A replacement agent (live, idle) takes it: measured once, stored once.
+    _agent_heartbeat(AGENT, 0)
+    inference_tasks.run_inference(again)
+    assert evaluation_row(evaluation_id).attempt == 2
+    ((completed, _),) = outbox.take(queues.RUN_COMPLETED)
+    from services.aggregator import tasks as aggregator_tasks
+
+    aggregator_tasks.run_completed(completed)
+    assert evaluation_row(evaluation_id).state == EvaluationState.SUCCEEDED.value
+    assert evaluation_row(evaluation_id).reason == ""
+    assert runs_of(evaluation_id) == 1
+    assert settings.claim_lease_seconds == 30
+
+
+def test_a_run_queued_behind_a_busy_agent_is_waiting_not_stalled(outbox: Outbox) -> None:
+    evaluation_id = submit_quick(seed=22)
+    to_running(outbox, evaluation_id)
+    _age(evaluation_id, 600)
+    for agent in (AGENT, OTHER_AGENT):
+        _agent_heartbeat(agent, 0, busy=True)
+    with runtime.db() as session:
+        assert find_stalled(session, runtime.settings(), utcnow()) == []
+    # An agent is idle now and the run still was not taken: its message was lost.
+    _agent_heartbeat(AGENT, 0, busy=False)
+    assert _sweep(outbox) == [evaluation_id]
+    ((again, _),) = outbox.take(queues.RUN_INFERENCE)
+    assert again["evaluation_id"] == evaluation_id
+
+
+def test_a_lost_plan_and_lost_shards_are_published_again(outbox: Outbox) -> None:
+    evaluation_id = submit_quick(seed=23)
+    # The API's EvaluationRequested never arrived (a broker restart dropped it).
+    assert _sweep(outbox) == []  # too young to call stalled
+    _age(evaluation_id, 120)
+    assert _sweep(outbox) == [evaluation_id]
+    shards = outbox.take(queues.PREPROCESS_SHARD)
+    assert len(shards) == 2 and evaluation_row(evaluation_id).state == "PREPROCESSING"
+    # The shard messages are lost too: the next stall period sends them again.
+    _age(evaluation_id, 120)
+    assert _sweep(outbox) == [evaluation_id]
+    assert sorted(m["shard_index"] for m, _ in outbox.take(queues.PREPROCESS_SHARD)) == [0, 1]
+
+
+def test_an_evaluation_that_never_moves_is_failed_not_looped(outbox: Outbox) -> None:
+    evaluation_id = submit_quick(seed=24)
+    settings = runtime.settings()
+    lost: list[str] = []  # every dispatch is lost: the plan never runs
+    for dispatch in range(1, settings.max_dispatches + 1):
+        _age(evaluation_id, 120)
+        assert [d.evaluation_id for d in sweep_once(settings, lost.append)] == [evaluation_id]
+        assert evaluation_row(evaluation_id).dispatches == dispatch
+    _age(evaluation_id, 120)
+    (last,) = sweep_once(settings, lost.append)
+    assert last.failed and len(lost) == settings.max_dispatches
+    row = evaluation_row(evaluation_id)
+    assert row.state == EvaluationState.FAILED.value
+    assert f"dispatched again {settings.max_dispatches} times" in row.reason

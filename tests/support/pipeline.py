@@ -1,0 +1,125 @@
+"""The pipeline's Celery tasks driven in process over the embedded stores (SQLite and a
+local folder), with a publisher that records messages and can "kill the worker" between a
+task's commit and its publish. Used by the redelivery and sweeper tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from services.api.auth import get_or_create_user
+from services.api.submission import SubmitRequest, submit
+from services.inference import tasks as inference_tasks
+from services.preprocess import tasks as preprocess_tasks
+from services.scheduler import tasks as scheduler_tasks
+from shared import queues, runtime
+from shared.db import evaluation_repo
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
+from shared.messages import Message
+
+AGENT = "host/inference.null.cpu/1"
+OTHER_AGENT = "elsewhere/inference.null.cpu/7"
+
+
+class WorkerDied(BaseException):
+    """A worker killed between its commit and its publish: nothing after runs, and the
+    task guard (which catches Exception) does not see it."""
+
+
+@dataclass
+class Outbox:
+    """Records published messages; the first ``lose`` sends die instead."""
+
+    lose: int = 0
+    sent: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
+
+    def __call__(self, _app: Any, task: str, message: Message, *, queue: str | None = None) -> None:
+        if self.lose:
+            self.lose -= 1
+            raise WorkerDied(task)
+        self.sent.append((task, message.to_json(), queue))
+
+    def take(self, task: str) -> list[tuple[dict[str, Any], str | None]]:
+        taken = [(m, q) for t, m, q in self.sent if t == task]
+        self.sent = [s for s in self.sent if s[0] != task]
+        return taken
+
+
+def outbox_fixture(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Outbox]:
+    """The body of the ``outbox`` fixture (tests/services/scheduler/conftest.py)."""
+    monkeypatch.setenv("BENCHSTACK_SHARD_SAMPLES", "8")
+    monkeypatch.setenv("BENCHSTACK_ENVIRONMENT", "test")
+    runtime.reset()
+    box = Outbox()
+    for module in (scheduler_tasks, preprocess_tasks, inference_tasks):
+        monkeypatch.setattr(module, "send", box)
+    monkeypatch.setattr(inference_tasks, "CURRENT_AGENT_IDS", {"null": AGENT})
+    with runtime.db() as session:
+        for agent_id in (AGENT, OTHER_AGENT):
+            host, queue, _ = agent_id.split("/")
+            evaluation_repo.upsert_agent(
+                session,
+                agent_id=agent_id,
+                hostname=host,
+                queue=queue,
+                framework="null",
+                framework_version="0.1.0",
+                device="cpu",
+                hardware={},
+                software={},
+            )
+    yield box
+    runtime.reset()
+
+
+def submit_quick(seed: int = 7) -> str:
+    with runtime.db() as session:
+        owner = get_or_create_user(session, "redelivery")
+        session.flush()
+        result = submit(
+            session,
+            runtime.settings(),
+            lambda *_: None,
+            owner_id=owner.id,
+            request=SubmitRequest(
+                model="resnet18",
+                framework="null",
+                settings={"minDurationS": 0.2, "targetQps": 2000},
+                samples=16,
+                seed=seed,
+            ),
+        )
+        assert isinstance(result, Evaluation), result
+        return result.id
+
+
+def evaluation_row(evaluation_id: str) -> Evaluation:
+    with runtime.db() as session:
+        row = session.get(Evaluation, evaluation_id)
+        assert row is not None
+        return row
+
+
+def runs_of(evaluation_id: str) -> int:
+    with runtime.db() as session:
+        return int(
+            session.scalar(
+                select(func.count()).select_from(Run).where(Run.evaluation_id == evaluation_id)
+            )
+            or 0
+        )
+
+
+def to_running(outbox: Outbox, evaluation_id: str) -> dict[str, Any]:
+    """Plan and preprocess without losses; returns the RunInference payload."""
+    scheduler_tasks.plan_evaluation({"evaluation_id": evaluation_id})
+    for shard, _ in outbox.take(queues.PREPROCESS_SHARD):
+        preprocess_tasks.preprocess_shard(shard)
+    ((run, _),) = outbox.take(queues.RUN_INFERENCE)
+    return run
