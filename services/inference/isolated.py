@@ -54,11 +54,11 @@ def announce_started() -> None:
 
 
 def _child_main(
-    target: Callable[..., Any], args: tuple[Any, ...], conn: Connection
+    target: Callable[..., Any], args: tuple[Any, ...], conn: Connection, parent: int
 ) -> None:  # pragma: no cover - runs in the child
     global _PARENT
     _PARENT = conn
-    _die_with_parent()
+    _die_with_parent(parent)
     try:
         conn.send(("ok", target(*args)))
     except BaseException as exc:
@@ -67,16 +67,19 @@ def _child_main(
         conn.close()
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the child
     """A worker killed with -9 must not leave its run measuring on: the orphan would hold
     the host and load the machine under the run dispatched again. Linux: the kernel sends
-    SIGKILL when the parent dies; elsewhere a thread watches for the parent's exit."""
-    parent = os.getppid()
+    SIGKILL when the parent dies; elsewhere a thread watches for the parent's exit.
+
+    ``parent`` is the worker's pid as the worker saw it: the parent may have died while
+    this child was still importing, before prctl could take effect."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         PR_SET_PDEATHSIG = 1
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    # The parent may have died before prctl took effect: check once, then keep watching.
+    if os.getppid() != parent:
+        os._exit(1)
 
     def watch() -> None:
         while True:
@@ -111,7 +114,9 @@ def run_in_child(
     (or its start, when it announces nothing). ``target`` and its result must pickle."""
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_child_main, args=(target, args, sender), daemon=True)
+    child = context.Process(
+        target=_child_main, args=(target, args, sender, os.getpid()), daemon=True
+    )
     child.start()
     sender.close()
     deadline = time.monotonic() + time_limit_s

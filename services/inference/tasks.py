@@ -50,7 +50,7 @@ from shared.db.states import EvaluationState
 from shared.manifest import parse_manifest
 from shared.messages import RunCompleted, RunInference
 from shared.run_report import attempt_prefix
-from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
+from shared.task_guard import RETRY_OPTIONS, TRANSIENT_ERRORS, fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
 
@@ -174,13 +174,20 @@ def cancellation_check(
 
     def check() -> str | None:
         nonlocal renewed_at
-        with runtime.db() as session:
-            row = session.execute(
-                select(Evaluation.state, Evaluation.attempt).where(Evaluation.id == evaluation_id)
-            ).one_or_none()
-            if row is not None and time.monotonic() - renewed_at >= renew_every_s:
-                evaluation_repo.touch_claim(session, evaluation_id, attempt)
-                renewed_at = time.monotonic()
+        try:
+            with runtime.db() as session:
+                row = session.execute(
+                    select(Evaluation.state, Evaluation.attempt).where(
+                        Evaluation.id == evaluation_id
+                    )
+                ).one_or_none()
+                if row is not None and time.monotonic() - renewed_at >= renew_every_s:
+                    evaluation_repo.touch_claim(session, evaluation_id, attempt)
+                    renewed_at = time.monotonic()
+        except TRANSIENT_ERRORS:
+            # The database is down: keep measuring; the outcome is recorded once it is back.
+            log.warning("run of %s: could not check the evaluation; measuring on", evaluation_id)
+            return None
         if row is None:
             return "the evaluation was deleted"
         if row.state != EvaluationState.RUNNING.value:

@@ -108,6 +108,8 @@ def find_stalled(session: Session, settings: Settings, now: datetime) -> list[Di
             why = f"no agent took the run in {settings.stall_seconds:g} s though one is idle"
         elif row.state == EvaluationState.RUNNING.value:
             why = _lapse_reason(row, known, now)
+        elif row.reason and not row.reason.endswith("re-dispatched"):
+            why = row.reason  # what the stage that stalled said, e.g. waiting for an agent
         else:
             why = f"{row.state} without progress for {settings.stall_seconds:g} s"
         failed = row.dispatches >= settings.max_dispatches

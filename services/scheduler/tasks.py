@@ -79,9 +79,7 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
     )
 
 
-def pending_inference(
-    session: Session, evaluation: Evaluation
-) -> tuple[RunInference, str] | None:
+def pending_inference(session: Session, evaluation: Evaluation) -> tuple[RunInference, str] | None:
     """RunInference (and its queue) for a RUNNING evaluation whose claim is free (never
     claimed, or its worker stopped renewing it): what a redelivered or swept message
     publishes again. When no live agent consumes the queue it was routed to (a direct
@@ -162,7 +160,9 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
     settings = runtime.settings()
     store = runtime.store()
     with runtime.db() as session:
-        evaluation = session.get(Evaluation, evaluation_id)
+        # Locked for the whole plan: two deliveries at once (a redelivery, a sweeper's
+        # re-dispatch) plan one after the other, and the second sees what the first did.
+        evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
         if evaluation is None:
             log.info("evaluation %s does not exist; nothing to plan", evaluation_id)
             return
@@ -198,7 +198,10 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
             return
         choice = find_agent(session, settings, need)
         if isinstance(choice, UnmetConstraint):
-            evaluation_repo.fail(session, evaluation_id, choice.message)
+            # The API found an agent at submission; none is live now (a restart, a database
+            # outage that aged every heartbeat). Wait: the sweeper plans it again, and fails
+            # it only after MAX_DISPATCHES tries, with this reason.
+            evaluation.reason = f"waiting for an agent: {choice.message}"
             return
         try:
             manifest = parse_manifest(evaluation.manifest)

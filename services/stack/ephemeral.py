@@ -89,6 +89,8 @@ class EphemeralStack:
     data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="benchstack-")))
     api_port: int = field(default_factory=free_port)
     database_name: str = field(default_factory=lambda: f"benchstack_{uuid.uuid4().hex[:10]}")
+    # Settings for this stack's services on top of env(), e.g. short leases for fault tests.
+    extra_env: dict[str, str] = field(default_factory=dict)
     _moto: Any = None
     _stacks: list[Stack] = field(default_factory=list)
     database_url: str = ""
@@ -132,6 +134,7 @@ class EphemeralStack:
             "BENCHSTACK_AGENT_HEARTBEAT_SECONDS": str(self.heartbeat_s),
             # Small shards so that even a tiny dataset exercises the fan-out and the join.
             "BENCHSTACK_SHARD_SAMPLES": "8",
+            **self.extra_env,
         }
 
     def start_services(

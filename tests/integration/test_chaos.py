@@ -1,0 +1,62 @@
+"""Faults against a whole stack on its own Postgres and Redis (the shared servers are never
+touched): every evaluation ends terminal, none is lost, none is measured or stored twice,
+and recovery takes well under two minutes. Fast sweeper settings keep the suite short;
+benchmarks/chaos.py runs the full campaign with the default settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.chaos import (
+    FAST_RECOVERY,
+    ChaosStack,
+    Outcome,
+    kill_worker_mid_run,
+    restart_broker,
+    stop_database,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+RECOVERY_LIMIT_S = 120
+
+
+@pytest.fixture
+def chaos() -> Iterator[ChaosStack]:
+    stack = ChaosStack(FAST_RECOVERY)
+    try:
+        yield stack
+    finally:
+        stack.close()
+
+
+def _assert_recovered(outcome: Outcome, chaos: ChaosStack) -> None:
+    context = f"{outcome.row()}\nfailed: {outcome.failed}\n{chaos.logs()[-6000:]}"
+    assert outcome.lost == 0 and outcome.stuck == 0 and outcome.duplicated == 0, context
+    assert outcome.recovery_s is not None and outcome.recovery_s < RECOVERY_LIMIT_S, context
+    # A FAILED evaluation always says why.
+    assert all(reason.strip() for reason in outcome.failed), context
+
+
+@pytest.mark.parametrize("service", ["inference", "preprocess", "aggregator", "scheduler"])
+def test_kill_9_of_a_worker_mid_run_recovers_and_measures_once(
+    chaos: ChaosStack, service: str
+) -> None:
+    outcome = kill_worker_mid_run(chaos, service, timeout_s=RECOVERY_LIMIT_S)
+    print(outcome.row(), outcome.failed[:3])
+    _assert_recovered(outcome, chaos)
+    assert outcome.completed == 1, outcome.row()
+
+
+def test_a_broker_restart_loses_nothing(chaos: ChaosStack) -> None:
+    outcome = restart_broker(chaos, in_flight=6, timeout_s=RECOVERY_LIMIT_S)
+    print(outcome.row(), outcome.failed[:3])
+    _assert_recovered(outcome, chaos)
+
+
+def test_a_database_outage_leaves_nothing_stuck(chaos: ChaosStack) -> None:
+    outcome = stop_database(chaos, in_flight=6, outage_s=10, timeout_s=RECOVERY_LIMIT_S)
+    print(outcome.row(), outcome.failed[:3])
+    _assert_recovered(outcome, chaos)

@@ -1,0 +1,157 @@
+"""Throw-away Postgres and Redis servers on their own ports, for fault tests that stop and
+restart them: the shared servers on 5432 and 6379 are never touched.
+
+Postgres runs as the ``postgres`` system user when the tests run as root (the server refuses
+to run as root); its data folder lives in a temporary directory removed on close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_port(port: int, *, up: bool, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            answering = sock.connect_ex(("127.0.0.1", port)) == 0
+        if answering == up:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"port {port} did not go {'up' if up else 'down'} in {timeout_s:g} s")
+
+
+@dataclass
+class OwnRedis:
+    """``redis-server`` without persistence: a restart drops every queued message, as a
+    restarted broker without AOF would."""
+
+    port: int = field(default_factory=free_port)
+    _process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self._process = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_port(self.port, up=True)
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+        _wait_port(self.port, up=False)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def _postgres_bin(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    if not found:
+        raise RuntimeError(
+            f"no {name} under /usr/lib/postgresql/*/bin (apt-get install postgresql)"
+        )
+    return found[-1]
+
+
+@dataclass
+class OwnPostgres:
+    port: int = field(default_factory=free_port)
+    folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="benchstack-pg-")))
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _as_postgres(self, argv: list[str]) -> None:
+        if os.geteuid() == 0:
+            argv = ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(argv)]
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def init(self) -> None:
+        data = self.folder / "data"
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres", "postgres")
+        self._as_postgres(
+            [
+                _postgres_bin("initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+            ]
+        )
+        self.start()
+
+    def start(self) -> None:
+        options = f"'-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off'"
+        self._as_postgres(
+            [
+                _postgres_bin("pg_ctl"),
+                "-D",
+                str(self.folder / "data"),
+                "-o",
+                options,
+                "-l",
+                str(self.folder / "log"),
+                "-w",
+                "start",
+            ]
+        )
+        _wait_port(self.port, up=True)
+
+    def stop(self) -> None:
+        self._as_postgres(
+            [
+                _postgres_bin("pg_ctl"),
+                "-D",
+                str(self.folder / "data"),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ]
+        )
+        _wait_port(self.port, up=False)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
