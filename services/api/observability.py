@@ -18,6 +18,11 @@ REJECTIONS = Counter(
     "benchstack_evaluations_rejected_total", "Evaluations rejected, by error type", ["error"]
 )
 PUBLISHED = Counter("benchstack_messages_published_total", "Messages published", ["task"])
+UNAVAILABLE = Counter(
+    "benchstack_api_dependency_unavailable_total",
+    "Requests answered 'unavailable' because a dependency did not answer, by dependency",
+    ["dependency"],
+)
 
 
 async def prometheus_middleware(
