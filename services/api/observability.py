@@ -33,6 +33,10 @@ async def prometheus_middleware(
     start = time.perf_counter()
     response = await call_next(request)
     template = getattr(request.scope.get("route", route), "path", "unmatched")
+    if template == "":
+        # A route at the root of an included router (GraphQL's, under /graphql) has an
+        # empty template and matches exactly its prefix: the path is as bounded a label.
+        template = request.url.path
     LATENCY.labels(request.method, template).observe(time.perf_counter() - start)
     REQUESTS.labels(request.method, template, str(response.status_code)).inc()
     return response

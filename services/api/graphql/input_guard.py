@@ -64,7 +64,9 @@ def hostile_in_value(root: str, value: Any) -> tuple[str, Any] | None:
             return path, item
         if isinstance(item, dict):
             for key, child in item.items():
-                child_path = f"{path}.{key}" if path else str(key)
+                # The key is part of the path shown to the client: NUL written out.
+                shown = str(key).replace("\x00", "\\u0000")
+                child_path = f"{path}.{shown}" if path else shown
                 if _hostile(key):
                     return child_path, key
                 stack.append((child_path, child))
