@@ -12,6 +12,7 @@ a closed set of step types: a manifest can never make a worker execute code.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
@@ -20,6 +21,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from shared.bounded_yaml import YamlLimits, YamlRefused, load_bounded
 
 # Semantic Versioning 2.0.0, the official grammar.
 SEMVER_RE = re.compile(
@@ -53,7 +56,8 @@ class ManifestError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Infinity and NaN are never a size, a mean or a scale, and JSON cannot store them.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _one_key_to_op(value: Any) -> Any:
@@ -107,6 +111,14 @@ class ResizeStep(_Strict):
 class CenterCropStep(_Strict):
     op: Literal["center_crop"]
     size: int | tuple[int, int]
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, v: int | tuple[int, int]) -> int | tuple[int, int]:
+        sides = (v,) if isinstance(v, int) else v
+        if any(s <= 0 for s in sides):
+            raise ValueError("must be positive")
+        return v
 
 
 class NormalizeStep(_Strict):
@@ -274,11 +286,34 @@ class Source(_Strict):
 
 
 class Attributes(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
     training_dataset: str | None = None
     top1: float | None = Field(default=None, ge=0, le=100)
     top5: float | None = Field(default=None, ge=0, le=100)
     licence: str | None = None
+
+    @model_validator(mode="after")
+    def _finite_extras(self) -> Attributes:
+        # Free-form attributes are stored as JSON, which has no Infinity or NaN.
+        for key, value in (self.model_extra or {}).items():
+            where = _non_finite_at(value)
+            if where is not None:
+                raise ValueError(f"{key}{where}: must be a finite number")
+        return self
+
+
+def _non_finite_at(value: Any) -> str | None:
+    """Where inside ``value`` a non-finite float sits ("" for value itself), else None."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return where
+        if isinstance(item, dict):
+            stack.extend((f"{where}.{k}", v) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(item))
+    return None
 
 
 class ModelManifest(_Strict):
@@ -409,9 +444,15 @@ def load_manifest(path: str | Path) -> ModelManifest:
     return parse_manifest_text(text, source=str(path), base_dir=str(path.resolve().parent))
 
 
-def parse_manifest_text(text: str, source: str = "", base_dir: str | None = None) -> ModelManifest:
+def parse_manifest_text(
+    text: str, source: str = "", base_dir: str | None = None, limits: YamlLimits | None = None
+) -> ModelManifest:
+    """A manifest from YAML text. Anchors and aliases are refused and the text must stay
+    within ``limits`` (YamlLimits' defaults unless given): see shared.bounded_yaml."""
     try:
-        data = yaml.safe_load(text)
+        data = load_bounded(text, limits or YamlLimits())
+    except YamlRefused as exc:
+        raise ManifestError([f"(manifest): {exc}"], source) from None
     except yaml.YAMLError as exc:
         raise ManifestError(
             [f"(manifest): not valid YAML: {exc}".replace("\n", " ")], source

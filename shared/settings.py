@@ -94,6 +94,37 @@ class Settings(BaseSettings):
     # Every agent and bench on one machine must see the same folder.
     host_slot_dir: Path = Path("/tmp/benchstack-host")
 
+    # Bounds of what a client may submit. Each refusal names the field and the limit; the
+    # defaults are far above what the catalogue's models and the web UI use.
+    # Manifest YAML: its length, nesting and node count. Aliases and anchors are always
+    # refused, so the parsed manifest is never larger than its text.
+    max_manifest_chars: int = Field(default=256 * 1024, ge=1)
+    max_manifest_depth: int = Field(default=32, ge=1)
+    max_manifest_nodes: int = Field(default=20_000, ge=1)
+    # A manifest's input shape dimensions and resize/crop sides, in pixels.
+    max_image_side: int = Field(default=4096, ge=1)
+    # Elements of one preprocessed sample (the product of its input shape): 2**24 is
+    # 64 MiB of float32, e.g. 4 x 2048 x 2048.
+    max_sample_elements: int = Field(default=2**24, ge=1)
+    # The null backend's options: the sleep per batch and the width of its output.
+    max_service_time_ms: float = Field(default=10_000.0, gt=0)
+    max_null_outputs: int = Field(default=100_000, ge=1)
+    # Scenario settings: LoadGen keeps a record per query and per issued sample.
+    max_query_count: int = Field(default=1_000_000, ge=1)
+    max_samples_per_query: int = Field(default=4096, ge=1)
+    max_target_qps: float = Field(default=1_000_000.0, gt=0)
+    # Constraint terms of one submission, and the length of each.
+    max_constraint_terms: int = Field(default=32, ge=1)
+    max_constraint_term_chars: int = Field(default=200, ge=1)
+    # One GraphQL request: its body, the nesting of its JSON, and the operation's depth
+    # (introspection aside), aliases and tokens. The CLI and web UI stay under 6 levels,
+    # 3 aliases and 100 tokens.
+    max_request_bytes: int = Field(default=2 * 1024 * 1024, ge=1)
+    max_json_depth: int = Field(default=32, ge=1)
+    max_query_depth: int = Field(default=12, ge=1)
+    max_query_aliases: int = Field(default=20, ge=0)
+    max_query_tokens: int = Field(default=2000, ge=1)
+
     @model_validator(mode="after")
     def _refuse_placeholder_secrets(self) -> Settings:
         # A production deployment with a default secret is worse than one that will not start.

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Response
+from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import select, text
 from starlette.requests import HTTPConnection, Request
@@ -15,11 +16,14 @@ from starlette.responses import HTMLResponse
 from strawberry import UNSET
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.fastapi import GraphQLRouter
+from strawberry.http import GraphQLHTTPResponse
 
 from services.api.auth import authenticate, bearer_token
 from services.api.context import ApiDeps, Context, in_thread
-from services.api.graphql.schema import schema
-from services.api.observability import PUBLISHED, prometheus_middleware
+from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
+from services.api.graphql.schema import OperationLimits, make_schema
+from services.api.observability import PUBLISHED, UNAVAILABLE, prometheus_middleware
+from services.api.request_limits import RequestRefused, decode_bounded_json, too_large
 from services.api.submission import Publisher
 from services.api.web import mount_web
 from services.api.web.graphiql import graphiql_response
@@ -49,12 +53,62 @@ def celery_publisher(settings: Settings) -> Publisher:
 def _user(deps: ApiDeps, token: str | None) -> tuple[int, str] | None:
     if token is None:
         return None
-    with deps.db() as session:
-        user = authenticate(session, token)
-        return (user.id, user.name) if user is not None else None
+    try:
+        with deps.db() as session:
+            user = authenticate(session, token)
+            return (user.id, user.name) if user is not None else None
+    except Exception as exc:
+        # Every request starts here: an outage is answered "database unavailable" (503).
+        if unavailable_dependency(exc) == "database":
+            raise DependencyUnavailable("database") from exc
+        raise
+
+
+_OUTAGE_CODES = frozenset(UNAVAILABLE_CODES.values())
+
+
+def _names_an_outage(response: GraphQLHTTPResponse | list[GraphQLHTTPResponse]) -> bool:
+    answers = response if isinstance(response, list) else [response]
+    for answer in answers:
+        errors: list[Any] = list(answer.get("errors") or [])
+        for error in errors:
+            code = (error.get("extensions") or {}).get("code")
+            if code in _OUTAGE_CODES:
+                return True
+    return False
 
 
 class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
+    def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = settings
+
+    async def parse_http_body(self, request: Any) -> Any:
+        # Refused from the header, before the body is read into memory.
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.settings.max_request_bytes:
+            raise too_large(int(declared), self.settings.max_request_bytes)
+        return await super().parse_http_body(request)
+
+    def decode_json(self, data: str | bytes) -> object:
+        """Bodies and GET variables alike: bounded in size and nesting (RequestRefused,
+        which the app answers as a JSON error), never a RecursionError or an HTTP 500."""
+        return decode_bounded_json(
+            data,
+            max_bytes=self.settings.max_request_bytes,
+            max_depth=self.settings.max_json_depth,
+        )
+
+    def create_response(
+        self,
+        response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse],
+        sub_response: Response,
+    ) -> Response:
+        # An outage is the service's fault and worth retrying: 503, as for /readyz.
+        if _names_an_outage(response_data):
+            sub_response.status_code = 503
+        return super().create_response(response_data, sub_response)
+
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
         """GraphiQL from this API's own files (Strawberry's page needs a CDN)."""
         return graphiql_response()
@@ -102,9 +156,24 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
     app.state.deps = deps
     app.middleware("http")(prometheus_middleware)
     app.include_router(
-        BenchstackGraphQLRouter(schema, context_getter=get_context, graphql_ide="graphiql"),
+        BenchstackGraphQLRouter(
+            make_schema(OperationLimits.from_settings(settings)),
+            settings=settings,
+            context_getter=get_context,
+            graphql_ide="graphiql",
+        ),
         prefix="/graphql",
     )
+
+    @app.exception_handler(DependencyUnavailable)
+    async def unavailable(request: Request, exc: DependencyUnavailable) -> JSONResponse:
+        UNAVAILABLE.labels(exc.dependency).inc()
+        error = {"message": f"{exc}; try again shortly", "extensions": {"code": exc.code}}
+        return JSONResponse({"errors": [error]}, status_code=503)
+
+    @app.exception_handler(RequestRefused)
+    async def refused(request: Request, exc: RequestRefused) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

@@ -18,6 +18,11 @@ REJECTIONS = Counter(
     "benchstack_evaluations_rejected_total", "Evaluations rejected, by error type", ["error"]
 )
 PUBLISHED = Counter("benchstack_messages_published_total", "Messages published", ["task"])
+UNAVAILABLE = Counter(
+    "benchstack_api_dependency_unavailable_total",
+    "Requests answered 'unavailable' because a dependency did not answer, by dependency",
+    ["dependency"],
+)
 
 
 async def prometheus_middleware(
@@ -28,6 +33,10 @@ async def prometheus_middleware(
     start = time.perf_counter()
     response = await call_next(request)
     template = getattr(request.scope.get("route", route), "path", "unmatched")
+    if template == "":
+        # A route at the root of an included router (GraphQL's, under /graphql) has an
+        # empty template and matches exactly its prefix: the path is as bounded a label.
+        template = request.url.path
     LATENCY.labels(request.method, template).observe(time.perf_counter() - start)
     REQUESTS.labels(request.method, template, str(response.status_code)).inc()
     return response

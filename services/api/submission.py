@@ -7,6 +7,7 @@ GraphQL layer turns those into error types of the mutation's result union.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import uuid
 from collections.abc import Callable, Iterable
@@ -21,6 +22,15 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.api.bounds import (
+    OutOfBounds,
+    constraint_terms_problem,
+    manifest_size_problems,
+    null_options_problem,
+    scenario_problem,
+)
+from services.api.faults import unavailable_dependency
+from services.api.observability import UNAVAILABLE
 from services.evaluation.labels import BUILTIN_LABELS
 from services.inference.backends.base import backend_names
 from services.inference.loadgen.config import ScenarioConfig
@@ -35,6 +45,7 @@ from services.scheduler.constraints import (
 )
 from services.scheduler.planner import UnmetConstraint
 from shared import queues
+from shared.bounded_yaml import YamlLimits
 from shared.catalogue import list_catalogue
 from shared.db.catalog import RegisteredModel
 from shared.db.evaluations import Evaluation
@@ -59,7 +70,6 @@ MAX_DATASET_CHARS = 500  # evaluations.dataset, datasets.spec: String(500)
 MAX_NAME_CHARS = 200  # evaluations.model_name, models.name: String(200)
 MAX_VERSION_CHARS = 100  # evaluations.model_version, models.version: String(100)
 MAX_DEVICE_CHARS = 50  # evaluations.device: String(50)
-MAX_MANIFEST_CHARS = 256 * 1024  # a manifest is a page of YAML, not a payload
 MAX_SEED = 2**31 - 1  # evaluations.seed: Integer
 MAX_OPTION_CHARS = 200
 SYNTHETIC = "synthetic"
@@ -281,11 +291,21 @@ def relative_inside(value: str) -> PurePosixPath | None:
 _RELATIVE = "a path relative to the models folder (BENCHSTACK_MODELS_DIR) without '..'"
 
 
-def manifest_problems(manifest: ModelManifest) -> list[str]:
+def manifest_yaml_limits(settings: Settings) -> YamlLimits:
+    """How much YAML a client may send as a manifest (inline or registerModel)."""
+    return YamlLimits(
+        max_chars=settings.max_manifest_chars,
+        max_depth=settings.max_manifest_depth,
+        max_nodes=settings.max_manifest_nodes,
+    )
+
+
+def manifest_problems(manifest: ModelManifest, settings: Settings) -> list[str]:
     """What a manifest sent through the API (inline or registerModel) may not contain:
     absolute or escaping file paths and remote URLs, which would make a worker read, hash
-    and report on any file of its host; and names longer than their columns."""
-    problems: list[str] = []
+    and report on any file of its host; names longer than their columns; and input
+    shapes or resize/crop sizes over this deployment's limits."""
+    problems = manifest_size_problems(manifest, settings)
     if len(manifest.name) > MAX_NAME_CHARS:
         problems.append(f"name: at most {MAX_NAME_CHARS} characters (got {len(manifest.name)})")
     if len(manifest.version) > MAX_VERSION_CHARS:
@@ -313,7 +333,7 @@ def manifest_problems(manifest: ModelManifest) -> list[str]:
 
 
 def confine_manifest(
-    manifest: ModelManifest, models_dir: Path, field: str = "manifest"
+    manifest: ModelManifest, settings: Settings, field: str = "manifest"
 ) -> ModelManifest | Rejection:
     """Check a manifest that came through the API and anchor its relative file paths in
     ``models_dir``.
@@ -323,7 +343,7 @@ def confine_manifest(
     manifest without one, and an absolute path under ``models_dir`` resolves the same way
     whether or not the worker sets a base.
     """
-    problems = manifest_problems(manifest)
+    problems = manifest_problems(manifest, settings)
     if problems:
         return Rejection(
             "InvalidManifest",
@@ -331,7 +351,7 @@ def confine_manifest(
             field=field,
             problems=problems,
         )
-    root = Path(models_dir).expanduser()
+    root = Path(settings.models_dir).expanduser()
     data = manifest.to_dict()
     for key in ("file", "weights"):
         entry = data["source"].get(key)
@@ -349,20 +369,15 @@ def _resolve_manifest(
     session: Session, settings: Settings, request: SubmitRequest
 ) -> ModelManifest | Rejection:
     if request.manifest_yaml:
-        if len(request.manifest_yaml) > MAX_MANIFEST_CHARS:
-            return Rejection(
-                "InvalidManifest",
-                f"manifest: at most {MAX_MANIFEST_CHARS} characters of YAML",
-                field="manifest",
-                problems=[f"(manifest): longer than {MAX_MANIFEST_CHARS} characters"],
-            )
         try:
-            inline = parse_manifest_text(request.manifest_yaml, source="manifest")
+            inline = parse_manifest_text(
+                request.manifest_yaml, source="manifest", limits=manifest_yaml_limits(settings)
+            )
         except ManifestError as exc:
             return Rejection(
                 "InvalidManifest", str(exc), field="manifest", problems=list(exc.problems)
             )
-        return confine_manifest(inline, settings.models_dir)
+        return confine_manifest(inline, settings)
     if not request.model:
         return Rejection("InvalidInput", "model: give a model name or an inline manifest", "model")
     for field, value, limit in (
@@ -390,7 +405,7 @@ def _resolve_manifest(
     if origin == "catalogue":
         return manifest  # shipped with the code: trusted, and its paths are its own
     # A registered manifest is re-checked: rows stored before registerModel checked paths.
-    return confine_manifest(manifest, settings.models_dir, field="model")
+    return confine_manifest(manifest, settings, field="model")
 
 
 def _out_of_range(field: str, value: int, low: int, high: int) -> Rejection | None:
@@ -463,7 +478,11 @@ def backend_options_problem(framework: str, options: Any) -> Rejection | None:
                 field=field[:80],
                 accepted=known,
             )
-        plain = isinstance(value, bool | int | float) or (
+        # JSON has no Infinity or NaN: they could be neither stored nor meant.
+        number = isinstance(value, bool | int) or (
+            isinstance(value, float) and math.isfinite(value)
+        )
+        plain = number or (
             isinstance(value, str)
             and len(value) <= MAX_OPTION_CHARS
             and not any(ord(c) < 32 for c in value)
@@ -471,12 +490,20 @@ def backend_options_problem(framework: str, options: Any) -> Rejection | None:
         if not plain:
             return Rejection(
                 "InvalidInput",
-                f"{field}: must be a number, a boolean or a string of at most "
+                f"{field}: must be a finite number, a boolean or a string of at most "
                 f"{MAX_OPTION_CHARS} characters",
                 field=field,
-                accepted=["number", "boolean", f"string of at most {MAX_OPTION_CHARS} characters"],
+                accepted=[
+                    "finite number",
+                    "boolean",
+                    f"string of at most {MAX_OPTION_CHARS} characters",
+                ],
             )
     return None
+
+
+def _invalid(problem: OutOfBounds, kind: str = "InvalidInput") -> Rejection:
+    return Rejection(kind, problem.message, field=problem.field, accepted=[problem.accepted])
 
 
 def _check_simple_fields(
@@ -514,13 +541,17 @@ def _check_simple_fields(
         queues.inference_queue(framework, device)
     except ValueError as exc:
         return Rejection("InvalidInput", str(exc), field="device")
-    return backend_options_problem(framework, request.backend_options)
+    problem = backend_options_problem(framework, request.backend_options)
+    if problem is None and framework == "null":
+        out_of_bounds = null_options_problem(request.backend_options, settings)
+        problem = _invalid(out_of_bounds) if out_of_bounds is not None else None
+    return problem
 
 
 CONSTRAINT_KEYS = ("require", "hostname", "framework_version")
 
 
-def _constraint_texts(request: SubmitRequest) -> list[str] | Rejection:
+def _constraint_texts(request: SubmitRequest, settings: Settings) -> list[str] | Rejection:
     """The request's constraints as terms of the constraint language."""
     unknown = set(request.constraints) - set(CONSTRAINT_KEYS)
     if unknown:
@@ -540,6 +571,18 @@ def _constraint_texts(request: SubmitRequest) -> list[str] | Rejection:
     texts = list(require)
     if request.constraints.get("hostname"):
         texts.append(f"host={request.constraints['hostname']}")
+    problem = constraint_terms_problem(texts, settings)
+    if problem is not None:
+        return _invalid(problem)
+    version = request.constraints.get("framework_version") or ""
+    if len(version) > settings.max_constraint_term_chars:
+        accepted = f"at most {settings.max_constraint_term_chars} characters"
+        return Rejection(
+            "InvalidInput",
+            f"constraints.frameworkVersion: {len(version)} characters; accepted: {accepted}",
+            field="constraints.frameworkVersion",
+            accepted=[accepted],
+        )
     return texts
 
 
@@ -612,7 +655,7 @@ def submit(
     manifest = _resolve_manifest(session, settings, request)
     if isinstance(manifest, Rejection):
         return manifest
-    texts = _constraint_texts(request)
+    texts = _constraint_texts(request, settings)
     if isinstance(texts, Rejection):
         return texts
     target = _target(request, manifest, texts)
@@ -631,6 +674,9 @@ def submit(
     too_long = run_cap_problem(scenario, settings.max_run_seconds)
     if too_long is not None:
         return too_long
+    out_of_bounds = scenario_problem(scenario, settings)
+    if out_of_bounds is not None:
+        return _invalid(out_of_bounds, "InvalidScenarioSettings")
     need = _requirement(manifest, framework, device, texts)
     if isinstance(need, Rejection):
         return need
@@ -686,6 +732,8 @@ def submit(
                 "it will be dispatched when the broker is back"
             )
             session.commit()
+            if unavailable_dependency(exc) == "broker":
+                UNAVAILABLE.labels(dependency="broker").inc()
     if group_id is not None:
         return FanOut(group_id=group_id, evaluations=evaluations)
     return evaluations[0]

@@ -86,6 +86,26 @@ INVALID_CASES = [
     ("attributes.top1", 140, "attributes.top1", "less than or equal to 100"),
     ("surprise", 1, "surprise", "unknown field"),
     ("inputs", [], "inputs", "at least 1"),
+    ("inputs.0.steps.2.center_crop.size", 0, "inputs[0].steps[2].center_crop.size", "positive"),
+    (
+        "inputs.0.steps.3.normalize.scale",
+        float("inf"),
+        "inputs[0].steps[3].normalize.scale",
+        "finite",
+    ),
+    (
+        "inputs.0.steps.3.normalize.mean",
+        [0.4, float("nan"), 0.4],
+        "inputs[0].steps[3].normalize.mean[1]",
+        "finite",
+    ),
+    ("attributes.top1", float("nan"), "attributes.top1", "finite"),
+    (
+        "attributes.extra",
+        {"x": [1.0, float("-inf")]},
+        "attributes",
+        "extra.x[1]: must be a finite number",
+    ),
 ]
 
 

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import MaskErrors
+from strawberry.extensions import (
+    MaskErrors,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    QueryDepthLimiter,
+    SchemaExtension,
+)
 from strawberry.tools import merge_types
 
 from services.api.context import NotAuthenticated
+from services.api.faults import UNAVAILABLE_CODES, unavailable_dependency
 from services.api.graphql.agents.queries import AgentQueries
 from services.api.graphql.comparisons.queries import ComparisonQueries
 from services.api.graphql.errors import (
@@ -25,8 +34,11 @@ from services.api.graphql.errors import (
 from services.api.graphql.evaluations.mutations import EvaluationMutations
 from services.api.graphql.evaluations.queries import EvaluationQueries
 from services.api.graphql.evaluations.subscriptions import EvaluationSubscriptions
+from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
+from services.api.observability import UNAVAILABLE
+from shared.settings import Settings
 
 Query = merge_types("Query", (EvaluationQueries, ModelQueries, AgentQueries, ComparisonQueries))
 Mutation = merge_types("Mutation", (EvaluationMutations, ModelMutations))
@@ -38,14 +50,16 @@ MASKED_MESSAGE = "Unexpected error; the server log has the details."
 
 
 def should_mask_error(error: GraphQLError) -> bool:
-    """Whether a client sees only MASKED_MESSAGE instead of this error.
+    """Whether a client sees only MASKED_MESSAGE (or, for an outage, "<dependency>
+    unavailable") instead of this error.
 
     Bad input is answered by the typed errors of a result union (InvalidInput and the
-    like), which are data, not errors, and never pass through here. What does is either
-    the GraphQL layer's own refusal of a malformed operation (no original exception, or
-    a GraphQLError: shown, it names the field or variable at fault), a missing token (shown), or an
-    unexpected exception, whose text may quote SQL, paths or settings: masked, and
-    logged with its traceback so it is not lost.
+    like), which are data, not errors, and never pass through here; or, for NUL
+    characters and non-finite numbers anywhere, by InputGuard's BAD_USER_INPUT error.
+    What does pass is either the GraphQL layer's own refusal of a malformed operation
+    (no original exception, or a GraphQLError: shown, it names the field or variable at
+    fault), a missing token (shown), or an unexpected exception, whose text may quote
+    SQL, paths or settings: masked, and logged with its traceback so it is not lost.
     """
     original = error.original_error
     if original is None or isinstance(original, GraphQLError | NotAuthenticated):
@@ -54,24 +68,76 @@ def should_mask_error(error: GraphQLError) -> bool:
     return True
 
 
-schema = strawberry.Schema(
-    query=Query,
-    mutation=Mutation,
-    subscription=Subscription,
-    # Listed so every error type appears in the schema even before a union uses it.
-    types=[
-        UnknownModel,
-        InvalidScenarioSettings,
-        NoMatchingAgent,
-        InvalidManifest,
-        InvalidInput,
-        NotFound,
-        AlreadyFinished,
-        ModelExists,
-    ],
-    # Queries, mutations and subscriptions alike: internals never reach a client.
-    # A factory: MaskErrors keeps per-operation state, so each operation gets its own.
-    extensions=[
-        lambda: MaskErrors(should_mask_error=should_mask_error, error_message=MASKED_MESSAGE)
-    ],
-)
+class MaskErrorsNamingOutages(MaskErrors):
+    """MaskErrors, except that an outage of the database or the broker is named, with
+    code DATABASE_UNAVAILABLE or BROKER_UNAVAILABLE (HTTP 503, see app.py), and counted."""
+
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        original = error.original_error
+        dependency = unavailable_dependency(original) if original is not None else None
+        if dependency is None:
+            return super().anonymise_error(error)
+        UNAVAILABLE.labels(dependency).inc()
+        return GraphQLError(
+            f"{dependency} unavailable; try again shortly",
+            nodes=error.nodes,
+            source=error.source,
+            positions=error.positions,
+            path=error.path,
+            original_error=None,
+            extensions={"code": UNAVAILABLE_CODES[dependency]},
+        )
+
+
+@dataclass(frozen=True)
+class OperationLimits:
+    """How large one operation may be: nesting of fields (introspection aside), aliases and
+    tokens. The token limit is applied while parsing, so a huge document is never built."""
+
+    max_depth: int = 12
+    max_aliases: int = 20
+    max_tokens: int = 2000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OperationLimits:
+        return cls(
+            max_depth=settings.max_query_depth,
+            max_aliases=settings.max_query_aliases,
+            max_tokens=settings.max_query_tokens,
+        )
+
+
+def make_schema(limits: OperationLimits) -> strawberry.Schema:
+    # Factories: extensions keep per-operation state, so each operation gets its own.
+    extensions: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
+        lambda: MaxTokensLimiter(max_token_count=limits.max_tokens),
+        lambda: MaxAliasesLimiter(max_alias_count=limits.max_aliases),
+        lambda: QueryDepthLimiter(max_depth=limits.max_depth),
+        InputGuard,
+        # Queries, mutations and subscriptions alike: internals never reach a client.
+        lambda: MaskErrorsNamingOutages(
+            should_mask_error=should_mask_error, error_message=MASKED_MESSAGE
+        ),
+    ]
+    return strawberry.Schema(
+        query=Query,
+        mutation=Mutation,
+        subscription=Subscription,
+        # Listed so every error type appears in the schema even before a union uses it.
+        types=[
+            UnknownModel,
+            InvalidScenarioSettings,
+            NoMatchingAgent,
+            InvalidManifest,
+            InvalidInput,
+            NotFound,
+            AlreadyFinished,
+            ModelExists,
+        ],
+        extensions=extensions,
+    )
+
+
+# With the default limits: for tools that print or export the schema. The API builds its
+# own from its settings (app.create_app).
+schema = make_schema(OperationLimits())

@@ -74,7 +74,7 @@ def assert_nothing_enqueued(api: Api, token: str) -> None:
         "~root",
         "",
         ".",
-        "a\x00b",
+        # "a\x00b" is refused before any resolver: tests/services/api/test_api_hostile_inputs.py
         "x" * 600,
     ],
 )

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.errors import InvalidManifest, ModelExists
 from services.api.graphql.models.types import ModelType
-from services.api.submission import MAX_MANIFEST_CHARS, catalogue_names, manifest_problems
+from services.api.submission import catalogue_names, manifest_problems, manifest_yaml_limits
 from shared.db.catalog import RegisteredModel
 from shared.manifest import ManifestError, ModelManifest, parse_manifest_text
 
@@ -61,17 +61,12 @@ def _version_exists(manifest: ModelManifest) -> ModelExists:
 
 
 def _register(deps: ApiDeps, owner_id: int, text: str) -> Any:
-    if len(text) > MAX_MANIFEST_CHARS:
-        return InvalidManifest(
-            message=f"manifest: at most {MAX_MANIFEST_CHARS} characters of YAML",
-            field="manifest",
-            problems=[f"(manifest): longer than {MAX_MANIFEST_CHARS} characters"],
-        )
     try:
-        manifest = parse_manifest_text(text, source="manifest")
+        limits = manifest_yaml_limits(deps.settings)
+        manifest = parse_manifest_text(text, source="manifest", limits=limits)
     except ManifestError as exc:
         return InvalidManifest(message=str(exc), field="manifest", problems=list(exc.problems))
-    problems = manifest_problems(manifest)
+    problems = manifest_problems(manifest, deps.settings)
     if problems:
         return InvalidManifest(
             message="\n".join(f"manifest: {p}" for p in problems),

@@ -1,0 +1,64 @@
+"""Which dependency an exception says is down: the database or the broker.
+
+A client cannot fix an outage and should not see its internals (hosts, SQL), but it
+must learn that the service, not its request, is at fault, and that retrying later
+helps: "database unavailable" or "broker unavailable", HTTP 503, counted in /metrics.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import kombu.exceptions
+import redis.exceptions
+import sqlalchemy.exc
+
+Dependency = Literal["database", "broker"]
+# The GraphQL error code each dependency's outage is reported with.
+UNAVAILABLE_CODES: dict[Dependency, str] = {
+    "database": "DATABASE_UNAVAILABLE",
+    "broker": "BROKER_UNAVAILABLE",
+}
+
+# Connection-level failures: refused, reset, timed out, a pool with no free connection.
+# Errors of a statement (IntegrityError, DataError, ProgrammingError) are not outages.
+_DATABASE_ERRORS = (
+    sqlalchemy.exc.OperationalError,
+    sqlalchemy.exc.InterfaceError,
+    sqlalchemy.exc.TimeoutError,
+)
+_BROKER_ERRORS = (
+    kombu.exceptions.OperationalError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+)
+
+
+class DependencyUnavailable(RuntimeError):
+    """A request could not be served because ``dependency`` did not answer."""
+
+    def __init__(self, dependency: Dependency) -> None:
+        self.dependency = dependency
+        super().__init__(f"{dependency} unavailable")
+
+    @property
+    def code(self) -> str:
+        return UNAVAILABLE_CODES[self.dependency]
+
+
+def unavailable_dependency(exc: BaseException) -> Dependency | None:
+    """The dependency whose outage raised ``exc`` (or any exception it was raised from)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, DependencyUnavailable):
+            return current.dependency
+        if isinstance(current, _DATABASE_ERRORS):
+            return "database"
+        if isinstance(current, sqlalchemy.exc.DBAPIError) and current.connection_invalidated:
+            return "database"
+        if isinstance(current, _BROKER_ERRORS):
+            return "broker"
+        current = current.__cause__ or current.__context__
+    return None

@@ -1,0 +1,163 @@
+"""Outages answered clearly: a stopped database or an unreachable broker gives a JSON error
+"<dependency> unavailable" with HTTP 503, counted in /metrics; never a plain-text 500.
+
+The database is a throw-away PostgreSQL server of this test's own (initdb into a temporary
+folder, on a free port), so stopping it disturbs nobody.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client import REGISTRY
+
+from services.api.app import create_app
+from services.api.auth import create_token
+from shared.db.session import get_engine, session_scope
+from shared.settings import Settings
+from tests.services.api.conftest import Api, RecordingPublisher
+
+MODELS = "{ models { name } }"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class OwnPostgres:
+    """initdb + pg_ctl in ``folder``; as the postgres user when run as root."""
+
+    def __init__(self, folder: Path) -> None:
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not found:
+            pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin")
+        self.bin = Path(found[-1]).parent
+        self.folder = folder
+        self.data = folder / "data"
+        self.port = _free_port()
+        self.prefix: list[str] = []
+        if os.geteuid() == 0:
+            runuser = shutil.which("runuser")
+            if runuser is None:
+                pytest.skip("running as root without runuser: initdb cannot run")
+            self.prefix = [runuser, "-u", "postgres", "--"]
+            shutil.chown(folder, "postgres")
+
+    def _run(self, *args: str) -> None:
+        subprocess.run([*self.prefix, *args], check=True, capture_output=True, timeout=60)
+
+    def init_and_start(self) -> None:
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres")
+        self.start()
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1"
+        # -l: the server's output goes to a file, not the pipes this test reads to their end.
+        log = str(self.folder / "server.log")
+        self._run(
+            str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", log, "-o", options, "-w", "start"
+        )
+
+    def stop(self) -> None:
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/postgres"
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[OwnPostgres]:
+    # Not under pytest's tmp folder: that is private to root, and the server runs as postgres.
+    folder = Path(tempfile.mkdtemp(prefix="benchstack-pg-"))
+    server = OwnPostgres(folder)
+    server.init_and_start()
+    try:
+        yield server
+    finally:
+        get_engine(server.url).dispose()
+        get_engine.cache_clear()
+        subprocess.run(
+            [
+                *server.prefix,
+                str(server.bin / "pg_ctl"),
+                "-D",
+                str(server.data),
+                "-m",
+                "immediate",
+                "stop",
+            ],
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def unavailable_count(dependency: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "benchstack_api_dependency_unavailable_total", {"dependency": dependency}
+    )
+    return value or 0.0
+
+
+def test_database_down_is_a_503_json_error_and_counted(
+    own_postgres: OwnPostgres, tmp_path: Path
+) -> None:
+    settings = Settings(data_dir=tmp_path, database_url=own_postgres.url, environment="test")
+    with session_scope(settings.effective_database_url) as session:
+        token = create_token(session, user_name="alice")
+    headers = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(settings, publish=RecordingPublisher())) as client:
+        assert client.post("/graphql", json={"query": MODELS}, headers=headers).status_code == 200
+        before = unavailable_count("database")
+        own_postgres.stop()
+        response = client.post("/graphql", json={"query": MODELS}, headers=headers)
+        assert response.status_code == 503, response.text
+        assert response.headers["content-type"].startswith("application/json")
+        (error,) = response.json()["errors"]
+        assert error["message"].startswith("database unavailable")
+        assert error["extensions"] == {"code": "DATABASE_UNAVAILABLE"}
+        assert unavailable_count("database") == before + 1
+        metrics = client.get("/metrics").text
+        assert 'benchstack_api_dependency_unavailable_total{dependency="database"}' in metrics
+        # Back once the server is: nothing in the API stays broken.
+        own_postgres.start()
+        assert client.post("/graphql", json={"query": MODELS}, headers=headers).status_code == 200
+
+
+def test_a_submission_during_a_broker_outage_is_kept_for_the_sweeper(tmp_path: Path) -> None:
+    """The real Celery publisher against a port nothing listens on: the evaluation row is
+    the outbox. The client gets its id, the row stays QUEUED with a reason that says why,
+    and the outage is counted; the scheduler's sweeper publishes it once the broker is back."""
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path / 'api.db'}",
+        broker_url=f"redis://127.0.0.1:{_free_port()}/0",
+        environment="test",
+    )
+    with TestClient(create_app(settings)) as client:
+        api = Api(client, settings, RecordingPublisher())
+        api.add_agent()
+        token = api.token("alice")
+        before = unavailable_count("broker")
+        query = """mutation($input: SubmitEvaluationInput!) {
+          submitEvaluation(input: $input) { __typename ... on Evaluation { id state reason } } }"""
+        quick = {"model": "resnet18", "framework": "null", "settings": {"minDurationS": 0.3}}
+        response = api.gql(token, query, {"input": quick})
+        assert response.status_code == 200, response.text
+        created = response.json()["data"]["submitEvaluation"]
+        assert created["__typename"] == "Evaluation" and created["id"]
+        assert created["state"] == "QUEUED"
+        assert created["reason"].startswith("broker unavailable at submission")
+        assert unavailable_count("broker") == before + 1
