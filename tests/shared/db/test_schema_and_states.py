@@ -40,7 +40,7 @@ def test_migrations_create_every_table(backend: str, request: pytest.FixtureRequ
     upgrade_head(url)  # a second run is a no-op
     engine = create_engine(url)
     assert set(inspect(engine).get_table_names()) >= TABLES
-    assert current_revision(engine) == "0004"
+    assert current_revision(engine) == "0005"
     engine.dispose()
 
 
