@@ -93,6 +93,27 @@ class Settings(BaseSettings):
     # Where measurements on this host meet: the lock file and the registry of active runs.
     # Every agent and bench on one machine must see the same folder.
     host_slot_dir: Path = Path("/tmp/benchstack-host")
+    # How long a new API token lives unless `token create --expires-in` says otherwise,
+    # and the longest lifetime anyone may ask for: no token lives for ever.
+    token_lifetime_days: float = Field(default=90.0, gt=0)
+    max_token_lifetime_days: float = Field(default=365.0, gt=0)
+    # Whether the API serves Prometheus metrics at /metrics (scrapers need it; turn it off
+    # where the API faces the internet and nothing scrapes it) and its OpenAPI description
+    # at /docs, /redoc and /openapi.json (a map of the API: hidden in production).
+    expose_metrics: bool = True
+    expose_docs: bool = Field(
+        default_factory=lambda data: data.get("environment", "development") != "production"
+    )
+
+    @model_validator(mode="after")
+    def _token_lifetime_within_limit(self) -> Settings:
+        if self.token_lifetime_days > self.max_token_lifetime_days:
+            raise ValueError(
+                f"token_lifetime_days: {self.token_lifetime_days:g} is longer than "
+                f"max_token_lifetime_days ({self.max_token_lifetime_days:g}); lower it or "
+                "raise BENCHSTACK_MAX_TOKEN_LIFETIME_DAYS"
+            )
+        return self
 
     # Bounds of what a client may submit. Each refusal names the field and the limit; the
     # defaults are far above what the catalogue's models and the web UI use.

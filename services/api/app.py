@@ -18,7 +18,7 @@ from strawberry.exceptions import ConnectionRejectionError
 from strawberry.fastapi import GraphQLRouter
 from strawberry.http import GraphQLHTTPResponse
 
-from services.api.auth import authenticate, bearer_token
+from services.api.auth import TokenRejected, authenticate, bearer_token
 from services.api.context import ApiDeps, Context, in_thread
 from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
 from services.api.graphql.schema import OperationLimits, make_schema
@@ -50,18 +50,25 @@ def celery_publisher(settings: Settings) -> Publisher:
     return publish
 
 
-def _user(deps: ApiDeps, token: str | None) -> tuple[int, str] | None:
-    if token is None:
-        return None
+def _user(deps: ApiDeps, token: str | None) -> tuple[int, str] | TokenRejected:
+    """The caller's id and name, or why their token is refused (missing, unknown, revoked,
+    expired) in words the 401 carries."""
     try:
         with deps.db() as session:
             user = authenticate(session, token)
-            return (user.id, user.name) if user is not None else None
+            return (user.id, user.name)
+    except TokenRejected as rejected:
+        return rejected
     except Exception as exc:
         # Every request starts here: an outage is answered "database unavailable" (503).
         if unavailable_dependency(exc) == "database":
             raise DependencyUnavailable("database") from exc
         raise
+
+
+def _unauthorized(rejected: TokenRejected) -> HTTPException:
+    # FastAPI answers {"detail": "..."}: a JSON body a client can show as it is.
+    return HTTPException(401, str(rejected), headers=_UNAUTHORIZED)
 
 
 _OUTAGE_CODES = frozenset(UNAVAILABLE_CODES.values())
@@ -121,8 +128,8 @@ class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
         raw = params.get("Authorization") or params.get("authorization")
         token = bearer_token(raw) if raw else params.get("token")
         found = await in_thread(_user, context.deps, token)
-        if found is None:
-            raise ConnectionRejectionError({"message": "401: a valid Bearer token is required"})
+        if isinstance(found, TokenRejected):
+            raise ConnectionRejectionError({"message": f"401: {found}"})
         context.user_id, context.user_name = found
         return UNSET
 
@@ -141,18 +148,27 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
             and connection.scope.get("method") == "GET"
             and ("query" not in connection.query_params)
         )
-        if found is None and is_http and not wants_ide:
-            raise HTTPException(401, "a valid Bearer token is required", headers=_UNAUTHORIZED)
-        user_id, user_name = found if found else (None, None)
-        return Context(deps, user_id, user_name)
+        if isinstance(found, TokenRejected):
+            if is_http and not wants_ide:
+                raise _unauthorized(found)
+            return Context(deps, None, None)
+        return Context(deps, *found)
 
     async def current_user(request: Request) -> int:
         found = await in_thread(_user, deps, bearer_token(request.headers.get("authorization")))
-        if found is None:
-            raise HTTPException(401, "a valid Bearer token is required", headers=_UNAUTHORIZED)
+        if isinstance(found, TokenRejected):
+            raise _unauthorized(found)
         return found[0]
 
-    app = FastAPI(title="benchstack", version="0.1.0")
+    docs = settings.expose_docs
+    app = FastAPI(
+        title="benchstack",
+        version="0.1.0",
+        # None removes the route: a hidden description answers 404, like any unknown path.
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
+        openapi_url="/openapi.json" if docs else None,
+    )
     app.state.deps = deps
     app.middleware("http")(prometheus_middleware)
     app.include_router(
@@ -186,9 +202,11 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
             response.status_code = 503
         return {"status": "ok" if response.status_code != 503 else "unavailable", **checks}
 
-    @app.get("/metrics")
-    async def metrics() -> Response:
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    if settings.expose_metrics:
+
+        @app.get("/metrics")
+        async def metrics() -> Response:
+            return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/runs/{run_id}/logs/{name}")
     async def run_log(run_id: str, name: str, user_id: int = Depends(current_user)) -> Response:

@@ -47,7 +47,7 @@ from services.scheduler.planner import UnmetConstraint
 from shared import queues
 from shared.bounded_yaml import YamlLimits
 from shared.catalogue import list_catalogue
-from shared.db.catalog import RegisteredModel
+from shared.db.catalog import RegisteredModel, visible_to
 from shared.db.evaluations import Evaluation
 from shared.manifest import (
     SEMVER_RE,
@@ -183,7 +183,7 @@ def _highest(manifests: Iterable[ModelManifest]) -> ModelManifest | None:
 
 
 def find_model(
-    session: Session, name: str, version: str | None
+    session: Session, name: str, version: str | None, *, viewer_id: int
 ) -> tuple[ModelManifest, str] | None:
     """The manifest a name (and version) stands for, and its origin: "catalogue" or
     "registered". Deterministic: the exact version if given, else the highest semantic
@@ -192,7 +192,8 @@ def find_model(
     A catalogue name always means the catalogue's model: registerModel refuses those names,
     and a registration stored before it did cannot shadow the shipped model. A registered
     name belongs to whoever registered it first; versions added by anyone else (only
-    possible before registerModel checked ownership) are never chosen.
+    possible before registerModel checked ownership) are never chosen. A private model of
+    another user is not found, exactly as a missing one.
 
     Names are looked up, never read as paths: a request must not make the API read files.
     """
@@ -212,15 +213,17 @@ def find_model(
     if not rows:
         return None
     owner = rows[0].owner_id
-    candidates = [r for r in rows if r.owner_id == owner]
+    candidates = [r for r in rows if r.owner_id == owner and (r.shared or owner == viewer_id)]
     if version:
         candidates = [r for r in candidates if r.version == version]
     row = max(candidates, key=lambda r: (semver_key(r.version), r.version), default=None)
     return (parse_manifest(row.manifest), "registered") if row is not None else None
 
 
-def known_model_names(session: Session) -> list[str]:
-    registered = session.scalars(select(RegisteredModel.name).distinct())
+def known_model_names(session: Session, *, viewer_id: int) -> list[str]:
+    registered = session.scalars(
+        select(RegisteredModel.name).where(visible_to(viewer_id)).distinct()
+    )
     return sorted({*registered, *(m.name for m in _catalogue())})
 
 
@@ -366,7 +369,7 @@ def confine_manifest(
 
 
 def _resolve_manifest(
-    session: Session, settings: Settings, request: SubmitRequest
+    session: Session, settings: Settings, request: SubmitRequest, *, viewer_id: int
 ) -> ModelManifest | Rejection:
     if request.manifest_yaml:
         try:
@@ -391,10 +394,10 @@ def _resolve_manifest(
                 field=field,
                 accepted=[f"at most {limit} characters"],
             )
-    found = find_model(session, request.model, request.version)
+    found = find_model(session, request.model, request.version, viewer_id=viewer_id)
     if found is None:
         ref = f"{request.model}:{request.version}" if request.version else request.model
-        known = known_model_names(session)
+        known = known_model_names(session, viewer_id=viewer_id)
         return Rejection(
             "UnknownModel",
             f"model: {ref!r} is neither registered nor in the catalogue; known: {', '.join(known)}",
@@ -652,7 +655,7 @@ def submit(
     A fan-out stores one evaluation per matching agent, each pinned to its agent by an
     ``agent=ID`` term, so the scheduler routes each to exactly that worker.
     """
-    manifest = _resolve_manifest(session, settings, request)
+    manifest = _resolve_manifest(session, settings, request, viewer_id=owner_id)
     if isinstance(manifest, Rejection):
         return manifest
     texts = _constraint_texts(request, settings)

@@ -6,6 +6,7 @@ default (an SQLite file, a local folder as object store) or whatever the setting
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 import uuid
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from services.aggregator.repository import record_from_report, save_run
+from services.embedded.interrupt import exit_on_interrupt
 from services.evaluation.environment import framework_runtime
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.host_slot import HostSlot
@@ -142,18 +144,24 @@ def run_bench(
                 backend.load(manifest)
                 progress.on_stage("running")
                 progress.on_run_start(request.scenario.effective_min_duration_s)
-                outcome = execute_run(
-                    manifest=manifest,
-                    backend=backend,
-                    scenario=request.scenario,
-                    batch_size=request.batch_size,
-                    log_dir=Path(tmp),
-                    tensors=prepared.tensors,
-                    labels=prepared.labels,
-                    workers=request.workers,
-                    class_names=dataset.class_names,
-                    progress=progress.on_loadgen,
-                )
+                # Ctrl-C here must not unwind through LoadGen (see interrupt.py); the run's
+                # files and row are written only after this returns, so none exist yet.
+                with exit_on_interrupt(
+                    lambda: shutil.rmtree(tmp, ignore_errors=True),
+                    lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
+                ):
+                    outcome = execute_run(
+                        manifest=manifest,
+                        backend=backend,
+                        scenario=request.scenario,
+                        batch_size=request.batch_size,
+                        log_dir=Path(tmp),
+                        tensors=prepared.tensors,
+                        labels=prepared.labels,
+                        workers=request.workers,
+                        class_names=dataset.class_names,
+                        progress=progress.on_loadgen,
+                    )
             finally:
                 # Sessions, client pools and device memory go back even when a run fails.
                 backend.close()

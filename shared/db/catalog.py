@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+    or_,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from shared.db.base import Base, JSONType
@@ -25,7 +36,18 @@ class RegisteredModel(Base):
     owner_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
+    # False: only the owner can list, read or submit it; True: every user can.
+    shared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+def visible_to(user_id: int) -> ColumnElement[bool]:
+    """The registered models this user may list, read and submit: their own and shared ones.
+
+    Every query of registered models on a user's behalf filters with this, so a private
+    model answers exactly as a missing one does.
+    """
+    return or_(RegisteredModel.shared.is_(True), RegisteredModel.owner_id == user_id)
 
 
 class Dataset(Base):

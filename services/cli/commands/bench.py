@@ -28,6 +28,7 @@ from services.cli.render import (
     spread_table,
 )
 from services.embedded import bench as embedded
+from services.embedded.interrupt import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
 from services.evaluation.repeats import run_repeats, summarise
 from services.evaluation.submission import run_submission
 from services.inference.backends.base import BackendOptions
@@ -213,14 +214,20 @@ def bench(
     settings = get_settings()
     stderr = Console(stderr=True)
     console = output_console()
-    with user_errors(), _progress_bars(stderr) as hooks:
-        if submission:
-            results = run_submission(request, lambda r: embedded.run_bench(r, settings, hooks))
-            reports = list(results.values())
-        else:
-            reports = run_repeats(
-                request, repeats, lambda r: embedded.run_bench(r, settings, hooks)
-            )
+    try:
+        with user_errors(), _progress_bars(stderr) as hooks:
+            if submission:
+                results = run_submission(request, lambda r: embedded.run_bench(r, settings, hooks))
+                reports = list(results.values())
+            else:
+                reports = run_repeats(
+                    request, repeats, lambda r: embedded.run_bench(r, settings, hooks)
+                )
+    except KeyboardInterrupt:
+        # Ctrl-C outside the measurement (preparing data, loading, storing); during it,
+        # services/embedded/interrupt.py ends the process with the same line and code.
+        stderr.print(INTERRUPTED_MESSAGE, highlight=False)
+        raise typer.Exit(code=EXIT_INTERRUPTED) from None
     if as_json:
         payload: Any = reports[0]
         if submission:

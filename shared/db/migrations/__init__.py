@@ -2,11 +2,15 @@
 
 ``upgrade_head(url)`` is what ``benchstack db upgrade`` calls; ``get_engine`` calls
 ``upgrade_engine`` on first use so embedded mode and every service start on the newest
-schema. On Postgres an advisory lock serialises the services that start together.
+schema. On Postgres an advisory lock serialises the services that start together; on an
+SQLite file, a file lock beside the database does.
 """
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -27,8 +31,31 @@ def alembic_config(url: str = "") -> Config:
     return config
 
 
+@contextmanager
+def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
+    """Hold an exclusive lock on ``<database>.migrate.lock`` while migrating an SQLite file.
+
+    SQLite has no advisory locks, and two first runs on a fresh data folder would both
+    see an empty database and both create ``alembic_version`` ("table alembic_version
+    already exists"). A flock beside the file serialises them; the second then finds the
+    schema at head and does nothing. The kernel drops the lock if its holder dies.
+    """
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    path = Path(database).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".migrate.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def upgrade_engine(engine: Engine, revision: str = "head") -> None:
-    with engine.connect() as connection:
+    with _sqlite_file_lock(engine), engine.connect() as connection:
         if engine.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": _ADVISORY_LOCK_ID})
             connection.commit()

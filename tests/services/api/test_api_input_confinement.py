@@ -300,7 +300,8 @@ def test_shadowing_is_refused_and_resolution_is_deterministic(
 ) -> None:
     api.add_agent()
     alice, bob = api.token("alice"), api.token("bob")
-    register = """mutation($m: String!) { registerModel(manifest: $m) {
+    # Shared, so resolution is the same for its owner and for everyone else.
+    register = """mutation($m: String!) { registerModel(manifest: $m, shared: true) {
         __typename ... on Model { name version } ... on UserError { field message } } }"""
 
     def manifest(name: str, version: str) -> str:

@@ -60,7 +60,7 @@ def _version_exists(manifest: ModelManifest) -> ModelExists:
     )
 
 
-def _register(deps: ApiDeps, owner_id: int, text: str) -> Any:
+def _register(deps: ApiDeps, owner_id: int, text: str, shared: bool) -> Any:
     try:
         limits = manifest_yaml_limits(deps.settings)
         manifest = parse_manifest_text(text, source="manifest", limits=limits)
@@ -88,6 +88,7 @@ def _register(deps: ApiDeps, owner_id: int, text: str) -> Any:
                     manifest_yaml=text,
                     manifest=manifest.to_dict(),
                     owner_id=owner_id,
+                    shared=shared,
                 )
             )
             session.flush()
@@ -95,13 +96,23 @@ def _register(deps: ApiDeps, owner_id: int, text: str) -> Any:
         # Another request registered the same name and version between the check and
         # the insert: the unique constraint decided, and this one lost.
         return _version_exists(manifest)
-    return ModelType.from_manifest(manifest, "registered")
+    return ModelType.from_manifest(manifest, "registered", shared=shared)
 
 
 @strawberry.type
 class ModelMutations:
     @strawberry.mutation
-    async def register_model(self, info: strawberry.Info, manifest: str) -> RegisterModelResult:
+    async def register_model(
+        self,
+        info: strawberry.Info,
+        manifest: str,
+        shared: Annotated[
+            bool,
+            strawberry.argument(
+                description="Let every user list, read and submit it (default: only you)."
+            ),
+        ] = False,
+    ) -> RegisterModelResult:
         owner = info.context.require_user()
-        result: Any = await in_thread(_register, info.context.deps, owner, manifest)
+        result: Any = await in_thread(_register, info.context.deps, owner, manifest, shared)
         return result

@@ -8,17 +8,22 @@ from sqlalchemy import select
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.models.types import ModelType
 from shared.catalogue import list_catalogue
-from shared.db.catalog import RegisteredModel
+from shared.db.catalog import RegisteredModel, visible_to
 from shared.manifest import parse_manifest
 
 
-def list_models(deps: ApiDeps, name: str | None) -> list[ModelType]:
+def list_models(deps: ApiDeps, viewer_id: int, name: str | None) -> list[ModelType]:
+    """The viewer's own registered models, those shared by others, then the catalogue."""
     with deps.db() as session:
-        query = select(RegisteredModel).order_by(RegisteredModel.name, RegisteredModel.created_at)
+        query = (
+            select(RegisteredModel)
+            .where(visible_to(viewer_id))
+            .order_by(RegisteredModel.name, RegisteredModel.created_at)
+        )
         if name:
             query = query.where(RegisteredModel.name == name)
         registered = [
-            ModelType.from_manifest(parse_manifest(row.manifest), "registered")
+            ModelType.from_manifest(parse_manifest(row.manifest), "registered", shared=row.shared)
             for row in session.scalars(query)
         ]
     catalogue = [
@@ -33,5 +38,5 @@ def list_models(deps: ApiDeps, name: str | None) -> list[ModelType]:
 class ModelQueries:
     @strawberry.field
     async def models(self, info: strawberry.Info, name: str | None = None) -> list[ModelType]:
-        info.context.require_user()
-        return await in_thread(list_models, info.context.deps, name)
+        viewer = info.context.require_user()
+        return await in_thread(list_models, info.context.deps, viewer, name)

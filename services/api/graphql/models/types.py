@@ -17,15 +17,21 @@ class ModelType:
     description: str
     # "registered" (through registerModel) or "catalogue" (shipped with benchstack).
     origin: str
+    # Whether every user may list, read and submit it; catalogue models always are,
+    # a registered one only when its owner registered it with shared: true.
+    shared: bool
     manifest: JSON
 
     @classmethod
-    def from_manifest(cls, manifest: ModelManifest, origin: str) -> ModelType:
+    def from_manifest(
+        cls, manifest: ModelManifest, origin: str, *, shared: bool = True
+    ) -> ModelType:
         return cls(
             name=manifest.name,
             version=manifest.version,
             framework=manifest.framework.name,
             description=manifest.description,
             origin=origin,
+            shared=shared,
             manifest=to_json(manifest.to_dict()),
         )
