@@ -6,7 +6,7 @@ import logging
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import MaskErrors
+from strawberry.extensions import MaskErrors, ParserCache, ValidationCache
 from strawberry.tools import merge_types
 
 from services.api.context import NotAuthenticated
@@ -35,6 +35,10 @@ Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
 log = logging.getLogger(__name__)
 
 MASKED_MESSAGE = "Unexpected error; the server log has the details."
+# Distinct operation texts whose parsed and validated form is kept. Clients send a few
+# fixed operations over and over, and validating one costs more than running it (most of
+# the API's CPU under load); bounded, so unique texts cannot grow memory.
+OPERATION_CACHE_SIZE = 256
 
 
 def should_mask_error(error: GraphQLError) -> bool:
@@ -72,6 +76,10 @@ schema = strawberry.Schema(
     # Queries, mutations and subscriptions alike: internals never reach a client.
     # A factory: MaskErrors keeps per-operation state, so each operation gets its own.
     extensions=[
-        lambda: MaskErrors(should_mask_error=should_mask_error, error_message=MASKED_MESSAGE)
+        lambda: MaskErrors(should_mask_error=should_mask_error, error_message=MASKED_MESSAGE),
+        # The same text always parses to the same document, and the same document against
+        # the same schema and rules always validates the same: both are safe to reuse.
+        lambda: ParserCache(maxsize=OPERATION_CACHE_SIZE),
+        lambda: ValidationCache(maxsize=OPERATION_CACHE_SIZE),
     ],
 )
