@@ -5,10 +5,11 @@ Run with ``benchstack api`` or ``uvicorn services.api.app:create_app --factory``
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 from sqlalchemy import select, text
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse
@@ -19,8 +20,9 @@ from strawberry.fastapi import GraphQLRouter
 from services.api.auth import authenticate, bearer_token
 from services.api.context import ApiDeps, Context, in_thread
 from services.api.graphql.schema import schema
-from services.api.observability import PUBLISHED, prometheus_middleware
+from services.api.observability import PUBLISHED, PrometheusMiddleware
 from services.api.submission import Publisher
+from services.api.token_cache import Caller
 from services.api.web import mount_web
 from services.api.web.graphiql import graphiql_response
 from shared.celery_app import make_celery, send
@@ -46,12 +48,23 @@ def celery_publisher(settings: Settings) -> Publisher:
     return publish
 
 
-def _user(deps: ApiDeps, token: str | None) -> tuple[int, str] | None:
-    if token is None:
-        return None
+def _lookup(deps: ApiDeps, token: str) -> Caller | None:
     with deps.db() as session:
         user = authenticate(session, token)
-        return (user.id, user.name) if user is not None else None
+        return Caller(user.id, user.name) if user is not None else None
+
+
+async def _user(deps: ApiDeps, token: str | None) -> Caller | None:
+    """The token's owner: from this process's short-lived cache, else the database."""
+    if token is None:
+        return None
+    cached = deps.tokens.get(token)
+    if cached is not None:
+        return cached
+    found = await in_thread(_lookup, deps, token)
+    if found is not None:
+        deps.tokens.put(token, found)
+    return found
 
 
 class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
@@ -66,10 +79,10 @@ class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
         params = context.connection_params if isinstance(context.connection_params, dict) else {}
         raw = params.get("Authorization") or params.get("authorization")
         token = bearer_token(raw) if raw else params.get("token")
-        found = await in_thread(_user, context.deps, token)
+        found = await _user(context.deps, token)
         if found is None:
             raise ConnectionRejectionError({"message": "401: a valid Bearer token is required"})
-        context.user_id, context.user_name = found
+        context.user_id, context.user_name = found.user_id, found.user_name
         return UNSET
 
 
@@ -79,7 +92,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
 
     async def get_context(connection: HTTPConnection) -> Context:
         token = bearer_token(connection.headers.get("authorization"))
-        found = await in_thread(_user, deps, token)
+        found = await _user(deps, token)
         is_http = connection.scope["type"] == "http"
         # GET without a query serves GraphiQL; every operation over HTTP needs a token.
         wants_ide = (
@@ -89,18 +102,19 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
         )
         if found is None and is_http and not wants_ide:
             raise HTTPException(401, "a valid Bearer token is required", headers=_UNAUTHORIZED)
-        user_id, user_name = found if found else (None, None)
-        return Context(deps, user_id, user_name)
+        if found is None:
+            return Context(deps, None, None)
+        return Context(deps, found.user_id, found.user_name)
 
     async def current_user(request: Request) -> int:
-        found = await in_thread(_user, deps, bearer_token(request.headers.get("authorization")))
+        found = await _user(deps, bearer_token(request.headers.get("authorization")))
         if found is None:
             raise HTTPException(401, "a valid Bearer token is required", headers=_UNAUTHORIZED)
-        return found[0]
+        return found.user_id
 
     app = FastAPI(title="benchstack", version="0.1.0")
     app.state.deps = deps
-    app.middleware("http")(prometheus_middleware)
+    app.add_middleware(PrometheusMiddleware)
     app.include_router(
         BenchstackGraphQLRouter(schema, context_getter=get_context, graphql_ide="graphiql"),
         prefix="/graphql",
@@ -119,7 +133,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+        return Response(metrics_text(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/runs/{run_id}/logs/{name}")
     async def run_log(run_id: str, name: str, user_id: int = Depends(current_user)) -> Response:
@@ -130,6 +144,16 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
 
     mount_web(app)
     return app
+
+
+def metrics_text() -> bytes:
+    """This process's metrics, or, when several API processes share a metrics folder
+    (``services.stack.entry.run_api``), the sum over all of them."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return generate_latest()
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    return generate_latest(registry)
 
 
 def _readiness(deps: ApiDeps) -> dict[str, str]:
