@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.models import Run
@@ -151,9 +151,7 @@ def load_comparison(session: Session, *, owner_id: int, group_id: str) -> Compar
     if not evaluations:
         return None
     ids = [e.id for e in evaluations]
-    found = session.scalars(
-        select(Run).where(Run.evaluation_id.in_(ids)).options(selectinload(Run.metrics))
-    )
+    found = session.scalars(select(Run).where(Run.evaluation_id.in_(ids)))
     runs = {r.evaluation_id: r for r in found}
     agent_ids = {e.agent_id or pinned_agent(e) for e in evaluations}
     agents = {a.id: a for a in session.scalars(select(Agent).where(Agent.id.in_(agent_ids)))}

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
-from sqlalchemy.orm import selectinload
 
 from services.api.graphql.evaluations.types import RunType
 from shared.db.models import Run
@@ -15,14 +14,10 @@ if TYPE_CHECKING:
 
 
 def load_runs(deps: ApiDeps, evaluation_ids: list[str]) -> list[list[RunType]]:
-    """Runs of each evaluation, in the order of the ids asked for: one query for all the
-    runs and one for all their metrics (not one per run)."""
+    """Runs of each evaluation, in the order of the ids asked for (one query for all)."""
     with deps.db() as session:
         rows = session.scalars(
-            select(Run)
-            .where(Run.evaluation_id.in_(evaluation_ids))
-            .options(selectinload(Run.metrics))
-            .order_by(Run.created_at)
+            select(Run).where(Run.evaluation_id.in_(evaluation_ids)).order_by(Run.created_at)
         )
         by_evaluation: dict[str, list[RunType]] = {i: [] for i in evaluation_ids}
         for row in rows:
