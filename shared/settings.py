@@ -60,6 +60,12 @@ class Settings(BaseSettings):
     secret_key: str = "dev-secret-change-me"
     otlp_endpoint: str = ""
     api_url: str = "http://127.0.0.1:8000"
+    # API server processes; 0 starts one per usable CPU (the GraphQL layer is CPU-bound
+    # and holds the GIL, so one process cannot use a second core).
+    api_workers: int = Field(default=0, ge=0)
+    # How long an API process trusts a token it has looked up before asking the database
+    # again; a revoked token stops working within this many seconds. 0 asks every time.
+    api_token_cache_seconds: float = Field(default=5.0, ge=0)
     # host:port of the Triton (KServe-V2) server the triton backend talks to from the
     # stack (API submissions cannot name one); empty keeps the backend's own default.
     triton_url: str = ""

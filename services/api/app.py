@@ -5,11 +5,12 @@ Run with ``benchstack api`` or ``uvicorn services.api.app:create_app --factory``
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Response
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 from sqlalchemy import select, text
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse
@@ -22,9 +23,10 @@ from services.api.auth import TokenRejected, authenticate, bearer_token
 from services.api.context import ApiDeps, Context, in_thread
 from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
 from services.api.graphql.schema import OperationLimits, make_schema
-from services.api.observability import PUBLISHED, UNAVAILABLE, prometheus_middleware
+from services.api.observability import PUBLISHED, UNAVAILABLE, PrometheusMiddleware
 from services.api.request_limits import RequestRefused, decode_bounded_json, too_large
 from services.api.submission import Publisher
+from services.api.token_cache import Caller
 from services.api.web import mount_web
 from services.api.web.graphiql import graphiql_response
 from shared.celery_app import make_celery, send
@@ -50,13 +52,13 @@ def celery_publisher(settings: Settings) -> Publisher:
     return publish
 
 
-def _user(deps: ApiDeps, token: str | None) -> tuple[int, str] | TokenRejected:
-    """The caller's id and name, or why their token is refused (missing, unknown, revoked,
-    expired) in words the 401 carries."""
+def _lookup(deps: ApiDeps, token: str | None) -> Caller | TokenRejected:
+    """The caller, or why their token is refused (missing, unknown, revoked, expired) in
+    words the 401 carries."""
     try:
         with deps.db() as session:
             user = authenticate(session, token)
-            return (user.id, user.name)
+            return Caller(user.id, user.name)
     except TokenRejected as rejected:
         return rejected
     except Exception as exc:
@@ -64,6 +66,20 @@ def _user(deps: ApiDeps, token: str | None) -> tuple[int, str] | TokenRejected:
         if unavailable_dependency(exc) == "database":
             raise DependencyUnavailable("database") from exc
         raise
+
+
+async def _user(deps: ApiDeps, token: str | None) -> Caller | TokenRejected:
+    """The token's owner: from this process's short-lived cache, else the database. Only
+    accepted tokens are cached, so a revoke or an expiry takes effect within the cache's
+    lifetime (``api_token_cache_seconds``)."""
+    if token is not None:
+        cached = deps.tokens.get(token)
+        if cached is not None:
+            return cached
+    found = await in_thread(_lookup, deps, token)
+    if isinstance(found, Caller) and token is not None:
+        deps.tokens.put(token, found)
+    return found
 
 
 def _unauthorized(rejected: TokenRejected) -> HTTPException:
@@ -127,10 +143,10 @@ class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
         params = context.connection_params if isinstance(context.connection_params, dict) else {}
         raw = params.get("Authorization") or params.get("authorization")
         token = bearer_token(raw) if raw else params.get("token")
-        found = await in_thread(_user, context.deps, token)
+        found = await _user(context.deps, token)
         if isinstance(found, TokenRejected):
             raise ConnectionRejectionError({"message": f"401: {found}"})
-        context.user_id, context.user_name = found
+        context.user_id, context.user_name = found.user_id, found.user_name
         return UNSET
 
 
@@ -140,7 +156,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
 
     async def get_context(connection: HTTPConnection) -> Context:
         token = bearer_token(connection.headers.get("authorization"))
-        found = await in_thread(_user, deps, token)
+        found = await _user(deps, token)
         is_http = connection.scope["type"] == "http"
         # GET without a query serves GraphiQL; every operation over HTTP needs a token.
         wants_ide = (
@@ -152,13 +168,13 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
             if is_http and not wants_ide:
                 raise _unauthorized(found)
             return Context(deps, None, None)
-        return Context(deps, *found)
+        return Context(deps, found.user_id, found.user_name)
 
     async def current_user(request: Request) -> int:
-        found = await in_thread(_user, deps, bearer_token(request.headers.get("authorization")))
+        found = await _user(deps, bearer_token(request.headers.get("authorization")))
         if isinstance(found, TokenRejected):
             raise _unauthorized(found)
-        return found[0]
+        return found.user_id
 
     docs = settings.expose_docs
     app = FastAPI(
@@ -170,7 +186,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
         openapi_url="/openapi.json" if docs else None,
     )
     app.state.deps = deps
-    app.middleware("http")(prometheus_middleware)
+    app.add_middleware(PrometheusMiddleware)
     app.include_router(
         BenchstackGraphQLRouter(
             make_schema(OperationLimits.from_settings(settings)),
@@ -206,7 +222,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
 
         @app.get("/metrics")
         async def metrics() -> Response:
-            return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+            return Response(metrics_text(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/runs/{run_id}/logs/{name}")
     async def run_log(run_id: str, name: str, user_id: int = Depends(current_user)) -> Response:
@@ -217,6 +233,16 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
 
     mount_web(app)
     return app
+
+
+def metrics_text() -> bytes:
+    """This process's metrics, or, when several API processes share a metrics folder
+    (``services.stack.entry.run_api``), the sum over all of them."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return generate_latest()
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    return generate_latest(registry)
 
 
 def _readiness(deps: ApiDeps) -> dict[str, str]:

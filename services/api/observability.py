@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 
 from prometheus_client import Counter, Histogram
-from starlette.requests import Request
-from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 REQUESTS = Counter(
     "benchstack_api_requests_total", "HTTP requests served", ["method", "route", "status"]
@@ -25,18 +23,39 @@ UNAVAILABLE = Counter(
 )
 
 
-async def prometheus_middleware(
-    request: Request, call_next: Callable[[Request], Awaitable[Response]]
-) -> Response:
-    # The route template, not the raw path, keeps label cardinality bounded.
-    route = request.scope.get("route")
-    start = time.perf_counter()
-    response = await call_next(request)
-    template = getattr(request.scope.get("route", route), "path", "unmatched")
-    if template == "":
-        # A route at the root of an included router (GraphQL's, under /graphql) has an
-        # empty template and matches exactly its prefix: the path is as bounded a label.
-        template = request.url.path
-    LATENCY.labels(request.method, template).observe(time.perf_counter() - start)
-    REQUESTS.labels(request.method, template, str(response.status_code)).inc()
-    return response
+class PrometheusMiddleware:
+    """Counts and times every HTTP request by route template and status.
+
+    A plain ASGI middleware: Starlette's BaseHTTPMiddleware re-streams every response
+    through a queue, which cost about a seventh of the API's CPU under load.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500  # what a client gets when the app fails before it starts answering
+
+        async def send_with_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_status)
+        finally:
+            # The route template, not the raw path, keeps label cardinality bounded;
+            # routing writes it into the scope this middleware passed down.
+            template = getattr(scope.get("route"), "path", "unmatched")
+            if template == "":
+                # A route at the root of an included router (GraphQL's, under /graphql)
+                # has an empty template and matches exactly its prefix: a bounded label.
+                template = scope.get("path", "unmatched")
+            method = scope.get("method", "")
+            LATENCY.labels(method, template).observe(time.perf_counter() - start)
+            REQUESTS.labels(method, template, str(status)).inc()

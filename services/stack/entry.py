@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,15 +152,46 @@ def run_worker(
     )
 
 
-def run_api(host: str = "127.0.0.1", port: int = 8000) -> None:
+# Where API processes share their Prometheus counters when there are several of them.
+METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def api_worker_count(configured: int) -> int:
+    """API processes to start: the setting, or one per usable CPU when it is 0."""
+    return configured if configured > 0 else usable_cpus()
+
+
+def served_api() -> Any:
+    """The app as each API process serves it (uvicorn imports this in every worker)."""
+    from services.api.app import create_app
+    from shared.settings import get_settings
+    from shared.tracing import setup_tracing
+
+    settings = get_settings()
+    setup_tracing("benchstack-api", settings)
+    return create_app(settings)
+
+
+def run_api(host: str = "127.0.0.1", port: int = 8000, workers: int | None = None) -> None:
+    """Serve the API; ``workers`` processes (default: ``api_workers``, 0 = one per CPU).
+
+    Each process answers on the same port. With more than one, every process writes its
+    Prometheus counters to a shared folder, which /metrics adds up, so a scrape sees the
+    whole API whichever process answers it.
+    """
     import uvicorn
 
     os.environ.setdefault("BENCHSTACK_SERVICE", "benchstack-api")
     from shared.settings import get_settings
-    from shared.tracing import setup_tracing
 
-    setup_tracing("benchstack-api", get_settings())
-    uvicorn.run("services.api.app:create_app", factory=True, host=host, port=port)
+    count = workers if workers else api_worker_count(get_settings().api_workers)
+    if count > 1 and not os.environ.get(METRICS_DIR_ENV):
+        # Set before the workers start (they inherit it) and fresh for each start:
+        # counters from an earlier run's processes must not be added in.
+        os.environ[METRICS_DIR_ENV] = tempfile.mkdtemp(prefix="benchstack-api-metrics-")
+    uvicorn.run(
+        "services.stack.entry:served_api", factory=True, host=host, port=port, workers=count
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -168,6 +200,9 @@ def main(argv: list[str] | None = None) -> None:
     api = sub.add_parser("api")
     api.add_argument("--host", default="127.0.0.1")
     api.add_argument("--port", type=int, default=8000)
+    api.add_argument(
+        "--workers", type=int, default=None, help="API processes (default: api_workers setting)"
+    )
     worker = sub.add_parser("worker")
     worker.add_argument("kind", choices=queues.WORKER_KINDS)
     worker.add_argument(
@@ -187,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.service == "api":
-        run_api(args.host, args.port)
+        run_api(args.host, args.port, args.workers)
     else:
         run_worker(
             args.kind,

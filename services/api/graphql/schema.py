@@ -12,8 +12,10 @@ from strawberry.extensions import (
     MaskErrors,
     MaxAliasesLimiter,
     MaxTokensLimiter,
+    ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
+    ValidationCache,
 )
 from strawberry.tools import merge_types
 
@@ -47,6 +49,10 @@ Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
 log = logging.getLogger(__name__)
 
 MASKED_MESSAGE = "Unexpected error; the server log has the details."
+# Distinct operation texts whose parsed and validated form is kept. Clients send a few
+# fixed operations over and over, and validating one costs more than running it (most of
+# the API's CPU under load); bounded, so unique texts cannot grow memory.
+OPERATION_CACHE_SIZE = 256
 
 
 def should_mask_error(error: GraphQLError) -> bool:
@@ -118,6 +124,10 @@ def make_schema(limits: OperationLimits) -> strawberry.Schema:
         lambda: MaskErrorsNamingOutages(
             should_mask_error=should_mask_error, error_message=MASKED_MESSAGE
         ),
+        # The same text always parses to the same document, and the same document against
+        # the same schema and rules always validates the same: both are safe to reuse.
+        lambda: ParserCache(maxsize=OPERATION_CACHE_SIZE),
+        lambda: ValidationCache(maxsize=OPERATION_CACHE_SIZE),
     ]
     return strawberry.Schema(
         query=Query,

@@ -73,6 +73,9 @@ def api(tmp_path: Path) -> Iterator[Api]:
         database_url=f"sqlite:///{tmp_path / 'api.db'}",
         s3_endpoint="",
         environment="test",
+        # No token cache: these tests revoke and expire tokens and expect the next request
+        # to see it (tests/services/api/test_token_cache.py covers the cache's window).
+        api_token_cache_seconds=0,
     )
     publisher = RecordingPublisher()
     with TestClient(create_app(settings, publish=publisher)) as client:

@@ -16,7 +16,7 @@ from services.api.graphql.evaluations.types import (
 )
 from shared.db.evaluations import Evaluation
 from shared.db.worker_repo import NEXT_WORKER, waiting_reason
-from shared.settings import get_settings
+from shared.settings import Settings
 
 MAX_PAGE = 200
 # A decimal offset of at most 18 digits: always within a 64-bit integer.
@@ -65,18 +65,22 @@ def _page(
         rows = session.scalars(
             query.order_by(Evaluation.created_at.desc(), Evaluation.id).offset(offset).limit(first)
         )
-        items = [EvaluationType.from_row(r, waiting=waiting_reason_of(session, r)) for r in rows]
+        items = [
+            EvaluationType.from_row(r, waiting=waiting_reason_of(session, deps.settings, r))
+            for r in rows
+        ]
     end = offset + len(items)
     return EvaluationPage(
         items=items, total_count=total, next_cursor=str(end) if end < total else None
     )
 
 
-def waiting_reason_of(session: Session, row: Evaluation) -> str:
+def waiting_reason_of(session: Session, settings: Settings, row: Evaluation) -> str:
     """Why an unfinished evaluation is not moving, when no live worker can take it."""
     if row.reason or row.state not in NEXT_WORKER:
         return ""
-    settings = get_settings()
+    # The app's settings, not get_settings(): building Settings reads the environment
+    # each time, once per row of a page.
     live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
     return waiting_reason(session, row, live_within_s=live_within_s)
 
@@ -87,7 +91,7 @@ def _one(deps: ApiDeps, owner_id: int, evaluation_id: str) -> EvaluationType | N
         # Someone else's evaluation is indistinguishable from a missing one.
         if row is None or row.owner_id != owner_id:
             return None
-        return EvaluationType.from_row(row, waiting=waiting_reason_of(session, row))
+        return EvaluationType.from_row(row, waiting=waiting_reason_of(session, deps.settings, row))
 
 
 @strawberry.type
