@@ -25,11 +25,12 @@ TASK_MODULES = (
 
 
 # The longest an inference run may take, measured from its claim to its completion
-# (``BENCHSTACK_MAX_RUN_SECONDS``, ``Settings.max_run_seconds``). Two limits
-# derive from it: the claim lease, after which a redelivered RunInference may take over a
-# run whose worker vanished, and the broker's visibility timeout, after which Redis hands an
-# unacknowledged message to another worker. The timeout must exceed the lease, or a run
-# still going would be delivered again while its claim looks alive.
+# (``BENCHSTACK_MAX_RUN_SECONDS``, ``Settings.max_run_seconds``). The broker's visibility
+# timeout, after which Redis hands an unacknowledged message to another worker, derives
+# from it so that a long run is not delivered twice for no reason. Recovery does not wait
+# for it: the claim is renewed while the run lives and the scheduler's sweeper dispatches
+# a run whose claim lapsed (a redelivery of a live run finds its claim held and does
+# nothing).
 VISIBILITY_MARGIN_SECONDS = 600.0
 
 

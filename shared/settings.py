@@ -80,13 +80,16 @@ class Settings(BaseSettings):
     max_image_pixels: int = Field(default=50_000_000, ge=1)
     # The most samples one API submission may ask for.
     max_samples: int = Field(default=100_000, ge=1)
-    # The longest one run may measure; the broker's visibility timeout and an inference
-    # claim's lease are derived from it, so a long run is never handed to a second worker.
+    # The longest one run may measure (the measurement is ended past it); the broker's
+    # visibility timeout derives from it, so a long run is not redelivered for no reason.
     max_run_seconds: float = Field(default=3600.0, gt=0)
-    # A measuring worker renews its run's claim every heartbeat; a claim not renewed for
+    # A measuring worker renews its run's claim every third of this; a claim not renewed for
     # this long is lapsed and the run is dispatched again (recovery in about a minute,
     # whatever MAX_RUN_SECONDS is).
     claim_lease_seconds: float = Field(default=30.0, gt=0)
+    # The most resident memory one measurement (its child process and what it starts) may
+    # hold; past it the run is ended and FAILED with that reason. 0 disables the check.
+    max_run_memory_mb: int = Field(default=16384, ge=0)
     # How often the scheduler's sweeper looks for evaluations that stopped moving, and how
     # long one may sit in a waiting state before it is dispatched again (idempotently).
     sweep_interval_seconds: float = Field(default=10.0, gt=0)

@@ -730,12 +730,14 @@ def submit(
             log.warning(
                 "evaluation %s: publish failed (%s); left to the sweeper", evaluation.id, exc
             )
+            broker_down = unavailable_dependency(exc) == "broker"
+            cause = "broker unavailable" if broker_down else "could not publish"
             evaluation.reason = (
-                f"broker unavailable at submission ({exc.__class__.__name__}); "
-                "it will be dispatched when the broker is back"
+                f"{cause} at submission ({exc.__class__.__name__}); "
+                "the scheduler's sweeper dispatches it again"
             )
             session.commit()
-            if unavailable_dependency(exc) == "broker":
+            if broker_down:
                 UNAVAILABLE.labels(dependency="broker").inc()
     if group_id is not None:
         return FanOut(group_id=group_id, evaluations=evaluations)

@@ -61,8 +61,14 @@ def graphql(
     except httpx.HTTPError as exc:
         raise RemoteError(f"server: cannot reach {url}: {exc}") from None
     if response.status_code == 401:
+        # The API says why (unknown, revoked, expired and when): show that, not a guess.
+        try:
+            detail = str(response.json().get("detail") or "")
+        except ValueError:
+            detail = ""
         raise RemoteError(
-            "token: the API refused it (401); create one with `benchstack token create`"
+            f"token: the API refused it (401): {detail or 'no reason given'}; "
+            "create one with `benchstack token create`"
         )
     if response.status_code != 200:
         raise RemoteError(f"server: {url} answered {response.status_code}: {response.text[:300]}")

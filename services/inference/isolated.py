@@ -70,7 +70,8 @@ def _child_main(
 def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the child
     """A worker killed with -9 must not leave its run measuring on: the orphan would hold
     the host and load the machine under the run dispatched again. Linux: the kernel sends
-    SIGKILL when the parent dies; elsewhere a thread watches for the parent's exit.
+    SIGKILL when the parent dies; a thread also watches for the parent's exit (the only
+    guard where prctl is missing).
 
     ``parent`` is the worker's pid as the worker saw it: the parent may have died while
     this child was still importing, before prctl could take effect."""
@@ -88,6 +89,22 @@ def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the chi
             time.sleep(1.0)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def memory_of(pid: int) -> int:
+    """Resident bytes of a process and its descendants; 0 once it is gone."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            total += process.memory_info().rss
+    return total
 
 
 def _describe_exit(code: int | None) -> str:
@@ -108,10 +125,14 @@ def run_in_child(
     time_limit_s: float,
     poll_s: float = 0.5,
     on_started: Callable[[], None] = lambda: None,
+    memory_limit_bytes: int = 0,
 ) -> ChildOutcome:
     """Call ``target(*args)`` in a spawned child; end it when ``should_stop`` returns a
     reason or after ``time_limit_s``, counted from the child's ``announce_started()``
-    (or its start, when it announces nothing). ``target`` and its result must pickle."""
+    (or its start, when it announces nothing), or when its resident memory (with its own
+    children) passes ``memory_limit_bytes`` (0: no limit), so a run that balloons is ended
+    with that reason before the kernel's OOM killer picks a victim on the whole machine.
+    ``target`` and its result must pickle."""
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(
@@ -143,6 +164,13 @@ def run_in_child(
                 stopped = f"the run exceeded its time limit of {time_limit_s:g} s"
             if stopped is not None:
                 return ChildOutcome(stopped=stopped)
+            used = memory_of(child.pid) if memory_limit_bytes and child.pid else 0
+            if used > memory_limit_bytes:
+                return ChildOutcome(
+                    error=f"the run used {used / 2**20:.0f} MiB, over its memory limit of "
+                    f"{memory_limit_bytes / 2**20:.0f} MiB (BENCHSTACK_MAX_RUN_MEMORY_MB); "
+                    "it was ended"
+                )
     finally:
         if child.is_alive():
             child.terminate()

@@ -160,7 +160,8 @@ def stored_completion(message: RunInference, evaluation: Evaluation) -> RunCompl
 
 
 def _touch_claim(evaluation_id: str, attempt: int) -> None:
-    with runtime.db() as session:
+    # A database blip must not end the measurement: the next renewal retries.
+    with contextlib.suppress(*TRANSIENT_ERRORS), runtime.db() as session:
         evaluation_repo.touch_claim(session, evaluation_id, attempt)
 
 
@@ -270,6 +271,7 @@ def _run_inference(payload: dict[str, Any]) -> None:
         time_limit_s=settings.max_run_seconds,
         poll_s=CANCEL_POLL_S,
         on_started=lambda: _touch_claim(message.evaluation_id, attempt),
+        memory_limit_bytes=settings.max_run_memory_mb * 2**20,
     )
     if result.stopped is not None:
         log.info("run %s ended: %s", message.run_id, result.stopped)

@@ -121,11 +121,14 @@ def record(session: Session, dispatch: Dispatch, settings: Settings, now: dateti
     """Count the dispatch (or fail the evaluation) with its reason; False when the
     evaluation moved meanwhile (then nothing is sent)."""
     if dispatch.failed:
-        return evaluation_repo.fail(
+        return evaluation_repo.transition(
             session,
             dispatch.evaluation_id,
-            f"{dispatch.why}; dispatched again {settings.max_dispatches} times without "
+            EvaluationState.FAILED,
+            reason=f"{dispatch.why}; dispatched again {settings.max_dispatches} times without "
             "progress, so it is failed rather than looped",
+            # Only from the state it was found in: one that moved on meanwhile is not failed.
+            sources=frozenset({EvaluationState(dispatch.state)}),
         )
     result = session.execute(
         update(Evaluation)

@@ -1,12 +1,13 @@
 """scheduler.plan_evaluation: pick the agent queue, plan shards, start preprocessing.
 
 Messages are published only after the transaction commits: a worker that receives one
-must find the rows it refers to. If publishing then fails, the task guard fails the
-evaluation with the reason instead of leaving it waiting. If the worker dies between the
-commit and the publish, the redelivered message finds the state this task produced and
-publishes again what that state is waiting for: PreprocessShard for the shards not ready
-(content-addressed, so a duplicate does no work twice), or RunInference while no
-inference attempt has claimed the run (the inference task deduplicates by its claim).
+must find the rows it refers to. If the worker dies between the commit and the publish
+(or a broker restart drops the message), a redelivery or the sweeper's re-dispatch
+(services/scheduler/sweeper.py) finds the state this task produced and publishes again
+what that state is waiting for: PreprocessShard for the shards not ready
+(content-addressed, so a duplicate does no work twice), RunInference while the run's
+claim is free (the inference task deduplicates by its claim), or the stored RunCompleted
+of an evaluation in AGGREGATING.
 """
 
 from __future__ import annotations

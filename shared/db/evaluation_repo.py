@@ -101,7 +101,7 @@ def mark_shard_ready(session: Session, evaluation_id: str, index: int) -> bool:
 
 def lapsed_claim(now: datetime, *, lease_s: float, live_within_s: float) -> ColumnElement[bool]:
     """SQL: the evaluation's inference claim is free to take. Never claimed, or its lease
-    was not renewed within ``lease_s`` (the measuring worker renews it every heartbeat), or
+    was not renewed within ``lease_s`` (the measuring worker renews it every third of it), or
     its agent stopped or stopped beating."""
     live_agent = exists(
         select(Agent.id).where(
@@ -169,8 +169,8 @@ def mark_agents_busy(session: Session, agent_ids: list[str], busy: bool) -> None
 
 
 def touch_claim(session: Session, evaluation_id: str, attempt: int) -> bool:
-    """Renew a claim's lease: the measuring worker calls this every heartbeat, so a live
-    run keeps its claim however long it measures, and a dead one loses it in a lease."""
+    """Renew a claim's lease: the measuring worker calls this every third of the lease, so
+    a live run keeps its claim however long it measures, and a dead one loses it in a lease."""
     result = session.execute(
         update(Evaluation)
         .where(

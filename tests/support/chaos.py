@@ -147,7 +147,7 @@ class ChaosStack:
         from shared.db.session import session_scope
 
         with session_scope(self.stack.database_url) as session:
-            found = {
+            found: dict[str, dict[str, Any]] = {
                 e.id: {"state": e.state, "reason": e.reason, "runs": 0}
                 for e in session.scalars(select(Evaluation).where(Evaluation.id.in_(ids)))
             }
@@ -157,7 +157,7 @@ class ChaosStack:
                 .group_by(Run.evaluation_id)
             )
             for evaluation_id, count in counts:
-                found[evaluation_id]["runs"] = int(count)
+                found[str(evaluation_id)]["runs"] = int(count)
         return found
 
     def wait_state(

@@ -433,7 +433,7 @@ def token_revoke(
         ..., metavar="PREFIX_OR_ID", help="A token's id or prefix (see `token list`)."
     ),
 ) -> None:
-    """Revoke a token: every request carrying it gets 401 from now on."""
+    """Revoke a token: requests carrying it get 401 (within API_TOKEN_CACHE_SECONDS, 5 s)."""
     from services.api.auth import revoke_token
     from shared.db.session import session_scope
 

@@ -160,4 +160,5 @@ def test_a_submission_during_a_broker_outage_is_kept_for_the_sweeper(tmp_path: P
         assert created["__typename"] == "Evaluation" and created["id"]
         assert created["state"] == "QUEUED"
         assert created["reason"].startswith("broker unavailable at submission")
+        assert "sweeper dispatches it again" in created["reason"]
         assert unavailable_count("broker") == before + 1

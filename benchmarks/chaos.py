@@ -1,0 +1,90 @@
+"""The fault campaign: kill -9 each worker kind mid-run, restart the broker, stop the
+database, each against a whole stack on its own Postgres and Redis, with the DEFAULT
+recovery settings (10 s heartbeats, 30 s claim lease, a sweep every 10 s, 45 s to call an
+evaluation stalled, MAX_RUN_SECONDS 3600). Prints, per scenario: attempts, completed,
+failed, lost, duplicated, stuck and the recovery time (from the end of the fault, or the
+replacement worker's start, to the last evaluation terminal).
+
+The CI version (tests/integration/test_chaos.py) runs the same scenarios with short
+outages and fast settings. Run on a quiet machine from the repository root:
+
+    python benchmarks/chaos.py                      # every scenario, 30 s database outage
+    python benchmarks/chaos.py --scenario broker --in-flight 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.chaos import (
+    ChaosStack,
+    Outcome,
+    kill_worker_mid_run,
+    restart_broker,
+    stop_database,
+)
+
+WORKERS = ("inference", "preprocess", "aggregator", "scheduler")
+# The deployment defaults, except the heartbeat the ephemeral stack shortens for tests.
+DEFAULTS = {"BENCHSTACK_AGENT_HEARTBEAT_SECONDS": "10"}
+
+
+def run(scenario: str, args: argparse.Namespace) -> Outcome:
+    chaos = ChaosStack(DEFAULTS)
+    try:
+        if scenario in WORKERS:
+            return kill_worker_mid_run(chaos, scenario, timeout_s=args.timeout)
+        if scenario == "broker":
+            return restart_broker(chaos, in_flight=args.in_flight, timeout_s=args.timeout)
+        return stop_database(
+            chaos, in_flight=args.in_flight, outage_s=args.outage, timeout_s=args.timeout
+        )
+    finally:
+        chaos.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        choices=[*WORKERS, "broker", "database"],
+        help="repeatable; default: all",
+    )
+    parser.add_argument("--in-flight", type=int, default=6)
+    parser.add_argument("--outage", type=float, default=30.0, help="database outage, seconds")
+    parser.add_argument("--timeout", type=float, default=300.0, help="give up after, seconds")
+    args = parser.parse_args()
+    scenarios = args.scenario or [*WORKERS, "broker", "database"]
+    columns = (
+        "scenario",
+        "attempts",
+        "completed",
+        "failed",
+        "lost",
+        "duplicated",
+        "stuck",
+        "recovery_s",
+    )
+    rows = []
+    started = time.monotonic()
+    for scenario in scenarios:
+        outcome = run(scenario, args)
+        rows.append(outcome.row())
+        for reason in outcome.failed:
+            print(f"  {outcome.scenario}: FAILED: {reason[:200]}", flush=True)
+        print(outcome.row(), flush=True)
+    print(f"\nfault campaign, default recovery settings ({time.monotonic() - started:.0f} s)")
+    print(" | ".join(columns))
+    print(" | ".join("---" for _ in columns))
+    for row in rows:
+        print(" | ".join("-" if row[c] is None else str(row[c]) for c in columns))
+
+
+if __name__ == "__main__":
+    main()
