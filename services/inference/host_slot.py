@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from shared.processes import pid_alive
+
 HISTORY_MAX_BYTES = 1 << 20
 
 
@@ -47,16 +49,6 @@ class HostUse:
         }
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class HostSlot:
     def __init__(self, folder: Path, *, exclusive: bool = True) -> None:
         self.folder = folder
@@ -69,7 +61,7 @@ class HostSlot:
             if entry.stem == run_id:
                 continue
             with contextlib.suppress(OSError, ValueError, KeyError):
-                if _pid_alive(int(json.loads(entry.read_text())["pid"])):
+                if pid_alive(int(json.loads(entry.read_text())["pid"])):
                     others.append(entry.stem)
         return others
 

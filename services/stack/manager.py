@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from shared.processes import pid_alive
+
 ENTRY_MODULE = "services.stack.entry"
 READY_FILE_ENV = "BENCHSTACK_READY_FILE"  # read by services.stack.entry.announce_ready
 
@@ -70,27 +72,12 @@ def default_services(
     ]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped by its parent) counts as gone.
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return True
-    return status != "Z"
-
-
 def _is_ours(pid: int) -> bool:
     """Guard against a recycled pid: only signal processes that run our entry module."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
     except OSError:
-        return _alive(pid)  # no /proc (macOS): trust the pid file
+        return pid_alive(pid)  # no /proc (macOS): trust the pid file
     return ENTRY_MODULE.encode() in cmdline
 
 
@@ -110,7 +97,7 @@ class Stack:
         return [RunningService(**e) for e in json.loads(self.pid_file.read_text())]
 
     def running(self) -> list[RunningService]:
-        return [e for e in self.recorded() if _alive(e.pid) and _is_ours(e.pid)]
+        return [e for e in self.recorded() if pid_alive(e.pid) and _is_ours(e.pid)]
 
     def dead(self) -> list[RunningService]:
         """Services the pid file names that are no longer running (they died on their own)."""
@@ -123,7 +110,7 @@ class Stack:
         child = self._children.get(service.pid)
         if child is not None:
             return child.poll()
-        return None if _alive(service.pid) else -1
+        return None if pid_alive(service.pid) else -1
 
     def start(
         self, specs: list[ServiceSpec], env: dict[str, str] | None = None
@@ -168,12 +155,12 @@ class Stack:
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline:
             self._reap()
-            if not any(_alive(s.pid) for s in services):
+            if not any(pid_alive(s.pid) for s in services):
                 break
             time.sleep(0.1)
         killed = []
         for service in services:
-            if _alive(service.pid):
+            if pid_alive(service.pid):
                 killed.append(service.name)
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(service.pid, signal.SIGKILL)

@@ -3,7 +3,6 @@ it at once, and a crash of the child is a failed run, not a dead worker."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -12,6 +11,7 @@ import time
 from pathlib import Path
 
 from services.inference.isolated import run_in_child
+from shared.processes import pid_alive
 
 
 def answer(value: int) -> dict[str, int]:
@@ -100,36 +100,6 @@ def test_a_killed_worker_takes_its_measurement_child_with_it(tmp_path: Path) -> 
     worker.kill()
     worker.wait()
     deadline = time.monotonic() + 5
-    while _alive(child):
+    while pid_alive(child):
         assert time.monotonic() < deadline, "the orphaned measurement kept running"
         time.sleep(0.1)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie waiting for its reaper is gone for our purpose.
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    return True
-
-
-def hold_memory(megabytes: int) -> None:
-    block = bytearray(megabytes * 2**20)  # touched: resident, not just reserved
-    for offset in range(0, len(block), 4096):
-        block[offset] = 1
-    time.sleep(60)
-
-
-def test_a_run_over_its_memory_limit_is_ended_with_that_reason() -> None:
-    outcome = run_in_child(
-        hold_memory,
-        (400,),
-        should_stop=never_stop,
-        time_limit_s=120,
-        poll_s=0.1,
-        memory_limit_bytes=200 * 2**20,
-    )
-    assert outcome.error is not None and "over its memory limit of 200 MiB" in outcome.error
