@@ -103,3 +103,22 @@ def test_a_killed_worker_takes_its_measurement_child_with_it(tmp_path: Path) -> 
     while pid_alive(child):
         assert time.monotonic() < deadline, "the orphaned measurement kept running"
         time.sleep(0.1)
+
+
+def hold_memory(megabytes: int) -> None:
+    block = bytearray(megabytes * 2**20)  # touched: resident, not just reserved
+    for offset in range(0, len(block), 4096):
+        block[offset] = 1
+    time.sleep(60)
+
+
+def test_a_run_over_its_memory_limit_is_ended_with_that_reason() -> None:
+    outcome = run_in_child(
+        hold_memory,
+        (400,),
+        should_stop=never_stop,
+        time_limit_s=120,
+        poll_s=0.1,
+        memory_limit_bytes=200 * 2**20,
+    )
+    assert outcome.error is not None and "over its memory limit of 200 MiB" in outcome.error
