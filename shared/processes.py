@@ -1,8 +1,11 @@
-"""Whether a process is alive, as the stack manager and the host slot both need to know."""
+"""Whether a process is alive, and how one ended, as the stack manager, the host slot and
+the measurement child all need to know."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from pathlib import Path
 
 
@@ -19,3 +22,15 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return True  # no /proc (macOS): the signal said it exists
     return status != "Z"
+
+
+def exit_text(code: int | None) -> str:
+    """How a process ended, as a person reads it: -9 is "was killed by SIGKILL"."""
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            name = signal.Signals(-code).name
+            hint = " (the kernel's out-of-memory killer sends this)" if -code == 9 else ""
+            return f"was killed by {name}{hint}"
+    return f"exited with code {code}"

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from shared.processes import exit_text
+
 log = logging.getLogger(__name__)
 
 # How long the child gets to exit on SIGTERM before SIGKILL.
@@ -107,16 +109,6 @@ def memory_of(pid: int) -> int:
     return total
 
 
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "did not exit"
-    if code < 0:
-        name = signal.Signals(-code).name
-        hint = " (the kernel's out-of-memory killer sends this)" if -code == signal.SIGKILL else ""
-        return f"was killed by {name}{hint}"
-    return f"exited with code {code}"
-
-
 def run_in_child(
     target: Callable[..., Any],
     args: tuple[Any, ...],
@@ -124,7 +116,6 @@ def run_in_child(
     should_stop: Callable[[], str | None],
     time_limit_s: float,
     poll_s: float = 0.5,
-    on_started: Callable[[], None] = lambda: None,
     memory_limit_bytes: int = 0,
 ) -> ChildOutcome:
     """Call ``target(*args)`` in a spawned child; end it when ``should_stop`` returns a
@@ -151,7 +142,6 @@ def run_in_child(
                     break  # the child died before it could answer
                 if status == "started":
                     deadline = time.monotonic() + time_limit_s
-                    on_started()
                     continue
                 child.join(TERMINATE_GRACE_S)
                 if status == "ok":
@@ -180,4 +170,4 @@ def run_in_child(
                 child.join()
         receiver.close()
     child.join(TERMINATE_GRACE_S)
-    return ChildOutcome(error=f"the measurement process {_describe_exit(child.exitcode)}")
+    return ChildOutcome(error=f"the measurement process {exit_text(child.exitcode)}")

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from services.inference.run import RunOutcome
+from shared.db.evaluations import Evaluation
 from shared.environment import capture_environment
-from shared.run_report import MEASUREMENT_FILE, Measurement
+from shared.messages import RunCompleted
+from shared.run_report import MEASUREMENT_FILE, Measurement, attempt_prefix
 from shared.storage import ObjectStore
 
 
@@ -75,3 +77,22 @@ def load_measurement(store: ObjectStore, key: str) -> tuple[Measurement, dict[st
     keys = {str(k): str(v) for k, v in (document.pop("log_keys", None) or {}).items()}
     keys.setdefault("measurement", key)
     return Measurement.from_dict(document), keys
+
+
+def stored_completion(store: ObjectStore, evaluation: Evaluation) -> RunCompleted | None:
+    """RunCompleted of the attempt that moved the evaluation to AGGREGATING, rebuilt from
+    its stored measurement (a redelivery or a sweep re-sends it); None when it is missing."""
+    if not evaluation.run_id or not evaluation.attempt:
+        return None
+    prefix = attempt_prefix(evaluation.run_id, evaluation.attempt)
+    key = measurement_key(prefix)
+    if not store.exists(key):
+        return None
+    _, keys = load_measurement(store, key)
+    return RunCompleted(
+        evaluation_id=evaluation.id,
+        run_id=evaluation.run_id,
+        agent_id=evaluation.agent_id or "",
+        log_prefix=prefix,
+        log_keys=keys,
+    )

@@ -33,12 +33,7 @@ from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.host_slot import HostSlot
 from services.inference.isolated import announce_started, run_in_child
 from services.inference.loadgen.config import ScenarioConfig
-from services.inference.measurement import (
-    load_measurement,
-    measurement_key,
-    measurement_of,
-    store_attempt,
-)
+from services.inference.measurement import measurement_of, store_attempt, stored_completion
 from services.inference.run import execute_run
 from services.inference.threads import with_scenario_threads
 from services.preprocess.shards import ShardSet
@@ -148,23 +143,6 @@ def completion_message(
     )
 
 
-def stored_completion(message: RunInference, evaluation: Evaluation) -> RunCompleted | None:
-    """RunCompleted of the attempt that moved the evaluation to AGGREGATING, from its
-    stored measurement; None when the measurement is missing."""
-    store = runtime.store()
-    prefix = attempt_prefix(message.run_id, evaluation.attempt)
-    if not store.exists(measurement_key(prefix)):
-        return None
-    _, keys = load_measurement(store, measurement_key(prefix))
-    return completion_message(message, evaluation.agent_id or "", prefix, keys)
-
-
-def _touch_claim(evaluation_id: str, attempt: int) -> None:
-    # A database blip must not end the measurement: the next renewal retries.
-    with contextlib.suppress(*TRANSIENT_ERRORS), runtime.db() as session:
-        evaluation_repo.touch_claim(session, evaluation_id, attempt)
-
-
 def cancellation_check(
     evaluation_id: str, attempt: int, *, renew_every_s: float
 ) -> Callable[[], str | None]:
@@ -232,7 +210,7 @@ def _run_inference(payload: dict[str, Any]) -> None:
             return
         if evaluation.state == EvaluationState.AGGREGATING.value:
             # This run's claim finished and committed; its RunCompleted may have been lost.
-            completed = stored_completion(message, evaluation)
+            completed = stored_completion(runtime.store(), evaluation)
             if completed is None:
                 evaluation_repo.fail(
                     session,
@@ -270,7 +248,6 @@ def _run_inference(payload: dict[str, Any]) -> None:
         ),
         time_limit_s=settings.max_run_seconds,
         poll_s=CANCEL_POLL_S,
-        on_started=lambda: _touch_claim(message.evaluation_id, attempt),
         memory_limit_bytes=settings.max_run_memory_mb * 2**20,
     )
     if result.stopped is not None:

@@ -51,10 +51,7 @@ class Dispatch:
 
 
 def _idle_consumer(agents: list[Agent], queue: str) -> bool:
-    return any(
-        a.busy_since is None and queue in (a.queue, a.direct_queue, f"{a.queue}@{a.hostname}")
-        for a in agents
-    )
+    return any(a.busy_since is None and a.consumes(queue) for a in agents)
 
 
 def _lapse_reason(evaluation: Evaluation, agents: dict[str, Agent], now: datetime) -> str:

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from services.inference.backends.base import backend_names
-from services.inference.measurement import load_measurement, measurement_key
+from services.inference.measurement import stored_completion
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.shards import is_complete
 from services.scheduler.agents import find_agent
@@ -38,10 +38,8 @@ from shared.messages import (
     EvaluationRequested,
     Message,
     PreprocessShard,
-    RunCompleted,
     RunInference,
 )
-from shared.run_report import attempt_prefix
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
@@ -102,36 +100,13 @@ def pending_inference(session: Session, evaluation: Evaluation) -> tuple[RunInfe
     if not free:
         return None
     live = evaluation_repo.live_agents(session, within_s=live_within_s)
-    consumed = any(
-        evaluation.queue in (a.queue, a.direct_queue, f"{a.queue}@{a.hostname}") for a in live
-    )
-    if not consumed:
+    if not any(a.consumes(evaluation.queue) for a in live):
         choice = find_agent(session, settings, requirement_for(evaluation))
         if isinstance(choice, UnmetConstraint):
             log.info("evaluation %s: no live agent can run it: %s", evaluation.id, choice.message)
             return None
         evaluation.queue = choice.queue
     return inference_message(evaluation, [s.key for s in evaluation.shards]), evaluation.queue
-
-
-def stored_completion(evaluation: Evaluation) -> RunCompleted | None:
-    """RunCompleted of the attempt that moved the evaluation to AGGREGATING, rebuilt from
-    its stored measurement; None when the measurement is missing."""
-    if not evaluation.run_id or not evaluation.attempt:
-        return None
-    store = runtime.store()
-    prefix = attempt_prefix(evaluation.run_id, evaluation.attempt)
-    key = measurement_key(prefix)
-    if not store.exists(key):
-        return None
-    _, keys = load_measurement(store, key)
-    return RunCompleted(
-        evaluation_id=evaluation.id,
-        run_id=evaluation.run_id,
-        agent_id=evaluation.agent_id or "",
-        log_prefix=prefix,
-        log_keys=keys,
-    )
 
 
 def shard_message(
@@ -177,7 +152,7 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
                 outbox.append((queues.RUN_INFERENCE, *pending))
             return
         if evaluation.state == EvaluationState.AGGREGATING.value:
-            completed = stored_completion(evaluation)
+            completed = stored_completion(runtime.store(), evaluation)
             if completed is None:
                 evaluation_repo.fail(
                     session,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,14 +25,6 @@ class Readiness:
     name: str
     ready: bool
     detail: str  # how it answered, or why it is not up (with its log's last lines)
-
-
-def exit_text(code: int) -> str:
-    """How a service ended, as a person reads it: -9 is "killed by SIGKILL"."""
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"was killed by {signal.Signals(-code).name}"
-    return f"exited with code {code}"
 
 
 def log_tail(path: str | Path, lines: int = LOG_TAIL_LINES) -> str:

@@ -37,6 +37,11 @@ class Agent(Base):
     # Set while the agent holds a run (waiting for the host or measuring); None when idle.
     busy_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
+    def consumes(self, queue: str) -> bool:
+        """Whether this agent takes messages from ``queue``: its framework's shared queue,
+        its host's queue (``planner.host_queue``) or its own direct queue."""
+        return queue in (self.queue, f"{self.queue}@{self.hostname}", self.direct_queue)
+
 
 class WorkerPresence(Base):
     """A worker process of any kind; alive while its heartbeat is recent. An evaluation

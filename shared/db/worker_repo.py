@@ -80,9 +80,7 @@ def waiting_reason(
             select(Agent).where(Agent.last_heartbeat >= cutoff, Agent.stopped_at.is_(None))
         )
         queue = evaluation.queue
-        live = sum(
-            1 for a in agents if queue in (a.queue, a.direct_queue, f"{a.queue}@{a.hostname}")
-        )
+        live = sum(1 for a in agents if a.consumes(queue))
         what = f"inference agent on queue {evaluation.queue or '?'}"
     else:
         live = (

@@ -102,9 +102,10 @@ def up(
     a Celery ping. If one dies or does not answer, its log's last lines are shown, the
     others are stopped and the exit code is 1."""
     from services.stack.manager import Stack, default_services
-    from services.stack.readiness import exit_text, log_tail, wait_until_ready
+    from services.stack.readiness import log_tail, wait_until_ready
     from shared.celery_app import make_celery
     from shared.db.migrations import upgrade_head
+    from shared.processes import exit_text
 
     settings = get_settings()
     counts = _thread_counts(threads)
