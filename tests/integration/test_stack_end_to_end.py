@@ -309,3 +309,24 @@ def test_settings_that_cannot_finish_within_the_run_limit_are_refused(
     assert refused["__typename"] == "InvalidScenarioSettings", refused
     assert refused["field"] == "settings.min_duration_s"
     assert "MAX_RUN_SECONDS" in refused["message"]
+
+
+def test_submit_from_the_cli_passes_backend_options_and_prints_the_verdict(
+    stack: EphemeralStack, make_token: Callable[[str], str]
+) -> None:
+    from typer.testing import CliRunner
+
+    from services.cli.main import app
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "submit", "resnet18", "--framework", "null", "-o", "fail_every=3",
+            "--settings", '{"min_duration_s": 0.3, "target_qps": 2000}', "--samples", "16",
+            "--seed", "605", "--server", stack.api_url, "--token", make_token("kim"),
+        ],
+        env={"COLUMNS": "200"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "INVALID" in result.output
+    assert "likely cause:" in result.output and "failed" in result.output

@@ -222,6 +222,9 @@ def submit(
     ),
     min_duration: float | None = typer.Option(None, help="Seconds; shortcut for min_duration_s."),
     batch_size: int = typer.Option(1, min=1),
+    option: list[str] = typer.Option(
+        [], "--option", "-o", help="Backend option KEY=VALUE, as for `bench`, e.g. fail_every=3."
+    ),
     dataset: str = typer.Option("synthetic"),
     samples: int = typer.Option(64, min=1),
     seed: int = typer.Option(0),
@@ -230,6 +233,7 @@ def submit(
     wait: bool = typer.Option(True, help="Follow progress until the evaluation ends."),
 ) -> None:
     """Submit an evaluation through the API and follow it to the end."""
+    from services.cli.commands.bench import parse_options
     from services.cli.remote import submit_evaluation
 
     server = server or get_settings().api_url
@@ -247,6 +251,7 @@ def submit(
         "scenario": scenario,
         "settings": settings,
         "batchSize": batch_size,
+        "backendOptions": parse_options(option) or None,
         "dataset": dataset,
         "samples": samples,
         "seed": seed,
