@@ -31,6 +31,6 @@ def exit_text(code: int | None) -> str:
     if code < 0:
         with contextlib.suppress(ValueError):
             name = signal.Signals(-code).name
-            hint = " (the kernel's out-of-memory killer sends this)" if -code == 9 else ""
+            hint = " (kill -9, or the kernel's out-of-memory killer)" if -code == 9 else ""
             return f"was killed by {name}{hint}"
     return f"exited with code {code}"

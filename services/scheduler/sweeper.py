@@ -11,7 +11,8 @@ re-dispatch never measures or stores a run twice.
 
 An evaluation is stalled when
 
-- QUEUED, PREPROCESSING or AGGREGATING, untouched for ``stall_seconds``;
+- QUEUED, PREPROCESSING or AGGREGATING, untouched for ``stall_seconds``, while a worker
+  of the kind that moves it on is live (with none, it waits and its reason says so);
 - RUNNING with a claim that lapsed (its worker stopped renewing it, or its agent died);
 - RUNNING, never claimed, untouched for ``stall_seconds``, while an agent that consumes
   its queue is live and idle (queued behind a busy agent is waiting, not stalled).
@@ -31,10 +32,11 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared import runtime
-from shared.db import evaluation_repo
+from shared.db import evaluation_repo, worker_repo
 from shared.db.clock import utcnow
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.states import EvaluationState
+from shared.db.worker_repo import NEXT_WORKER
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -96,6 +98,7 @@ def find_stalled(session: Session, settings: Settings, now: datetime) -> list[Di
     if not rows:
         return []
     live_agents = evaluation_repo.live_agents(session, within_s=live_within_s)
+    cutoff = now - timedelta(seconds=live_within_s)
     known = {a.id: a for a in session.scalars(select(Agent))}
     found = []
     for row in rows:
@@ -105,6 +108,10 @@ def find_stalled(session: Session, settings: Settings, now: datetime) -> list[Di
             why = f"no agent took the run in {settings.stall_seconds:g} s though one is idle"
         elif row.state == EvaluationState.RUNNING.value:
             why = _lapse_reason(row, known, now)
+        elif not worker_repo.live_workers(session, NEXT_WORKER[row.state], cutoff=cutoff):
+            # Nobody to send it to: a dispatch would only count toward failing it. The API
+            # says "no live preprocess worker" meanwhile (worker_repo.waiting_reason).
+            continue
         elif row.reason and not row.reason.endswith("re-dispatched"):
             why = row.reason  # what the stage that stalled said, e.g. waiting for an agent
         else:

@@ -59,6 +59,20 @@ def mark_stopped(session: Session, worker_id: str) -> None:
     )
 
 
+def live_workers(session: Session, kind: str, *, cutoff: datetime) -> int:
+    """Workers of ``kind`` whose heartbeat is newer than ``cutoff`` and that did not stop."""
+    count = session.scalar(
+        select(func.count())
+        .select_from(WorkerPresence)
+        .where(
+            WorkerPresence.kind == kind,
+            WorkerPresence.last_heartbeat >= cutoff,
+            WorkerPresence.stopped_at.is_(None),
+        )
+    )
+    return int(count or 0)
+
+
 def waiting_reason(
     session: Session, evaluation: Evaluation, *, live_within_s: float, now: datetime | None = None
 ) -> str:
@@ -83,18 +97,7 @@ def waiting_reason(
         live = sum(1 for a in agents if a.consumes(queue))
         what = f"inference agent on queue {evaluation.queue or '?'}"
     else:
-        live = (
-            session.scalar(
-                select(func.count())
-                .select_from(WorkerPresence)
-                .where(
-                    WorkerPresence.kind == kind,
-                    WorkerPresence.last_heartbeat >= cutoff,
-                    WorkerPresence.stopped_at.is_(None),
-                )
-            )
-            or 0
-        )
+        live = live_workers(session, kind, cutoff=cutoff)
         what = f"{kind} worker"
     if live:
         return ""

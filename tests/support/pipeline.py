@@ -18,11 +18,12 @@ from services.inference import tasks as inference_tasks
 from services.preprocess import tasks as preprocess_tasks
 from services.scheduler import tasks as scheduler_tasks
 from shared import queues, runtime
-from shared.db import evaluation_repo
+from shared.db import evaluation_repo, worker_repo
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.messages import Message
 
+WORKER_KINDS = ("scheduler", "preprocess", "aggregator")
 AGENT = "host/inference.null.cpu/1"
 OTHER_AGENT = "elsewhere/inference.null.cpu/7"
 
@@ -74,6 +75,13 @@ def outbox_fixture(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
                 hardware={},
                 software={},
             )
+        # Live workers of every other kind, as a running stack has (the sweeper sends work
+        # only where someone can take it).
+        for kind in WORKER_KINDS:
+            worker_repo.register(
+                session, worker_id=f"{kind}@host/1", kind=kind, node=f"{kind}@host",
+                hostname="host", pid=1,
+            )  # fmt: skip
     yield box
     runtime.reset()
 

@@ -12,9 +12,9 @@ from services.inference import tasks as inference_tasks
 from services.scheduler import tasks as scheduler_tasks
 from services.scheduler.sweeper import find_stalled, sweep_once
 from shared import queues, runtime
-from shared.db import evaluation_repo
+from shared.db import evaluation_repo, worker_repo
 from shared.db.clock import utcnow
-from shared.db.evaluations import Agent, Evaluation
+from shared.db.evaluations import Agent, Evaluation, WorkerPresence
 from shared.db.states import EvaluationState
 from tests.support.pipeline import (
     AGENT,
@@ -136,3 +136,25 @@ def test_an_evaluation_that_never_moves_is_failed_not_looped(outbox: Outbox) -> 
     row = evaluation_row(evaluation_id)
     assert row.state == EvaluationState.FAILED.value
     assert f"dispatched again {settings.max_dispatches} times" in row.reason
+
+
+def test_nothing_is_dispatched_to_a_kind_of_worker_none_of_which_is_alive(outbox: Outbox) -> None:
+    evaluation_id = submit_quick(seed=25)
+    scheduler_tasks.plan_evaluation({"evaluation_id": evaluation_id})
+    outbox.take(queues.PREPROCESS_SHARD)  # lost with the preprocess worker, killed -9
+    with runtime.db() as session:
+        session.execute(
+            update(WorkerPresence)
+            .where(WorkerPresence.kind == "preprocess")
+            .values(last_heartbeat=utcnow() - timedelta(seconds=120))
+        )
+    _age(evaluation_id, 120)
+    assert _sweep(outbox) == []
+    row = evaluation_row(evaluation_id)
+    # Not counted toward failing it; the API gives the reason meanwhile.
+    assert row.dispatches == 0 and row.state == "PREPROCESSING"
+    with runtime.db() as session:
+        stored = session.get(Evaluation, evaluation_id)
+        assert stored is not None
+        reason = worker_repo.waiting_reason(session, stored, live_within_s=30)
+    assert "no live preprocess worker" in reason
