@@ -61,9 +61,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from services.api.auth import create_token  # noqa: E402
-from services.stack.ephemeral import EphemeralStack, free_port  # noqa: E402
 from services.stack.manager import default_services, wait_for_http  # noqa: E402
 from shared.db.session import session_scope  # noqa: E402
+from tests.support.ephemeral import EphemeralStack, free_port  # noqa: E402
 
 FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
 

@@ -15,7 +15,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from services.evaluation.repeats import Spread
+from services.analysis.repeats import Spread
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.run import RunOutcome, execute_run

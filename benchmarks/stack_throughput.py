@@ -29,9 +29,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from services.api.auth import create_token
-from services.stack.ephemeral import EphemeralStack
 from services.stack.manager import ENTRY_MODULE, ServiceSpec, default_services
 from shared.db.session import session_scope
+from tests.support.ephemeral import EphemeralStack
 
 SUBMIT = """mutation($input: SubmitEvaluationInput!) { submitEvaluation(input: $input) {
   __typename ... on Evaluation { id } ... on UserError { message } } }"""

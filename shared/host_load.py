@@ -30,7 +30,7 @@ import psutil
 PROC_STAT = Path("/proc/stat")
 
 # Other processes taking more than this share of the usable CPUs make the machine "busy".
-# It matches the stability verdict's tolerance (services/evaluation/stability.py, 10 %):
+# It matches the stability verdict's tolerance (services/analysis/stability.py, 10 %):
 # a CPU-bound run that loses a tenth of the machine can move its throughput by as much
 # as the spread a stable run is allowed, so its figures no longer tell the model's speed
 # from the neighbour's. Below it sit the daemons every machine runs (a few percent).

@@ -54,8 +54,8 @@ def spans() -> Iterator[InMemorySpanExporter]:
 def postgres_url() -> Iterator[str]:
     """A fresh Postgres database for one test, dropped after it; a skip with the reason
     where no server answers (a failure under BENCHSTACK_REQUIRE_SERVERS=1, as in CI)."""
-    from services.stack.ephemeral import create_database, drop_database
     from shared.db.session import get_engine
+    from tests.support.ephemeral import create_database, drop_database
 
     admin = os.environ.get(
         "BENCHSTACK_TEST_POSTGRES", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"

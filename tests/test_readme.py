@@ -90,7 +90,7 @@ def servers(tmp_path: Path) -> Iterator[dict[str, str]]:
     """Fresh Postgres database, Redis database and S3 server for one README run."""
     from moto.server import ThreadedMotoServer
 
-    from services.stack.ephemeral import drop_database, flush_redis, free_port
+    from tests.support.ephemeral import drop_database, flush_redis, free_port
 
     if not _port_free(8000):
         pytest.fail("port 8000 is taken; the README's service section uses it as written")

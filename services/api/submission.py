@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.analysis.labels import BUILTIN_LABELS
 from services.api.bounds import (
     OutOfBounds,
     constraint_terms_problem,
@@ -31,7 +32,6 @@ from services.api.bounds import (
 )
 from services.api.faults import unavailable_dependency
 from services.api.observability import UNAVAILABLE
-from services.evaluation.labels import BUILTIN_LABELS
 from services.inference.backends.base import backend_names
 from services.inference.loadgen.config import ScenarioConfig
 from services.scheduler.agents import find_agent

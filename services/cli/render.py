@@ -223,7 +223,7 @@ def _figure(value: float, unit: str) -> str:
 
 def spread_table(reports: list[dict[str, Any]], spreads: dict[str, Any]) -> Table:
     """min / median / max / CV per figure over repeats, with every run's verdicts."""
-    from services.evaluation.figures import FIGURES
+    from services.analysis.figures import FIGURES
 
     table = Table(title=f"{len(reports)} repeats", title_justify="left")
     for column in ("figure", "min", "median", "max", "CV"):

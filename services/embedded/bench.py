@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from services.aggregator.repository import record_from_report, save_run
+from services.analysis.environment import framework_runtime
 from services.embedded.interrupt import exit_on_interrupt
-from services.evaluation.environment import framework_runtime
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.host_slot import HostSlot
 from services.inference.loadgen.config import ScenarioConfig

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from services.evaluation.accuracy import score
-from services.evaluation.hints import invalid_hints
-from services.evaluation.labels import top_k_of
-from services.evaluation.stability import assess_stability, not_applicable
+from services.analysis.accuracy import score
+from services.analysis.hints import invalid_hints
+from services.analysis.labels import top_k_of
+from services.analysis.stability import assess_stability, not_applicable
 from services.inference.backends.base import Backend, BackendError
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.qsl import FetchSamples, TensorQSL

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from services.stack.ephemeral import EphemeralStack
+from tests.support.ephemeral import EphemeralStack
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from services.stack.ephemeral import EphemeralStack
 from services.stack.manager import ENTRY_MODULE, ServiceSpec
 from shared.environment import gpu_info
 from tests.integration.conftest import GraphQLClient
+from tests.support.ephemeral import EphemeralStack
 
 pytestmark = pytest.mark.integration
 

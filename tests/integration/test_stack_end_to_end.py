@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from services.stack.ephemeral import EphemeralStack
 from services.stack.manager import ENTRY_MODULE, ServiceSpec
 from tests.integration.conftest import GraphQLClient
+from tests.support.ephemeral import EphemeralStack
 
 pytestmark = pytest.mark.integration
 
@@ -240,7 +240,7 @@ def test_rerun_of_a_stack_run_reproduces_device_options_threads_and_constraints(
     stack: EphemeralStack, client_for: Callable[[str], GraphQLClient]
 ) -> None:
     from services.aggregator.repository import get_run
-    from services.evaluation.rerun import request_from_run
+    from services.analysis.rerun import request_from_run
     from shared.db.session import session_scope
 
     heidi = client_for("heidi")

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.stack.ephemeral import free_port
 from shared.settings import Settings
 from shared.storage import ObjectNotFound, make_store
+from tests.support.ephemeral import free_port
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 
-from services.stack.ephemeral import EphemeralStack
 from services.stack.manager import ServiceSpec, default_services
+from tests.support.ephemeral import EphemeralStack
 from tests.support.own_servers import OwnPostgres, OwnRedis
 
 FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}

@@ -20,6 +20,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from services.analysis.accuracy_performance_pair import run_accuracy_performance_pair
+from services.analysis.repeats import run_repeats, summarise
 from services.cli.errors import fail, user_errors, validation_lines
 from services.cli.render import (
     loadgen_progress_text,
@@ -29,8 +31,6 @@ from services.cli.render import (
 )
 from services.embedded import bench as embedded
 from services.embedded.interrupt import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
-from services.evaluation.repeats import run_repeats, summarise
-from services.evaluation.submission import run_submission
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import SCENARIOS, ScenarioConfig
 from services.inference.loadgen.runner import RunProgress
@@ -217,7 +217,9 @@ def bench(
     try:
         with user_errors(), _progress_bars(stderr) as hooks:
             if submission:
-                results = run_submission(request, lambda r: embedded.run_bench(r, settings, hooks))
+                results = run_accuracy_performance_pair(
+                    request, lambda r: embedded.run_bench(r, settings, hooks)
+                )
                 reports = list(results.values())
             else:
                 reports = run_repeats(

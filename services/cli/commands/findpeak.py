@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.analysis.findpeak import PeakResult, find_peak
 from services.cli.commands.bench import (
     AS_JSON,
     DATASET,
@@ -26,7 +27,6 @@ from services.cli.commands.bench import (
 )
 from services.cli.errors import user_errors
 from services.embedded import bench as embedded
-from services.evaluation.findpeak import PeakResult, find_peak
 from shared.settings import get_settings
 
 

@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.analysis.rerun import RerunVerdict, rerun_stored
 from services.cli.commands.bench import AS_JSON, _progress_bars
 from services.cli.errors import user_errors
-from services.evaluation.rerun import Comparison, rerun_stored
 from shared.settings import get_settings
 
 FIGURE_COLOURS = {
@@ -23,7 +23,7 @@ FIGURE_COLOURS = {
 VERDICT_COLOURS = {"within noise": "green", "inconclusive": "yellow", "outside noise": "bold red"}
 
 
-def comparison_table(comparison: Comparison) -> Table:
+def comparison_table(comparison: RerunVerdict) -> Table:
     reruns = ", ".join(r[:8] for r in comparison.rerun_runs)
     table = Table(
         title=f"run {comparison.original_run[:8]} rerun as {reruns}", title_justify="left"

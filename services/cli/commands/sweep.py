@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.analysis.sweep import Curve, CurvePoint, parse_values, run_sweep
 from services.cli.commands.bench import (
     AS_JSON,
     DATASET,
@@ -29,7 +30,6 @@ from services.cli.commands.bench import (
 from services.cli.errors import fail, user_errors
 from services.cli.render import output_console
 from services.embedded import bench as embedded
-from services.evaluation.sweep import Curve, CurvePoint, parse_values, run_sweep
 from shared.settings import get_settings
 from shared.storage import make_store
 

@@ -20,13 +20,13 @@ from sqlalchemy import event
 from services.api.app import create_app
 from services.api.auth import create_token, hash_token
 from services.stack.entry import api_worker_count, usable_cpus
-from services.stack.ephemeral import free_port
 from shared.db.accounts import ApiToken
 from shared.db.clock import utcnow
 from shared.db.models import Metric, Run
 from shared.db.session import get_engine, session_scope
 from shared.settings import Settings
 from tests.services.api.conftest import Api, RecordingPublisher
+from tests.support.ephemeral import free_port
 
 QUICK = {"model": "resnet18", "framework": "null", "settings": {"minDurationS": 0.3}}
 WITH_RUNS = """query($id: String!) { evaluation(id: $id) {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import strawberry
 
-from services.api.comparison import load_comparison
 from services.api.context import ApiDeps, in_thread
+from services.api.fan_out import load_comparison
 from services.api.graphql.comparisons.types import ComparisonType
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import strawberry
 
-from services.api.comparison import Comparison, ComparisonRow
+from services.api.fan_out import FanOutComparison, FanOutRow
 
 # The service's own row dataclass is the GraphQL type: one definition of the columns.
-ComparisonRowType = strawberry.type(ComparisonRow, name="ComparisonRow")
+ComparisonRowType = strawberry.type(FanOutRow, name="ComparisonRow")
 
 
 @strawberry.type(name="Comparison")
@@ -17,10 +17,10 @@ class ComparisonType:
     model: str
     scenario: str
     done: bool
-    rows: list[ComparisonRow]
+    rows: list[FanOutRow]
 
     @classmethod
-    def from_comparison(cls, comparison: Comparison) -> ComparisonType:
+    def from_comparison(cls, comparison: FanOutComparison) -> ComparisonType:
         return cls(
             id=comparison.group_id,
             model=comparison.model,

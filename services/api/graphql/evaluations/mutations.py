@@ -7,8 +7,8 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
-from services.api.comparison import load_comparison
 from services.api.context import ApiDeps, in_thread
+from services.api.fan_out import load_comparison
 from services.api.graphql.comparisons.types import ComparisonType
 from services.api.graphql.errors import (
     AlreadyFinished,

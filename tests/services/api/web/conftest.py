@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from services.stack.ephemeral import EphemeralStack
 from tests.integration.conftest import (  # noqa: F401  (fixtures and hook, re-used by name)
     client_for,
     make_token,
     pytest_runtest_makereport,
     running_stack,
 )
+from tests.support.ephemeral import EphemeralStack
 
 # Its own Redis database index: when tests/integration runs in the same session, its
 # stack's workers stay alive and would otherwise consume this stack's messages.

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from services.stack.ephemeral import EphemeralStack
 from tests.integration.conftest import GraphQLClient
+from tests.support.ephemeral import EphemeralStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -13,7 +13,7 @@ from services.embedded.bench import BenchRequest
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 
 
-def run_submission(request: BenchRequest, run: RunFn) -> dict[str, dict[str, Any]]:
+def run_accuracy_performance_pair(request: BenchRequest, run: RunFn) -> dict[str, dict[str, Any]]:
     """Accuracy first (it fails fast on a bad labels file), then performance."""
     runs = {"accuracy": str(uuid.uuid4()), "performance": str(uuid.uuid4())}
     submission = {"kind": "submission", "id": str(uuid.uuid4()), "runs": runs}

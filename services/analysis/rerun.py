@@ -26,11 +26,11 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from services.aggregator.repository import get_run
+from services.analysis.environment import diff_environments
+from services.analysis.figures import FIGURES, figures_of, verdicts
+from services.analysis.local_constraints import unmet_terms
+from services.analysis.repeats import summarise
 from services.embedded.bench import BenchRequest, Progress, run_bench
-from services.evaluation.environment import diff_environments
-from services.evaluation.figures import FIGURES, figures_of, verdicts
-from services.evaluation.local_constraints import unmet_terms
-from services.evaluation.repeats import summarise
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope
@@ -113,7 +113,7 @@ def _delta(
 
 
 @dataclass
-class Comparison:
+class RerunVerdict:
     original_run: str
     rerun_runs: list[str]
     verdict: str  # "outside noise", "inconclusive" or "within noise"; see overall_verdict
@@ -200,7 +200,7 @@ def compare(
     reruns: Sequence[dict[str, Any]],
     *,
     original_environment: dict[str, Any] | None = None,
-) -> Comparison:
+) -> RerunVerdict:
     """The rerun's figures (their median, with several) against the original's."""
     if not reruns:
         raise ValueError("reruns: compare needs at least one rerun report")
@@ -218,7 +218,7 @@ def compare(
             notes.append("an INVALID run is compared: its figures are not LoadGen-valid")
         if any(v[1] != "STABLE" for v in [original_verdicts, *rerun_verdicts]):
             notes.append("a run is not STABLE: differences may be the run, not the system")
-    return Comparison(
+    return RerunVerdict(
         original_run=str(original.get("run_id", "")),
         rerun_runs=[str(r.get("run_id", "")) for r in reruns],
         verdict=overall_verdict(deltas),
@@ -285,7 +285,7 @@ def rerun_stored(
     *,
     repeats: int = 1,
     progress: Progress | None = None,
-) -> Comparison:
+) -> RerunVerdict:
     """Rerun a stored run ``repeats`` times and compare; every rerun is stored and names
     the original in its ``group``. `benchstack rerun` calls this."""
     if repeats < 1:

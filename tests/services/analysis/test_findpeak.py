@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from services.aggregator.repository import get_run
+from services.analysis.findpeak import Probe, conclude, find_peak, judge, search_peak
 from services.embedded.bench import BenchRequest, run_bench
-from services.evaluation.findpeak import Probe, conclude, find_peak, judge, search_peak
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope

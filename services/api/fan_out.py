@@ -21,7 +21,7 @@ _PIN = "agent="
 
 
 @dataclass(frozen=True)
-class ComparisonRow:
+class FanOutRow:
     evaluation_id: str
     state: str
     reason: str
@@ -52,11 +52,11 @@ class ComparisonRow:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class FanOutComparison:
     group_id: str
     model: str
     scenario: str
-    rows: list[ComparisonRow] = field(default_factory=list)
+    rows: list[FanOutRow] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
@@ -97,7 +97,7 @@ class _Hardware:
         )
 
 
-def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> ComparisonRow:
+def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> FanOutRow:
     report: dict[str, Any] = (run.report or {}) if run is not None else {}
     metrics = {m.name: m.value for m in run.metrics} if run is not None else {}
     # Measured facts once there is a run; until then, what the agent advertised.
@@ -111,7 +111,7 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> C
         settings = (agent.settings if agent else None) or {}
         version = agent.framework_version if agent else ""
     hostname = (run.environment or {}).get("hostname") if run is not None else None
-    return ComparisonRow(
+    return FanOutRow(
         evaluation_id=evaluation.id,
         state=evaluation.state,
         reason=evaluation.reason,
@@ -139,7 +139,7 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> C
     )
 
 
-def load_comparison(session: Session, *, owner_id: int, group_id: str) -> Comparison | None:
+def load_comparison(session: Session, *, owner_id: int, group_id: str) -> FanOutComparison | None:
     """The owner's fan-out ``group_id``; None when it does not exist or is someone else's."""
     evaluations = list(
         session.scalars(
@@ -159,7 +159,7 @@ def load_comparison(session: Session, *, owner_id: int, group_id: str) -> Compar
         build_row(e, runs.get(e.id), agents.get(e.agent_id or pinned_agent(e))) for e in evaluations
     ]
     first = evaluations[0]
-    return Comparison(
+    return FanOutComparison(
         group_id=group_id,
         model=f"{first.model_name}:{first.model_version}",
         scenario=str(first.scenario.get("scenario", "")),

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from services.analysis.figures import figures_of, verdicts
 from services.embedded.bench import BenchRequest
-from services.evaluation.figures import figures_of, verdicts
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 

@@ -17,10 +17,9 @@ import yaml
 from PIL import Image
 
 from services.aggregator.repository import get_run
-from services.datasets.digits import DigitsArtifacts
-from services.embedded.bench import BenchRequest, run_bench
-from services.evaluation.accuracy import score
-from services.evaluation.labels import (
+from services.analysis.accuracy import score
+from services.analysis.accuracy_performance_pair import run_accuracy_performance_pair
+from services.analysis.labels import (
     LabelsError,
     TopK,
     chance_level_warning,
@@ -28,7 +27,8 @@ from services.evaluation.labels import (
     read_labels,
     top_k_of,
 )
-from services.evaluation.submission import run_submission
+from services.datasets.digits import DigitsArtifacts
+from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.torch.architectures import DigitsCNN
 from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope
@@ -88,7 +88,7 @@ def test_submission_stores_accuracy_and_performance_linked(
         batch_size=8,
         scenario=ScenarioConfig(min_duration_s=0.3),
     )
-    reports = run_submission(request, lambda r: run_bench(r, settings))
+    reports = run_accuracy_performance_pair(request, lambda r: run_bench(r, settings))
     accuracy, performance = reports["accuracy"], reports["performance"]
     assert accuracy["mode"] == "accuracy" and accuracy["accuracy"]["top1"] > 0
     assert performance["mode"] == "performance" and performance["accuracy"] is None

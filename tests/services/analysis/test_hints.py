@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from services.evaluation.hints import LATENCY_REASON_PREFIX, invalid_hints
+from services.analysis.hints import LATENCY_REASON_PREFIX, invalid_hints
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.run import execute_run

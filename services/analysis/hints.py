@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 
-from services.evaluation.figures import PERCENTILE_KEYS
+from services.analysis.figures import PERCENTILE_KEYS
 from services.inference.loadgen.config import MEASURED_THROUGHPUT_MARGIN, ScenarioConfig
 from services.inference.threads import occupied_cpus
 from shared.host_load import HostLoad

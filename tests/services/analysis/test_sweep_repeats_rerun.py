@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from services.aggregator.repository import get_run
+from services.analysis.environment import diff_environments
+from services.analysis.repeats import Spread
+from services.analysis.rerun import compare, request_from_run, rerun_stored
+from services.analysis.sweep import expand, parse_values
 from services.embedded.bench import BenchRequest, run_bench
-from services.evaluation.environment import diff_environments
-from services.evaluation.repeats import Spread
-from services.evaluation.rerun import compare, request_from_run, rerun_stored
-from services.evaluation.sweep import expand, parse_values
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from services.analysis.figures import FIGURES, figures_of
 from services.embedded.bench import BenchRequest
-from services.evaluation.figures import FIGURES, figures_of
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from services.evaluation.stability import MIN_SERVER_SAMPLES, assess_stability
+from services.analysis.stability import MIN_SERVER_SAMPLES, assess_stability
 from services.inference.backends.base import Backend
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.run import execute_run

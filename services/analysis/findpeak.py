@@ -29,9 +29,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from services.analysis.figures import as_float, latency_ms, percentile_key, verdicts
+from services.analysis.stability import MIN_SERVER_SAMPLES, WINDOWS
 from services.embedded.bench import BenchRequest
-from services.evaluation.figures import as_float, latency_ms, percentile_key, verdicts
-from services.evaluation.stability import MIN_SERVER_SAMPLES, WINDOWS
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 
