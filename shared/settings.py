@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     # API server processes; 0 starts one per usable CPU (the GraphQL layer is CPU-bound
     # and holds the GIL, so one process cannot use a second core).
     api_workers: int = Field(default=0, ge=0)
+    # One log line per HTTP request from uvicorn. Off by default: /metrics already counts
+    # requests by route and status, and the line cost about 6 % of an API process's CPU
+    # under benchmarks/api_load.py.
+    api_access_log: bool = False
     # How long an API process trusts a token it has looked up before asking the database
     # again; a revoked token stops working within this many seconds. 0 asks every time.
     api_token_cache_seconds: float = Field(default=5.0, ge=0)

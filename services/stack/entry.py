@@ -175,23 +175,34 @@ def served_api() -> Any:
 def run_api(host: str = "127.0.0.1", port: int = 8000, workers: int | None = None) -> None:
     """Serve the API; ``workers`` processes (default: ``api_workers``, 0 = one per CPU).
 
-    Each process answers on the same port. With more than one, every process writes its
-    Prometheus counters to a shared folder, which /metrics adds up, so a scrape sees the
-    whole API whichever process answers it.
+    Each process answers on the same port, from its own socket (services/stack/
+    api_processes.py says why). With more than one, every process writes its Prometheus
+    counters to a shared folder, which /metrics adds up, so a scrape sees the whole API
+    whichever process answers it.
     """
-    import uvicorn
-
     os.environ.setdefault("BENCHSTACK_SERVICE", "benchstack-api")
     from shared.settings import get_settings
 
-    count = workers if workers else api_worker_count(get_settings().api_workers)
-    if count > 1 and not os.environ.get(METRICS_DIR_ENV):
-        # Set before the workers start (they inherit it) and fresh for each start:
+    settings = get_settings()
+    count = workers if workers else api_worker_count(settings.api_workers)
+    if count == 1:
+        import uvicorn
+
+        uvicorn.run(
+            "services.stack.entry:served_api",
+            factory=True,
+            host=host,
+            port=port,
+            access_log=settings.api_access_log,
+        )
+        return
+    from services.stack.api_processes import serve_processes
+
+    if not os.environ.get(METRICS_DIR_ENV):
+        # Set before the processes start (they inherit it) and fresh for each start:
         # counters from an earlier run's processes must not be added in.
         os.environ[METRICS_DIR_ENV] = tempfile.mkdtemp(prefix="benchstack-api-metrics-")
-    uvicorn.run(
-        "services.stack.entry:served_api", factory=True, host=host, port=port, workers=count
-    )
+    serve_processes(host, port, count, settings.api_access_log)
 
 
 def main(argv: list[str] | None = None) -> None:
