@@ -121,6 +121,33 @@ def test_runs_and_their_metrics_cost_the_same_queries_however_many(
     assert one_run == four_runs
 
 
+def test_an_evaluation_with_its_runs_takes_one_connection_like_one_without(
+    api: Api, submit_query: Callable[[], str]
+) -> None:
+    # The resolver loads the runs in its own session and primes the runs loader: no second
+    # trip to a worker thread and the pool (half the latency of this query under load).
+    api.add_agent()
+    token = api.token("alice")
+    evaluation_id = api.data(token, submit_query(), {"input": QUICK})["submitEvaluation"]["id"]
+    _add_runs(api.settings, evaluation_id, 2)
+    engine = get_engine(api.settings.effective_database_url)
+    checkouts: list[object] = []
+
+    def record(*args: Any) -> None:
+        checkouts.append(args[0])
+
+    event.listen(engine, "checkout", record)
+    try:
+        without = """query($id: String!) { evaluation(id: $id) { id } }"""
+        api.data(token, without, {"id": evaluation_id})
+        plain, checkouts[:] = len(checkouts), []
+        found = api.data(token, WITH_RUNS, {"id": evaluation_id})["evaluation"]
+    finally:
+        event.remove(engine, "checkout", record)
+    assert len(found["runs"]) == 2 and all(len(r["metrics"]) == 2 for r in found["runs"])
+    assert len(checkouts) == plain
+
+
 def test_api_worker_count_follows_the_setting() -> None:
     assert api_worker_count(3) == 3
     assert api_worker_count(0) == usable_cpus()
