@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     # requests by route and status, and the line cost about 6 % of an API process's CPU
     # under benchmarks/api_load.py.
     api_access_log: bool = False
+    # Allocations between collections of the youngest generation in an API process
+    # (Python's default is 700; services/stack/entry.py settle_garbage_collector says why).
+    api_gc_threshold: int = Field(default=20_000, ge=100, le=1_000_000)
     # How long an API process trusts a token it has looked up before asking the database
     # again; a revoked token stops working within this many seconds. 0 asks every time.
     api_token_cache_seconds: float = Field(default=5.0, ge=0)
