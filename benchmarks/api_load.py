@@ -78,7 +78,7 @@ SUBMIT = """mutation($input: SubmitEvaluationInput!) { submitEvaluation(input: $
   __typename ... on Evaluation { id } ... on Comparison { id rows { evaluationId } }
   ... on UserError { message } } }"""
 PAGE = """query($after: String) { evaluations(first: 200, after: $after) {
-  nextCursor items { id state } } }"""
+  nextCursor items { id state reason } } }"""
 
 SMALL_SUBMISSION: dict[str, Any] = {
     "model": "resnet18",
@@ -283,9 +283,9 @@ async def seed_users(url: str, users: list[User]) -> None:
         await asyncio.gather(*(one(u) for u in users))
 
 
-async def states_of(url: str, user: User) -> dict[str, str]:
-    """Every evaluation the API lists for the user, id -> state."""
-    found: dict[str, str] = {}
+async def states_of(url: str, user: User) -> dict[str, tuple[str, str]]:
+    """Every evaluation the API lists for the user, id -> (state, reason)."""
+    found: dict[str, tuple[str, str]] = {}
     after: str | None = None
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
         while True:
@@ -293,7 +293,7 @@ async def states_of(url: str, user: User) -> dict[str, str]:
             if status != 200 or body.get("errors"):
                 raise RuntimeError(f"listing {user.name}'s evaluations: {status} {body}")
             page = body["data"]["evaluations"]
-            found.update({e["id"]: e["state"] for e in page["items"]})
+            found.update({e["id"]: (e["state"], e["reason"] or "") for e in page["items"]})
             after = page["nextCursor"]
             if after is None:
                 return found
@@ -301,10 +301,11 @@ async def states_of(url: str, user: User) -> dict[str, str]:
 
 def await_outcomes(
     url: str, submitted: list[tuple[User, str]], grace_s: float
-) -> tuple[list[str], list[str], dict[str, int]]:
-    """(ids never listed, ids not final, count per final state), once every id is final
-    or none has become final for ``grace_s`` seconds. The workers finish a backlog at
-    their own pace; only evaluations that stop moving count as lost."""
+) -> tuple[list[str], list[str], dict[str, int], dict[str, int]]:
+    """(ids never listed, ids not final, count per final state, count per failure
+    reason), once every id is final or none has become final for ``grace_s`` seconds.
+    The workers finish a backlog at their own pace; only evaluations that stop moving
+    count as lost."""
     by_user: dict[str, tuple[User, set[str]]] = {}
     for user, evaluation_id in submitted:
         by_user.setdefault(user.name, (user, set()))[1].add(evaluation_id)
@@ -312,9 +313,15 @@ def await_outcomes(
     finished_before = -1
     deadline = time.monotonic() + grace_s
     while True:
-        states: dict[str, str] = {}
+        listed: dict[str, tuple[str, str]] = {}
         for user, _ in by_user.values():
-            states.update(asyncio.run(states_of(url, user)))
+            listed.update(asyncio.run(states_of(url, user)))
+        states = {i: state for i, (state, _) in listed.items()}
+        failures: dict[str, int] = {}
+        for i in wanted & set(listed):
+            state, reason = listed[i]
+            if state == "FAILED":
+                failures[reason] = failures.get(reason, 0) + 1
         missing = sorted(wanted - set(states))
         pending = sorted(i for i in wanted & set(states) if states[i] not in FINAL)
         finals: dict[str, int] = {}
@@ -326,7 +333,7 @@ def await_outcomes(
             finished_before = finished
             deadline = time.monotonic() + grace_s
         if (not pending and not missing) or time.monotonic() > deadline:
-            return missing, pending, finals
+            return missing, pending, finals, failures
         time.sleep(1.0)
 
 
@@ -595,12 +602,14 @@ def seeded_ids(users: list[User]) -> list[tuple[User, str]]:
 
 
 def finish(url: str, submitted: list[tuple[User, str]], grace_s: float) -> None:
-    missing, pending, finals = await_outcomes(url, submitted, grace_s)
+    missing, pending, finals, failures = await_outcomes(url, submitted, grace_s)
     print(
         f"\nsubmissions: {len(submitted)} accepted (including one fan-out per user), "
         f"final: {finals or '{}'}; lost: {len(missing)} never listed, "
         f"{len(pending)} stuck (none finished for {grace_s:g} s)"
     )
+    for reason, count in sorted(failures.items(), key=lambda item: -item[1])[:5]:
+        print(f"  {count} failed: {reason[:300]}")
     for evaluation_id in (missing + pending)[:5]:
         print(f"  lost {evaluation_id}")
     if missing or pending:

@@ -68,6 +68,17 @@ def make_celery(settings: Settings, *, include_tasks: bool = False) -> Celery:
     return app
 
 
+def queue_backlog(app: Celery, queue: str) -> int:
+    """Messages waiting in ``queue`` for a consumer (not those a worker holds unacked);
+    0 when the broker has no such queue (Redis drops an empty list)."""
+    with app.connection_for_read() as connection, connection.channel() as channel:
+        try:
+            declared = channel.queue_declare(queue=queue, passive=True)
+        except connection.channel_errors:
+            return 0
+        return int(declared.message_count)
+
+
 def send(app: Celery, task_name: str, message: Message, *, queue: str | None = None) -> None:
     """Publish one message; the payload is the message's JSON, the only argument."""
     options: dict[str, Any] = {"queue": queue} if queue else {}

@@ -12,7 +12,10 @@ re-dispatch never measures or stores a run twice.
 An evaluation is stalled when
 
 - QUEUED, PREPROCESSING or AGGREGATING, untouched for ``stall_seconds``, while a worker
-  of the kind that moves it on is live (with none, it waits and its reason says so);
+  of the kind that moves it on is live (with none, it waits and its reason says so) and
+  that stage's queue is empty (behind a backlog it is waiting, not stalled: dispatching it
+  again would only lengthen the backlog, and failing it after ``max_dispatches`` periods
+  failed 45 of 50 fan-outs queued at once under benchmarks/api_load.py);
 - RUNNING with a claim that lapsed (its worker stopped renewing it, or its agent died);
 - RUNNING, never claimed, untouched for ``stall_seconds``, while an agent that consumes
   its queue is live and idle (queued behind a busy agent is waiting, not stalled).
@@ -31,7 +34,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from shared import runtime
+from shared import queues, runtime
 from shared.db import evaluation_repo, worker_repo
 from shared.db.clock import utcnow
 from shared.db.evaluations import Agent, Evaluation
@@ -42,6 +45,19 @@ from shared.settings import Settings
 log = logging.getLogger(__name__)
 
 Publish = Callable[[str], None]  # evaluation id -> EvaluationRequested sent
+Backlog = Callable[[str], int]  # queue name -> messages waiting in it for a worker
+
+# The queue whose workers move an evaluation on from each quiet state.
+STAGE_QUEUE: dict[str, str] = {
+    EvaluationState.QUEUED.value: queues.SCHEDULER,
+    EvaluationState.PREPROCESSING.value: queues.PREPROCESS,
+    EvaluationState.AGGREGATING.value: queues.AGGREGATOR,
+}
+
+
+def no_backlog(queue: str) -> int:
+    """Where the broker cannot be asked (tests without one): every queue counts as empty."""
+    return 0
 
 
 @dataclass(frozen=True)
@@ -71,7 +87,9 @@ def _aware(moment: datetime, now: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=now.tzinfo)
 
 
-def find_stalled(session: Session, settings: Settings, now: datetime) -> list[Dispatch]:
+def find_stalled(
+    session: Session, settings: Settings, now: datetime, backlog: Backlog = no_backlog
+) -> list[Dispatch]:
     stall = now - timedelta(seconds=settings.stall_seconds)
     live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
     quiet_states = [
@@ -100,6 +118,7 @@ def find_stalled(session: Session, settings: Settings, now: datetime) -> list[Di
     live_agents = evaluation_repo.live_agents(session, within_s=live_within_s)
     cutoff = now - timedelta(seconds=live_within_s)
     known = {a.id: a for a in session.scalars(select(Agent))}
+    waiting: dict[str, int] = {}  # queue -> backlog, asked once a pass
     found = []
     for row in rows:
         if row.state == EvaluationState.RUNNING.value and row.attempt == 0:
@@ -112,6 +131,8 @@ def find_stalled(session: Session, settings: Settings, now: datetime) -> list[Di
             # Nobody to send it to: a dispatch would only count toward failing it. The API
             # says "no live preprocess worker" meanwhile (worker_repo.waiting_reason).
             continue
+        elif _behind_backlog(STAGE_QUEUE[row.state], backlog, waiting):
+            continue  # its stage's workers are busy with the messages before it
         elif row.reason and not row.reason.endswith("re-dispatched"):
             why = row.reason  # what the stage that stalled said, e.g. waiting for an agent
         else:
@@ -119,6 +140,16 @@ def find_stalled(session: Session, settings: Settings, now: datetime) -> list[Di
         failed = row.dispatches >= settings.max_dispatches
         found.append(Dispatch(row.id, row.state, why, failed))
     return found
+
+
+def _behind_backlog(queue: str, backlog: Backlog, waiting: dict[str, int]) -> bool:
+    if queue not in waiting:
+        try:
+            waiting[queue] = backlog(queue)
+        except Exception:  # the broker is down: judge by the database alone, as before
+            log.warning("could not read queue %s's backlog", queue, exc_info=True)
+            waiting[queue] = 0
+    return waiting[queue] > 0
 
 
 def record(session: Session, dispatch: Dispatch, settings: Settings, now: datetime) -> bool:
@@ -147,13 +178,15 @@ def record(session: Session, dispatch: Dispatch, settings: Settings, now: dateti
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def sweep_once(settings: Settings, publish: Publish) -> list[Dispatch]:
+def sweep_once(
+    settings: Settings, publish: Publish, backlog: Backlog = no_backlog
+) -> list[Dispatch]:
     """One pass: find, record, then publish after the commit (a worker that gets the
     message must see the recorded state)."""
     now = utcnow()
     sent: list[Dispatch] = []
     with runtime.db() as session:
-        for dispatch in find_stalled(session, settings, now):
+        for dispatch in find_stalled(session, settings, now, backlog):
             if record(session, dispatch, settings, now):
                 sent.append(dispatch)
     for dispatch in sent:
@@ -171,15 +204,16 @@ def sweep_once(settings: Settings, publish: Publish) -> list[Dispatch]:
 class Sweeper:
     """Runs ``sweep_once`` every interval on a daemon thread of the scheduler worker."""
 
-    def __init__(self, settings: Settings, publish: Publish) -> None:
+    def __init__(self, settings: Settings, publish: Publish, backlog: Backlog = no_backlog) -> None:
         self.settings = settings
         self.publish = publish
+        self.backlog = backlog
         self._stop = threading.Event()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.settings.sweep_interval_seconds):
             try:
-                sweep_once(self.settings, self.publish)
+                sweep_once(self.settings, self.publish, self.backlog)
             except Exception:  # the database or broker is down: the next pass retries
                 log.warning("sweep failed; the next pass retries", exc_info=True)
 

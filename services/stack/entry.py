@@ -65,13 +65,13 @@ def announce_ready(node: str) -> None:
 
 def sweeper_for(app: Any, settings: Any) -> Any:
     from services.scheduler.sweeper import Sweeper
-    from shared.celery_app import send
+    from shared.celery_app import queue_backlog, send
     from shared.messages import EvaluationRequested
 
     def publish(evaluation_id: str) -> None:
         send(app, queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation_id))
 
-    return Sweeper(settings, publish)
+    return Sweeper(settings, publish, lambda queue: queue_backlog(app, queue))
 
 
 def split_frameworks(values: list[str] | None) -> list[str]:

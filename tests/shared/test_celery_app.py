@@ -58,3 +58,28 @@ def test_setup_tracing_exports_through_the_given_exporter() -> None:
     assert [s.resource.attributes["service.name"] for s in exporter.get_finished_spans()] == [
         "test"
     ]
+
+
+def test_queue_backlog_counts_the_messages_waiting_in_redis() -> None:
+    """Against the real broker: the sweeper reads a stage's backlog from it."""
+    import os
+    import uuid
+
+    import redis
+
+    from shared.celery_app import queue_backlog, send
+    from shared.messages import EvaluationRequested
+
+    base = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379")
+    db = int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))
+    app = make_celery(Settings(broker_url=f"{base}/{db}"))
+    queue = f"backlog-test-{uuid.uuid4().hex[:8]}"  # no worker consumes it
+    try:
+        assert queue_backlog(app, queue) == 0  # Redis has no such list yet
+        for n in range(3):
+            message = EvaluationRequested(evaluation_id=f"e{n}")
+            send(app, queues.PLAN_EVALUATION, message, queue=queue)
+        assert queue_backlog(app, queue) == 3
+        assert queue_backlog(app, f"{queue}-other") == 0
+    finally:
+        redis.Redis.from_url(f"{base}/{db}").delete(queue)

@@ -108,6 +108,37 @@ def test_a_run_queued_behind_a_busy_agent_is_waiting_not_stalled(outbox: Outbox)
     assert again["evaluation_id"] == evaluation_id
 
 
+def test_an_evaluation_behind_its_stage_backlog_is_waiting_not_stalled(outbox: Outbox) -> None:
+    evaluation_id = submit_quick(seed=25)
+    _sweep(outbox)  # nothing yet: too young
+    _age(evaluation_id, 120)
+    _sweep(outbox)  # its plan was lost; planned now: PREPROCESSING, shards sent
+    outbox.take(queues.PREPROCESS_SHARD)
+    _age(evaluation_id, 120)
+    settings, now = runtime.settings(), utcnow()
+    asked: list[str] = []
+
+    def busy_preprocess(queue: str) -> int:
+        asked.append(queue)
+        return 40 if queue == queues.PREPROCESS else 0
+
+    with runtime.db() as session:
+        # 40 shards wait before its own: the preprocess workers are busy, not lost.
+        assert find_stalled(session, settings, now, busy_preprocess) == []
+        assert asked == [queues.PREPROCESS]
+        # The queue is empty and it still did not move: its shards were lost.
+        (stalled,) = find_stalled(session, settings, now, lambda queue: 0)
+        assert stalled.evaluation_id == evaluation_id and not stalled.failed
+
+        def broker_down(queue: str) -> int:
+            raise ConnectionError("broker down")
+
+        # Without the broker's word, the database alone judges (as before backlogs).
+        assert [d.evaluation_id for d in find_stalled(session, settings, now, broker_down)] == [
+            evaluation_id
+        ]
+
+
 def test_a_lost_plan_and_lost_shards_are_published_again(outbox: Outbox) -> None:
     evaluation_id = submit_quick(seed=23)
     # The API's EvaluationRequested never arrived (a broker restart dropped it).
