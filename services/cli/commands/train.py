@@ -1,0 +1,138 @@
+"""`benchstack train MODEL`: training throughput (images/s) with warm-up excluded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from services.cli.errors import user_errors
+from services.training.throughput import TrainingResult
+
+
+def train(
+    model: str = typer.Argument(..., help="torchvision name (e.g. resnet18) or 'digits'."),
+    steps: int = typer.Option(20, "--steps", help="Measured steps (1..100000)."),
+    batch_size: int = typer.Option(32, "--batch-size", help="Images per step (1..4096)."),
+    warmup: int = typer.Option(3, "--warmup", help="Steps run first and not measured (0..10000)."),
+    image_size: int = typer.Option(32, "--image-size", help="Square image side (8..1024)."),
+    data: str = typer.Option(
+        "synthetic",
+        "--data",
+        help="synthetic, an image folder, or synthetic,DIR (side by side with the ratio).",
+    ),
+    precision: str = typer.Option("fp32", "--precision", help="fp32 or bf16 (autocast)."),
+    optimizer: str = typer.Option("sgd", "--optimizer", help="sgd or adam."),
+    target_top1: float | None = typer.Option(
+        None, "--target-top1", help="Time to quality (digits only): held-out top-1 in 0..1."
+    ),
+    runs: int = typer.Option(5, "--runs", help="Seeded time-to-quality runs (3..20)."),
+    max_epochs: int = typer.Option(30, "--max-epochs", help="Epoch bound per run (1..200)."),
+) -> None:
+    """Train MODEL for --steps steps and report images/s, data share and peak memory."""
+    if target_top1 is not None:
+        _time_to_quality(model, target_top1, runs, max_epochs)
+        return
+    with user_errors():
+        import torch
+
+        from services.training import options
+        from services.training.report import write_report
+        from services.training.throughput import TrainingSettings, run
+        from shared.settings import get_settings
+
+        for name, value in (
+            ("--steps", steps),
+            ("--batch-size", batch_size),
+            ("--warmup", warmup),
+            ("--image-size", image_size),
+        ):
+            options.check_bounded(name, value)
+        options.check_choice("--precision", precision, options.PRECISIONS)
+        options.check_choice("--optimizer", optimizer, options.OPTIMIZERS)
+        sources = [part.strip() for part in data.split(",") if part.strip()]
+        if not 1 <= len(sources) <= 2:
+            raise ValueError("--data: give 'synthetic', an image folder, or 'synthetic,DIR'")
+        results = []
+        for source in sources:
+            settings = TrainingSettings(
+                data=source,
+                model=model,
+                steps=steps,
+                batch_size=batch_size,
+                warmup=warmup,
+                image_size=image_size,
+                precision=precision,
+                optimizer=optimizer,
+                threads=torch.get_num_threads(),
+                device="cuda" if torch.cuda.is_available() else "cpu",
+            )
+            results.append(run(settings))
+    out = Console(highlight=False, soft_wrap=True)
+    for result in results:
+        _print_result(out, result, write_report(result, get_settings().data_dir))
+    if len(results) == 2:
+        first, second = (r.statistics.mean_images_per_s for r in results)
+        out.print(
+            f"{results[1].settings.data} / {results[0].settings.data}: "
+            f"{second / first:.3f} of the images/s"
+        )
+
+
+def _time_to_quality(model: str, target_top1: float, runs: int, max_epochs: int) -> None:
+    out = Console(highlight=False, soft_wrap=True)
+    with user_errors():
+        from services.training.time_to_quality import olympic_score, train_to_target
+
+        if model != "digits":
+            raise ValueError("--target-top1: time to quality is available for 'digits' only")
+        if not 0.0 < target_top1 <= 1.0:
+            raise ValueError(f"--target-top1: {target_top1} is outside the accepted range 0..1")
+        if not 3 <= runs <= 20:
+            raise ValueError(f"--runs: {runs} is outside the accepted range 3..20")
+        if not 1 <= max_epochs <= 200:
+            raise ValueError(f"--max-epochs: {max_epochs} is outside the accepted range 1..200")
+        results = []
+        for seed in range(runs):
+            run = train_to_target(target_top1, seed=seed, max_epochs=max_epochs)
+            results.append(run)
+            status = f"reached in {run.epochs} epochs" if run.reached else "did NOT reach"
+            out.print(f"seed {seed}: {status}, top-1 {run.top1:.4f}, wall {run.wall_s:.2f} s")
+    missed = [r.seed for r in results if not r.reached]
+    if missed:
+        out.print(
+            f"no olympic score: seeds {missed} did not reach {target_top1} in {max_epochs} epochs"
+        )
+        raise typer.Exit(code=1)
+    score = olympic_score([r.wall_s for r in results])
+    out.print(f"olympic score {score:.2f} s (fastest and slowest of {runs} runs dropped)")
+
+
+def _print_result(out: Console, result: TrainingResult, path: Path) -> None:
+    settings, s = result.settings, result.statistics
+    model, precision, optimizer = settings.model, settings.precision, settings.optimizer
+    batch_size, warmup, data = settings.batch_size, settings.warmup, settings.data
+    out.print(
+        f"{model} {settings.device} {precision} {optimizer} batch {batch_size} "
+        f"threads {settings.threads} data {data}"
+    )
+    out.print(
+        f"images/s  {s.mean_images_per_s:.1f} ± {s.standard_error_images_per_s:.1f} "
+        f"(standard error, {s.steps} steps after {warmup} warm-up)"
+    )
+    out.print(f"jitter    {s.jitter:.3f} (mean |Δ step time| / mean step time)")
+    out.print(f"data share {s.data_share:.3f} of step time")
+    out.print(
+        f"peak RSS  {result.peak_rss_bytes / 2**20:.0f} MiB"
+        + (
+            f", CUDA max allocated {result.cuda_max_allocated_bytes / 2**20:.0f} MiB"
+            if result.cuda_max_allocated_bytes is not None
+            else ""
+        )
+    )
+    out.print(f"report    {path}")
+
+
+def register(root: typer.Typer) -> None:
+    root.command("train")(train)

@@ -1,0 +1,1 @@
+"""Training benchmarks: throughput of training steps (issue 15)."""

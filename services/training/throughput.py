@@ -1,0 +1,115 @@
+"""Time training steps of a model on synthetic tensors; warm-up steps are excluded."""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from services.training.data_sources import BatchSource, image_folder, synthetic
+from services.training.step_timing import StepStatistics, summarise
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    model: str
+    steps: int
+    batch_size: int
+    warmup: int
+    image_size: int
+    precision: str
+    optimizer: str
+    data: str
+    threads: int
+    device: str
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    settings: TrainingSettings
+    statistics: StepStatistics
+    peak_rss_bytes: int
+    cuda_max_allocated_bytes: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "settings": asdict(self.settings),
+            "statistics": asdict(self.statistics),
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "cuda_max_allocated_bytes": self.cuda_max_allocated_bytes,
+            "definitions": {
+                "mean_images_per_s": "mean over measured steps of batch size / step seconds",
+                "standard_error_images_per_s": "sample std of per-step images/s / sqrt(steps)",
+                "jitter": "mean |step time difference| of consecutive steps / mean step time",
+                "data_share": "time getting the batch / total step time",
+            },
+        }
+
+
+def build_model(name: str) -> Any:
+    from services.inference.backends.torch.architectures import build_architecture
+
+    spec = (
+        name
+        if ":" in name
+        else ("benchstack:digits_cnn" if name == "digits" else f"torchvision:{name}")
+    )
+    return build_architecture(spec)
+
+
+def _batch_source(settings: TrainingSettings, channels: int, classes: int) -> BatchSource:
+    if settings.data == "synthetic":
+        return synthetic(settings.batch_size, channels, settings.image_size, classes)
+    return image_folder(
+        Path(settings.data), settings.batch_size, channels, settings.image_size, classes
+    )
+
+
+def run(settings: TrainingSettings) -> TrainingResult:
+    import torch
+    from torch import nn
+
+    torch.set_num_threads(settings.threads)
+    device = torch.device(settings.device)
+    model = build_model(settings.model).to(device).train()
+    channels = 1 if settings.model == "digits" else 3
+    classes = 10
+    next_batch = _batch_source(settings, channels, classes)
+    optimiser: torch.optim.Optimizer = (
+        torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        if settings.optimizer == "sgd"
+        else torch.optim.Adam(model.parameters(), lr=1e-3)
+    )
+    loss_fn = nn.CrossEntropyLoss()
+    autocast_dtype = torch.bfloat16 if settings.precision == "bf16" else None
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    step_seconds: list[float] = []
+    data_seconds: list[float] = []
+    for step in range(settings.warmup + settings.steps):
+        start = time.perf_counter()
+        # Synthetic batches are made each step too, so data time is measured alike.
+        cpu_images, cpu_labels = next_batch()
+        images, labels = cpu_images.to(device), cpu_labels.to(device)
+        loaded = time.perf_counter()
+        optimiser.zero_grad()
+        with torch.autocast(
+            device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None
+        ):
+            loss = loss_fn(model(images), labels)
+        loss.backward()
+        optimiser.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        end = time.perf_counter()
+        if step >= settings.warmup:
+            step_seconds.append(end - start)
+            data_seconds.append(loaded - start)
+    # ru_maxrss is in KiB on Linux.
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    cuda_peak = int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
+    return TrainingResult(
+        settings, summarise(step_seconds, data_seconds, settings.batch_size), peak_rss, cuda_peak
+    )
