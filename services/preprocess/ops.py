@@ -165,7 +165,13 @@ def normalize(batch: Batch, step: NormalizeStep) -> np.ndarray:
         raise ValueError(f"normalize: {len(step.mean)} mean values for {channels} channels")
     mean = np.asarray(step.mean, dtype=np.float32)
     std = np.asarray(step.std, dtype=np.float32)
-    return (array / np.float32(step.scale) - mean) / std
+    # In place: the same float32 operations in the same order as (x / scale - mean) / std
+    # (so results stay bit-identical to torchvision's ToTensor + Normalize), without the
+    # two temporaries a batch-sized expression allocates.
+    np.divide(array, np.float32(step.scale), out=array)
+    np.subtract(array, mean, out=array)
+    np.divide(array, std, out=array)
+    return array
 
 
 def layout(batch: Batch, step: LayoutStep) -> np.ndarray:
