@@ -1,6 +1,8 @@
 """The Celery app workers load: ``celery -A services.celery_main worker -Q scheduler``.
 
 Tracing is set up here, per worker process, and the trace context rides in message headers.
+A worker started this way (not through services.stack.entry) gets a WorkerContext that
+publishes through this app and is no agent.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ import os
 
 from celery import signals
 
-from shared.celery_app import make_celery
+from shared import worker_context
+from shared.celery_app import make_celery, publisher
 from shared.settings import get_settings
 from shared.tracing import install_celery_propagation, setup_tracing
 
@@ -28,3 +31,11 @@ def _per_child(**_: object) -> None:
 @signals.worker_init.connect(weak=False)
 def _tracing(**_: object) -> None:
     setup_tracing(os.environ.get("BENCHSTACK_SERVICE", "benchstack-worker"), get_settings())
+
+
+@signals.worker_init.connect(weak=False)
+def _context(**_: object) -> None:
+    # `celery -A services.celery_main worker` directly: publish through this app, as no
+    # agent. services.stack.entry installs its own (with the agent) before it gets here.
+    if not worker_context.is_installed():
+        worker_context.install(worker_context.WorkerContext(publisher(app)))

@@ -8,6 +8,7 @@ not hoard queued work, and routes taken from ``shared.queues``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
@@ -15,6 +16,10 @@ from celery import Celery
 from shared import queues
 from shared.messages import Message
 from shared.settings import Settings
+
+# How every part publishes: (task name, message, queue or None for the task's route). The
+# API and each worker are handed one at start-up; tests hand them one that records.
+Publisher = Callable[[str, Message, str | None], None]
 
 TASK_MODULES = (
     "services.scheduler.tasks",
@@ -83,3 +88,12 @@ def send(app: Celery, task_name: str, message: Message, *, queue: str | None = N
     """Publish one message; the payload is the message's JSON, the only argument."""
     options: dict[str, Any] = {"queue": queue} if queue else {}
     app.send_task(task_name, args=[message.to_json()], **options)
+
+
+def publisher(app: Celery) -> Publisher:
+    """A ``Publisher`` that sends through ``app``."""
+
+    def publish(task_name: str, message: Message, queue: str | None) -> None:
+        send(app, task_name, message, queue=queue)
+
+    return publish

@@ -88,6 +88,9 @@ class Measurement:
     hints: list[str] = field(default_factory=list)
     # Samples that could not be prepared (file and reason), left out of the run.
     input_errors: list[str] = field(default_factory=list)
+    # The leveled profile when a trace level above NONE was asked for (layer table,
+    # coverage, each pass's figures and level); None otherwise.
+    profile: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(asdict(self))
@@ -159,6 +162,7 @@ class RunReport:
                 "agent": m.agent,
                 "agent_id": m.agent.get("id", ""),
                 "environment": m.environment,
+                "profile": m.profile,
                 "logs": self.log_locations or self.logs,
                 "log_keys": self.logs,
                 "log_prefix": self.log_prefix,

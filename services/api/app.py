@@ -25,11 +25,10 @@ from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavai
 from services.api.graphql.schema import OperationLimits, make_schema
 from services.api.observability import PUBLISHED, UNAVAILABLE, PrometheusMiddleware
 from services.api.request_limits import RequestRefused, decode_bounded_json, too_large
-from services.api.submission import Publisher
 from services.api.token_cache import Caller
 from services.api.web import mount_web
 from services.api.web.graphiql import graphiql_response
-from shared.celery_app import make_celery, send
+from shared.celery_app import Publisher, make_celery, send
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.messages import Message

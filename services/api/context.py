@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from strawberry.dataloader import DataLoader
 from strawberry.fastapi import BaseContext
 
-from services.api.submission import Publisher
 from services.api.token_cache import TokenCache
+from shared.celery_app import Publisher
 from shared.db.session import session_scope
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store

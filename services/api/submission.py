@@ -1,7 +1,9 @@
 """Validating and accepting an evaluation request; nothing is enqueued unless it is valid.
 
 Each check returns a typed rejection naming the field at fault and what it accepts; the
-GraphQL layer turns those into error types of the mutation's result union.
+GraphQL layer turns those into error types of the mutation's result union. The model a
+request names is looked up in ``model_registry``; what it may make a worker read (an
+inline manifest's files, the dataset folder) is checked by ``confinement``.
 """
 
 from __future__ import annotations
@@ -10,28 +12,31 @@ import logging
 import math
 import re
 import uuid
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from functools import lru_cache
-from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import ValidationError
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.analysis.labels import BUILTIN_LABELS
 from services.api.bounds import (
     OutOfBounds,
     constraint_terms_problem,
-    manifest_size_problems,
     null_options_problem,
     scenario_problem,
 )
+from services.api.confinement import (
+    MAX_NAME_CHARS,
+    MAX_VERSION_CHARS,
+    confine_manifest,
+    dataset_spec,
+    manifest_yaml_limits,
+)
 from services.api.faults import unavailable_dependency
+from services.api.model_registry import find_model, known_model_names
 from services.api.observability import UNAVAILABLE
+from services.api.rejections import Rejection, RejectionKind
 from services.inference.backends.base import backend_names
 from services.inference.loadgen.config import ScenarioConfig
 from services.scheduler.agents import find_agent
@@ -45,34 +50,20 @@ from services.scheduler.constraints import (
 )
 from services.scheduler.planner import UnmetConstraint
 from shared import queues
-from shared.bounded_yaml import YamlLimits
-from shared.catalogue import list_catalogue
-from shared.db.catalog import RegisteredModel, visible_to
+from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
-from shared.manifest import (
-    SEMVER_RE,
-    ManifestError,
-    ModelManifest,
-    TopKStep,
-    parse_manifest,
-    parse_manifest_text,
-)
-from shared.messages import EvaluationRequested, Message
+from shared.manifest import ManifestError, ModelManifest, parse_manifest_text
+from shared.messages import EvaluationRequested
 from shared.settings import Settings
 from shared.tracing import TRACE_LEVELS, tracer
 
-Publisher = Callable[[str, Message, str | None], None]
-
 # Bounds of a submission. String limits are the column sizes of shared/db (evaluations,
-# models): longer input is refused with a typed error, never truncated or sent to SQL.
+# models): longer input is refused with a typed error, never truncated or sent to SQL
+# (the model, version and dataset limits are services/api/confinement.py's).
 MAX_BATCH_SIZE = 4096
-MAX_DATASET_CHARS = 500  # evaluations.dataset, datasets.spec: String(500)
-MAX_NAME_CHARS = 200  # evaluations.model_name, models.name: String(200)
-MAX_VERSION_CHARS = 100  # evaluations.model_version, models.version: String(100)
 MAX_DEVICE_CHARS = 50  # evaluations.device: String(50)
 MAX_SEED = 2**31 - 1  # evaluations.seed: Integer
 MAX_OPTION_CHARS = 200
-SYNTHETIC = "synthetic"
 
 # backendOptions each backend reads (services/inference/backends/<name>/backend.py).
 # "url" is not among them: which server the triton backend talks to is the worker's
@@ -100,16 +91,6 @@ REFUSED_BACKEND_OPTIONS = {
 }
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Rejection:
-    # UnknownModel, InvalidScenarioSettings, NoMatchingAgent, InvalidManifest or InvalidInput
-    kind: str
-    message: str
-    field: str = ""
-    problems: list[str] = dc_field(default_factory=list)
-    accepted: list[str] = dc_field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -150,81 +131,6 @@ _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 def snake_keys(data: dict[str, Any]) -> dict[str, Any]:
     """GraphQL clients write minDurationS; ScenarioConfig names it min_duration_s."""
     return {_CAMEL.sub("_", k).lower(): v for k, v in data.items()}
-
-
-@lru_cache(maxsize=1)
-def _catalogue() -> tuple[ModelManifest, ...]:
-    # The shipped manifests never change while the API runs; parse them once, not per request.
-    return tuple(list_catalogue())
-
-
-def catalogue_names() -> frozenset[str]:
-    return frozenset(m.name for m in _catalogue())
-
-
-def semver_key(version: str) -> tuple[Any, ...]:
-    """Sort key of a semantic version by semver.org precedence (build metadata ignored):
-    1.0.0-alpha < 1.0.0-alpha.1 < 1.0.0-beta < 1.0.0-rc.1 < 1.0.0 < 1.0.1 < 1.10.0."""
-    match = SEMVER_RE.match(version)
-    if match is None:  # every stored version passed the manifest's check; kept as a guard
-        return (-1, -1, -1, 0, ())
-    major, minor, patch, pre, _build = match.groups()
-    if pre is None:
-        # A release ranks above each of its pre-releases.
-        return (int(major), int(minor), int(patch), 1, ())
-    # Numeric identifiers rank below alphanumeric ones and compare as numbers.
-    ids = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
-    return (int(major), int(minor), int(patch), 0, ids)
-
-
-def _highest(manifests: Iterable[ModelManifest]) -> ModelManifest | None:
-    # Ties (versions differing only in build metadata) break on the text: deterministic.
-    return max(manifests, key=lambda m: (semver_key(m.version), m.version), default=None)
-
-
-def find_model(
-    session: Session, name: str, version: str | None, *, viewer_id: int
-) -> tuple[ModelManifest, str] | None:
-    """The manifest a name (and version) stands for, and its origin: "catalogue" or
-    "registered". Deterministic: the exact version if given, else the highest semantic
-    version.
-
-    A catalogue name always means the catalogue's model: registerModel refuses those names,
-    and a registration stored before it did cannot shadow the shipped model. A registered
-    name belongs to whoever registered it first; versions added by anyone else (only
-    possible before registerModel checked ownership) are never chosen. A private model of
-    another user is not found, exactly as a missing one.
-
-    Names are looked up, never read as paths: a request must not make the API read files.
-    """
-    if name in catalogue_names():
-        shipped = [m for m in _catalogue() if m.name == name]
-        if version:
-            shipped = [m for m in shipped if m.version == version]
-        found = _highest(shipped)
-        return (found, "catalogue") if found is not None else None
-    rows = list(
-        session.scalars(
-            select(RegisteredModel)
-            .where(RegisteredModel.name == name)
-            .order_by(RegisteredModel.created_at, RegisteredModel.id)
-        )
-    )
-    if not rows:
-        return None
-    owner = rows[0].owner_id
-    candidates = [r for r in rows if r.owner_id == owner and (r.shared or owner == viewer_id)]
-    if version:
-        candidates = [r for r in candidates if r.version == version]
-    row = max(candidates, key=lambda r: (semver_key(r.version), r.version), default=None)
-    return (parse_manifest(row.manifest), "registered") if row is not None else None
-
-
-def known_model_names(session: Session, *, viewer_id: int) -> list[str]:
-    registered = session.scalars(
-        select(RegisteredModel.name).where(visible_to(viewer_id)).distinct()
-    )
-    return sorted({*registered, *(m.name for m in _catalogue())})
 
 
 def scenario_config(scenario: str, settings: Any) -> ScenarioConfig | Rejection:
@@ -275,97 +181,6 @@ def run_cap_problem(scenario: ScenarioConfig, max_run_seconds: float) -> Rejecti
                 field=f"settings.{name}",
             )
     return None
-
-
-def relative_inside(value: str) -> PurePosixPath | None:
-    """``value`` as a path relative to a folder it cannot leave, or None when it is
-    absolute, starts with '~', has a '..' component, names the folder itself, or holds
-    control characters or backslashes."""
-    if not value or "\\" in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
-        return None
-    if value.startswith(("/", "~")):
-        return None
-    path = PurePosixPath(value)
-    if not path.parts or ".." in path.parts:
-        return None
-    return path
-
-
-_RELATIVE = "a path relative to the models folder (BENCHSTACK_MODELS_DIR) without '..'"
-
-
-def manifest_yaml_limits(settings: Settings) -> YamlLimits:
-    """How much YAML a client may send as a manifest (inline or registerModel)."""
-    return YamlLimits(
-        max_chars=settings.max_manifest_chars,
-        max_depth=settings.max_manifest_depth,
-        max_nodes=settings.max_manifest_nodes,
-    )
-
-
-def manifest_problems(manifest: ModelManifest, settings: Settings) -> list[str]:
-    """What a manifest sent through the API (inline or registerModel) may not contain:
-    absolute or escaping file paths and remote URLs, which would make a worker read, hash
-    and report on any file of its host; names longer than their columns; and input
-    shapes or resize/crop sizes over this deployment's limits."""
-    problems = manifest_size_problems(manifest, settings)
-    if len(manifest.name) > MAX_NAME_CHARS:
-        problems.append(f"name: at most {MAX_NAME_CHARS} characters (got {len(manifest.name)})")
-    if len(manifest.version) > MAX_VERSION_CHARS:
-        problems.append(
-            f"version: at most {MAX_VERSION_CHARS} characters (got {len(manifest.version)})"
-        )
-    for field, model_file in manifest.model_files():
-        if model_file.url is not None:
-            problems.append(
-                f"{field}.url: remote model files are not accepted; accepted: 'path', {_RELATIVE}"
-            )
-        elif model_file.path is not None and relative_inside(model_file.path) is None:
-            problems.append(
-                f"{field}.path: {model_file.path!r} is not accepted; accepted: {_RELATIVE}"
-            )
-    for i, output in enumerate(manifest.outputs):
-        for j, step in enumerate(output.steps):
-            labels = step.labels if isinstance(step, TopKStep) else None
-            if labels and labels not in BUILTIN_LABELS and relative_inside(labels) is None:
-                problems.append(
-                    f"outputs[{i}].steps[{j}].labels: {labels!r} is not accepted; accepted: "
-                    f"{', '.join(sorted(BUILTIN_LABELS))} or {_RELATIVE}"
-                )
-    return problems
-
-
-def confine_manifest(
-    manifest: ModelManifest, settings: Settings, field: str = "manifest"
-) -> ModelManifest | Rejection:
-    """Check a manifest that came through the API and anchor its relative file paths in
-    ``models_dir``.
-
-    ``base_dir`` is set to ``models_dir``, and the paths are also written out as absolute
-    paths under it, because ``base_dir`` is not serialised: the worker reads the stored
-    manifest without one, and an absolute path under ``models_dir`` resolves the same way
-    whether or not the worker sets a base.
-    """
-    problems = manifest_problems(manifest, settings)
-    if problems:
-        return Rejection(
-            "InvalidManifest",
-            "\n".join(f"{field}: {p}" for p in problems),
-            field=field,
-            problems=problems,
-        )
-    root = Path(settings.models_dir).expanduser()
-    data = manifest.to_dict()
-    for key in ("file", "weights"):
-        entry = data["source"].get(key)
-        if entry and entry.get("path"):
-            entry["path"] = str(root / PurePosixPath(entry["path"]))
-    for output in data["outputs"]:
-        for step in output.get("steps", []):
-            labels = step.get("labels") if step.get("op") == "top_k" else None
-            if labels and labels not in BUILTIN_LABELS:
-                step["labels"] = str(root / PurePosixPath(labels))
-    return parse_manifest(data, source=field, base_dir=str(root))
 
 
 def _resolve_manifest(
@@ -423,39 +238,6 @@ def _out_of_range(field: str, value: int, low: int, high: int) -> Rejection | No
     )
 
 
-DATASET_ACCEPTED = [
-    SYNTHETIC,
-    "a folder relative to the datasets folder (BENCHSTACK_DATASETS_DIR), without '..'",
-]
-
-
-def dataset_spec(settings: Settings, dataset: str) -> str | Rejection:
-    """What the workers are given for ``dataset``: "synthetic", or the folder it names
-    inside ``settings.datasets_dir`` as an absolute path. Nothing outside that folder can
-    be named: workers read the spec as a path, and "/" would make the scheduler walk the
-    whole filesystem."""
-
-    def refuse(why: str) -> Rejection:
-        return Rejection(
-            "InvalidInput",
-            f"dataset: {why}; accepted: {SYNTHETIC!r} or {DATASET_ACCEPTED[1]}",
-            field="dataset",
-            accepted=DATASET_ACCEPTED,
-        )
-
-    if len(dataset) > MAX_DATASET_CHARS:
-        return refuse(f"at most {MAX_DATASET_CHARS} characters (got {len(dataset)})")
-    if dataset == SYNTHETIC:
-        return dataset
-    relative = relative_inside(dataset)
-    if relative is None:
-        return refuse(f"{dataset!r} is not a folder inside the datasets folder")
-    spec = str(Path(settings.datasets_dir).expanduser() / relative)
-    if len(spec) > MAX_DATASET_CHARS:
-        return refuse(f"the folder's full path is longer than {MAX_DATASET_CHARS} characters")
-    return spec
-
-
 def backend_options_problem(framework: str, options: Any) -> Rejection | None:
     """Only the options the chosen backend reads, as plain values; never "url"."""
     if not isinstance(options, dict):
@@ -505,7 +287,7 @@ def backend_options_problem(framework: str, options: Any) -> Rejection | None:
     return None
 
 
-def _invalid(problem: OutOfBounds, kind: str = "InvalidInput") -> Rejection:
+def _invalid(problem: OutOfBounds, kind: RejectionKind = "InvalidInput") -> Rejection:
     return Rejection(kind, problem.message, field=problem.field, accepted=[problem.accepted])
 
 

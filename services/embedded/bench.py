@@ -25,6 +25,9 @@ from services.inference.host_slot import HostSlot
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.runner import ProgressCallback
 from services.inference.measurement import measurement_of, store_attempt
+from services.inference.profiling.otel_export import current_trace_id
+from services.inference.profiling.passes import DEFAULT_ITERATIONS
+from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.inference.run import execute_run
 from services.inference.threads import with_scenario_threads
 from services.preprocess.datasets import Dataset, resolve_dataset
@@ -65,6 +68,9 @@ class BenchRequest:
     group: dict[str, Any] | None = None
     # The agent constraint terms of the stack run this one reproduces ({"require": [...]}).
     constraints: dict[str, Any] = field(default_factory=dict)
+    # Above NONE, leveled profiling passes follow the (uninstrumented) LoadGen run.
+    trace_level: str = "NONE"
+    profile_iterations: int = DEFAULT_ITERATIONS
 
 
 @dataclass
@@ -117,13 +123,16 @@ def run_bench(
     # What `manifest validate` checks, refused the same way before anything loads.
     check_manifest(manifest, hash_files=False)
     store = make_store(settings)
+    profiler = RunProfiler(request.trace_level, request.profile_iterations)
 
     progress.on_stage("preparing data")
-    dataset = resolve_dataset(
-        request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
-    )
+    with profiler.step("dataset"):
+        dataset = resolve_dataset(
+            request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
+        )
     prep_start = time.perf_counter()
-    prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
+    with profiler.step("preprocess"):
+        prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
     prep_seconds = time.perf_counter() - prep_start
 
     prefix = attempt_prefix(run_id, 1)
@@ -141,14 +150,21 @@ def run_bench(
             request = replace(request, backend_options=options)
             backend = create_backend(framework, options)
             try:
-                backend.load(manifest)
+                with profiler.step("model load"):
+                    backend.load(manifest)
+                batch = batch_of(prepared.tensors, request.batch_size) if profiler.enabled else None
+                if batch is not None:
+                    profiler.cold(backend, batch)
                 progress.on_stage("running")
                 progress.on_run_start(request.scenario.effective_min_duration_s)
                 # Ctrl-C here must not unwind through LoadGen (see interrupt.py); the run's
                 # files and row are written only after this returns, so none exist yet.
-                with exit_on_interrupt(
-                    lambda: shutil.rmtree(tmp, ignore_errors=True),
-                    lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
+                with (
+                    exit_on_interrupt(
+                        lambda: shutil.rmtree(tmp, ignore_errors=True),
+                        lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
+                    ),
+                    profiler.step("loadgen run", headline=True),
                 ):
                     outcome = execute_run(
                         manifest=manifest,
@@ -162,6 +178,9 @@ def run_bench(
                         class_names=dataset.class_names,
                         progress=progress.on_loadgen,
                     )
+                if batch is not None:
+                    progress.on_stage(f"profiling ({profiler.level})")
+                    profiler.passes(backend, batch)
             finally:
                 # Sessions, client pools and device memory go back even when a run fails.
                 backend.close()
@@ -172,8 +191,10 @@ def run_bench(
             environment=environment,
             host=host.to_dict() | {"threads": threads.reason},
             input_errors=[str(e) for e in prepared.errors],
+            profile=profiler.summary(),
         )
-        keys = store_attempt(store, prefix, outcome.log_files, measurement)
+        trace_files = profiler.write(Path(tmp), run_id=run_id, trace_id=current_trace_id())
+        keys = store_attempt(store, prefix, outcome.log_files | trace_files, measurement)
 
     progress.on_stage("storing")
     report = assemble_report(
@@ -218,4 +239,5 @@ def run_settings(request: BenchRequest, manifest: ModelManifest, framework: str)
             extra=dict(options.extra),
         ),
         constraints=dict(request.constraints),
+        trace_level=request.trace_level,
     )

@@ -26,6 +26,7 @@ def measurement_of(
     host: dict[str, Any] | None = None,
     environment: dict[str, Any] | None = None,
     input_errors: list[str] | None = None,
+    profile: dict[str, Any] | None = None,
 ) -> Measurement:
     """The run as judged here: LoadGen's verdict with what only the SUT saw applied."""
     return Measurement(
@@ -48,6 +49,7 @@ def measurement_of(
         warnings=list(outcome.warnings),
         hints=list(outcome.hints),
         input_errors=list(input_errors or [])[:100],
+        profile=profile,
     )
 
 

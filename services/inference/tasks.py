@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from celery import current_app, shared_task
+from celery import shared_task
 from sqlalchemy import select
 
 from services.inference.backends.base import BackendOptions, create_backend
@@ -34,11 +34,14 @@ from services.inference.host_slot import HostSlot
 from services.inference.isolated import announce_started, run_in_child
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.measurement import measurement_of, store_attempt, stored_completion
+from services.inference.profiling.run_profile import RunProfiler, batch_of
+from services.inference.profiling.spans import now_ns
+from services.inference.profiling.stack_trace import adopt_trace
+from services.inference.profiling.trace_events import TRACE_FILE
 from services.inference.run import execute_run
 from services.inference.threads import with_scenario_threads
 from services.preprocess.shards import ShardSet
-from shared import queues, runtime
-from shared.celery_app import send
+from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
@@ -46,17 +49,13 @@ from shared.manifest import parse_manifest
 from shared.messages import RunCompleted, RunInference
 from shared.run_report import attempt_prefix
 from shared.task_guard import RETRY_OPTIONS, TRANSIENT_ERRORS, fail_evaluation_on_error
+from shared.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
 
 # How often a measuring worker checks whether its run was cancelled: the agent is free
 # for the next evaluation within about this long after a cancel.
 CANCEL_POLL_S = 1.0
-
-# Set by the worker launcher (services.stack.entry): this process's agent id per
-# framework, and the agent's settings (e.g. {"intra_op_threads": 2}) that every run applies.
-CURRENT_AGENT_IDS: dict[str, str] = {}
-CURRENT_AGENT_SETTINGS: dict[str, Any] = {}
 
 
 def backend_options(message: RunInference, agent_settings: dict[str, Any]) -> BackendOptions:
@@ -89,7 +88,9 @@ def measure(
     store = runtime.store()
     manifest = parse_manifest(message.manifest)
     scenario = ScenarioConfig.model_validate(message.scenario)
-    shards = ShardSet.open(store, message.shard_keys)
+    profiler = RunProfiler(message.trace_level)
+    with profiler.step("shards"):
+        shards = ShardSet.open(store, message.shard_keys)
     with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
         # The host first: loading a model while another run measures would disturb it,
         # and threads are chosen for the load the machine has once it is ours.
@@ -100,17 +101,26 @@ def measure(
             )
             backend = create_backend(message.framework, options)
             try:
-                backend.load(manifest)
-                outcome = execute_run(
-                    manifest=manifest,
-                    backend=backend,
-                    scenario=scenario,
-                    batch_size=message.batch_size,
-                    log_dir=Path(tmp),
-                    fetch=shards.fetch,
-                    sample_count=shards.sample_count,
-                    labels=shards.labels,
-                )
+                with profiler.step("model load"):
+                    backend.load(manifest)
+                batch = None
+                if profiler.enabled:
+                    count = min(message.batch_size, shards.sample_count)
+                    batch = batch_of(shards.fetch(range(count)), message.batch_size)
+                    profiler.cold(backend, batch)
+                with profiler.step("loadgen run", headline=True):
+                    outcome = execute_run(
+                        manifest=manifest,
+                        backend=backend,
+                        scenario=scenario,
+                        batch_size=message.batch_size,
+                        log_dir=Path(tmp),
+                        fetch=shards.fetch,
+                        sample_count=shards.sample_count,
+                        labels=shards.labels,
+                    )
+                if batch is not None:
+                    profiler.passes(backend, batch)
             finally:
                 backend.close()
         agent = {
@@ -127,8 +137,10 @@ def measure(
             agent=agent,
             host=host.to_dict() | {"threads": threads.reason},
             input_errors=shards.errors,
+            profile=profiler.summary(),
         )
-        return store_attempt(store, prefix, outcome.log_files, measurement)
+        trace_files = profiler.write(Path(tmp), run_id=message.run_id)
+        return store_attempt(store, prefix, outcome.log_files | trace_files, measurement)
 
 
 def completion_message(
@@ -194,14 +206,16 @@ def busy(agent_ids: list[str]) -> Iterator[None]:
 @shared_task(name=queues.RUN_INFERENCE, **RETRY_OPTIONS)
 @fail_evaluation_on_error("inference")
 def run_inference(payload: dict[str, Any]) -> None:
-    with busy(list(CURRENT_AGENT_IDS.values())):
-        _run_inference(payload)
+    # This worker's agent ids and settings, and its publisher: given by its launcher.
+    context = worker_context.current()
+    with busy(list(context.agent.ids.values())):
+        _run_inference(payload, context)
 
 
-def _run_inference(payload: dict[str, Any]) -> None:
+def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
     message = RunInference.model_validate(payload)
     settings = runtime.settings()
-    agent_id = CURRENT_AGENT_IDS.get(message.framework, "")
+    agent_id = context.agent.agent_id(message.framework)
     attempt: int | None = None
     completed: RunCompleted | None = None
     with runtime.db() as session:
@@ -236,13 +250,14 @@ def _run_inference(payload: dict[str, Any]) -> None:
                 return
     if completed is not None:
         log.info("run %s: publishing RunCompleted again for a redelivery", message.run_id)
-        send(current_app, queues.RUN_COMPLETED, completed)
+        context.publish(queues.RUN_COMPLETED, completed, None)
         return
     assert attempt is not None
     prefix = attempt_prefix(message.run_id, attempt)
+    task_started_ns = now_ns()
     result = run_in_child(
         measure,
-        (payload, agent_id, prefix, dict(CURRENT_AGENT_SETTINGS)),
+        (payload, agent_id, prefix, dict(context.agent.settings)),
         should_stop=cancellation_check(
             message.evaluation_id, attempt, renew_every_s=settings.claim_lease_seconds / 3
         ),
@@ -266,6 +281,18 @@ def _run_inference(payload: dict[str, Any]) -> None:
             )
         return
     keys: dict[str, str] = result.value
+    if TRACE_FILE in keys:
+        # The child's trace joins this task's (the API submission's) trace id.
+        with runtime.db() as session:
+            evaluation = session.get(Evaluation, message.evaluation_id)
+            submitted_at = evaluation.created_at if evaluation is not None else None
+        adopt_trace(
+            runtime.store(),
+            keys,
+            evaluation_id=message.evaluation_id,
+            submitted_at=submitted_at,
+            task_started_ns=task_started_ns,
+        )
     with runtime.db() as session:
         moved = evaluation_repo.complete_attempt(
             session, message.evaluation_id, attempt, agent_id=agent_id or None
@@ -274,4 +301,4 @@ def _run_inference(payload: dict[str, Any]) -> None:
         # Cancelled, failed or taken over meanwhile; the attempt's files stay, unused.
         return
     # After the commit: the aggregator must see the evaluation in AGGREGATING.
-    send(current_app, queues.RUN_COMPLETED, completion_message(message, agent_id, prefix, keys))
+    context.publish(queues.RUN_COMPLETED, completion_message(message, agent_id, prefix, keys), None)

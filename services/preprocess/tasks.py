@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import current_app, shared_task
+from celery import shared_task
 
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.pipeline import preprocess
 from services.preprocess.shards import is_complete, write_shard
-from services.scheduler.tasks import inference_message, pending_inference
-from shared import queues, runtime
-from shared.celery_app import send
+from services.scheduler.dispatch import inference_message
+from services.scheduler.pending import pending_inference
+from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.manifest import Input
@@ -65,6 +65,7 @@ def prepare_shard(message: PreprocessShard) -> None:
 @fail_evaluation_on_error("preprocess")
 def preprocess_shard(payload: dict[str, Any]) -> None:
     message = PreprocessShard.model_validate(payload)
+    publish = worker_context.current().publish
     with runtime.db() as session:
         if evaluation_repo.is_final(session, message.evaluation_id):
             return  # cancelled or failed: spare the CPU
@@ -91,4 +92,4 @@ def preprocess_shard(payload: dict[str, Any]) -> None:
             log.info("evaluation %s: publishing RunInference again", evaluation.id)
             run, queue = pending
     # After the commit: the inference worker must see the evaluation in RUNNING.
-    send(current_app, queues.RUN_INFERENCE, run, queue=queue)
+    publish(queues.RUN_INFERENCE, run, queue)

@@ -1,4 +1,4 @@
-"""Database-facing side of agent matching, shared by the API and the scheduler task."""
+"""Database-facing side of agent matching, shared by the API and the scheduler."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from services.inference.backends.base import backend_names
+from services.scheduler.constraints import requirement, stored_terms
 from services.scheduler.planner import AgentChoice, AgentView, Requirement, UnmetConstraint
 from services.scheduler.planner import match_agent as _match
 from shared.db import evaluation_repo
-from shared.db.evaluations import Agent
+from shared.db.evaluations import Agent, Evaluation
 from shared.settings import Settings
 
 
@@ -43,3 +45,17 @@ def find_agent(
     session: Session, settings: Settings, need: Requirement
 ) -> AgentChoice | UnmetConstraint:
     return _match(live_agent_views(session, settings), need)
+
+
+def requirement_for(evaluation: Evaluation) -> Requirement:
+    """What the API checked at submission, checked again now (agents come and go)."""
+    framework = evaluation.manifest["framework"]
+    return requirement(
+        framework=evaluation.framework,
+        device=evaluation.device,
+        texts=stored_terms(evaluation.constraints or {}, evaluation.framework),
+        frameworks=backend_names(),
+        manifest_framework=framework["name"],
+        manifest_version=framework.get("version", ""),
+        manifest_ref=f"{evaluation.model_name}:{evaluation.model_version}",
+    )

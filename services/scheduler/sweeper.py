@@ -18,7 +18,8 @@ An evaluation is stalled when
   failed 45 of 50 fan-outs queued at once under benchmarks/api_load.py);
 - RUNNING with a claim that lapsed (its worker stopped renewing it, or its agent died);
 - RUNNING, never claimed, untouched for ``stall_seconds``, while an agent that consumes
-  its queue is live and idle (queued behind a busy agent is waiting, not stalled).
+  its queue is live and idle and the queue holds no waiting message (queued behind a busy
+  agent is waiting, not stalled; an agent between two runs of a backlog looks idle).
 
 Each dispatch is counted; past ``max_dispatches`` the evaluation is FAILED with the reason.
 """
@@ -124,6 +125,8 @@ def find_stalled(
         if row.state == EvaluationState.RUNNING.value and row.attempt == 0:
             if not _idle_consumer(live_agents, row.queue):
                 continue  # queued behind a busy agent (or none is live: the reason says so)
+            if _behind_backlog(row.queue, backlog, waiting):
+                continue  # an agent between two runs looks idle; the queue says it is not
             why = f"no agent took the run in {settings.stall_seconds:g} s though one is idle"
         elif row.state == EvaluationState.RUNNING.value:
             why = _lapse_reason(row, known, now)

@@ -13,123 +13,36 @@ of an evaluation in AGGREGATING.
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any
 
-from celery import current_app, shared_task
-from sqlalchemy import func, select
+from celery import shared_task
 from sqlalchemy.orm import Session
 
-from services.inference.backends.base import backend_names
 from services.inference.measurement import stored_completion
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.shards import is_complete
-from services.scheduler.agents import find_agent
-from services.scheduler.constraints import ConstraintError, Requirement, requirement, stored_terms
-from services.scheduler.planner import PlannedShard, UnmetConstraint, plan_shards
-from shared import queues, runtime
-from shared.celery_app import send
+from services.scheduler.agents import find_agent, requirement_for
+from services.scheduler.constraints import ConstraintError
+from services.scheduler.dispatch import inference_message, run_id_for, shard_message
+from services.scheduler.pending import pending_inference
+from services.scheduler.planner import UnmetConstraint, plan_shards
+from shared import queues, runtime, worker_context
+from shared.celery_app import Publisher
 from shared.db import evaluation_repo
-from shared.db.clock import utcnow
 from shared.db.evaluations import Evaluation, Shard
 from shared.db.states import EvaluationState
 from shared.manifest import ManifestError, parse_manifest
-from shared.messages import (
-    EvaluationRequested,
-    Message,
-    PreprocessShard,
-    RunInference,
-)
+from shared.messages import EvaluationRequested, Message
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
 
 
-def run_id_for(evaluation_id: str) -> str:
-    """Deterministic, so a redelivered plan names the same run (runs are keyed by it)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"benchstack:evaluation:{evaluation_id}"))
-
-
-def requirement_for(evaluation: Evaluation) -> Requirement:
-    """What the API checked at submission, checked again now (agents come and go)."""
-    framework = evaluation.manifest["framework"]
-    return requirement(
-        framework=evaluation.framework,
-        device=evaluation.device,
-        texts=stored_terms(evaluation.constraints or {}, evaluation.framework),
-        frameworks=backend_names(),
-        manifest_framework=framework["name"],
-        manifest_version=framework.get("version", ""),
-        manifest_ref=f"{evaluation.model_name}:{evaluation.model_version}",
-    )
-
-
-def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInference:
-    return RunInference(
-        evaluation_id=evaluation.id,
-        run_id=evaluation.run_id or run_id_for(evaluation.id),
-        shard_keys=shard_keys,
-        framework=evaluation.framework,
-        device=evaluation.device,
-        batch_size=evaluation.batch_size,
-        scenario=evaluation.scenario,
-        manifest=evaluation.manifest,
-        backend_options=evaluation.backend_options or {},
-    )
-
-
-def pending_inference(session: Session, evaluation: Evaluation) -> tuple[RunInference, str] | None:
-    """RunInference (and its queue) for a RUNNING evaluation whose claim is free (never
-    claimed, or its worker stopped renewing it): what a redelivered or swept message
-    publishes again. When no live agent consumes the queue it was routed to (a direct
-    queue of an agent that died), it is routed again; None when nothing can run it now."""
-    if evaluation.state != EvaluationState.RUNNING.value:
-        return None
-    settings = runtime.settings()
-    live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
-    free = session.scalar(
-        select(func.count())
-        .select_from(Evaluation)
-        .where(
-            Evaluation.id == evaluation.id,
-            evaluation_repo.lapsed_claim(
-                utcnow(), lease_s=settings.claim_lease_seconds, live_within_s=live_within_s
-            ),
-        )
-    )
-    if not free:
-        return None
-    live = evaluation_repo.live_agents(session, within_s=live_within_s)
-    if not any(a.consumes(evaluation.queue) for a in live):
-        choice = find_agent(session, settings, requirement_for(evaluation))
-        if isinstance(choice, UnmetConstraint):
-            log.info("evaluation %s: no live agent can run it: %s", evaluation.id, choice.message)
-            return None
-        evaluation.queue = choice.queue
-    return inference_message(evaluation, [s.key for s in evaluation.shards]), evaluation.queue
-
-
-def shard_message(
-    evaluation: Evaluation, shard: PlannedShard, spec_json: dict[str, Any]
-) -> PreprocessShard:
-    return PreprocessShard(
-        evaluation_id=evaluation.id,
-        shard_index=shard.index,
-        shard_key=shard.key,
-        dataset=evaluation.dataset,
-        dataset_count=evaluation.dataset_count,
-        seed=evaluation.seed,
-        sample_ids=shard.sample_ids,
-        input_spec=spec_json,
-        batch_size=evaluation.batch_size,
-    )
-
-
-def plan(evaluation_id: str) -> None:
+def plan(evaluation_id: str, publish: Publisher) -> None:
     outbox: list[tuple[str, Message, str | None]] = []
     _plan(evaluation_id, outbox)
     for task_name, message, queue in outbox:
-        send(current_app, task_name, message, queue=queue)
+        publish(task_name, message, queue)
 
 
 def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> None:
@@ -284,4 +197,5 @@ def _resume_preprocessing(
 @shared_task(name=queues.PLAN_EVALUATION, **RETRY_OPTIONS)
 @fail_evaluation_on_error("scheduler")
 def plan_evaluation(payload: dict[str, Any]) -> None:
-    plan(EvaluationRequested.model_validate(payload).evaluation_id)
+    evaluation_id = EvaluationRequested.model_validate(payload).evaluation_id
+    plan(evaluation_id, worker_context.current().publish)

@@ -65,11 +65,15 @@ def announce_ready(node: str) -> None:
 
 def sweeper_for(app: Any, settings: Any) -> Any:
     from services.scheduler.sweeper import Sweeper
-    from shared.celery_app import queue_backlog, send
+    from shared.celery_app import publisher, queue_backlog
     from shared.messages import EvaluationRequested
 
+    publish_message = publisher(app)
+
     def publish(evaluation_id: str) -> None:
-        send(app, queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation_id))
+        publish_message(
+            queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation_id), None
+        )
 
     return Sweeper(settings, publish, lambda queue: queue_backlog(app, queue))
 
@@ -95,6 +99,8 @@ def run_worker(
     from services.celery_main import app
     from services.stack.nodename import node_name
     from services.stack.presence import Presence
+    from shared import worker_context
+    from shared.celery_app import publisher
     from shared.settings import get_settings
 
     settings = get_settings()
@@ -102,8 +108,8 @@ def run_worker(
     presence = Presence(
         kind, node.replace("%h", socket.gethostname()), settings.agent_heartbeat_seconds
     )
+    identity = worker_context.AgentIdentity()
     if kind == "inference":
-        from services.inference import tasks as inference_tasks
         from services.inference.agent import Agent, available_frameworks
 
         agent = Agent(
@@ -112,8 +118,9 @@ def run_worker(
             threads=threads,
             heartbeat_s=settings.agent_heartbeat_seconds,
         )
-        inference_tasks.CURRENT_AGENT_IDS.update({f: agent.agent_id(f) for f in agent.frameworks})
-        inference_tasks.CURRENT_AGENT_SETTINGS.update(agent.settings)
+        identity = worker_context.AgentIdentity(
+            ids={f: agent.agent_id(f) for f in agent.frameworks}, settings=dict(agent.settings)
+        )
         # Register once the worker consumes: an agent row must mean "work will be picked up".
         signals.worker_ready.connect(lambda **_: agent.start(), weak=False)
         signals.worker_shutdown.connect(lambda **_: agent.stop(), weak=False)
@@ -133,6 +140,9 @@ def run_worker(
 
     signals.worker_ready.connect(_ready, weak=False)
     signals.worker_shutdown.connect(lambda **_: presence.stop(), weak=False)
+    # Before consuming (a prefork pool's children inherit it): what every task publishes
+    # through, and which agent this worker is.
+    worker_context.install(worker_context.WorkerContext(publisher(app), identity))
     app.worker_main(
         [
             "worker",

@@ -1,6 +1,6 @@
 """The pipeline's Celery tasks driven in process over the embedded stores (SQLite and a
-local folder), with a publisher that records messages and can "kill the worker" between a
-task's commit and its publish. Used by the redelivery and sweeper tests."""
+local folder), with a worker context whose publisher records messages and can "kill the
+worker" between a task's commit and its publish. Used by the redelivery and sweeper tests."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ from sqlalchemy import func, select
 
 from services.api.auth import get_or_create_user
 from services.api.submission import SubmitRequest, submit
-from services.inference import tasks as inference_tasks
 from services.preprocess import tasks as preprocess_tasks
 from services.scheduler import tasks as scheduler_tasks
-from shared import queues, runtime
+from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo, worker_repo
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -40,7 +39,7 @@ class Outbox:
     lose: int = 0
     sent: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
 
-    def __call__(self, _app: Any, task: str, message: Message, *, queue: str | None = None) -> None:
+    def __call__(self, task: str, message: Message, queue: str | None) -> None:
         if self.lose:
             self.lose -= 1
             raise WorkerDied(task)
@@ -57,10 +56,6 @@ def outbox_fixture(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.setenv("BENCHSTACK_SHARD_SAMPLES", "8")
     monkeypatch.setenv("BENCHSTACK_ENVIRONMENT", "test")
     runtime.reset()
-    box = Outbox()
-    for module in (scheduler_tasks, preprocess_tasks, inference_tasks):
-        monkeypatch.setattr(module, "send", box)
-    monkeypatch.setattr(inference_tasks, "CURRENT_AGENT_IDS", {"null": AGENT})
     with runtime.db() as session:
         for agent_id in (AGENT, OTHER_AGENT):
             host, queue, _ = agent_id.split("/")
@@ -82,8 +77,16 @@ def outbox_fixture(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
                 session, worker_id=f"{kind}@host/1", kind=kind, node=f"{kind}@host",
                 hostname="host", pid=1,
             )  # fmt: skip
-    yield box
-    runtime.reset()
+    box = Outbox()
+    # What a worker's launcher installs: the publisher, and this worker as agent AGENT.
+    previous = worker_context.install(
+        worker_context.WorkerContext(box, worker_context.AgentIdentity(ids={"null": AGENT}))
+    )
+    try:
+        yield box
+    finally:
+        worker_context.uninstall(previous)
+        runtime.reset()
 
 
 def submit_quick(seed: int = 7) -> str:

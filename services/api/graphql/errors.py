@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
-from services.api.submission import Rejection
+from services.api.rejections import Rejection
 
 
 @strawberry.interface
@@ -68,3 +68,17 @@ def from_rejection(
     if rejection.kind == "InvalidManifest":
         return InvalidManifest(**common, problems=rejection.problems)
     return InvalidInput(**common, accepted=rejection.accepted)
+
+
+def cancel_refusal(rejection: Rejection) -> NotFound | AlreadyFinished:
+    common = {"message": rejection.message, "field": rejection.field}
+    if rejection.kind == "AlreadyFinished":
+        return AlreadyFinished(**common, state=rejection.state)
+    return NotFound(**common)
+
+
+def registration_refusal(rejection: Rejection) -> InvalidManifest | ModelExists:
+    common = {"message": rejection.message, "field": rejection.field}
+    if rejection.kind == "InvalidManifest":
+        return InvalidManifest(**common, problems=rejection.problems)
+    return ModelExists(**common)

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.analysis.findpeak import PeakResult, find_peak
-from services.cli.commands.bench import (
+from services.cli.bench_options import (
     AS_JSON,
     DATASET,
     DEVICE,
@@ -22,10 +22,10 @@ from services.cli.commands.bench import (
     SEED,
     THREADS,
     WORKERS,
-    _progress_bars,
-    build_request,
+    BenchOptions,
 )
 from services.cli.errors import user_errors
+from services.cli.progress import ProgressBars
 from services.embedded import bench as embedded
 from shared.settings import get_settings
 
@@ -91,7 +91,7 @@ def findpeak(
 
     A peak is only reported from a probe LoadGen calls VALID and the stability rule could
     judge; otherwise "no valid peak", why, and the settings that would give one (exit 1)."""
-    request = build_request(
+    request = BenchOptions(
         model=model,
         framework=framework,
         scenario="server",
@@ -104,9 +104,9 @@ def findpeak(
         threads=threads,
         workers=workers,
         option=option,
-    )
+    ).request()
     settings = get_settings()
-    with user_errors(), _progress_bars(Console(stderr=True)) as hooks:
+    with user_errors(), ProgressBars(Console(stderr=True)) as hooks:
         result, estimate = find_peak(
             request,
             lambda r: embedded.run_bench(r, settings, hooks),

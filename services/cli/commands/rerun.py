@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 from services.analysis.rerun import RerunVerdict, rerun_stored
-from services.cli.commands.bench import AS_JSON, _progress_bars
+from services.cli.bench_options import AS_JSON
 from services.cli.errors import user_errors
+from services.cli.progress import ProgressBars
 from shared.settings import get_settings
 
 FIGURE_COLOURS = {
@@ -57,7 +58,7 @@ def rerun(
     as_json: bool = AS_JSON,
 ) -> None:
     """Re-run a stored run with the same manifest, settings and seeds; print the difference."""
-    with user_errors(), _progress_bars(Console(stderr=True)) as hooks:
+    with user_errors(), ProgressBars(Console(stderr=True)) as hooks:
         comparison = rerun_stored(run_id, get_settings(), repeats=repeats, progress=hooks)
     if as_json:
         sys.stdout.write(json.dumps(comparison.to_dict(), indent=2, default=str) + "\n")

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.analysis.sweep import Curve, CurvePoint, parse_values, run_sweep
-from services.cli.commands.bench import (
+from services.cli.bench_options import (
     AS_JSON,
     DATASET,
     DEVICE,
@@ -24,10 +24,10 @@ from services.cli.commands.bench import (
     SEED,
     THREADS,
     WORKERS,
-    _progress_bars,
-    build_request,
+    BenchOptions,
 )
 from services.cli.errors import fail, user_errors
+from services.cli.progress import ProgressBars
 from services.cli.render import output_console
 from services.embedded import bench as embedded
 from shared.settings import get_settings
@@ -110,7 +110,7 @@ def sweep(
         fail(["sweep: give exactly one of --batch-sizes, --target-qps, --samples-per-query"])
     parameter, text, kind = chosen[0]
     option_name = "--" + parameter.replace("_", "-").replace("batch-size", "batch-sizes")
-    request = build_request(
+    request = BenchOptions(
         model=model,
         framework=framework,
         scenario=scenario,
@@ -124,13 +124,13 @@ def sweep(
         threads=threads,
         workers=workers,
         option=option,
-    )
+    ).request()
     settings = get_settings()
     console = output_console()
     with user_errors():
         assert text is not None
         values = parse_values(text, option_name, kind)
-        with _progress_bars(Console(stderr=True)) as hooks:
+        with ProgressBars(Console(stderr=True)) as hooks:
             curve = run_sweep(
                 request, parameter, values, lambda r: embedded.run_bench(r, settings, hooks)
             )

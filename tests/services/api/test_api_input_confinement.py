@@ -363,7 +363,7 @@ def test_a_stored_shadow_of_a_catalogue_model_is_never_chosen(api: Api) -> None:
 def test_a_concurrent_duplicate_registration_is_model_exists(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from services.api.graphql.models import mutations
+    from services.api import model_registry
 
     token = api.token("alice")
     register = """mutation($m: String!) { registerModel(manifest: $m) {
@@ -371,30 +371,9 @@ def test_a_concurrent_duplicate_registration_is_model_exists(
     text = (CATALOGUE_DIR / "resnet18.yaml").read_text().replace("name: resnet18", "name: dup")
     assert api.data(token, register, {"m": text})["registerModel"]["__typename"] == "Model"
     # The other request's check ran before this one's insert: only the constraint decides.
-    monkeypatch.setattr(mutations, "_refusal", lambda *_: None)
+    monkeypatch.setattr(model_registry, "registration_refusal", lambda *_: None)
     result = api.data(token, register, {"m": text})["registerModel"]
     assert result == {"__typename": "ModelExists", "field": "version"}
-
-
-def test_semver_precedence() -> None:
-    from services.api.submission import semver_key
-
-    ordered = [
-        "1.0.0-alpha",
-        "1.0.0-alpha.1",
-        "1.0.0-alpha.beta",
-        "1.0.0-beta",
-        "1.0.0-beta.2",
-        "1.0.0-beta.11",
-        "1.0.0-rc.1",
-        "1.0.0",
-        "1.0.1",
-        "1.9.0",
-        "1.10.0",
-        "2.0.0",
-    ]
-    assert sorted(reversed(ordered), key=semver_key) == ordered
-    assert semver_key("1.0.0+build.5") == semver_key("1.0.0")
 
 
 def test_datasets_folder_setting_is_used(api: Api, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from services.inference.profiling.trace_events import trace_problems
 from shared.loadgen_logs import parse_summary
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
@@ -216,3 +217,25 @@ def test_model_rejecting_its_input_is_one_line(data_dir: Path, tmp_path: Path) -
         benchstack(data_dir, "bench", str(path), "--duration", "0.2", "--samples", "4"),
         "inputs[0].shape: the model rejects a batch of shape (1, 1, 16, 16)",
     )
+
+
+def test_bench_trace_level_profiles_after_the_uninstrumented_run(data_dir: Path) -> None:
+    report = bench_json(
+        data_dir, TINY, "--scenario", "single-stream", "--duration", "1", "--samples", "4",
+        "--trace-level", "framework", "--profile-iterations", "3",
+    )  # fmt: skip
+    assert report["settings"]["trace_level"] == "FRAMEWORK"
+    profile = report["profile"]
+    assert [p["level"] for p in profile["passes"]] == ["NONE", "MODEL", "FRAMEWORK"]
+    assert profile["layers"] and profile["coverage"]["level"] == "FRAMEWORK"
+    trace = json.loads(Path(report["logs"]["trace.json"]).read_text())
+    assert trace_problems(trace) == []
+    steps = {e["name"] for e in trace["traceEvents"] if e.get("cat") == "step"}
+    assert {"dataset", "preprocess", "model load", "loadgen run", "profiling passes"} <= steps
+
+
+def test_bench_without_a_trace_level_profiles_nothing(data_dir: Path) -> None:
+    report = bench_json(
+        data_dir, TINY, "--scenario", "single-stream", "--duration", "1", "--samples", "4"
+    )
+    assert report["profile"] is None and "trace.json" not in report["logs"]

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from services.inference.isolated import run_in_child
 from shared.processes import pid_alive
 
@@ -35,10 +37,32 @@ def never_stop() -> str | None:
     return None
 
 
+def surroundings(name: str) -> tuple[str | None, str, bool]:
+    import sys
+
+    return os.environ.get(name), os.getcwd(), "services.inference.tasks" in sys.modules
+
+
 def test_the_value_comes_back_from_another_process() -> None:
     outcome = run_in_child(answer, (7,), should_stop=never_stop, time_limit_s=60)
     assert outcome.ok and outcome.value["value"] == 7
     assert outcome.value["pid"] != os.getpid()
+
+
+def test_the_child_sees_the_worker_as_it_is_at_the_run_not_at_the_fork_servers_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_in_child(answer, (1,), should_stop=never_stop, time_limit_s=60)  # the server is up
+    monkeypatch.setenv("BENCHSTACK_ISOLATED_PROBE", "set after the server started")
+    monkeypatch.chdir(tmp_path)
+    outcome = run_in_child(
+        surroundings, ("BENCHSTACK_ISOLATED_PROBE",), should_stop=never_stop, time_limit_s=60
+    )
+    probe, cwd, preloaded = outcome.value
+    assert probe == "set after the server started"
+    assert Path(cwd) == tmp_path
+    # The measurement's modules come imported from the fork server, not imported per run.
+    assert preloaded
 
 
 def test_a_cancel_ends_the_child_within_a_poll() -> None:
@@ -52,7 +76,7 @@ def test_a_cancel_ends_the_child_within_a_poll() -> None:
         poll_s=0.1,
     )
     assert outcome.stopped == "the evaluation is CANCELLED"
-    # Spawning takes a moment; ending it must not wait for the 60 s of "measurement".
+    # Starting takes a moment; ending it must not wait for the 60 s of "measurement".
     assert time.monotonic() - started < 15
 
 

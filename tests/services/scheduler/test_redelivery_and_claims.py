@@ -158,28 +158,3 @@ def test_aggregator_stores_nothing_for_a_failed_evaluation(outbox: Outbox) -> No
     row = evaluation_row(evaluation_id)
     assert (row.state, row.reason) == ("FAILED", "failed meanwhile")
     assert runs_of(evaluation_id) == 0
-
-
-def test_cancel_that_loses_the_race_reports_already_finished(
-    outbox: Outbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from services.api.context import ApiDeps
-    from services.api.graphql.errors import AlreadyFinished
-    from services.api.graphql.evaluations import mutations
-
-    evaluation_id = submit_quick(seed=11)
-    owner = evaluation_row(evaluation_id).owner_id
-    real_transition = evaluation_repo.transition
-
-    def finishes_first(session: Any, eid: str, target: EvaluationState, **kw: Any) -> bool:
-        # The evaluation fails in another worker between the API's read and its CAS.
-        with runtime.db() as other:
-            real_transition(other, eid, EvaluationState.FAILED, reason="worker failed")
-        return real_transition(session, eid, target, **kw)
-
-    monkeypatch.setattr(mutations.evaluation_repo, "transition", finishes_first)
-    deps = ApiDeps(settings=runtime.settings(), publish=lambda *_: None)
-    result = mutations._cancel(deps, owner, evaluation_id)
-    assert isinstance(result, AlreadyFinished), result
-    assert result.state == "FAILED"
-    assert evaluation_row(evaluation_id).state == "FAILED"

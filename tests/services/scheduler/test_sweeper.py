@@ -108,6 +108,28 @@ def test_a_run_queued_behind_a_busy_agent_is_waiting_not_stalled(outbox: Outbox)
     assert again["evaluation_id"] == evaluation_id
 
 
+def test_a_run_behind_a_backlog_is_waiting_though_an_agent_looks_idle(outbox: Outbox) -> None:
+    evaluation_id = submit_quick(seed=26)
+    to_running(outbox, evaluation_id)
+    _age(evaluation_id, 600)
+    # Between two runs of a backlog an agent reports idle for a moment.
+    _agent_heartbeat(AGENT, 0, busy=False)
+    settings, now = runtime.settings(), utcnow()
+    asked: list[str] = []
+
+    def busy_inference(queue: str) -> int:
+        asked.append(queue)
+        return 12 if queue == "inference.null.cpu" else 0
+
+    with runtime.db() as session:
+        assert find_stalled(session, settings, now, busy_inference) == []
+        assert asked == ["inference.null.cpu"]
+        # Its queue is empty and the idle agent still did not take it: the message was lost.
+        (stalled,) = find_stalled(session, settings, now, lambda queue: 0)
+        assert stalled.evaluation_id == evaluation_id
+        assert "no agent took the run" in stalled.why
+
+
 def test_an_evaluation_behind_its_stage_backlog_is_waiting_not_stalled(outbox: Outbox) -> None:
     evaluation_id = submit_quick(seed=25)
     _sweep(outbox)  # nothing yet: too young

@@ -84,7 +84,8 @@ def test_each_process_listens_and_a_dead_one_is_replaced(
     process, port = api_processes
     supervisor = psutil.Process(process.pid)
     _wait_for(lambda: len(_listeners(supervisor, port)) == 2, 90, "two processes listening")
-    assert _healthy(port)
+    # A process listens before its app has started; on a busy machine that takes seconds.
+    _wait_for(lambda: _healthy(port), 60, "an answer to /healthz")
 
     first, _ = sorted(_listeners(supervisor, port))
     os.kill(first, signal.SIGKILL)
@@ -97,7 +98,7 @@ def test_each_process_listens_and_a_dead_one_is_replaced(
         90,
         "a replacement process listening",
     )
-    assert _healthy(port)
+    _wait_for(lambda: _healthy(port), 60, "an answer to /healthz after the replacement")
 
     children = supervisor.children()
     process.send_signal(signal.SIGTERM)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
+from services.api.cancellation import cancel_evaluation
 from services.api.context import ApiDeps, in_thread
 from services.api.fan_out import load_comparison
 from services.api.graphql.comparisons.types import ComparisonType
@@ -18,14 +19,13 @@ from services.api.graphql.errors import (
     NoMatchingAgent,
     NotFound,
     UnknownModel,
+    cancel_refusal,
     from_rejection,
 )
 from services.api.graphql.evaluations.types import EvaluationType
 from services.api.observability import REJECTIONS, SUBMISSIONS
-from services.api.submission import FanOut, Rejection, SubmitRequest, submit
-from shared.db import evaluation_repo
-from shared.db.evaluations import Evaluation
-from shared.db.states import FINAL_STATES, EvaluationState
+from services.api.rejections import Rejection
+from services.api.submission import FanOut, SubmitRequest, submit
 
 # A fan-out (fanOut: true) answers with the Comparison its evaluations make up.
 SubmitEvaluationResult = Annotated[
@@ -122,26 +122,12 @@ def _submit(
         return EvaluationType.from_row(result)
 
 
-def _cancel(deps: ApiDeps, owner_id: int, evaluation_id: str) -> Any:
+def _cancel(deps: ApiDeps, owner_id: int, evaluation_id: str) -> EvaluationType | Rejection:
     with deps.db() as session:
-        row = session.get(Evaluation, evaluation_id)
-        if row is None or row.owner_id != owner_id:
-            return NotFound(message=f"id: no evaluation {evaluation_id!r}", field="id")
-        if EvaluationState(row.state) in FINAL_STATES:
-            return AlreadyFinished(
-                message=f"id: evaluation is already {row.state}", field="id", state=row.state
-            )
-        cancelled = evaluation_repo.transition(
-            session, evaluation_id, EvaluationState.CANCELLED, reason="cancelled by its owner"
-        )
-        session.commit()
-        session.refresh(row)
-        if not cancelled:
-            # A worker moved it to a final state between the read and the compare-and-set.
-            return AlreadyFinished(
-                message=f"id: evaluation is already {row.state}", field="id", state=row.state
-            )
-        return EvaluationType.from_row(row)
+        result = cancel_evaluation(session, owner_id=owner_id, evaluation_id=evaluation_id)
+        if isinstance(result, Rejection):
+            return result
+        return EvaluationType.from_row(result)
 
 
 @strawberry.type
@@ -161,5 +147,7 @@ class EvaluationMutations:
     @strawberry.mutation
     async def cancel_evaluation(self, info: strawberry.Info, id: str) -> CancelEvaluationResult:
         owner = info.context.require_user()
-        result: Any = await in_thread(_cancel, info.context.deps, owner, id)
+        result = await in_thread(_cancel, info.context.deps, owner, id)
+        if isinstance(result, Rejection):
+            return cancel_refusal(result)
         return result

@@ -41,6 +41,42 @@ class LogLink:
     url: str
 
 
+@strawberry.type(name="Layer")
+class LayerType:
+    """One layer of a profiled run (its FRAMEWORK pass, warm iterations; cold: the first
+    inference after loading)."""
+
+    name: str
+    type: str
+    input_shapes: list[list[int]]
+    calls: int
+    mean_ms: float
+    median_ms: float
+    percent: float
+    # Bytes of the layer's outputs; a Float, since GraphQL's Int stops at 2**31.
+    memory_bytes: float
+    cold_ms: float | None
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> LayerType:
+        """A row of the stored profile's ``layers`` (``profiling.analysis.layer_table``)."""
+        cold = row.get("cold_ms")
+        return cls(
+            name=str(row["name"]),
+            type=str(row.get("type", "")),
+            input_shapes=[[int(d) for d in shape] for shape in row.get("input_shapes", [])],
+            calls=int(row.get("calls", 0)),
+            mean_ms=float(row["mean_ms"]),
+            median_ms=float(row["median_ms"]),
+            percent=float(row["percent"]),
+            memory_bytes=float(row.get("memory_bytes", 0)),
+            cold_ms=None if cold is None else float(cold),
+        )
+
+
+TRACE_FILE = "trace.json"
+
+
 @strawberry.type(name="Run")
 class RunType:
     id: str
@@ -65,10 +101,20 @@ class RunType:
     settings: JSON
     report: JSON
     logs: list[LogLink]
+    # The leveled profile (trace level above NONE): passes, layers, coverage; else null.
+    profile: JSON | None
+    layers: list[LayerType]
+    # The Chrome/Perfetto trace JSON stored with the run; null without a trace level.
+    trace_file: LogLink | None
 
     @classmethod
     def from_row(cls, row: RunRow) -> RunType:
         log_locations: dict[str, Any] = (row.report or {}).get("logs", {})
+        profile = (row.report or {}).get("profile")
+        links = [
+            LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
+            for name, where in sorted(log_locations.items())
+        ]
         return cls(
             id=row.id,
             evaluation_id=row.evaluation_id,
@@ -89,10 +135,10 @@ class RunType:
             environment=to_json(row.environment),
             settings=to_json(row.settings),
             report=to_json(row.report),
-            logs=[
-                LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
-                for name, where in sorted(log_locations.items())
-            ],
+            logs=links,
+            profile=to_json(profile) if profile else None,
+            layers=[LayerType.from_dict(r) for r in (profile or {}).get("layers", [])],
+            trace_file=next((link for link in links if link.name == TRACE_FILE), None),
         )
 
 
@@ -131,6 +177,16 @@ class EvaluationType:
     async def runs(self, info: strawberry.Info) -> list[RunType]:
         result: list[RunType] = await info.context.runs_loader.load(self.id)
         return result
+
+    @strawberry.field(description="The layers of the evaluation's latest profiled run.")
+    async def layers(self, info: strawberry.Info) -> list[LayerType]:
+        runs: list[RunType] = await info.context.runs_loader.load(self.id)
+        return next((run.layers for run in reversed(runs) if run.layers), [])
+
+    @strawberry.field(description="The trace JSON of the evaluation's latest profiled run.")
+    async def trace_file(self, info: strawberry.Info) -> LogLink | None:
+        runs: list[RunType] = await info.context.runs_loader.load(self.id)
+        return next((run.trace_file for run in reversed(runs) if run.trace_file), None)
 
     @classmethod
     def from_row(cls, row: EvaluationRow, *, waiting: str = "") -> EvaluationType:

@@ -59,6 +59,7 @@ class TensorFlowBackend(Backend):
         self.input_name = first.layer_name
         self.output_name = manifest.outputs[0].layer_name
         self.model_kind = ""
+        self.keras_model: Any = None
         with tf.device(self.tf_device):
             call = self._model_call(manifest)
             self._fn = tf.function(call, input_signature=[spec])
@@ -97,14 +98,17 @@ class TensorFlowBackend(Backend):
                 )
             seed = int(self.options.extra.get("seed", DEFAULT_SEED))
             self.model_kind = f"builtin {source.architecture} (random weights, seed {seed})"
-            return self._keras_call(
-                build_keras_application(source.architecture, manifest.inputs[0].shape, seed)
+            # Kept for the FRAMEWORK profiling pass (profiling/keras_layers.py).
+            self.keras_model = build_keras_application(
+                source.architecture, manifest.inputs[0].shape, seed
             )
+            return self._keras_call(self.keras_model)
         path = verified_model_path(manifest)
         if path.is_file():
             self.model_kind = f".keras file {path.name}"
             # safe_mode refuses Lambda layers and other deserialised Python code.
-            return self._keras_call(keras.models.load_model(path, compile=False, safe_mode=True))
+            self.keras_model = keras.models.load_model(path, compile=False, safe_mode=True)
+            return self._keras_call(self.keras_model)
         self.model_kind = f"SavedModel {path.name}"
         return self._signature_call(path)
 

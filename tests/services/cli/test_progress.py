@@ -1,55 +1,24 @@
-"""Long waits show progress and piped tables keep every name whole, as a user sees them."""
+"""Long waits show progress: an embedded run's phases, a stack evaluation's state."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from rich.console import Console
 
-from services.cli.commands.bench import _progress_bars, build_request
+from services.cli.bench_options import BenchOptions
+from services.cli.progress import (
+    STAGE_PERCENT,
+    EvaluationProgress,
+    ProgressBars,
+    evaluation_progress,
+)
 from services.embedded.bench import run_bench
-from shared.catalogue import list_catalogue
 from shared.settings import Settings
-
-TINY = "tests/fixtures/tiny_cnn.yaml"
-
-
-def piped(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI with stdout and stderr both pipes and no COLUMNS: as under `| less` or in CI."""
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir)}
-    for name in ("COLUMNS", "BENCHSTACK_DATABASE_URL", "BENCHSTACK_S3_ENDPOINT"):
-        env.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        capture_output=True,  # both pipes: neither is a terminal
-        text=True,
-        env=env,
-        timeout=300,
-    )
-
-
-def test_models_piped_keeps_every_name_whole(data_dir: Path) -> None:
-    result = piped(data_dir, "models")
-    assert result.returncode == 0, result.stderr
-    for manifest in list_catalogue():
-        assert re.search(rf"│ {re.escape(manifest.name)}\s+│", result.stdout), manifest.name
-    assert "convnext_tiny" in result.stdout
-    assert "…" not in result.stdout  # Rich's mark for a cell it cut
-
-
-def test_results_piped_keeps_every_cell_whole(data_dir: Path) -> None:
-    bench = piped(data_dir, "bench", TINY, "-f", "null", "--duration", "0.2", "--samples", "4")
-    assert bench.returncode == 0, bench.stderr
-    result = piped(data_dir, "results")
-    assert result.returncode == 0, result.stderr
-    assert "tiny-cnn:0.1.0" in result.stdout and "offline/performance" in result.stdout
-    assert "…" not in result.stdout
+from tests.support.cli import TINY, piped
 
 
 def test_piped_bench_prints_each_phase_on_stderr_and_clean_json_on_stdout(
@@ -74,10 +43,10 @@ def test_piped_bench_prints_each_phase_on_stderr_and_clean_json_on_stdout(
 def test_terminal_shows_bars_for_calibration_and_measurement(settings: Settings) -> None:
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=120, color_system=None)
-    request = build_request(
+    request = BenchOptions(
         model=TINY, framework="null", scenario="multi-stream", duration=0.3, samples=8
-    )
-    with _progress_bars(console) as hooks:
+    ).request()
+    with ProgressBars(console) as hooks:
         report = run_bench(request, settings, hooks)
     text = screen.getvalue()
     for label in ("preprocessing", "8/8 files", "measuring", "running LoadGen"):
@@ -86,3 +55,28 @@ def test_terminal_shows_bars_for_calibration_and_measurement(settings: Settings)
     count = report["performance"]["sample_count"]
     assert re.search(rf"measuring .*━.* 0\.3 s reached, {count:,}/256 samples", text), text
     assert "calibrating" not in text  # only Offline and Server need a throughput probe
+
+
+def test_a_stack_evaluation_advances_through_its_states_and_its_shards() -> None:
+    queued = evaluation_progress({"state": "QUEUED", "shardsReady": 0, "shardsTotal": 0})
+    assert queued == EvaluationProgress("QUEUED", STAGE_PERCENT["QUEUED"], "")
+    half = evaluation_progress({"state": "PREPROCESSING", "shardsReady": 2, "shardsTotal": 4})
+    assert half.percent == STAGE_PERCENT["PREPROCESSING"] + 25
+    assert half.detail == "shards 2/4"
+    running = evaluation_progress({"state": "RUNNING", "shardsReady": 4, "shardsTotal": 4})
+    assert half.percent < running.percent < 100
+    assert evaluation_progress({"state": "SUCCEEDED"}).percent == 100
+
+
+def test_why_an_evaluation_is_not_moving_replaces_the_shard_count() -> None:
+    waiting = evaluation_progress(
+        {
+            "state": "PREPROCESSING",
+            "shardsReady": 0,
+            "shardsTotal": 2,
+            "reason": "waiting 60 s: no live preprocess worker [x]",
+        }
+    )
+    assert waiting.percent == STAGE_PERCENT["PREPROCESSING"]
+    # Said in yellow, with the reason's own brackets escaped from Rich's markup.
+    assert waiting.detail == "[yellow]waiting 60 s: no live preprocess worker \\[x][/]"

@@ -1,0 +1,190 @@
+"""The models a submission may name: the shipped catalogue and registered models, looked
+up by name and version (one rule: the exact version, else the highest semantic version),
+and registering one (GraphQL ``registerModel``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from services.api.confinement import manifest_problems, manifest_yaml_limits
+from services.api.rejections import Rejection
+from shared.catalogue import list_catalogue
+from shared.db.catalog import RegisteredModel, visible_to
+from shared.manifest import (
+    SEMVER_RE,
+    ManifestError,
+    ModelManifest,
+    parse_manifest,
+    parse_manifest_text,
+)
+from shared.settings import Settings
+
+
+@lru_cache(maxsize=1)
+def _catalogue() -> tuple[ModelManifest, ...]:
+    # The shipped manifests never change while the API runs; parse them once, not per request.
+    return tuple(list_catalogue())
+
+
+def catalogue_names() -> frozenset[str]:
+    return frozenset(m.name for m in _catalogue())
+
+
+def semver_key(version: str) -> tuple[Any, ...]:
+    """Sort key of a semantic version by semver.org precedence (build metadata ignored):
+    1.0.0-alpha < 1.0.0-alpha.1 < 1.0.0-beta < 1.0.0-rc.1 < 1.0.0 < 1.0.1 < 1.10.0."""
+    match = SEMVER_RE.match(version)
+    if match is None:  # every stored version passed the manifest's check; kept as a guard
+        return (-1, -1, -1, 0, ())
+    major, minor, patch, pre, _build = match.groups()
+    if pre is None:
+        # A release ranks above each of its pre-releases.
+        return (int(major), int(minor), int(patch), 1, ())
+    # Numeric identifiers rank below alphanumeric ones and compare as numbers.
+    ids = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
+    return (int(major), int(minor), int(patch), 0, ids)
+
+
+def _highest(manifests: Iterable[ModelManifest]) -> ModelManifest | None:
+    # Ties (versions differing only in build metadata) break on the text: deterministic.
+    return max(manifests, key=lambda m: (semver_key(m.version), m.version), default=None)
+
+
+def find_model(
+    session: Session, name: str, version: str | None, *, viewer_id: int
+) -> tuple[ModelManifest, str] | None:
+    """The manifest a name (and version) stands for, and its origin: "catalogue" or
+    "registered". Deterministic: the exact version if given, else the highest semantic
+    version.
+
+    A catalogue name always means the catalogue's model: registerModel refuses those names,
+    and a registration stored before it did cannot shadow the shipped model. A registered
+    name belongs to whoever registered it first; versions added by anyone else (only
+    possible before registerModel checked ownership) are never chosen. A private model of
+    another user is not found, exactly as a missing one.
+
+    Names are looked up, never read as paths: a request must not make the API read files.
+    """
+    if name in catalogue_names():
+        shipped = [m for m in _catalogue() if m.name == name]
+        if version:
+            shipped = [m for m in shipped if m.version == version]
+        found = _highest(shipped)
+        return (found, "catalogue") if found is not None else None
+    rows = list(
+        session.scalars(
+            select(RegisteredModel)
+            .where(RegisteredModel.name == name)
+            .order_by(RegisteredModel.created_at, RegisteredModel.id)
+        )
+    )
+    if not rows:
+        return None
+    owner = rows[0].owner_id
+    candidates = [r for r in rows if r.owner_id == owner and (r.shared or owner == viewer_id)]
+    if version:
+        candidates = [r for r in candidates if r.version == version]
+    row = max(candidates, key=lambda r: (semver_key(r.version), r.version), default=None)
+    return (parse_manifest(row.manifest), "registered") if row is not None else None
+
+
+def known_model_names(session: Session, *, viewer_id: int) -> list[str]:
+    registered = session.scalars(
+        select(RegisteredModel.name).where(visible_to(viewer_id)).distinct()
+    )
+    return sorted({*registered, *(m.name for m in _catalogue())})
+
+
+def _version_exists(manifest: ModelManifest) -> Rejection:
+    return Rejection(
+        "ModelExists",
+        f"version: {manifest.ref} is registered already; bump the version",
+        field="version",
+    )
+
+
+def registration_refusal(
+    session: Session, owner_id: int, manifest: ModelManifest
+) -> Rejection | None:
+    """Why this user may not register this name and version, if they may not."""
+    if manifest.name in catalogue_names():
+        # A registration must never stand in for a shipped model.
+        return Rejection(
+            "ModelExists",
+            f"name: {manifest.name!r} is a catalogue model; choose another name",
+            field="name",
+        )
+    exists = session.scalar(
+        select(RegisteredModel.id).where(
+            RegisteredModel.name == manifest.name, RegisteredModel.version == manifest.version
+        )
+    )
+    if exists is not None:
+        # Versions are immutable: results recorded against one must stay explainable.
+        return _version_exists(manifest)
+    first = session.execute(
+        select(RegisteredModel.owner_id)
+        .where(RegisteredModel.name == manifest.name)
+        .order_by(RegisteredModel.created_at, RegisteredModel.id)
+        .limit(1)
+    ).first()
+    if first is not None and first.owner_id != owner_id:
+        # A name belongs to whoever registered it first: nobody else's newer version may
+        # become what the name means (submissions without a version take the highest).
+        return Rejection(
+            "ModelExists",
+            f"name: {manifest.name!r} is registered by another user; choose another name",
+            field="name",
+        )
+    return None
+
+
+def register_model(
+    session: Session, settings: Settings, *, owner_id: int, text: str, shared: bool
+) -> ModelManifest | Rejection:
+    """Store the manifest ``text`` (YAML) under its name and version for ``owner_id``;
+    private unless ``shared``. Refused with InvalidManifest or ModelExists."""
+    try:
+        manifest = parse_manifest_text(
+            text, source="manifest", limits=manifest_yaml_limits(settings)
+        )
+    except ManifestError as exc:
+        return Rejection("InvalidManifest", str(exc), field="manifest", problems=list(exc.problems))
+    problems = manifest_problems(manifest, settings)
+    if problems:
+        return Rejection(
+            "InvalidManifest",
+            "\n".join(f"manifest: {p}" for p in problems),
+            field="manifest",
+            problems=problems,
+        )
+    refusal = registration_refusal(session, owner_id, manifest)
+    if refusal is not None:
+        return refusal
+    # Stored as sent: relative paths are anchored in the models folder each time the model
+    # is submitted (services.api.confinement.confine_manifest).
+    session.add(
+        RegisteredModel(
+            name=manifest.name,
+            version=manifest.version,
+            framework=manifest.framework.name,
+            manifest_yaml=text,
+            manifest=manifest.to_dict(),
+            owner_id=owner_id,
+            shared=shared,
+        )
+    )
+    try:
+        session.flush()
+    except IntegrityError:
+        # Another request registered the same name and version between the check and the
+        # insert: the unique constraint decided, and this one lost.
+        session.rollback()
+        return _version_exists(manifest)
+    return manifest

@@ -1,0 +1,196 @@
+"""Running the stack: `benchstack api`, `worker`, `up` and `down`."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from services.cli.errors import fail, user_errors
+from shared.settings import get_settings
+
+console = Console(highlight=False)
+
+
+def api(
+    host: str = typer.Option("127.0.0.1"),
+    port: int = typer.Option(8000),
+) -> None:
+    """Serve the GraphQL API (GraphiQL at /graphql)."""
+    from services.stack.entry import run_api
+
+    run_api(host, port)
+
+
+def worker(
+    name: str = typer.Argument(..., help="scheduler, preprocess, inference or aggregator"),
+    framework: list[str] = typer.Option(
+        [],
+        "--framework",
+        "--frameworks",
+        help="Inference: a backend to serve; repeat or comma-separate (default: installed).",
+    ),
+    device: str = typer.Option("cpu", help="Inference: the device this worker measures on."),
+    threads: int = typer.Option(
+        0, min=0, help="Inference: intra-op threads for every backend (0: framework default)."
+    ),
+    node: str | None = typer.Option(
+        None,
+        "--name",
+        help="Celery node name before '@host' (default: the kind, suffixed if taken here).",
+    ),
+    concurrency: int | None = typer.Option(None, min=1),
+) -> None:
+    """Run one Celery worker."""
+    from shared import queues
+
+    if name not in queues.WORKER_KINDS:
+        fail([f"name: {name!r} is not a worker; accepted: {', '.join(queues.WORKER_KINDS)}"])
+    from services.stack.entry import run_worker, split_frameworks
+
+    with user_errors():
+        run_worker(
+            name,
+            frameworks=split_frameworks(framework),
+            device=device,
+            threads=threads,
+            name=node,
+            concurrency=concurrency,
+        )
+
+
+def _thread_counts(value: str) -> list[int]:
+    try:
+        counts = [int(v) for v in value.split(",") if v.strip()] or [0]
+    except ValueError:
+        fail([f"threads: {value!r} is not a comma-separated list of integers, e.g. 1,2"])
+    if any(c < 0 for c in counts):
+        fail([f"threads: {value!r}: each count must be 0 (framework default) or more"])
+    return counts
+
+
+def up(
+    host: str = typer.Option("127.0.0.1"),
+    port: int = typer.Option(8000),
+    frameworks: str = typer.Option("", help="Inference backends (default: every installed one)."),
+    device: str = typer.Option("cpu"),
+    threads: str = typer.Option(
+        "0",
+        help="Inference intra-op threads (0: default); a list (1,2) starts one agent each.",
+    ),
+    detach: bool = typer.Option(False, "--detach", "-d", help="Return once every service is up."),
+    timeout: float = typer.Option(180.0, min=1, max=3600, help="Seconds to wait for readiness."),
+) -> None:
+    """Start the API and every worker as local processes (logs under data_dir/logs).
+
+    A service is reported started only when it answers: the API its /readyz, each worker
+    a Celery ping. If one dies or does not answer, its log's last lines are shown, the
+    others are stopped and the exit code is 1."""
+    from services.stack.manager import Stack, default_services
+    from services.stack.readiness import log_tail, wait_until_ready
+    from shared.celery_app import make_celery
+    from shared.db.migrations import upgrade_head
+    from shared.processes import exit_text
+
+    settings = get_settings()
+    counts = _thread_counts(threads)
+    # Migrate once up front, so five services do not race to do it.
+    upgrade_head(settings.effective_database_url)
+    stack = Stack(settings.data_dir)
+    specs = default_services(
+        host=host,
+        port=port,
+        frameworks=[f for f in frameworks.split(",") if f],
+        device=device,
+        threads=counts,
+    )
+    with user_errors():
+        try:
+            started = stack.start(specs)
+        except RuntimeError as exc:
+            fail([str(exc)])
+    console.print(f"starting {', '.join(s.name for s in started)} (logs in {stack.log_dir})")
+    url = f"http://{host}:{port}"
+
+    def report(result: Any) -> None:
+        if result.ready:
+            service = next(s for s in started if s.name == result.name)
+            console.print(f"started {result.name:<12} pid {service.pid:<7} {escape(result.detail)}")
+        else:
+            console.print(f"[red]{result.name} is not up:[/] {escape(result.detail)}")
+
+    results = wait_until_ready(
+        started,
+        exit_code=stack.exit_code,
+        ready_dir=stack.ready_dir,
+        api_url=url,
+        celery_app=make_celery(settings),
+        timeout_s=timeout,
+        on_ready=report,
+    )
+    failed = [r.name for r in results if not r.ready]
+    if failed:
+        stack.stop()
+        fail([f"up: {', '.join(failed)} did not start; the stack was stopped"])
+    console.print(f"API ready: {url}/graphql")
+    if detach:
+        return
+    console.print("Ctrl-C stops the stack.")
+
+    def _terminate(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    def _died(service: Any, code: int) -> None:
+        console.print(
+            f"[red]{service.name} {exit_text(code)}; last lines of {service.log}:[/]\n"
+            + escape(log_tail(service.log))
+        )
+
+    # Both explicitly: a shell may start `up` with SIGINT ignored (e.g. in the background).
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    try:
+        stack.watch(_died)
+    except KeyboardInterrupt:
+        console.print("stopping ...")
+        dead = [s.name for s in stack.dead()]
+        killed = stack.stop()
+        console.print(
+            "stopped"
+            + (f" (killed: {', '.join(killed)})" if killed else "")
+            + (f"; had died before: {', '.join(dead)}" if dead else "")
+        )
+
+
+def down() -> None:
+    """Stop a stack started by `benchstack up` (from any terminal)."""
+    from services.stack.manager import Stack
+
+    stack = Stack(get_settings().data_dir)
+    running = stack.running()
+    dead = stack.dead()
+    if not running:
+        console.print(
+            "no stack is running"
+            + (f" ({', '.join(s.name for s in dead)} had died)" if dead else "")
+        )
+        if stack.pid_file.exists():
+            stack.pid_file.unlink()
+        return
+    killed = stack.stop()
+    console.print(
+        f"stopped {', '.join(s.name for s in running)}"
+        + (f" (killed: {', '.join(killed)})" if killed else "")
+    )
+    for service in dead:
+        console.print(f"[red]{service.name} had died before `down`; see {service.log}[/]")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("api")(api)
+    app.command("worker")(worker)
+    app.command("up")(up)
+    app.command("down")(down)

@@ -1,0 +1,125 @@
+"""Rich rendering of a profile summary (``services/inference/profiling/analysis``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _bytes(value: int) -> str:
+    for unit, size in (("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value} B"
+
+
+def _shapes(shapes: list[list[int]]) -> str:
+    return " ".join("x".join(str(d) for d in shape) for shape in shapes[:3])
+
+
+def passes_table(profile: dict[str, Any]) -> Table:
+    table = Table(title=f"Passes ({profile['summary_method']})")
+    for column in ("pass", "iterations", "median ms", "trimmed mean ms", "p99 ms", "vs NONE"):
+        table.add_column(column, justify="left" if column == "pass" else "right")
+    base = (profile.get("headline") or {}).get("median_ms")
+    for row in profile["passes"]:
+        if row.get("skipped"):
+            table.add_row(row["pass"], "-", "skipped", "", "", "")
+            continue
+        ratio = f"x{row['median_ms'] / base:.3f}" if base else "-"
+        table.add_row(
+            row["pass"],
+            str(row["iterations"]),
+            _ms(row["median_ms"]),
+            _ms(row["trimmed_mean_ms"]),
+            _ms(row["p99_ms"]),
+            ratio,
+        )
+    return table
+
+
+def layer_table(profile: dict[str, Any], top_n: int) -> Table:
+    table = Table(title=f"Top {top_n} layers (FRAMEWORK pass, warm; cold = first inference)")
+    for column in (
+        "layer",
+        "type",
+        "input shapes",
+        "calls",
+        "mean ms",
+        "median ms",
+        "% model",
+        "memory",
+        "cold ms",
+    ):
+        table.add_column(column, justify="left" if column in {"layer", "type"} else "right")
+    for row in profile["layers"][:top_n]:
+        table.add_row(
+            escape(row["name"]),
+            row["type"],
+            _shapes(row["input_shapes"]),
+            str(row["calls"]),
+            _ms(row["mean_ms"]),
+            _ms(row["median_ms"]),
+            f"{row['percent']:.1f}",
+            _bytes(int(row["memory_bytes"])),
+            _ms(row["cold_ms"]),
+        )
+    return table
+
+
+def type_table(profile: dict[str, Any]) -> Table:
+    table = Table(title="Time by operator type")
+    for column in ("type", "layers", "mean ms", "% model"):
+        table.add_column(column, justify="left" if column == "type" else "right")
+    for row in profile["by_type"]:
+        table.add_row(row["type"], str(row["layers"]), _ms(row["mean_ms"]), f"{row['percent']:.1f}")
+    return table
+
+
+def library_table(profile: dict[str, Any], top_n: int) -> Table:
+    table = Table(title="Library calls (LIBRARY pass), mean per iteration")
+    for column in ("call", "kind", "mean ms"):
+        table.add_column(column, justify="right" if column == "mean ms" else "left")
+    for row in profile["library_ops"][:top_n]:
+        table.add_row(escape(row["name"]), row["kind"], _ms(row["mean_ms"]))
+    return table
+
+
+def print_profile(
+    console: Console, profile: dict[str, Any], *, trace_file: str | None = None, top_n: int = 10
+) -> None:
+    console.print(passes_table(profile))
+    headline = profile.get("headline") or {}
+    if headline.get("median_ms") is not None:
+        console.print(
+            f"headline latency (NONE pass, uninstrumented): median "
+            f"{headline['median_ms']:.3f} ms, p99 {headline['p99_ms']:.3f} ms"
+        )
+    if profile.get("cold"):
+        cold = profile["cold"]
+        console.print(f"cold start (first inference, {cold['level']}): {cold['latency_ms']:.3f} ms")
+    if profile["layers"]:
+        console.print(layer_table(profile, top_n))
+        console.print(type_table(profile))
+    coverage = profile.get("coverage")
+    if coverage:
+        console.print(
+            f"coverage: layers {coverage['layer_ms']:.3f} ms of model "
+            f"{coverage['model_ms']:.3f} ms = {coverage['ratio']:.1%} "
+            f"(median over the {coverage['level']} pass's iterations)"
+        )
+    if profile["library_ops"]:
+        console.print(library_table(profile, top_n))
+    for key, value in profile.get("system", {}).items():
+        console.print(f"system {key}: mean {value['mean']:.1f}, max {value['max']:.1f}")
+    for note in profile.get("notes", []):
+        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
+    if trace_file:
+        console.print(f"trace (Chrome/Perfetto JSON): {escape(trace_file)}")

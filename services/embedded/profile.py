@@ -1,0 +1,82 @@
+"""`benchstack profile`: load a model once and run the leveled profiling passes on it.
+
+No LoadGen run: the headline latency is the NONE pass's (uninstrumented), and every
+deeper level runs as a pass of its own. The trace JSON is written to a file; nothing is
+stored in the database.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.embedded.bench import Progress, load_or_preprocess
+from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.profiling.otel_export import current_trace_id
+from services.inference.profiling.passes import DEFAULT_ITERATIONS
+from services.inference.profiling.run_profile import RunProfiler, batch_of
+from services.inference.threads import with_scenario_threads
+from services.preprocess.datasets import resolve_dataset
+from shared.catalogue import resolve_model
+from shared.manifest_checks import check_manifest
+from shared.settings import Settings
+from shared.storage import make_store
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    model: str
+    trace_level: str = "FRAMEWORK"
+    framework: str | None = None
+    batch_size: int = 1
+    iterations: int = DEFAULT_ITERATIONS
+    dataset: str = "synthetic"
+    seed: int = 0
+    backend_options: BackendOptions = field(default_factory=BackendOptions)
+    trace_path: Path = Path("trace.json")
+
+
+@dataclass(frozen=True)
+class ProfileOutcome:
+    summary: dict[str, Any]
+    trace_path: Path
+    backend: dict[str, Any]
+
+
+def run_profile(request: ProfileRequest, settings: Settings) -> ProfileOutcome:
+    if request.batch_size < 1:
+        raise ValueError("batch_size: must be at least 1")
+    profiler = RunProfiler(request.trace_level, request.iterations, passes_at_none=True)
+    manifest = resolve_model(request.model)
+    framework = request.framework or manifest.framework.name
+    check_manifest(manifest, hash_files=False)
+    with profiler.step("dataset"):
+        dataset = resolve_dataset(
+            request.dataset,
+            count=request.batch_size,
+            seed=request.seed,
+            cache_dir=settings.data_dir,
+        )
+    with profiler.step("preprocess"):
+        prepared, _, _ = load_or_preprocess(make_store(settings), dataset, manifest, Progress())
+    batch = batch_of(prepared.tensors, request.batch_size)
+    options, _ = with_scenario_threads(request.backend_options, "single-stream")
+    backend = create_backend(framework, options)
+    try:
+        with profiler.step("model load"):
+            backend.load(manifest)
+        profiler.cold(backend, batch)
+        profiler.passes(backend, batch)
+        described = backend.describe()
+    finally:
+        backend.close()
+    summary = profiler.summary()
+    assert summary is not None
+    document = profiler.document(
+        model=manifest.name, framework=framework, trace_id=current_trace_id()
+    )
+    request.trace_path.parent.mkdir(parents=True, exist_ok=True)
+    request.trace_path.write_text(json.dumps(document))
+    return ProfileOutcome(summary, request.trace_path, described)

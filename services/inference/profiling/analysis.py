@@ -1,0 +1,147 @@
+"""What a profile says: the layer table, time by operator type, coverage, cold vs warm.
+
+Layer figures come from the FRAMEWORK pass's warm iterations: a layer's time in one
+iteration is the sum of its calls (a reused ReLU runs several times), summarised over the
+iterations by mean and median. Coverage compares the sum of the leaf layers' time with
+the model latency of the same iterations (the ``forward`` spans of that pass).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from services.inference.profiling.passes import CLOCK_METHOD, Profile
+from services.inference.profiling.spans import Span
+from services.inference.profiling.summary import SUMMARY_METHOD, trimmed_mean
+
+TOP_N = 10
+
+
+def _pass_spans(profile: Profile, label: str, category: str) -> list[Span]:
+    return [s for s in profile.spans if s.category == category and s.args.get("pass") == label]
+
+
+def _per_iteration(spans: list[Span]) -> dict[str, dict[int, int]]:
+    """name -> iteration -> summed duration (ns)."""
+    table: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for span in spans:
+        table[span.name][int(span.args["iteration"])] += span.duration_ns
+    return table
+
+
+def layer_table(profile: Profile) -> list[dict[str, Any]]:
+    """One row per leaf layer of the FRAMEWORK pass, slowest first."""
+    layers = _pass_spans(profile, "FRAMEWORK", "layer")
+    forwards = _pass_spans(profile, "FRAMEWORK", "model")
+    if not layers or not forwards:
+        return []
+    iterations = sorted({int(f.args["iteration"]) for f in forwards})
+    model_mean_ns = float(np.mean([f.duration_ns for f in forwards]))
+    first: dict[str, Span] = {}
+    calls: dict[str, int] = defaultdict(int)
+    for span in layers:
+        first.setdefault(span.name, span)
+        calls[span.name] += 1
+    cold = _per_iteration(_pass_spans(profile, "cold FRAMEWORK", "layer"))
+    rows = []
+    for name, by_iteration in _per_iteration(layers).items():
+        times_ms = [by_iteration.get(i, 0) / 1e6 for i in iterations]
+        mean_ms = float(np.mean(times_ms))
+        cold_ns = cold.get(name, {}).get(0)
+        rows.append(
+            {
+                "name": name,
+                "type": first[name].args.get("type", ""),
+                "input_shapes": first[name].args.get("input_shapes", []),
+                "calls": calls[name] // len(iterations),
+                "mean_ms": mean_ms,
+                "median_ms": float(np.median(times_ms)),
+                "trimmed_mean_ms": trimmed_mean(times_ms),
+                "percent": 100 * mean_ms * 1e6 / model_mean_ns,
+                "memory_bytes": first[name].args.get("memory_bytes", 0),
+                "cold_ms": None if cold_ns is None else cold_ns / 1e6,
+            }
+        )
+    return sorted(rows, key=lambda r: r["mean_ms"], reverse=True)
+
+
+def by_type(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    totals: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        entry = totals.setdefault(
+            row["type"], {"type": row["type"], "layers": 0, "mean_ms": 0.0, "percent": 0.0}
+        )
+        entry["layers"] += 1
+        entry["mean_ms"] += row["mean_ms"]
+        entry["percent"] += row["percent"]
+    return sorted(totals.values(), key=lambda e: e["mean_ms"], reverse=True)
+
+
+def coverage(profile: Profile) -> dict[str, Any] | None:
+    """Sum of leaf-layer time against the model latency, per iteration, then the median."""
+    layers = _pass_spans(profile, "FRAMEWORK", "layer")
+    forwards = _pass_spans(profile, "FRAMEWORK", "model")
+    if not layers or not forwards:
+        return None
+    layer_ns: dict[int, int] = defaultdict(int)
+    for span in layers:
+        layer_ns[int(span.args["iteration"])] += span.duration_ns
+    ratios = [layer_ns[int(f.args["iteration"])] / f.duration_ns for f in forwards]
+    return {
+        "level": "FRAMEWORK",
+        "ratio": float(np.median(ratios)),
+        "layer_ms": float(np.median([layer_ns[int(f.args["iteration"])] for f in forwards])) / 1e6,
+        "model_ms": float(np.median([f.duration_ns for f in forwards])) / 1e6,
+    }
+
+
+def library_ops(profile: Profile) -> list[dict[str, Any]]:
+    """LIBRARY pass: operators and kernels by name, mean time per iteration, slowest first."""
+    rows = []
+    for category in ("library", "gpu"):
+        spans = _pass_spans(profile, "LIBRARY", category)
+        iterations = max(1, len({int(s.args["iteration"]) for s in spans}))
+        for name, by_iteration in _per_iteration(spans).items():
+            total = sum(by_iteration.values())
+            rows.append({"name": name, "kind": category, "mean_ms": total / iterations / 1e6})
+    return sorted(rows, key=lambda r: r["mean_ms"], reverse=True)[: TOP_N * 2]
+
+
+def system_summary(profile: Profile) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    for counter in profile.counters:
+        for key, value in counter.values.items():
+            entry = summary.setdefault(f"{counter.name}.{key}", [])
+            entry.append(value)
+    return {
+        key: {"mean": float(np.mean(values)), "max": float(np.max(values)), "samples": len(values)}
+        for key, values in summary.items()
+    }
+
+
+def summarise(profile: Profile, top_n: int = TOP_N) -> dict[str, Any]:
+    """The profile as stored with a run and printed by ``benchstack profile``."""
+    rows = layer_table(profile)
+    none = profile.pass_of("NONE")
+    cold = profile.cold
+    return {
+        "level": profile.level,
+        "iterations": profile.iterations,
+        "summary_method": SUMMARY_METHOD,
+        "clock_alignment": CLOCK_METHOD,
+        "headline": {"level": "NONE", **(none.figures() if none else {})},
+        "passes": [p.figures() for p in profile.passes],
+        "cold": None
+        if cold is None or cold.skipped
+        else {"level": cold.level, "latency_ms": cold.latencies_ns[0] / 1e6},
+        "layers": rows,
+        "top_layers": [r["name"] for r in rows[:top_n]],
+        "by_type": by_type(rows),
+        "coverage": coverage(profile),
+        "library_ops": library_ops(profile),
+        "system": system_summary(profile),
+        "notes": profile.notes,
+    }

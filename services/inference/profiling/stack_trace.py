@@ -1,0 +1,111 @@
+"""A stack run's trace joins the evaluation's trace (in the inference worker, not its child).
+
+The measurement child writes trace.json with spans from its own steps down to the layers.
+The worker, whose current span is the ``inference.run`` task span (a descendant of the
+API's submission span through the Celery headers), then:
+
+- names the trace id in the file, and adds two enclosing spans on the child's thread:
+  ``evaluation`` from the API's submission (the row's ``created_at``) and
+  ``inference.run`` from the task's start, both to the trace's last event;
+- stores the file again under its key;
+- exports the file's spans (steps down to layers) as OpenTelemetry spans under the task
+  span (``otel_export``), so Jaeger shows one trace from the API down to the layers.
+
+Clocks: the child's spans are wall-anchored (``spans.now_ns``); the submission time is
+the database's clock, the task start the worker's wall clock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+from services.inference.profiling.otel_export import current_trace_id, export_trace_events
+from services.inference.profiling.trace_events import TRACE_FILE
+from shared.storage import ObjectStore
+
+log = logging.getLogger(__name__)
+
+
+def _enclosing(
+    name: str, start_ns: int, document: dict[str, Any], thread: Any, pid: Any, **args: Any
+) -> dict[str, Any]:
+    origin_ns = int(document["otherData"]["origin_unix_ns"])
+    ends = [float(e["ts"]) + float(e["dur"]) for e in document["traceEvents"] if e["ph"] == "X"]
+    start_us = (start_ns - origin_ns) / 1000
+    return {
+        "name": name,
+        "cat": "stack",
+        "ph": "X",
+        "ts": start_us,
+        "dur": max(ends, default=start_us) - start_us,
+        "pid": pid,
+        "tid": thread,
+        "args": args,
+    }
+
+
+def adopt_trace(
+    store: ObjectStore,
+    keys: dict[str, str],
+    *,
+    evaluation_id: str,
+    submitted_at: datetime | None,
+    task_started_ns: int,
+) -> int:
+    """Join the stored trace (if the run has one) to the current trace; returns the number
+    of spans exported. A trace that cannot be joined costs the run nothing: it is logged."""
+    key = keys.get(TRACE_FILE)
+    if key is None:
+        return 0
+    try:
+        return _adopt(store, key, evaluation_id, submitted_at, task_started_ns)
+    except Exception:  # the measurement is stored; a trace problem must not fail it
+        log.warning("could not join %s to the evaluation's trace", key, exc_info=True)
+        return 0
+
+
+def _adopt(
+    store: ObjectStore,
+    key: str,
+    evaluation_id: str,
+    submitted_at: datetime | None,
+    task_started_ns: int,
+) -> int:
+    document: dict[str, Any] = json.loads(store.get_bytes(key))
+    trace_id = current_trace_id()
+    document["otherData"]["trace_id"] = trace_id
+    steps = [e for e in document["traceEvents"] if e.get("cat") == "step"]
+    if steps:
+        thread, pid = steps[0]["tid"], steps[0]["pid"]
+        starts = [task_started_ns]
+        if submitted_at is not None:
+            starts.append(int(submitted_at.timestamp() * 1e9))
+        # Both start before the child's first event: move the origin back to the earliest.
+        shift_us = (int(document["otherData"]["origin_unix_ns"]) - min(starts)) / 1000
+        if shift_us > 0:
+            for event in document["traceEvents"]:
+                event["ts"] = float(event["ts"]) + shift_us
+            document["otherData"]["origin_unix_ns"] = min(starts)
+        enclosing = [
+            _enclosing("inference.run", task_started_ns, document, thread, pid, trace_id=trace_id)
+        ]
+        if submitted_at is not None:
+            enclosing.insert(
+                0,
+                _enclosing(
+                    "evaluation",
+                    int(submitted_at.timestamp() * 1e9),
+                    document,
+                    thread,
+                    pid,
+                    evaluation_id=evaluation_id,
+                    trace_id=trace_id,
+                    note="from the API's submission (the evaluation's created_at)",
+                ),
+            )
+        document["traceEvents"] = enclosing + document["traceEvents"]
+    store.put_bytes(key, json.dumps(document).encode())
+    return export_trace_events(document)

@@ -1,0 +1,34 @@
+"""Robust summaries of repeated measurements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+# Share cut from each end before averaging: one preempted iteration on a shared machine
+# must not move the figure.
+TRIM_PROPORTION = 0.1
+SUMMARY_METHOD = f"trimmed mean ({TRIM_PROPORTION:.0%} cut from each end) and median"
+
+
+def trimmed_mean(values: Sequence[float], proportion: float = TRIM_PROPORTION) -> float:
+    if not values:
+        raise ValueError("trimmed_mean: no values")
+    if not 0 <= proportion < 0.5:
+        raise ValueError("proportion: must be in [0, 0.5)")
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    cut = int(len(ordered) * proportion)
+    kept = ordered[cut : len(ordered) - cut] if cut else ordered
+    return float(kept.mean())
+
+
+def latency_figures(latencies_ns: Sequence[int]) -> dict[str, float]:
+    """ms figures of one pass: trimmed mean, median, p99, min."""
+    values = np.asarray(latencies_ns, dtype=np.float64) / 1e6
+    return {
+        "trimmed_mean_ms": trimmed_mean(list(values)),
+        "median_ms": float(np.median(values)),
+        "p99_ms": float(np.percentile(values, 99)),
+        "min_ms": float(values.min()),
+    }

@@ -1,0 +1,167 @@
+"""LIBRARY level for torch: torch.profiler (Kineto) below the layers.
+
+Each module call is wrapped in ``record_function("layer::<name>")`` by forward hooks, and
+each iteration in ``record_function("benchstack::forward#<i>")``, so the aten operators
+(and the oneDNN/MKL primitives they call, e.g. ``aten::mkldnn_convolution``) nest under
+the layer that issued them. On a GPU, CUDA kernels come with the correlation id of the
+runtime call that launched them (Kineto's ``correlation`` arg), on a track per stream.
+
+Clock alignment: Kineto has its own clock. Each iteration's events are shifted by one
+offset, the one that puts the iteration's ``benchstack::forward`` annotation at the
+start of the window in which benchstack's clock saw that iteration run; the annotation
+runs inside that window, so its events stay inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+from services.inference.backends.base import Backend
+from services.inference.profiling.instruments import Instrument, Window
+from services.inference.profiling.spans import Span, clamp_to_parents
+
+FORWARD_MARK = "benchstack::forward#"
+LAYER_MARK = "layer::"
+# Kineto categories kept: operators, our annotations, and device work.
+CPU_CATEGORIES = {"cpu_op", "user_annotation", "cuda_runtime"}
+DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
+# GPU tracks get thread ids apart from any OS thread id.
+GPU_TRACK_BASE = 1 << 40
+
+
+def gpu_in_use(backend: Backend) -> bool:
+    return backend.options.device.startswith("cuda") and torch.cuda.is_available()
+
+
+class TorchLibrary(Instrument):
+    def __init__(self, backend: Backend) -> None:
+        super().__init__(backend)
+        self.model: torch.nn.Module = backend.model  # type: ignore[attr-defined]
+        self._handles: list[Any] = []
+        self._open: list[Any] = []
+        self._events: list[dict[str, Any]] = []
+        self._profiler: Any = None
+
+    def __enter__(self) -> TorchLibrary:
+        for name, module in self.model.named_modules():
+            if name:
+                self._handles.append(module.register_forward_pre_hook(self._pre_hook(name)))
+                self._handles.append(module.register_forward_hook(self._post_hook))
+        activities = [ProfilerActivity.CPU]
+        if gpu_in_use(self.backend):
+            activities.append(ProfilerActivity.CUDA)
+        self._profiler = profile(activities=activities, record_shapes=True)
+        self._profiler.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._profiler.__exit__(exc_type, exc, tb)
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        if exc_type is None:
+            with tempfile.TemporaryDirectory(prefix="benchstack-kineto-") as tmp:
+                path = Path(tmp) / "trace.json"
+                self._profiler.export_chrome_trace(str(path))
+                document = json.loads(path.read_text())
+            events = (
+                document.get("traceEvents", document) if isinstance(document, dict) else document
+            )
+            self._events = [e for e in events if e.get("ph") == "X"]
+
+    def _pre_hook(self, name: str) -> Any:
+        def hook(module: torch.nn.Module, inputs: Any) -> None:
+            marker = record_function(LAYER_MARK + name)
+            marker.__enter__()
+            self._open.append(marker)
+
+        return hook
+
+    def _post_hook(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
+        self._open.pop().__exit__(None, None, None)
+
+    def predict(self, batch: np.ndarray, iteration: int) -> Any:
+        with record_function(f"{FORWARD_MARK}{iteration}"):
+            return self.backend.predict(batch)
+
+    def notes(self) -> list[str]:
+        if gpu_in_use(self.backend):
+            return []
+        return [
+            "LIBRARY: no CUDA kernels traced: "
+            + ("torch sees no GPU" if not torch.cuda.is_available() else "the run is on the CPU")
+        ]
+
+    def spans(self, windows: list[Window]) -> list[Span]:
+        by_iteration = {w.iteration: w for w in windows}
+        marks = [e for e in self._events if str(e.get("name", "")).startswith(FORWARD_MARK)]
+        spans: list[Span] = []
+        for mark in marks:
+            iteration = int(str(mark["name"]).removeprefix(FORWARD_MARK))
+            window = by_iteration.get(iteration)
+            if window is None:
+                continue
+            start_us, end_us = float(mark["ts"]), float(mark["ts"]) + float(mark["dur"])
+            offset_ns = window.start_ns - round(start_us * 1000)
+            for event in self._events:
+                spans.extend(
+                    _converted(event, mark, start_us, end_us, offset_ns, iteration, window)
+                )
+        return clamp_to_parents(spans)
+
+
+def _converted(
+    event: dict[str, Any],
+    mark: dict[str, Any],
+    start_us: float,
+    end_us: float,
+    offset_ns: int,
+    iteration: int,
+    window: Window,
+) -> list[Span]:
+    """``event`` on benchstack's clock if it belongs to ``mark``'s iteration."""
+    if event is mark:
+        return []
+    category = str(event.get("cat", ""))
+    ts, dur = float(event.get("ts", 0)), float(event.get("dur", 0))
+    args = dict(event.get("args") or {})
+    on_device = category in DEVICE_CATEGORIES
+    if on_device:
+        # Device work belongs to the iteration whose launch it correlates with; a kernel
+        # may end after the CPU returns, so it is matched by its start only.
+        if not start_us <= ts <= end_us:
+            return []
+    else:
+        on_mark_thread = category in CPU_CATEGORIES and event.get("tid") == mark.get("tid")
+        if not on_mark_thread or not (start_us <= ts and ts + dur <= end_us):
+            return []
+    name = str(event.get("name", ""))
+    if name.startswith(LAYER_MARK):
+        name, kind = name.removeprefix(LAYER_MARK), "library-layer"
+    else:
+        kind = "gpu" if on_device else "library"
+    kept = {k: args[k] for k in ("Input Dims", "correlation", "External id", "stream") if k in args}
+    kept["iteration"] = iteration
+    thread = GPU_TRACK_BASE + int(args.get("stream", 0) or 0) if on_device else window.thread
+    # Ends rounded on their own (not start + rounded length): rounding is monotone, so
+    # an event inside another stays inside it.
+    start = round(ts * 1000) + offset_ns
+    duration = round((ts + dur) * 1000) + offset_ns - start
+    if not on_device:
+        # Rounding must not push a child past its iteration's window.
+        start = max(start, window.start_ns)
+        duration = min(duration, window.end_ns - start)
+    return [Span(name, kind, start, duration, thread, kept)]

@@ -1,0 +1,51 @@
+"""The messages that move an evaluation on, built from its row: pure functions.
+
+The scheduler task and the preprocess task both send ``RunInference`` (the plan when every
+shard is stored already, the preprocess worker that completes the set); both build it here,
+so neither task module imports the other.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from services.scheduler.planner import PlannedShard
+from shared.db.evaluations import Evaluation
+from shared.messages import PreprocessShard, RunInference
+
+
+def run_id_for(evaluation_id: str) -> str:
+    """Deterministic, so a redelivered plan names the same run (runs are keyed by it)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"benchstack:evaluation:{evaluation_id}"))
+
+
+def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInference:
+    return RunInference(
+        evaluation_id=evaluation.id,
+        run_id=evaluation.run_id or run_id_for(evaluation.id),
+        shard_keys=shard_keys,
+        framework=evaluation.framework,
+        device=evaluation.device,
+        batch_size=evaluation.batch_size,
+        scenario=evaluation.scenario,
+        manifest=evaluation.manifest,
+        backend_options=evaluation.backend_options or {},
+        trace_level=evaluation.trace_level,
+    )
+
+
+def shard_message(
+    evaluation: Evaluation, shard: PlannedShard, spec_json: dict[str, Any]
+) -> PreprocessShard:
+    return PreprocessShard(
+        evaluation_id=evaluation.id,
+        shard_index=shard.index,
+        shard_key=shard.key,
+        dataset=evaluation.dataset,
+        dataset_count=evaluation.dataset_count,
+        seed=evaluation.seed,
+        sample_ids=shard.sample_ids,
+        input_spec=spec_json,
+        batch_size=evaluation.batch_size,
+    )

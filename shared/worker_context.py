@@ -1,0 +1,70 @@
+"""What a worker process is given at start-up: how to publish, and which agent it is.
+
+The launcher (``services.stack.entry.run_worker``, or ``services.celery_main`` when Celery
+is started directly) installs one ``WorkerContext`` before the worker consumes; each task
+reads it once through ``current()`` and passes what it needs down as arguments, so no task
+module reads a module-level publisher or agent id. Tests install their own (a publisher
+that records), the way the API is handed a publisher by ``create_app``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from shared.celery_app import Publisher
+
+
+@dataclass(frozen=True)
+class AgentIdentity:
+    """The inference agent this worker is: its agent id per framework it serves, and the
+    settings every run it measures applies (e.g. ``{"intra_op_threads": 2}``). Empty in
+    the other workers."""
+
+    ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def agent_id(self, framework: str) -> str:
+        """The agent id for ``framework``; "" when this worker is no agent for it."""
+        return self.ids.get(framework, "")
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    publish: Publisher
+    agent: AgentIdentity = field(default_factory=AgentIdentity)
+
+
+class NoWorkerContext(RuntimeError):
+    """A task ran in a process whose launcher installed no WorkerContext."""
+
+
+_installed: WorkerContext | None = None
+
+
+def install(context: WorkerContext) -> WorkerContext | None:
+    """Make ``context`` this process's; returns the one it replaces (tests restore it)."""
+    global _installed
+    previous, _installed = _installed, context
+    return previous
+
+
+def uninstall(previous: WorkerContext | None = None) -> None:
+    """Put back what ``install`` returned (None: no context)."""
+    global _installed
+    _installed = previous
+
+
+def is_installed() -> bool:
+    return _installed is not None
+
+
+def current() -> WorkerContext:
+    if _installed is None:
+        raise NoWorkerContext(
+            "no worker context: start workers with `benchstack worker KIND` "
+            "(services.stack.entry) or `celery -A services.celery_main worker`"
+        )
+    return _installed

@@ -1,0 +1,91 @@
+"""cancel_evaluation: the owner's evaluation moves to CANCELLED; else a typed refusal."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.api import cancellation
+from services.api.auth import get_or_create_user
+from services.api.cancellation import cancel_evaluation
+from services.api.rejections import Rejection
+from shared import runtime
+from shared.db import evaluation_repo
+from shared.db.evaluations import Evaluation
+from shared.db.states import EvaluationState
+
+
+@pytest.fixture(autouse=True)
+def embedded_db(data_dir: Path) -> Iterator[None]:
+    runtime.reset()
+    yield
+    runtime.reset()
+
+
+def _queued(owner: str) -> tuple[int, str]:
+    with runtime.db() as session:
+        user = get_or_create_user(session, owner)
+        session.flush()
+        row = Evaluation(
+            id=str(uuid.uuid4()),
+            owner_id=user.id,
+            model_name="m",
+            model_version="1.0.0",
+            manifest={},
+            framework="null",
+            device="cpu",
+            scenario={},
+            batch_size=1,
+            dataset="synthetic",
+        )
+        session.add(row)
+        return user.id, row.id
+
+
+def test_the_owner_cancels_and_a_second_cancel_is_already_finished() -> None:
+    owner, evaluation_id = _queued("alice")
+    with runtime.db() as session:
+        cancelled = cancel_evaluation(session, owner_id=owner, evaluation_id=evaluation_id)
+        assert isinstance(cancelled, Evaluation)
+        assert cancelled.state == EvaluationState.CANCELLED.value
+        assert cancelled.reason == "cancelled by its owner"
+    with runtime.db() as session:
+        again = cancel_evaluation(session, owner_id=owner, evaluation_id=evaluation_id)
+    assert again == Rejection(
+        "AlreadyFinished", "id: evaluation is already CANCELLED", field="id", state="CANCELLED"
+    )
+
+
+def test_another_users_evaluation_is_not_found() -> None:
+    _, evaluation_id = _queued("alice")
+    mallory, _ = _queued("mallory")
+    with runtime.db() as session:
+        refused = cancel_evaluation(session, owner_id=mallory, evaluation_id=evaluation_id)
+        assert isinstance(refused, Rejection)
+        assert (refused.kind, refused.field) == ("NotFound", "id")
+        assert evaluation_repo.is_final(session, evaluation_id) is False
+
+
+def test_a_cancel_that_loses_the_race_reports_already_finished(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    owner, evaluation_id = _queued("alice")
+    real_transition = evaluation_repo.transition
+
+    def finishes_first(session: Any, eid: str, target: EvaluationState, **kw: Any) -> bool:
+        # The evaluation fails in another worker between the API's read and its CAS.
+        with runtime.db() as other:
+            real_transition(other, eid, EvaluationState.FAILED, reason="worker failed")
+        return real_transition(session, eid, target, **kw)
+
+    monkeypatch.setattr(cancellation.evaluation_repo, "transition", finishes_first)
+    with runtime.db() as session:
+        result = cancel_evaluation(session, owner_id=owner, evaluation_id=evaluation_id)
+    assert isinstance(result, Rejection)
+    assert (result.kind, result.state) == ("AlreadyFinished", "FAILED")
+    with runtime.db() as session:
+        assert evaluation_repo.state_of(session, evaluation_id) == EvaluationState.FAILED

@@ -1,0 +1,60 @@
+"""What a client may make the workers read: paths confined to the models and datasets folders."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from services.api.confinement import (
+    MAX_DATASET_CHARS,
+    confine_manifest,
+    dataset_spec,
+    relative_inside,
+)
+from services.api.rejections import Rejection
+from shared.catalogue import CATALOGUE_DIR
+from shared.manifest import ModelManifest, parse_manifest_text
+from shared.settings import Settings
+
+
+@pytest.mark.parametrize(
+    "value", ["", "/etc", "~/x", "../up", "a/../../b", ".", "a\\b", "new\nline"]
+)
+def test_a_path_that_could_leave_its_folder_is_not_relative_inside(value: str) -> None:
+    assert relative_inside(value) is None
+
+
+def test_a_plain_relative_path_stays_as_written() -> None:
+    assert relative_inside("nets/tiny.onnx") == PurePosixPath("nets/tiny.onnx")
+
+
+def test_a_dataset_is_synthetic_or_a_folder_inside_the_datasets_folder(tmp_path: Path) -> None:
+    settings = Settings(datasets_dir=tmp_path, environment="test")
+    assert dataset_spec(settings, "synthetic") == "synthetic"
+    assert dataset_spec(settings, "imgs/val") == str(tmp_path / "imgs" / "val")
+    refused = dataset_spec(settings, "/")
+    assert isinstance(refused, Rejection)
+    assert (refused.kind, refused.field) == ("InvalidInput", "dataset")
+    too_long = dataset_spec(settings, "a" * (MAX_DATASET_CHARS + 1))
+    assert isinstance(too_long, Rejection) and "at most" in too_long.message
+
+
+def test_a_manifests_model_file_is_anchored_in_the_models_folder(tmp_path: Path) -> None:
+    settings = Settings(models_dir=tmp_path, environment="test")
+    text = (
+        (CATALOGUE_DIR / "resnet18.yaml")
+        .read_text()
+        .replace(
+            "source: {architecture: 'torchvision:resnet18'}",
+            f"source: {{file: {{path: nets/tiny.onnx, sha256: {'ab' * 32}}}}}",
+        )
+    )
+    confined = confine_manifest(parse_manifest_text(text, source="t"), settings)
+    assert isinstance(confined, ModelManifest)
+    assert confined.source.file is not None
+    assert confined.source.file.path == str(tmp_path / "nets" / "tiny.onnx")
+    escaping = parse_manifest_text(text.replace("nets/tiny.onnx", "/etc/passwd"), source="t")
+    refused = confine_manifest(escaping, settings)
+    assert isinstance(refused, Rejection)
+    assert refused.kind == "InvalidManifest" and refused.problems

@@ -1,0 +1,59 @@
+"""BenchOptions: what bench, sweep and find-peak read from the command line, as one request."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+
+from services.cli.bench_options import BenchOptions, parse_options
+
+
+def test_the_options_become_one_validated_request() -> None:
+    request = BenchOptions(
+        model="resnet18",
+        framework="null",
+        scenario="server",
+        batch_size=4,
+        duration=0.5,
+        target_qps=120.0,
+        seed=9,
+        threads=2,
+        workers=3,
+        option=["fail_every=3", "mode=fast"],
+    ).request()
+    assert (request.model, request.framework, request.batch_size) == ("resnet18", "null", 4)
+    assert request.scenario.scenario == "server"
+    assert (request.scenario.min_duration_s, request.scenario.target_qps) == (0.5, 120.0)
+    # A seed fixes LoadGen's schedules too, so a rerun issues the same queries.
+    assert request.scenario.schedule_rng_seed == 9
+    assert request.backend_options.intra_op_threads == 2
+    assert request.backend_options.extra == {"fail_every": 3, "mode": "fast"}
+    assert request.workers == 3
+
+
+def test_what_a_command_does_not_offer_keeps_its_default() -> None:
+    request = BenchOptions(model="resnet18").request()
+    assert request.scenario.scenario == "offline"
+    assert request.scenario.mode == "performance"
+    assert request.scenario.schedule_rng_seed is None  # seed 0: LoadGen's own
+    assert request.backend_options.extra == {}
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (BenchOptions(model="m", scenario="batch"), "--scenario: 'batch' is not accepted"),
+        (BenchOptions(model="m", profile="fast"), "--profile: 'fast' is not accepted"),
+        (BenchOptions(model="m", option=["novalue"]), "--option: 'novalue' must look like"),
+    ],
+)
+def test_a_bad_option_exits_naming_it(
+    options: BenchOptions, named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(typer.Exit):
+        options.request()
+    assert named in capsys.readouterr().err
+
+
+def test_backend_option_values_that_look_like_numbers_are_numbers() -> None:
+    assert parse_options(["a=1", "b=0.5", "c=x=y"]) == {"a": 1, "b": 0.5, "c": "x=y"}

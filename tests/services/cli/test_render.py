@@ -1,0 +1,27 @@
+"""Piped tables keep every name whole, as a user sees them under `| less` or in CI."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from shared.catalogue import list_catalogue
+from tests.support.cli import TINY, piped
+
+
+def test_models_piped_keeps_every_name_whole(data_dir: Path) -> None:
+    result = piped(data_dir, "models")
+    assert result.returncode == 0, result.stderr
+    for manifest in list_catalogue():
+        assert re.search(rf"│ {re.escape(manifest.name)}\s+│", result.stdout), manifest.name
+    assert "convnext_tiny" in result.stdout
+    assert "…" not in result.stdout  # Rich's mark for a cell it cut
+
+
+def test_results_piped_keeps_every_cell_whole(data_dir: Path) -> None:
+    bench = piped(data_dir, "bench", TINY, "-f", "null", "--duration", "0.2", "--samples", "4")
+    assert bench.returncode == 0, bench.stderr
+    result = piped(data_dir, "results")
+    assert result.returncode == 0, result.stderr
+    assert "tiny-cnn:0.1.0" in result.stdout and "offline/performance" in result.stdout
+    assert "…" not in result.stdout

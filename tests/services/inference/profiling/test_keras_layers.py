@@ -1,0 +1,61 @@
+"""FRAMEWORK level on TensorFlow: Keras layers timed one by one in eager execution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from services.inference.backends.base import create_backend
+from services.inference.profiling.analysis import summarise
+from services.inference.profiling.keras_layers import EAGER_NOTE
+from services.inference.profiling.passes import profile_backend
+from services.inference.profiling.trace_events import trace_document, trace_problems
+from shared.manifest import sha256_of
+from tests.support.manifests import tensor_manifest
+
+SHAPE = (16, 16, 1)
+
+
+@pytest.mark.parametrize("kind", ["sequential", "functional"])
+def test_keras_layers_are_timed_and_cover_the_pass(tmp_path: Path, kind: str) -> None:
+    # The backend module before keras: it loads Triton before TensorFlow (see its comment).
+    create_backend("tensorflow")
+    import keras
+
+    if kind == "sequential":
+        model = keras.Sequential(
+            [
+                keras.Input(SHAPE),
+                keras.layers.Conv2D(8, 3, activation="relu", name="conv"),
+                keras.layers.Flatten(name="flatten"),
+                keras.layers.Dense(5, name="dense"),
+            ]
+        )
+    else:
+        inputs = keras.Input(SHAPE)
+        hidden = keras.layers.Conv2D(8, 3, name="conv")(inputs)
+        added = keras.layers.Add(name="add")([hidden, hidden])
+        outputs = keras.layers.Dense(5, name="dense")(keras.layers.Flatten(name="flatten")(added))
+        model = keras.Model(inputs, outputs)
+    path = tmp_path / "tiny.keras"
+    model.save(path)
+    manifest = tensor_manifest(
+        framework="tensorflow",
+        source={"file": {"path": path.name, "sha256": sha256_of(path)}},
+        shape=SHAPE,
+        base_dir=tmp_path,
+    )
+    backend = create_backend("tensorflow")
+    backend.load(manifest)
+    batch = np.random.default_rng(0).random((2, *SHAPE), dtype=np.float32)
+    profile = profile_backend(backend, batch, "FRAMEWORK", 3)
+    summary = summarise(profile)
+    names = {row["name"] for row in summary["layers"]}
+    assert {"conv", "flatten", "dense"} <= names
+    dense = next(row for row in summary["layers"] if row["name"] == "dense")
+    assert dense["type"] == "Dense" and dense["memory_bytes"] == 2 * 5 * 4
+    assert 0 < summary["coverage"]["ratio"] <= 1
+    assert EAGER_NOTE in summary["notes"]
+    assert trace_problems(trace_document(profile)) == []

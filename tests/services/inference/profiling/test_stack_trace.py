@@ -1,0 +1,86 @@
+"""A worker joins its child's trace to the evaluation's trace: one trace id, nested spans."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.profiling.run_profile import RunProfiler
+from services.inference.profiling.spans import now_ns
+from services.inference.profiling.stack_trace import adopt_trace
+from services.inference.profiling.trace_events import TRACE_FILE, trace_problems
+from shared.manifest import ModelManifest
+from shared.storage import LocalStore
+from shared.tracing import tracer
+from tests.support.backend_fixtures import DIGITS_SHAPE
+
+KEY = "runs/r/attempt-1/trace.json"
+
+
+def _stored_trace(store: LocalStore, manifest: ModelManifest, tmp_path: Path) -> None:
+    profiler = RunProfiler("FRAMEWORK", iterations=2)
+    backend = create_backend("torch", BackendOptions(intra_op_threads=1))
+    with profiler.step("model load"):
+        backend.load(manifest)
+    batch = np.zeros((1, *DIGITS_SHAPE), np.float32)
+    profiler.cold(backend, batch)
+    profiler.passes(backend, batch)
+    files = profiler.write(tmp_path)
+    store.put_bytes(KEY, files[TRACE_FILE].read_bytes())
+
+
+def test_stored_trace_gets_the_trace_id_enclosing_spans_and_exports_layers(
+    tmp_path: Path, digits_manifest: ModelManifest, spans: InMemorySpanExporter
+) -> None:
+    store = LocalStore(tmp_path / "store")
+    submitted = datetime.now(UTC) - timedelta(seconds=2)
+    with tracer().start_as_current_span("inference.run") as task:
+        started = now_ns()
+        _stored_trace(store, digits_manifest, tmp_path)
+        exported = adopt_trace(
+            store,
+            {TRACE_FILE: KEY},
+            evaluation_id="e1",
+            submitted_at=submitted,
+            task_started_ns=started,
+        )
+    trace_id = task.get_span_context().trace_id
+    document = json.loads(store.get_bytes(KEY))
+    assert trace_problems(document) == []
+    assert document["otherData"]["trace_id"] == format(trace_id, "032x")
+    first, second = document["traceEvents"][:2]
+    assert (first["name"], second["name"]) == ("evaluation", "inference.run")
+    assert first["ts"] == 0 and document["otherData"]["origin_unix_ns"] == int(
+        submitted.timestamp() * 1e9
+    )
+    finished = {s.name: s for s in spans.get_finished_spans()}
+    assert exported > 0
+    layers = [
+        s
+        for s in spans.get_finished_spans()
+        if (s.attributes or {}).get("benchstack.category") == "layer"
+    ]
+    assert layers and all(s.context.trace_id == trace_id for s in layers)
+    # A warm layer's parent chain reaches the task span through forward, pass and step spans.
+    by_id = {s.context.span_id: s for s in spans.get_finished_spans()}
+    chain, span = [], max(layers, key=lambda s: s.start_time or 0)
+    while span.parent is not None and span.parent.span_id in by_id:
+        span = by_id[span.parent.span_id]
+        chain.append(span.name)
+    assert chain[-1] == "inference.run" and "forward" in chain and "profiling passes" in chain
+    assert "pass FRAMEWORK" in chain
+    assert "inference.run" in finished
+
+
+def test_a_run_without_a_trace_exports_nothing(tmp_path: Path) -> None:
+    assert (
+        adopt_trace(
+            LocalStore(tmp_path), {}, evaluation_id="e", submitted_at=None, task_started_ns=0
+        )
+        == 0
+    )

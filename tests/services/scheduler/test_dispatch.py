@@ -1,0 +1,56 @@
+"""The messages that move an evaluation on, built from its row alone."""
+
+from __future__ import annotations
+
+from services.scheduler.dispatch import inference_message, run_id_for, shard_message
+from services.scheduler.planner import PlannedShard
+from shared.db.evaluations import Evaluation
+
+
+def _evaluation(**overrides: object) -> Evaluation:
+    fields: dict[str, object] = {
+        "id": "e-1",
+        "framework": "null",
+        "device": "cpu",
+        "batch_size": 4,
+        "scenario": {"scenario": "offline"},
+        "manifest": {"name": "m"},
+        "backend_options": None,
+        "dataset": "synthetic",
+        "dataset_count": 16,
+        "seed": 3,
+        "run_id": None,
+        "trace_level": "NONE",
+    }
+    return Evaluation(**(fields | overrides))
+
+
+def test_the_run_id_is_the_same_for_every_plan_of_one_evaluation() -> None:
+    assert run_id_for("e-1") == run_id_for("e-1")
+    assert run_id_for("e-1") != run_id_for("e-2")
+
+
+def test_inference_is_asked_for_the_rows_run_with_its_settings() -> None:
+    message = inference_message(_evaluation(), ["shards/a.npy", "shards/b.npy"])
+    assert message.run_id == run_id_for("e-1")  # not planned yet: the deterministic id
+    assert message.shard_keys == ["shards/a.npy", "shards/b.npy"]
+    assert (message.framework, message.device, message.batch_size) == ("null", "cpu", 4)
+    assert message.backend_options == {}
+    assert message.trace_level == "NONE"
+    stored = inference_message(
+        _evaluation(run_id="r-9", backend_options={"x": 1}, trace_level="FRAMEWORK"), []
+    )
+    assert (stored.run_id, stored.backend_options) == ("r-9", {"x": 1})
+    assert stored.trace_level == "FRAMEWORK"  # the worker profiles at the level asked for
+
+
+def test_a_shard_message_names_the_shard_and_how_to_prepare_it() -> None:
+    shard = PlannedShard(index=1, key="shards/k.npy", sample_ids=["s2", "s3"])
+    message = shard_message(_evaluation(), shard, {"shape": [3, 8, 8]})
+    assert (message.shard_index, message.shard_key, message.sample_ids) == (
+        1,
+        "shards/k.npy",
+        ["s2", "s3"],
+    )
+    assert (message.dataset, message.dataset_count, message.seed) == ("synthetic", 16, 3)
+    assert message.input_spec == {"shape": [3, 8, 8]}

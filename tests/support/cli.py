@@ -1,0 +1,25 @@
+"""The CLI as a user runs it from a shell, in a subprocess of this worktree's code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# A two-layer CNN manifest that loads in a blink (tests/fixtures/tiny_cnn.yaml).
+TINY = "tests/fixtures/tiny_cnn.yaml"
+
+
+def piped(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with stdout and stderr both pipes and no COLUMNS: as under `| less` or in CI."""
+    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir)}
+    for name in ("COLUMNS", "BENCHSTACK_DATABASE_URL", "BENCHSTACK_S3_ENDPOINT"):
+        env.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "services.cli.main", *args],
+        capture_output=True,  # both pipes: neither is a terminal
+        text=True,
+        env=env,
+        timeout=300,
+    )
