@@ -70,6 +70,23 @@ def flush_redis(url: str) -> None:
     client.close()
 
 
+REDIS_DATABASES = 16  # redis-server's default "databases"
+# (server, database index) held by a stack of this process that has not closed.
+_CLAIMED_REDIS_DBS: set[tuple[str, int | None]] = set()
+
+
+def _claim_redis_db(server: str) -> int:
+    first = int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))
+    for index in range(first, REDIS_DATABASES):
+        if (server, index) not in _CLAIMED_REDIS_DBS:
+            _CLAIMED_REDIS_DBS.add((server, index))
+            return index
+    raise RuntimeError(
+        f"every Redis database from {first} to {REDIS_DATABASES - 1} is held by a running "
+        "ephemeral stack; close one first"
+    )
+
+
 @dataclass
 class EphemeralStack:
     """Call ``start_servers()``, then ``start_services()``; ``close()`` undoes everything."""
@@ -80,9 +97,11 @@ class EphemeralStack:
     redis_base: str = field(
         default_factory=lambda: os.environ.get("BENCHSTACK_TEST_REDIS", DEFAULT_REDIS)
     )
-    redis_db: int = field(
-        default_factory=lambda: int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))
-    )
+    # None: the lowest database index from BENCHSTACK_TEST_REDIS_DB (11) up that no other
+    # stack in this process holds. Two stacks on one index steal each other's messages (a
+    # preprocess worker acks a request whose evaluation is not in its database) and the
+    # second one's flush empties the first one's queues.
+    redis_db: int | None = None
     heartbeat_s: float = 1.0
     # The default data_dir is a fresh temp folder, removed on close (logs go with it).
     remove_data_dir: bool = True
@@ -97,6 +116,8 @@ class EphemeralStack:
 
     @property
     def broker_url(self) -> str:
+        if self.redis_db is None:
+            self.redis_db = _claim_redis_db(self.redis_base)
         return f"{self.redis_base.rstrip('/')}/{self.redis_db}"
 
     @property
@@ -184,6 +205,7 @@ class EphemeralStack:
             self._moto.stop()
         if self.remove_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+        _CLAIMED_REDIS_DBS.discard((self.redis_base, self.redis_db))
 
     def logs(self) -> str:
         """Every service log, for a failing test's report."""

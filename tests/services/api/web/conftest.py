@@ -18,9 +18,6 @@ from tests.integration.conftest import (  # noqa: F401  (fixtures and hook, re-u
 )
 from tests.support.ephemeral import EphemeralStack
 
-# Its own Redis database index: when tests/integration runs in the same session, its
-# stack's workers stay alive and would otherwise consume this stack's messages.
-WEB_REDIS_DB = int(os.environ.get("BENCHSTACK_TEST_WEB_REDIS_DB", "12"))
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -31,8 +28,9 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[EphemeralStack]:
-    """tests/integration's stack (same steps), on WEB_REDIS_DB."""
-    yield from running_stack(EphemeralStack(redis_db=WEB_REDIS_DB))
+    """tests/integration's stack (same steps), on a Redis database of its own: when
+    tests/integration runs in the same session, its stack stays alive beside this one."""
+    yield from running_stack(EphemeralStack())
 
 
 def chromium_path() -> str | None:
