@@ -13,20 +13,17 @@ import psutil
 
 from shared.version import __version__
 
-# Packages whose versions matter for a figure; every installed package is recorded too.
-KEY_PACKAGES = (
-    "torch",
-    "torchvision",
-    "onnxruntime",
-    "onnxruntime-gpu",
-    "tensorflow",
-    "tensorflow-cpu",
-    "tritonclient",
-    "tensorrt",
-    "numpy",
-    "pillow",
-    "mlcommons-loadgen",
-)
+# Packages whose versions matter for any figure, besides each backend's framework (its
+# config.py names those); every installed package is recorded too.
+HARNESS_PACKAGES = ("numpy", "pillow", "mlcommons-loadgen")
+
+
+def key_packages() -> tuple[str, ...]:
+    # Imported here: the backends' specs are light, but shared/ modules import nothing
+    # from services/ at import time.
+    from services.inference.backends.registry import recorded_packages
+
+    return (*recorded_packages(), *HARNESS_PACKAGES)
 
 
 @lru_cache(maxsize=1)
@@ -100,7 +97,7 @@ def capture_environment(*, all_packages: bool = True) -> dict[str, Any]:
         "cpu": cpu_info(),
         "memory_bytes": psutil.virtual_memory().total,
         "gpus": gpu_info(),
-        "frameworks": {name: packages[name] for name in KEY_PACKAGES if name in packages},
+        "frameworks": {name: packages[name] for name in key_packages() if name in packages},
         "packages": packages if all_packages else {},
         "env": {
             k: v

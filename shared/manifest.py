@@ -32,13 +32,6 @@ SEMVER_RE = re.compile(
 )
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
-FrameworkName = Literal["torch", "tensorflow", "onnxruntime", "triton", "tensorrt", "null"]
-FRAMEWORK_ALIASES = {
-    "pytorch": "torch",
-    "tf": "tensorflow",
-    "keras": "tensorflow",
-    "ort": "onnxruntime",
-}
 ElementType = Literal["float32", "float16", "uint8", "int8", "int32", "int64"]
 # Names a top_k step may give instead of a labels file: the model's class indices are the
 # truth and the dataset's class folders, sorted, must be in the model's class order.
@@ -220,14 +213,26 @@ class Output(_Strict):
 
 
 class Framework(_Strict):
-    name: FrameworkName
+    # One of the backends' names (or an alias one declares, e.g. "pytorch").
+    name: str
     # PEP 440 specifier, e.g. ">=2.1,<3"; empty accepts every version.
     version: str = ""
 
     @field_validator("name", mode="before")
     @classmethod
-    def _alias(cls, v: Any) -> Any:
-        return FRAMEWORK_ALIASES.get(v, v) if isinstance(v, str) else v
+    def _known_backend(cls, v: Any) -> Any:
+        # The backends' folders are the only list of frameworks (each config.py is
+        # import-light); imported here, not at the top, because a manifest is read by
+        # processes that never create a backend.
+        from services.inference.backends import registry
+
+        if not isinstance(v, str):
+            return v
+        name = registry.aliases().get(v, v)
+        if name not in registry.specs():
+            accepted = [*registry.backend_names(), *registry.aliases()]
+            raise ValueError(f"{v!r} is not a framework; accepted: {', '.join(accepted)}")
+        return name
 
     @field_validator("version")
     @classmethod

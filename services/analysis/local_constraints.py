@@ -11,7 +11,7 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from services.inference.agent import framework_version
+from services.inference.backends.registry import installed_version
 from services.scheduler.constraints import AgentView, parse_terms, stored_terms
 from shared.environment import capture_environment
 
@@ -26,7 +26,7 @@ def this_machine(framework: str, device: str, threads: int) -> AgentView:
         hostname=platform.node(),
         queue="",
         framework=framework,
-        framework_version=framework_version(framework) or "",
+        framework_version=installed_version(framework) or "",
         device=device,
         arch=str(cpu.get("architecture") or platform.machine()),
         gpus=tuple(str(g.get("name", "")) for g in env.get("gpus") or []),

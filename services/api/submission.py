@@ -9,7 +9,6 @@ inline manifest's files, the dataset folder) is checked by ``confinement``.
 from __future__ import annotations
 
 import logging
-import math
 import re
 import uuid
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from services.api.faults import unavailable_dependency
 from services.api.model_registry import find_model, known_model_names
 from services.api.observability import UNAVAILABLE
 from services.api.rejections import Rejection, RejectionKind
-from services.inference.backends.base import backend_names
+from services.inference.backends import registry
 from services.inference.loadgen.config import ScenarioConfig
 from services.scheduler.agents import find_agent
 from services.scheduler.constraints import (
@@ -63,32 +62,6 @@ from shared.tracing import TRACE_LEVELS, tracer
 MAX_BATCH_SIZE = 4096
 MAX_DEVICE_CHARS = 50  # evaluations.device: String(50)
 MAX_SEED = 2**31 - 1  # evaluations.seed: Integer
-MAX_OPTION_CHARS = 200
-
-# backendOptions each backend reads (services/inference/backends/<name>/backend.py).
-# "url" is not among them: which server the triton backend talks to is the worker's
-# setting (BENCHSTACK_TRITON_URL), never the submitter's, or any user could make a worker
-# connect to any host.
-BACKEND_OPTION_KEYS: dict[str, tuple[str, ...]] = {
-    "null": ("fail_every", "num_outputs", "service_time_ms"),
-    "onnxruntime": ("execution_mode", "execution_provider", "graph_optimization_level", "opset"),
-    "tensorflow": ("seed", "signature"),
-    "tensorrt": ("max_batch_size", "opset", "opt_batch_size", "precision", "workspace_mb"),
-    "torch": ("mode",),
-    "triton": (
-        "binary_data",
-        "concurrency",
-        "input_name",
-        "model_name",
-        "model_version",
-        "output_name",
-        "protocol",
-        "timeout_s",
-    ),
-}
-REFUSED_BACKEND_OPTIONS = {
-    "url": "the worker's BENCHSTACK_TRITON_URL decides which server it talks to",
-}
 
 log = logging.getLogger(__name__)
 
@@ -239,18 +212,20 @@ def _out_of_range(field: str, value: int, low: int, high: int) -> Rejection | No
 
 
 def backend_options_problem(framework: str, options: Any) -> Rejection | None:
-    """Only the options the chosen backend reads, as plain values; never "url"."""
+    """Only the options the chosen backend declares (its config.py's options model), each
+    of its type and within its bounds; never one the backend refuses from a submission."""
     if not isinstance(options, dict):
         return Rejection(
             "InvalidInput", "backendOptions: must be an object", field="backendOptions"
         )
-    known = list(BACKEND_OPTION_KEYS.get(framework, ()))
-    for key, value in options.items():
-        field = f"backendOptions.{key}"
-        if key in REFUSED_BACKEND_OPTIONS:
+    spec = registry.spec_for(framework)
+    known = list(spec.option_keys)
+    for key in options:
+        field = f"backendOptions.{key}"[:80]
+        if key in spec.refused_options:
             return Rejection(
                 "InvalidInput",
-                f"{field}: not accepted from a submission: {REFUSED_BACKEND_OPTIONS[key]}; "
+                f"{field}: not accepted from a submission: {spec.refused_options[key]}; "
                 f"accepted for {framework}: {', '.join(known) or '(none)'}",
                 field=field,
                 accepted=known,
@@ -258,32 +233,24 @@ def backend_options_problem(framework: str, options: Any) -> Rejection | None:
         if key not in known:
             return Rejection(
                 "InvalidInput",
-                f"{field[:80]}: not an option of the {framework} backend; "
+                f"{field}: not an option of the {framework} backend; "
                 f"accepted: {', '.join(known) or '(none)'}",
-                field=field[:80],
+                field=field,
                 accepted=known,
             )
-        # JSON has no Infinity or NaN: they could be neither stored nor meant.
-        number = isinstance(value, bool | int) or (
-            isinstance(value, float) and math.isfinite(value)
+    try:
+        spec.options.model_validate(options)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = str(error["loc"][0]) if error["loc"] else ""
+        field = f"backendOptions.{key}"
+        shown = repr(options.get(key))[:40]
+        return Rejection(
+            "InvalidInput",
+            f"{field}: {shown} is not accepted: {error['msg']}",
+            field=field,
+            accepted=[error["msg"]],
         )
-        plain = number or (
-            isinstance(value, str)
-            and len(value) <= MAX_OPTION_CHARS
-            and not any(ord(c) < 32 for c in value)
-        )
-        if not plain:
-            return Rejection(
-                "InvalidInput",
-                f"{field}: must be a finite number, a boolean or a string of at most "
-                f"{MAX_OPTION_CHARS} characters",
-                field=field,
-                accepted=[
-                    "finite number",
-                    "boolean",
-                    f"string of at most {MAX_OPTION_CHARS} characters",
-                ],
-            )
     return None
 
 
@@ -294,12 +261,13 @@ def _invalid(problem: OutOfBounds, kind: RejectionKind = "InvalidInput") -> Reje
 def _check_simple_fields(
     request: SubmitRequest, settings: Settings, framework: str, device: str
 ) -> Rejection | None:
-    if framework not in backend_names():
+    names = registry.backend_names()
+    if framework not in names:
         return Rejection(
             "InvalidInput",
-            f"framework: {framework!r} is not a backend; accepted: {', '.join(backend_names())}",
+            f"framework: {framework!r} is not a backend; accepted: {', '.join(names)}",
             field="framework",
-            accepted=backend_names(),
+            accepted=names,
         )
     problem = _out_of_range("batchSize", request.batch_size, 1, MAX_BATCH_SIZE)
     if problem is None and request.samples is not None:
@@ -326,11 +294,21 @@ def _check_simple_fields(
         queues.inference_queue(framework, device)
     except ValueError as exc:
         return Rejection("InvalidInput", str(exc), field="device")
-    problem = backend_options_problem(framework, request.backend_options)
-    if problem is None and framework == "null":
+    runs_on = registry.spec_for(framework).devices
+    if device.split(":")[0] not in runs_on:
+        return Rejection(
+            "InvalidInput",
+            f"device: the {framework} backend does not run on {device!r}; "
+            f"accepted: {', '.join(runs_on)}",
+            field="device",
+            accepted=list(runs_on),
+        )
+    if framework == "null" and isinstance(request.backend_options, dict):
+        # First: its limits are the deployment's settings, and its messages name them.
         out_of_bounds = null_options_problem(request.backend_options, settings)
-        problem = _invalid(out_of_bounds) if out_of_bounds is not None else None
-    return problem
+        if out_of_bounds is not None:
+            return _invalid(out_of_bounds)
+    return backend_options_problem(framework, request.backend_options)
 
 
 CONSTRAINT_KEYS = ("require", "hostname", "framework_version")
@@ -377,7 +355,7 @@ def _target(
     """Framework, device and the full list of terms: a framework or device named only by
     a constraint term (``onnxruntime>=1.20``, ``device=cuda``) is the one that runs."""
     try:
-        terms = parse_terms(texts, frameworks=backend_names())
+        terms = parse_terms(texts, frameworks=registry.backend_names())
         named_framework, named_device = framework_named(terms), device_named(terms)
     except ConstraintError as exc:
         return Rejection("InvalidInput", str(exc), field=f"constraints.require[{exc.index}]")
@@ -415,7 +393,7 @@ def _requirement(
             framework=framework,
             device=device,
             texts=texts,
-            frameworks=backend_names(),
+            frameworks=registry.backend_names(),
             manifest_framework=manifest.framework.name,
             manifest_version=manifest.framework.version,
             manifest_ref=manifest.ref,

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from services.cli.errors import fail, user_errors, validation_lines
 from services.embedded import bench as embedded
+from services.inference.backends import registry
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import SCENARIOS, ScenarioConfig
 from services.inference.profiling.levels import TraceLevelError, parse_trace_level
@@ -128,8 +129,7 @@ FRAMEWORK = typer.Option(
     None,
     "--framework",
     "-f",
-    help="Backend; default: the manifest's "
-    "(torch, onnxruntime, tensorflow, triton, tensorrt, null).",
+    help=f"Backend; default: the manifest's ({', '.join(registry.backend_names())}).",
 )
 PROFILE = typer.Option(
     "quick", help="quick (seconds) | official (MLPerf durations and query counts)"

@@ -12,51 +12,21 @@ direct queue, so the scheduler can reach exactly the workers that satisfy a requ
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import platform
 import threading
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
+from services.inference.backends import registry
 from services.scheduler.planner import direct_queue, host_queue
 from shared import queues, runtime
 from shared.db import evaluation_repo
 from shared.devices import parse_device
 from shared.environment import capture_environment
-from shared.version import __version__
 
 log = logging.getLogger(__name__)
-
-# backend name -> (module that must be importable, distributions that carry its version)
-_FRAMEWORK_PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "torch": ("torch", ("torch",)),
-    "onnxruntime": ("onnxruntime", ("onnxruntime", "onnxruntime-gpu")),
-    "tensorflow": ("tensorflow", ("tensorflow", "tensorflow-cpu")),
-    "triton": ("tritonclient", ("tritonclient",)),
-    "tensorrt": ("tensorrt", ("tensorrt", "tensorrt-cu12", "tensorrt-cu13")),
-}
-
-
-def framework_version(name: str) -> str | None:
-    """The installed version of a backend's framework, or None when it is not installed."""
-    if name == "null":
-        return __version__
-    module, distributions = _FRAMEWORK_PACKAGES.get(name, (name, (name,)))
-    if importlib.util.find_spec(module) is None:
-        return None
-    for dist in distributions:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return "unknown"
-
-
-def available_frameworks() -> list[str]:
-    return ["null", *(n for n in _FRAMEWORK_PACKAGES if framework_version(n) is not None)]
 
 
 @dataclass
@@ -75,11 +45,12 @@ class Agent:
         parse_device(self.device)  # a DeviceError names the field and what is accepted
         if self.threads < 0:
             raise ValueError(f"threads: must be 0 (framework default) or more, got {self.threads}")
-        unknown = [f for f in self.frameworks if framework_version(f) is None]
+        offered = registry.available_backends(parse_device(self.device).kind)
+        unknown = [f for f in self.frameworks if f not in offered]
         if unknown:
             raise ValueError(
-                f"frameworks: {', '.join(unknown)} not installed here; "
-                f"accepted: {', '.join(available_frameworks())}"
+                f"frameworks: {', '.join(unknown)} not installed here or not for device "
+                f"{self.device}; accepted: {', '.join(offered)}"
             )
 
     def queue_for(self, framework: str) -> str:
@@ -124,7 +95,7 @@ class Agent:
                     hostname=self.hostname,
                     queue=self.queue_for(framework),
                     framework=framework,
-                    framework_version=framework_version(framework) or "unknown",
+                    framework_version=registry.installed_version(framework) or "unknown",
                     device=self.device,
                     hardware=hardware,
                     software=software,

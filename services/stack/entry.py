@@ -110,10 +110,12 @@ def run_worker(
     )
     identity = worker_context.AgentIdentity()
     if kind == "inference":
-        from services.inference.agent import Agent, available_frameworks
+        from services.inference.agent import Agent
+        from services.inference.backends.registry import available_backends
+        from shared.devices import parse_device
 
         agent = Agent(
-            frameworks=frameworks or available_frameworks(),
+            frameworks=frameworks or available_backends(parse_device(device).kind),
             device=device,
             threads=threads,
             heartbeat_s=settings.agent_heartbeat_seconds,

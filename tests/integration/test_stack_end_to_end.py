@@ -110,7 +110,8 @@ def test_second_evaluation_reuses_shards(client_for: Callable[[str], GraphQLClie
         ({"settings": {"warpSpeed": 9}}, "InvalidScenarioSettings", "settings.warp_speed"),
         ({"scenario": "batch"}, "InvalidScenarioSettings", "scenario"),
         ({"device": "cuda"}, "NoMatchingAgent", "device"),
-        ({"framework": "tensorrt"}, "NoMatchingAgent", "framework"),
+        ({"framework": "tensorrt", "device": "cuda"}, "NoMatchingAgent", "framework"),
+        ({"framework": "tensorrt"}, "InvalidInput", "device"),  # GPU only: never on cpu
         ({"constraints": {"hostname": "elsewhere"}}, "NoMatchingAgent", "hostname"),
         ({"model": None, "manifest": "name: x\nversion: one\n"}, "InvalidManifest", "manifest"),
         ({"batchSize": 0}, "InvalidInput", "batchSize"),

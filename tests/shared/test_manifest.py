@@ -59,7 +59,7 @@ INVALID_CASES = [
     ("framework", _DELETE, "framework", "required field is missing"),
     ("version", "1.0", "version", "not a semantic version"),
     ("version", "01.2.3", "version", "not a semantic version"),
-    ("framework.name", "caffe", "framework.name", "'torch'"),
+    ("framework.name", "caffe", "framework.name", "accepted: null, onnxruntime"),
     ("framework.version", "=>2", "framework.version", "not a version constraint"),
     ("inputs.0.shape", "224", "inputs[0].shape", "tuple"),
     ("inputs.0.shape", [3, 0, 224], "inputs[0].shape", "positive"),

@@ -1,16 +1,17 @@
-"""The interface every framework backend implements, and the registry that finds them.
+"""The interface every framework backend implements.
 
-A backend is one folder under ``services/inference/backends/`` whose ``backend.py`` holds
-a ``Backend`` subclass. Backends are registered by name and imported lazily, so that
-``benchstack --help`` and the API never wait for TensorFlow or torch to import.
+A backend is one folder under ``services/inference/backends/``: ``config.py`` declares it
+(services/inference/backends/spec.py) and the module its spec names holds the ``Backend``
+subclass, imported only when a worker creates it, so that ``benchstack --help`` and the
+API never wait for TensorFlow or torch to import.
 """
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -53,14 +54,23 @@ def parse_device(device: str) -> tuple[str, int]:
     return parsed.kind, parsed.index or 0
 
 
+# Called once per predict_async: (the output, None) on success, (None, the error) on failure.
+AsyncCallback = Callable[[np.ndarray | None, BaseException | None], None]
+
+
 class Backend(ABC):
     """Loads one model and predicts batches of prepared tensors.
 
     ``predict`` receives a batch already in the manifest's layout and element type and
     returns the model's first output as a NumPy array with the batch dimension first.
+    A backend whose framework can have requests in flight (a server's client) sets
+    ``asynchronous`` and implements ``predict_async``; the SUT then issues each query at
+    LoadGen's time without waiting for earlier ones. Its spec says the same
+    (``BackendSpec.asynchronous``), checked when the class is loaded.
     """
 
     name: str = ""
+    asynchronous: ClassVar[bool] = False
 
     def __init__(self, options: BackendOptions | None = None) -> None:
         self.options = options or BackendOptions()
@@ -77,6 +87,11 @@ class Backend(ABC):
     def predict(self, batch: np.ndarray) -> np.ndarray:
         """Run one batch; must be safe to call from the SUT's worker thread."""
 
+    def predict_async(self, batch: np.ndarray, callback: AsyncCallback) -> None:
+        """Start one batch and return at once; ``callback`` is called on completion, from
+        any thread. Only asynchronous backends implement it."""
+        raise BackendError(f"backend {self.name!r} is not asynchronous")
+
     def warm_up(self, sample_batch: np.ndarray, iterations: int = 3) -> None:
         for _ in range(iterations):
             self.predict(sample_batch)
@@ -92,31 +107,17 @@ class Backend(ABC):
         """Release sessions, connections or device memory."""
 
 
-# name -> "module:Class"; one folder per backend, imported only when asked for.
-_REGISTRY: dict[str, str] = {
-    "null": "services.inference.backends.null.backend:NullBackend",
-    "torch": "services.inference.backends.torch.backend:TorchBackend",
-    "onnxruntime": "services.inference.backends.onnxruntime.backend:OnnxRuntimeBackend",
-    "tensorflow": "services.inference.backends.tensorflow.backend:TensorFlowBackend",
-    "triton": "services.inference.backends.triton.backend:TritonBackend",
-    "tensorrt": "services.inference.backends.tensorrt.backend:TensorRTBackend",
-}
+# The registry lives in registry.py (derived from each folder's config.py); these names stay
+# importable from here because every caller of the interface also creates backends.
+from services.inference.backends.registry import backend_names, create_backend  # noqa: E402
 
-
-def backend_names() -> list[str]:
-    return list(_REGISTRY)
-
-
-def create_backend(name: str, options: BackendOptions | None = None) -> Backend:
-    if name not in _REGISTRY:
-        raise BackendError(f"framework: unknown backend {name!r}; accepted: {', '.join(_REGISTRY)}")
-    module_name, class_name = _REGISTRY[name].split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise BackendUnavailable(
-            f"framework: backend {name!r} needs a package that is not installed ({exc.name}); "
-            f"install it with: pip install 'benchstack[{name}]'"
-        ) from exc
-    cls: type[Backend] = getattr(module, class_name)
-    return cls(options)
+__all__ = [
+    "AsyncCallback",
+    "Backend",
+    "BackendError",
+    "BackendOptions",
+    "BackendUnavailable",
+    "backend_names",
+    "create_backend",
+    "parse_device",
+]

@@ -68,7 +68,7 @@ class BatchingSUT:
         self.outputs: dict[int, np.ndarray] = {}
         self.stats = SUTStats()
         self._lock = threading.Lock()
-        self._async = bool(getattr(backend, "supports_async", False))
+        self._async = backend.asynchronous
         # Batches handed to an asynchronous backend and not completed yet; destroy() waits
         # for zero so no completion still runs while the results are read.
         self._in_flight = 0
@@ -151,7 +151,7 @@ class BatchingSUT:
                     self._drained.notify_all()
 
         try:
-            self.backend.predict_async(batch, done)  # type: ignore[attr-defined]
+            self.backend.predict_async(batch, done)
         except Exception as exc:
             done(None, exc)
 

@@ -138,7 +138,7 @@ def _write_manifest(tmp_path: Path, change: dict[str, Any]) -> Path:
     [
         ({"name": None}, ("name:",)),
         ({"version": "1.x"}, ("version:", "semantic version")),
-        ({"framework": {"name": "caffe2"}}, ("framework.name:", "'torch'")),
+        ({"framework": {"name": "caffe2"}}, ("framework.name:", "torch, triton")),
         ({"inputs": "image"}, ("inputs:", "list")),
         (
             {"inputs": [{"shape": [1, 32, 32], "steps": [{"decode": {}}, {"blur": {}}]}]},

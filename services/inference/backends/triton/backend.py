@@ -1,7 +1,7 @@
 """Client backend for a KServe-V2 inference server (Triton, MLServer, KServe), HTTP or gRPC.
 
 The model runs in the server; this backend sends batches and reads the first output. It
-also has an asynchronous API (``supports_async``): ``predict_async(batch, callback)``
+is asynchronous (``Backend.asynchronous``): ``predict_async(batch, callback)``
 returns at once and calls ``callback(result, None)`` or ``callback(None, error)`` on
 completion, so the SUT can issue queries at LoadGen's scheduled times without waiting
 for earlier ones (no coordinated omission in Server and MultiStream).
@@ -61,7 +61,7 @@ def _flag(value: Any, field: str) -> bool | None:
 
 class TritonBackend(Backend):
     name = "triton"
-    supports_async = True
+    asynchronous = True
 
     def version(self) -> str:
         # The client library's version; the server's is in describe().

@@ -213,7 +213,7 @@ class AsyncNull(Backend):
     """An asynchronous backend: completes from another thread, some requests with an error."""
 
     name = "async-null"
-    supports_async = True
+    asynchronous = True
 
     def version(self) -> str:
         return "0"

@@ -67,7 +67,7 @@ def test_sync_predict_matches_local_onnxruntime(remote: Backend, local: Backend)
 
 
 def test_async_predict_completes_every_request(remote: Backend, local: Backend) -> None:
-    assert getattr(remote, "supports_async", False) is True
+    assert remote.asynchronous is True
     batches = [_batch(2, seed=i) for i in range(6)]
     results: dict[int, np.ndarray] = {}
     errors: list[BaseException] = []

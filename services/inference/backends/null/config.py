@@ -1,0 +1,25 @@
+"""The null backend's registration: zeros in no time, to measure the harness alone."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from services.inference.backends.spec import BackendOptionsModel, BackendSpec
+
+
+class NullOptions(BackendOptionsModel):
+    # Upper bounds are the deployment's (BENCHSTACK_MAX_SERVICE_TIME_MS,
+    # BENCHSTACK_MAX_NULL_OUTPUTS), checked by services/api/bounds.py with the settings.
+    fail_every: int = Field(0, ge=0)  # every Nth batch raises; 0 never
+    num_outputs: int = Field(10, ge=1)
+    service_time_ms: float = Field(0.0, ge=0.0)  # a server of known capacity
+
+
+CONFIG = BackendSpec(
+    name="null",
+    summary="zeros in no time (or a fixed service time): the harness alone",
+    entry="backend:NullBackend",
+    options=NullOptions,
+    extra="stack",  # nothing beyond the base install
+    devices=("cpu", "cuda"),  # it touches no device, so any device string is its own
+)

@@ -1,0 +1,32 @@
+"""The ONNX Runtime backend's registration."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from services.inference.backends.spec import BackendOptionsModel, BackendSpec, Choice
+
+# Above every opset released so far; the exporter refuses one it cannot write.
+MAX_OPSET = 30
+
+
+class OnnxRuntimeOptions(BackendOptionsModel):
+    graph_optimization_level: Choice[Literal["disable", "basic", "extended", "all"]] = "all"
+    execution_mode: Choice[Literal["sequential", "parallel"]] = "sequential"
+    execution_provider: Choice[Literal["auto", "cuda", "tensorrt"]] = "auto"
+    opset: int = Field(17, ge=7, le=MAX_OPSET)
+
+
+CONFIG = BackendSpec(
+    name="onnxruntime",
+    summary="ONNX Runtime: CPU, or the CUDA / TensorRT execution providers",
+    entry="backend:OnnxRuntimeBackend",
+    options=OnnxRuntimeOptions,
+    probe_module="onnxruntime",
+    distributions=("onnxruntime", "onnxruntime-gpu"),
+    related_packages=("onnx",),
+    devices=("cpu", "cuda"),
+    aliases=("ort",),
+)

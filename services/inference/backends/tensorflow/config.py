@@ -1,0 +1,24 @@
+"""The TensorFlow / Keras backend's registration."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from services.inference.backends.spec import BackendOptionsModel, BackendSpec, PlainText
+
+
+class TensorFlowOptions(BackendOptionsModel):
+    seed: int = Field(0, ge=0, le=2**31 - 1)  # builtin random weights
+    signature: PlainText = "serving_default"
+
+
+CONFIG = BackendSpec(
+    name="tensorflow",
+    summary="TensorFlow / Keras: applications, .keras files and SavedModels",
+    entry="backend:TensorFlowBackend",
+    options=TensorFlowOptions,
+    probe_module="tensorflow",
+    distributions=("tensorflow", "tensorflow-cpu"),
+    devices=("cpu", "cuda"),
+    aliases=("tf", "keras"),
+)

@@ -1,0 +1,24 @@
+"""The PyTorch backend's registration."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from services.inference.backends.spec import BackendOptionsModel, BackendSpec, Choice
+
+
+class TorchOptions(BackendOptionsModel):
+    mode: Choice[Literal["eager", "torchscript", "compile"]] = "eager"
+
+
+CONFIG = BackendSpec(
+    name="torch",
+    summary="PyTorch eager, TorchScript or torch.compile, CPU or CUDA",
+    entry="backend:TorchBackend",
+    options=TorchOptions,
+    probe_module="torch",
+    distributions=("torch",),
+    related_packages=("torchvision",),
+    devices=("cpu", "cuda"),
+    aliases=("pytorch",),
+)
