@@ -100,7 +100,7 @@ def test_submit_follow_list_and_errors(
     expect(batch_error).to_contain_text("batchSize: must be at least 1")
     expect(page.locator(".form-errors")).to_contain_text("InvalidInput in field “batchSize”")
     expect(page.get_by_label("Batch size")).to_have_attribute("aria-invalid", "true")
-    fill_form(page, framework="tensorrt", batchSize="1")
+    fill_form(page, framework="onnxruntime", batchSize="1")
     page.get_by_role("button", name="Submit evaluation").click()
     expect(page.locator('[data-field="framework"] .field-error')).to_contain_text("framework")
     expect(page.locator(".form-errors")).to_contain_text("NoMatchingAgent")
