@@ -4,9 +4,7 @@ and registering one (GraphQL ``registerModel``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -17,13 +15,13 @@ from services.api.rejections import Rejection
 from shared.catalogue import list_catalogue
 from shared.db.catalog import RegisteredModel, visible_to
 from shared.manifest import (
-    SEMVER_RE,
     ManifestError,
     ModelManifest,
     parse_manifest,
     parse_manifest_text,
 )
 from shared.settings import Settings
+from shared.versions import pick_version
 
 
 @lru_cache(maxsize=1)
@@ -34,26 +32,6 @@ def _catalogue() -> tuple[ModelManifest, ...]:
 
 def catalogue_names() -> frozenset[str]:
     return frozenset(m.name for m in _catalogue())
-
-
-def semver_key(version: str) -> tuple[Any, ...]:
-    """Sort key of a semantic version by semver.org precedence (build metadata ignored):
-    1.0.0-alpha < 1.0.0-alpha.1 < 1.0.0-beta < 1.0.0-rc.1 < 1.0.0 < 1.0.1 < 1.10.0."""
-    match = SEMVER_RE.match(version)
-    if match is None:  # every stored version passed the manifest's check; kept as a guard
-        return (-1, -1, -1, 0, ())
-    major, minor, patch, pre, _build = match.groups()
-    if pre is None:
-        # A release ranks above each of its pre-releases.
-        return (int(major), int(minor), int(patch), 1, ())
-    # Numeric identifiers rank below alphanumeric ones and compare as numbers.
-    ids = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
-    return (int(major), int(minor), int(patch), 0, ids)
-
-
-def _highest(manifests: Iterable[ModelManifest]) -> ModelManifest | None:
-    # Ties (versions differing only in build metadata) break on the text: deterministic.
-    return max(manifests, key=lambda m: (semver_key(m.version), m.version), default=None)
 
 
 def find_model(
@@ -73,9 +51,7 @@ def find_model(
     """
     if name in catalogue_names():
         shipped = [m for m in _catalogue() if m.name == name]
-        if version:
-            shipped = [m for m in shipped if m.version == version]
-        found = _highest(shipped)
+        found = pick_version(shipped, lambda m: m.version, version)
         return (found, "catalogue") if found is not None else None
     rows = list(
         session.scalars(
@@ -88,9 +64,7 @@ def find_model(
         return None
     owner = rows[0].owner_id
     candidates = [r for r in rows if r.owner_id == owner and (r.shared or owner == viewer_id)]
-    if version:
-        candidates = [r for r in candidates if r.version == version]
-    row = max(candidates, key=lambda r: (semver_key(r.version), r.version), default=None)
+    row = pick_version(candidates, lambda r: r.version, version)
     return (parse_manifest(row.manifest), "registered") if row is not None else None
 
 

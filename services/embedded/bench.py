@@ -15,8 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from services.aggregator.repository import record_from_report, save_run
 from services.analysis.environment import framework_runtime
 from services.embedded.interrupt import exit_on_interrupt
@@ -30,11 +28,11 @@ from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.inference.run import execute_run
 from services.inference.threads import with_scenario_threads
+from services.preprocess import shards
 from services.preprocess.datasets import Dataset, resolve_dataset
 from services.preprocess.pipeline import (
     Prepared,
     decode_tensors,
-    encode_tensors,
     files_digest,
     preprocess,
     shard_key,
@@ -92,23 +90,22 @@ def load_or_preprocess(
     manifest: ModelManifest,
     progress: Progress,
 ) -> tuple[Prepared, bool, str]:
-    """Prepared tensors for the dataset, from the content-addressed cache when present."""
+    """Prepared tensors for the dataset, from the content-addressed cache when present.
+
+    The shard is the stack's (services/preprocess/shards.py): tensors, then the JSON
+    sidecar that marks it complete, so either mode reuses what the other prepared."""
     spec = manifest.inputs[0]
     samples = dataset.samples
     key = shard_key([s.id for s in samples], spec, files_digest(samples))
-    meta_key = key.removesuffix(".npy") + ".labels.npy"
-    if store.exists(key) and store.exists(meta_key):
+    if shards.is_complete(store, key):
+        meta = shards.read_meta(store, key)
         tensors = decode_tensors(store.get_bytes(key))
-        labels_arr = decode_tensors(store.get_bytes(meta_key))
-        labels: list[int | None] = [None if v < 0 else int(v) for v in labels_arr]
-        return Prepared(tensors=tensors, ids=[], labels=labels), True, key
+        return Prepared(tensors=tensors, ids=meta["ids"], labels=meta["labels"]), True, key
     progress.on_preprocess_start(len(samples))
     prepared = preprocess(samples, spec, progress=progress.on_preprocess_advance)
     if not prepared.errors:
         # Only complete shards are cached: a partial one would hide the failing files.
-        store.put_bytes(key, encode_tensors(prepared.tensors))
-        label_values = np.asarray([-1 if v is None else v for v in prepared.labels], np.int64)
-        store.put_bytes(meta_key, encode_tensors(label_values))
+        shards.write_shard(store, key, prepared)
     return prepared, False, key
 
 

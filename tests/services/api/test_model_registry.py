@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from services.api.auth import get_or_create_user
-from services.api.model_registry import register_model, semver_key
+from services.api.model_registry import register_model
 from services.api.rejections import Rejection
 from shared import runtime
 from shared.catalogue import CATALOGUE_DIR
@@ -70,22 +70,3 @@ def test_a_manifest_naming_a_file_outside_the_models_folder_is_invalid() -> None
 
 def test_yaml_that_is_no_manifest_is_invalid() -> None:
     assert _refusal(_register("alice", "name: [unclosed")) == ("InvalidManifest", "manifest")
-
-
-def test_semver_precedence() -> None:
-    ordered = [
-        "1.0.0-alpha",
-        "1.0.0-alpha.1",
-        "1.0.0-alpha.beta",
-        "1.0.0-beta",
-        "1.0.0-beta.2",
-        "1.0.0-beta.11",
-        "1.0.0-rc.1",
-        "1.0.0",
-        "1.0.1",
-        "1.9.0",
-        "1.10.0",
-        "2.0.0",
-    ]
-    assert sorted(reversed(ordered), key=semver_key) == ordered
-    assert semver_key("1.0.0+build.5") == semver_key("1.0.0")
