@@ -1,0 +1,139 @@
+"""DLBricks over the catalogue: how unique are the layers, how much faster is benchmarking
+the bricks than every model, and how close is the constructed latency to the measured one?
+
+For each granularity H, a fresh suite is generated from every torch model of the
+catalogue (``services/bricks``), every brick is measured once through LoadGen
+SingleStream, and every model is measured end to end through the same harness with the
+same settings (one LoadGen run over all models, as the bricks get). Printed per H:
+layers, unique sequences (and their share), the seconds spent measuring the bricks vs
+measuring every model (the speedup), and per model the constructed / measured ratio for
+the sequential sum, the floor-corrected sum and the calibrated sum whose per-brick cost
+is fitted leave-one-out (on every model but the one scored). The geometric mean of each
+ratio closes each H. Generation (tracing and export) is timed apart: it is done once per
+zoo, not once per system.
+
+    python benchmarks/dlbricks.py [--granularities 1,2,3,4] [--image-size 224]
+        [--queries 50] [--min-duration 0.05] [--threads 1] [--models resnet18,...]
+
+Run it alone on the machine: every figure is a latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from services.bricks.construct import construct, fit_brick_cost, geometric_mean
+from services.bricks.generate import ModelInput, generate_suite, read_recipe
+from services.bricks.measure import MeasureSettings, Timing, system_key, time_modules
+from services.bricks.models import model_input
+from services.bricks.parse import ParseError
+from services.bricks.results import SystemResults, read_results
+from services.bricks.run import run_suite
+from shared.catalogue import list_catalogue
+
+
+def catalogue_torch_models() -> list[str]:
+    return [
+        m.name
+        for m in list_catalogue()
+        if m.framework.name == "torch" and m.source.architecture is not None
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--granularities", default="1,2,3,4")
+    parser.add_argument("--image-size", type=int, default=224)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--min-duration", type=float, default=0.05)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--models", default="", help="comma-separated; default: the catalogue")
+    args = parser.parse_args()
+    settings = MeasureSettings(args.queries, args.min_duration, args.threads)
+    names = [n for n in args.models.split(",") if n] or catalogue_torch_models()
+    inputs = [model_input(n, image_size=args.image_size) for n in names]
+
+    print(f"system {system_key(args.threads)}; image {args.image_size}; {settings}")
+    end_to_end = measure_models(inputs, settings)
+    for granularity in (int(h) for h in args.granularities.split(",")):
+        with tempfile.TemporaryDirectory(prefix="benchstack-dlbricks-") as folder:
+            report_granularity(Path(folder), granularity, inputs, end_to_end, settings)
+
+
+def measure_models(inputs: list[ModelInput], settings: MeasureSettings) -> dict[str, Timing]:
+    """Every model end to end in the bricks' harness, one LoadGen run over all of them as
+    the bricks get, so both sides of the speedup pay the same set-up."""
+    items = [(model.module.eval(), (model.example,)) for model in inputs]
+    timings = dict(zip((m.name for m in inputs), time_modules(items, settings), strict=True))
+    for name, timing in timings.items():
+        print(f"  measured {name}: {timing.median_ms:.3f} ms ({timing.seconds:.1f} s)")
+    return timings
+
+
+def report_granularity(
+    suite: Path,
+    granularity: int,
+    inputs: list[ModelInput],
+    end_to_end: dict[str, Timing],
+    settings: MeasureSettings,
+) -> None:
+    usable = []
+    start = time.perf_counter()
+    for model in inputs:
+        try:
+            generate_suite([model], granularity, suite)
+            usable.append(model)
+        except ParseError as exc:
+            print(f"  H={granularity}: {model.name} left out: {exc}")
+    generation_s = time.perf_counter() - start
+    run = run_suite(suite, settings)
+    results = read_results(suite, run.system)
+    recipes = {m.name: read_recipe(suite, m.name) for m in usable}
+    layers = sum(r["layers"] for r in recipes.values())
+    sequences = sum(len(r["steps"]) for r in recipes.values())
+    usable_e2e = sum(end_to_end[m.name].seconds for m in usable)
+    measured = {m.name: end_to_end[m.name].median_ms for m in usable}
+    print(
+        f"\nH={granularity}: {len(usable)} models, {layers} layers, {sequences} sequences, "
+        f"{run.bricks} unique ({run.bricks / sequences:.1%}); generation {generation_s:.1f} s"
+    )
+    print(
+        f"  measuring: bricks {run.seconds:.1f} s vs every model {usable_e2e:.1f} s "
+        f"(speedup x{usable_e2e / run.seconds:.2f})"
+    )
+    rows = score(recipes, results, measured)
+    print(f"  {'model':<20} {'measured':>9} {'seq/meas':>9} {'floor/meas':>11} {'loo/meas':>9}")
+    for name, (meas, seq, floor, loo) in rows.items():
+        print(f"  {name:<20} {meas:>9.3f} {seq:>9.3f} {floor:>11.3f} {loo:>9.3f}")
+    for label, column in (("sequential", 1), ("floor-corrected", 2), ("calibrated LOO", 3)):
+        mean = geometric_mean(row[column] for row in rows.values())
+        print(f"  geomean {label} / measured: {mean:.3f}")
+
+
+def score(
+    recipes: dict[str, dict[str, object]], results: SystemResults, measured: dict[str, float]
+) -> dict[str, tuple[float, float, float, float]]:
+    """Per model: measured ms and the three constructed / measured ratios."""
+    built = {name: construct(recipe, results) for name, recipe in recipes.items()}
+    rows = {}
+    for name, construction in built.items():
+        others = [n for n in built if n != name]
+        cost = fit_brick_cost([built[n] for n in others], [measured[n] for n in others])
+        assert construction.sequential_ms is not None
+        assert construction.floor_corrected_ms is not None
+        loo = construction.sequential_ms + cost * construction.steps
+        meas = measured[name]
+        rows[name] = (
+            meas,
+            construction.sequential_ms / meas,
+            construction.floor_corrected_ms / meas,
+            loo / meas,
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    main()

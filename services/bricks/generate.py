@@ -1,0 +1,160 @@
+"""Generate a brick suite: every model cut into sequences of at most H layers, each unique
+sequence exported once as a runnable brick, and each model's recipe kept apart.
+
+A suite folder holds two things with different owners::
+
+    bricks/<signature>.pt2    the brick (torch.export, random weights, neutral names)
+    bricks/<signature>.json   what it computes: layer types, shapes, settings
+    recipes/<model>.json      which bricks make the model, in order, and what each reads
+
+``bricks/`` is what a vendor may be sent: no file in it names the model, its nodes or
+the order of its layers. ``recipes/`` stays with the model's owner; construction needs it.
+Generating into a folder that already holds bricks adds only the missing ones.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from services.bricks.extract import brick_inputs, brick_module
+from services.bricks.parse import ParsedModel, parse_model
+from services.bricks.signature import LayerSequence, check_granularity, cut_sequences
+
+MAX_BATCH_SIZE = 256
+MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 16, 1024
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """A model to cut: its name in recipes, the module and one example input."""
+
+    name: str
+    module: nn.Module
+    example: torch.Tensor
+
+
+@dataclass(frozen=True)
+class GenerateReport:
+    models: int
+    layers: int  # over every model
+    sequences: int  # over every model
+    unique: int  # distinct signatures among them
+    new_bricks: int  # written now (the rest were in the folder already)
+
+
+def check_shape_options(batch_size: int, image_size: int | None) -> None:
+    if not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise ValueError(f"batch-size: {batch_size}; accepted: 1..{MAX_BATCH_SIZE}")
+    if image_size is not None and not MIN_IMAGE_SIZE <= image_size <= MAX_IMAGE_SIZE:
+        raise ValueError(
+            f"image-size: {image_size}; accepted: {MIN_IMAGE_SIZE}..{MAX_IMAGE_SIZE} pixels"
+        )
+
+
+def bricks_dir(suite: Path) -> Path:
+    return suite / "bricks"
+
+
+def recipe_path(suite: Path, model_name: str) -> Path:
+    if not _SAFE_NAME.match(model_name):
+        raise ValueError(
+            f"model: {model_name!r} cannot name a recipe; accepted: letters, digits, '.', "
+            "'_' and '-', at most 100"
+        )
+    return suite / "recipes" / f"{model_name}.json"
+
+
+def recipe_of(
+    parsed: ParsedModel, sequences: list[LayerSequence], granularity: int
+) -> dict[str, Any]:
+    """The model as bricks: each sequence's signature and the sequences it reads from."""
+    sequence_of_layer = {i: k for k, s in enumerate(sequences) for i in s.layers}
+    steps = []
+    for number, sequence in enumerate(sequences):
+        reads = sorted(
+            {
+                sequence_of_layer[p]
+                for i in sequence.layers
+                for p in parsed.layers[i].producers
+                if sequence_of_layer[p] != number
+            }
+        )
+        steps.append({"signature": sequence.signature, "reads": reads})
+    return {
+        "model": parsed.name,
+        "input_shape": list(parsed.example.shape),
+        "granularity": granularity,
+        "layers": len(parsed.layers),
+        "steps": steps,
+    }
+
+
+def generate_suite(models: list[ModelInput], granularity: int, suite: Path) -> GenerateReport:
+    check_granularity(granularity)
+    folder = bricks_dir(suite)
+    folder.mkdir(parents=True, exist_ok=True)
+    layers = sequences_total = new = 0
+    unique: set[str] = set()
+    for model in models:
+        parsed = parse_model(model.module, model.example, model.name)
+        sequences = cut_sequences(parsed, granularity)
+        layers += len(parsed.layers)
+        sequences_total += len(sequences)
+        for sequence in sequences:
+            if sequence.signature in unique:
+                continue
+            unique.add(sequence.signature)
+            if (folder / f"{sequence.signature}.pt2").exists():
+                continue
+            _write_brick(parsed, sequence, folder)
+            new += 1
+        path = recipe_path(suite, model.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(recipe_of(parsed, sequences, granularity), indent=1))
+    return GenerateReport(len(models), layers, sequences_total, len(unique), new)
+
+
+def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> None:
+    module = brick_module(parsed, sequence)
+    exported = torch.export.export(module, brick_inputs(sequence.description))
+    # The JSON first, the brick last: a .pt2 present means its description is too.
+    (folder / f"{sequence.signature}.json").write_text(
+        json.dumps({"signature": sequence.signature, **sequence.description}, indent=1)
+    )
+    buffer = io.BytesIO()
+    torch.export.save(exported, buffer)
+    partial = folder / f"{sequence.signature}.partial"
+    partial.write_bytes(buffer.getvalue())
+    partial.replace(folder / f"{sequence.signature}.pt2")
+
+
+def load_brick(suite: Path, signature: str) -> tuple[nn.Module, tuple[Any, ...]]:
+    """A brick's module and inputs of its recorded shapes."""
+    folder = bricks_dir(suite)
+    description = json.loads((folder / f"{signature}.json").read_text())
+    module = torch.export.load(folder / f"{signature}.pt2").module()
+    return module, brick_inputs(description)
+
+
+def list_bricks(suite: Path) -> list[str]:
+    return sorted(p.stem for p in bricks_dir(suite).glob("*.pt2"))
+
+
+def read_recipe(suite: Path, model_name: str) -> dict[str, Any]:
+    path = recipe_path(suite, model_name)
+    if not path.exists():
+        known = sorted(p.stem for p in (suite / "recipes").glob("*.json"))
+        raise ValueError(
+            f"model: no recipe for {model_name!r} in {suite}; known: {', '.join(known) or '(none)'}"
+        )
+    recipe: dict[str, Any] = json.loads(path.read_text())
+    return recipe

@@ -1,0 +1,56 @@
+"""Run a suite's bricks on this system, skipping the ones it has measured already."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.bricks.generate import list_bricks, load_brick
+from services.bricks.measure import MeasureSettings, empty_brick, system_key, time_modules
+from services.bricks.results import read_results, write_results
+
+# Bricks per LoadGen run: one run's set-up is shared by many bricks, and a crash loses at
+# most one chunk's measurements.
+CHUNK = 200
+
+
+@dataclass(frozen=True)
+class RunReport:
+    system: str
+    bricks: int
+    measured_now: int
+    reused: int
+    seconds: float  # spent measuring now
+
+
+def run_suite(
+    suite: Path,
+    settings: MeasureSettings,
+    *,
+    only: set[str] | None = None,
+    on_brick: Callable[[int, int], None] = lambda done, total: None,
+) -> RunReport:
+    """Measure each brick of the suite (or of ``only``) that this system has no figure for."""
+    system = system_key(settings.threads)
+    results = read_results(suite, system)
+    wanted = [s for s in list_bricks(suite) if only is None or s in only]
+    missing = [s for s in wanted if s not in results.bricks]
+    seconds = 0.0
+    chunks = [missing[i : i + CHUNK] for i in range(0, len(missing), CHUNK)]
+    if not chunks and results.floor is None:
+        chunks = [[]]  # the floor alone
+    done = 0
+    for chunk in chunks:
+        # The empty brick rides along in every run: its floor is measured under the same
+        # conditions as the bricks it is subtracted from.
+        items = [empty_brick(), *(load_brick(suite, signature) for signature in chunk)]
+        floor, *timings = time_modules(items, settings)
+        results.floor = floor.to_dict()
+        for signature, timing in zip(chunk, timings, strict=True):
+            results.bricks[signature] = timing.to_dict()
+        seconds += floor.seconds + sum(t.seconds for t in timings)
+        write_results(suite, results)  # each chunk kept as soon as it is measured
+        done += len(chunk)
+        on_brick(done, len(missing))
+    return RunReport(system, len(wanted), len(missing), len(wanted) - len(missing), seconds)

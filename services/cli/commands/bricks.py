@@ -1,0 +1,234 @@
+"""`benchstack bricks generate|run|construct`: DLBricks on this machine (services/bricks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.cli.errors import user_errors
+
+app = typer.Typer(
+    help="DLBricks: benchmark a zoo's unique layer sequences once, construct each model's "
+    "latency from them.",
+    no_args_is_help=True,
+)
+SUITE = typer.Option(Path("bricks-suite"), "--suite", "--output", help="The suite folder.")
+BATCH = typer.Option(1, "--batch-size", help="Batch the bricks are cut at (1..256).")
+IMAGE = typer.Option(
+    None, "--image-size", help="Square input side (16..1024); default: the model's."
+)
+QUERIES = typer.Option(50, "--queries", help="LoadGen SingleStream min query count per brick.")
+DURATION = typer.Option(0.05, "--min-duration", help="LoadGen min duration per brick, seconds.")
+THREADS = typer.Option(0, "--threads", help="torch intra-op threads; 0: torch's default.")
+
+
+@app.command("generate")
+def generate(
+    models: list[str] = typer.Argument(
+        ..., help="Catalogue names, manifest files or architectures (torchvision:resnet34)."
+    ),
+    granularity: int = typer.Option(1, "--granularity", "-H", help="Layers per brick (1..64)."),
+    suite: Path = SUITE,
+    batch_size: int = BATCH,
+    image_size: int | None = IMAGE,
+) -> None:
+    """Cut MODELS into sequences of at most H layers and write each unique one as a brick."""
+    with user_errors():
+        from services.bricks.generate import generate_suite
+        from services.bricks.models import model_input
+
+        inputs = [model_input(m, batch_size=batch_size, image_size=image_size) for m in models]
+        report = generate_suite(inputs, granularity, suite)
+    console = Console()
+    share = report.unique / report.sequences if report.sequences else 0.0
+    console.print(
+        f"{report.models} model(s), {report.layers} layers, {report.sequences} sequences of "
+        f"at most {granularity} layer(s): {report.unique} unique ({share:.1%}); "
+        f"{report.new_bricks} new brick(s) written to {suite / 'bricks'}",
+        soft_wrap=True,
+    )
+    console.print(
+        f"Share {suite / 'bricks'} to have the bricks measured; {suite / 'recipes'} holds how "
+        "your models are made of them and stays with you.",
+        soft_wrap=True,
+    )
+
+
+@app.command("run")
+def run(
+    suite: Path = typer.Argument(Path("bricks-suite"), help="The suite folder."),
+    queries: int = QUERIES,
+    min_duration: float = DURATION,
+    threads: int = THREADS,
+) -> None:
+    """Measure each brick this system has no figure for (LoadGen SingleStream)."""
+    with user_errors():
+        from services.bricks.measure import MeasureSettings
+        from services.bricks.run import run_suite
+
+        settings = MeasureSettings(queries, min_duration, threads)
+        report = run_suite(suite, settings)
+    Console().print(
+        f"{report.system}: {report.bricks} brick(s); measured now {report.measured_now} "
+        f"in {report.seconds:.1f} s, already measured {report.reused}",
+        soft_wrap=True,
+    )
+
+
+@app.command("construct")
+def construct(
+    models: list[str] = typer.Argument(..., help="Models with a recipe in the suite."),
+    suite: Path = SUITE,
+    measure: bool = typer.Option(
+        False, "--measure", help="Also run each model end to end, for constructed/measured."
+    ),
+    batch_size: int = BATCH,
+    image_size: int | None = IMAGE,
+    queries: int = QUERIES,
+    min_duration: float = DURATION,
+    threads: int = THREADS,
+) -> None:
+    """Each model's latency from its bricks' timings on this system (and, with --measure,
+    next to its measured end-to-end latency)."""
+    with user_errors():
+        from services.bricks.construct import construct as build
+        from services.bricks.generate import read_recipe
+        from services.bricks.measure import MeasureSettings, system_key
+        from services.bricks.models import recipe_name
+        from services.bricks.results import read_results
+
+        settings = MeasureSettings(queries, min_duration, threads)
+        results = read_results(suite, system_key(threads))
+        built = [build(read_recipe(suite, recipe_name(m)), results) for m in models]
+        measured = {}
+        if measure:
+            for spec, construction in zip(models, built, strict=True):
+                if not construction.missing:
+                    measured[construction.model] = _measure(spec, batch_size, image_size, settings)
+    _print_constructions(built, measured, results.system, suite)
+
+
+@app.command("calibrate")
+def calibrate(
+    models: list[str] = typer.Argument(
+        ..., help="Models to fit the per-layer cost on; they are not scored with it after."
+    ),
+    suite: Path = SUITE,
+    batch_size: int = BATCH,
+    image_size: int | None = IMAGE,
+    queries: int = QUERIES,
+    min_duration: float = DURATION,
+    threads: int = THREADS,
+) -> None:
+    """Fit a cost per brick (what a brick call pays that the model does not) on MODELS,
+    measured end to end on this system, and keep it with the system's brick timings."""
+    with user_errors():
+        from services.bricks.construct import construct as build
+        from services.bricks.construct import fit_brick_cost
+        from services.bricks.generate import read_recipe
+        from services.bricks.measure import MeasureSettings, system_key
+        from services.bricks.models import recipe_name
+        from services.bricks.results import read_results, write_results
+
+        settings = MeasureSettings(queries, min_duration, threads)
+        results = read_results(suite, system_key(threads))
+        built = [build(read_recipe(suite, recipe_name(m)), results) for m in models]
+        unready = [c.model for c in built if c.missing]
+        if unready:
+            raise ValueError(
+                f"calibrate: {', '.join(unready)} not fully measured on this system; "
+                f"run `benchstack bricks run {suite}` first"
+            )
+        measured = [_measure(m, batch_size, image_size, settings) for m in models]
+        cost = fit_brick_cost(built, measured)
+        results.brick_cost = {"ms_per_brick": cost, "fitted_on": [c.model for c in built]}
+        write_results(suite, results)
+    Console().print(
+        f"{results.system}: {cost * 1000:+.2f} us per brick, fitted on "
+        f"{', '.join(c.model for c in built)} (not scored with it from now on)"
+    )
+
+
+def _measure(spec: str, batch_size: int, image_size: int | None, settings: Any) -> float:
+    """The model's own median latency, end to end through the bricks' harness."""
+    from services.bricks.measure import time_module
+    from services.bricks.models import model_input
+
+    model = model_input(spec, batch_size=batch_size, image_size=image_size)
+    return time_module(model.module.eval(), (model.example,), settings).median_ms
+
+
+def _print_constructions(
+    built: list[Any], measured: dict[str, float], system: str, suite: Path
+) -> None:
+    from services.bricks.construct import geometric_mean
+
+    console = Console()
+    table = Table(title=f"Constructed latency (ms) on {system}")
+    columns = ["model", "bricks", "sequential", "critical path", "floor-corrected", "calibrated"]
+    if measured:
+        columns += ["measured", "seq / meas", "floor-c / meas", "calib / meas"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in {"model", "bricks"} else "right")
+    ratios: dict[str, list[float]] = {"seq": [], "floor": [], "calib": []}
+    notes = []
+    for c in built:
+        if c.missing:
+            notes.append(
+                f"{c.model}: {len(c.missing)} of {c.unique_bricks} brick(s) not measured on "
+                f"this system; run `benchstack bricks run {suite}`"
+            )
+            continue
+        notes.append(
+            f"{c.model}: all {c.unique_bricks} brick(s) already measured on this system; "
+            "no new brick ran"
+        )
+        row = [
+            c.model,
+            f"{c.steps} ({c.unique_bricks} unique)",
+            _ms(c.sequential_ms),
+            _ms(c.critical_path_ms),
+            _ms(c.floor_corrected_ms),
+            _ms(c.calibrated_ms),
+        ]
+        if c.model in measured:
+            m = measured[c.model]
+            row.append(_ms(m))
+            for key, value in (
+                ("seq", c.sequential_ms),
+                ("floor", c.floor_corrected_ms),
+                ("calib", c.calibrated_ms),
+            ):
+                ratio = value / m if value is not None else None
+                if ratio is not None:
+                    ratios[key].append(ratio)
+                row.append(_ms(ratio))
+        elif measured:
+            row += ["-"] * 4
+        table.add_row(*row)
+    if table.row_count:
+        console.print(table)
+    for note in notes:
+        console.print(note, soft_wrap=True)  # commands and paths stay on one line
+    if any(len(v) > 1 for v in ratios.values()):
+        parts = [
+            f"{label} {_ms(geometric_mean(ratios[key]))} over {len(ratios[key])}"
+            for key, label in (
+                ("seq", "sequential"),
+                ("floor", "floor-corrected"),
+                ("calib", "calibrated"),
+            )
+        ]
+        console.print("geometric mean of constructed / measured: " + "; ".join(parts))
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="bricks")

@@ -1,0 +1,43 @@
+"""`benchstack bricks` as a user types it: generate, run, construct (with --measure), and
+a second model made of bricks already measured constructs without running any."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.cli import TINY, piped
+
+FAST = ["--queries", "5", "--min-duration", "0.01", "--threads", "1"]
+
+
+def test_generate_run_construct(tmp_path: Path) -> None:
+    suite = str(tmp_path / "suite")
+    generated = piped(tmp_path, "bricks", "generate", TINY, "-H", "2", "--suite", suite)
+    assert generated.returncode == 0, generated.stderr
+    assert "new brick(s) written" in generated.stdout and "stays with you" in generated.stdout
+
+    ran = piped(tmp_path, "bricks", "run", suite, *FAST)
+    assert ran.returncode == 0, ran.stderr
+    assert "measured now" in ran.stdout
+
+    built = piped(tmp_path, "bricks", "construct", TINY, "--suite", suite, "--measure", *FAST)
+    assert built.returncode == 0, built.stderr
+    assert "no new brick ran" in built.stdout
+    assert "seq /" in built.stdout and "Constructed latency" in built.stdout
+
+
+def test_a_model_without_measured_bricks_says_what_to_run(tmp_path: Path) -> None:
+    suite = str(tmp_path / "suite")
+    assert piped(tmp_path, "bricks", "generate", TINY, "--suite", suite).returncode == 0
+    built = piped(tmp_path, "bricks", "construct", TINY, "--suite", suite)
+    assert built.returncode == 0, built.stderr
+    assert "not measured on this system" in built.stdout
+    assert "benchstack bricks run" in built.stdout
+
+
+def test_bad_options_name_the_option(tmp_path: Path) -> None:
+    result = piped(tmp_path, "bricks", "generate", TINY, "-H", "0", "--suite", str(tmp_path))
+    assert result.returncode != 0
+    assert "granularity: 0 is not accepted; accepted: 1..64" in result.stderr
+    missing = piped(tmp_path, "bricks", "construct", "resnet18", "--suite", str(tmp_path))
+    assert missing.returncode != 0 and "no recipe for 'resnet18'" in missing.stderr
