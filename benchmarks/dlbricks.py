@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from services.bricks.construct import construct, fit_brick_cost, geometric_mean
-from services.bricks.generate import ModelInput, generate_suite, read_recipe
+from services.bricks.generate import BrickError, ModelInput, generate_suite, read_recipe
 from services.bricks.measure import MeasureSettings, Timing, system_key, time_modules
 from services.bricks.models import model_input
 from services.bricks.parse import ParseError
@@ -86,7 +86,7 @@ def report_granularity(
         try:
             generate_suite([model], granularity, suite)
             usable.append(model)
-        except ParseError as exc:
+        except (ParseError, BrickError) as exc:
             print(f"  H={granularity}: {model.name} left out: {exc}")
     generation_s = time.perf_counter() - start
     run = run_suite(suite, settings)

@@ -73,9 +73,11 @@ def brick_inputs(description: dict[str, Any], seed: int = 0) -> tuple[Any, ...]:
     """Random tensors of the shapes the brick's description records, in input order."""
     generator = torch.Generator().manual_seed(seed)
 
-    def random(shape: list[Any]) -> Any:
-        if shape and all(isinstance(part, list) for part in shape):
-            return tuple(random(part) for part in shape)  # a tuple of tensors (chunk, split)
+    def random(shape: list[Any] | None) -> Any:
+        if shape is None:
+            return None  # a non-tensor slot of a tuple, e.g. attention's (out, None)
+        if any(part is None or isinstance(part, list) for part in shape):
+            return tuple(random(part) for part in shape)  # a tuple (chunk, split, attention)
         return torch.randn(tuple(shape), generator=generator)
 
     return tuple(random(shape) for shape in description["inputs"])

@@ -123,9 +123,20 @@ def generate_suite(models: list[ModelInput], granularity: int, suite: Path) -> G
     return GenerateReport(len(models), layers, sequences_total, len(unique), new)
 
 
+class BrickError(ValueError):
+    """A sequence that cannot become a brick (torch.export refuses it)."""
+
+
 def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> None:
     module = brick_module(parsed, sequence)
-    exported = torch.export.export(module, brick_inputs(sequence.description))
+    try:
+        exported = torch.export.export(module, brick_inputs(sequence.description))
+    except Exception as exc:  # export's errors are many types; the model is named instead
+        types = ", ".join(parsed.layers[i].type for i in sequence.layers)
+        raise BrickError(
+            f"model: {parsed.name}: the layers [{types}] cannot be exported as a brick: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        ) from exc
     # The JSON first, the brick last: a .pt2 present means its description is too.
     (folder / f"{sequence.signature}.json").write_text(
         json.dumps({"signature": sequence.signature, **sequence.description}, indent=1)
