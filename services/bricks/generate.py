@@ -29,6 +29,7 @@ from services.bricks.parse import ParsedModel, parse_model
 from services.bricks.signature import LayerSequence, check_granularity, cut_sequences
 
 MAX_BATCH_SIZE = 256
+MAX_MODELS = 200
 MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 16, 1024
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
@@ -100,6 +101,8 @@ def recipe_of(
 
 def generate_suite(models: list[ModelInput], granularity: int, suite: Path) -> GenerateReport:
     check_granularity(granularity)
+    if not 1 <= len(models) <= MAX_MODELS:
+        raise ValueError(f"models: {len(models)} given; accepted: 1..{MAX_MODELS} per call")
     folder = bricks_dir(suite)
     folder.mkdir(parents=True, exist_ok=True)
     layers = sequences_total = new = 0

@@ -30,6 +30,7 @@ from services.inference.loadgen.runner import run_loadgen
 # Bounds on what a user may ask of one measurement.
 MAX_QUERIES = 100_000
 MAX_MIN_DURATION_S = 600.0
+MAX_THREADS = 1024
 WARM_UP_CALLS = 3
 MAX_ROUNDS = 5
 
@@ -60,8 +61,10 @@ class MeasureSettings:
                 f"min-duration: {self.min_duration_s} s; accepted: above 0 up to "
                 f"{MAX_MIN_DURATION_S:g} s"
             )
-        if self.threads < 0:
-            raise ValueError(f"threads: {self.threads}; accepted: 0 (torch's default) or more")
+        if not 0 <= self.threads <= MAX_THREADS:
+            raise ValueError(
+                f"threads: {self.threads}; accepted: 0 (torch's default) to {MAX_THREADS}"
+            )
 
 
 class ModulesBackend(Backend):
