@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import fx, nn
 
-from services.bricks.parse import ParsedModel
+from services.bricks.parse import ParsedModel, walk
 from services.bricks.signature import LayerSequence, depends_on, external_inputs, is_constant
 
 
@@ -102,18 +102,9 @@ def _nodes_to_copy(parsed: ParsedModel, inside: set[str], known: dict[str, bool]
 
 
 def _feeds(node: fx.Node, inside: set[str]) -> bool:
-    """Whether a layer inside the sequence reads ``node``, directly or through glue."""
-    stack = list(node.users)
-    seen: set[str] = set()
-    while stack:
-        user = stack.pop()
-        if user.name in seen:
-            continue
-        seen.add(user.name)
-        if user.name in inside:
-            return True
-        stack.extend(user.users)
-    return False
+    """Whether a layer inside the sequence reads ``node``, directly or through others."""
+    reached = walk(node.users, lambda n: n.users, lambda n: n.name in inside)
+    return any(n.name in inside for n in reached)
 
 
 def _outputs(parsed: ParsedModel, sequence: LayerSequence, inside: set[str]) -> list[str]:

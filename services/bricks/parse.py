@@ -13,6 +13,7 @@ brick may replay them.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,19 +143,29 @@ def _tensor_args(node: fx.Node, values: dict[str, Any]) -> list[fx.Node]:
 
 def _producing_layers(node: fx.Node, layer_of_node: dict[str, int]) -> set[int]:
     """Layers whose values reach ``node``, looking through glue nodes."""
-    found: set[int] = set()
-    stack = list(node.all_input_nodes)
+    reached = walk(
+        node.all_input_nodes, lambda n: n.all_input_nodes, lambda n: n.name in layer_of_node
+    )
+    return {layer_of_node[n.name] for n in reached if n.name in layer_of_node}
+
+
+def walk(
+    start: Iterable[fx.Node],
+    step: Callable[[fx.Node], Iterable[fx.Node]],
+    stop: Callable[[fx.Node], bool],
+) -> Iterator[fx.Node]:
+    """Every node reached from ``start`` by ``step`` (inputs or users), each once; a node
+    for which ``stop`` holds is yielded but not walked past."""
+    stack = list(start)
     seen: set[str] = set()
     while stack:
         current = stack.pop()
         if current.name in seen:
             continue
         seen.add(current.name)
-        if current.name in layer_of_node:
-            found.add(layer_of_node[current.name])
-        else:
-            stack.extend(current.all_input_nodes)
-    return found
+        yield current
+        if not stop(current):
+            stack.extend(step(current))
 
 
 def _shape_of(value: Any) -> Any:

@@ -17,6 +17,7 @@ from shared.db.evaluations import Evaluation
 from shared.db.models import Metric, Run
 from shared.db.session import session_scope
 from shared.db.states import EvaluationState
+from tests.support.rows import evaluation_row
 
 pytestmark = pytest.mark.integration
 
@@ -107,21 +108,7 @@ def test_concurrent_claims_have_one_winner(postgres_url: str) -> None:
     with session_scope(postgres_url) as session:
         owner = get_or_create_user(session, "claims")
         session.flush()
-        session.add(
-            Evaluation(
-                id=evaluation_id,
-                owner_id=owner.id,
-                state=EvaluationState.RUNNING.value,
-                model_name="m",
-                model_version="1.0.0",
-                manifest={},
-                framework="null",
-                device="cpu",
-                scenario={},
-                batch_size=1,
-                dataset="synthetic",
-            )
-        )
+        session.add(evaluation_row(owner.id, id=evaluation_id, state=EvaluationState.RUNNING.value))
     barrier = threading.Barrier(4)
     won: list[int | None] = []
     lock = threading.Lock()

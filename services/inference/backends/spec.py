@@ -28,6 +28,9 @@ Choice = Annotated[T, BeforeValidator(_lowered)]
 PlainText = Annotated[str, StringConstraints(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
 
 DEVICE_KINDS = ("cpu", "cuda")
+# Opsets a backend that converts to ONNX accepts: above every opset released so far (the
+# exporter refuses one it cannot write).
+MIN_ONNX_OPSET, MAX_ONNX_OPSET = 7, 30
 
 
 class BackendOptionsModel(BaseModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from shared import runtime
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
+from tests.support.rows import evaluation_row
 
 
 @pytest.fixture(autouse=True)
@@ -30,18 +30,7 @@ def _queued(owner: str) -> tuple[int, str]:
     with runtime.db() as session:
         user = get_or_create_user(session, owner)
         session.flush()
-        row = Evaluation(
-            id=str(uuid.uuid4()),
-            owner_id=user.id,
-            model_name="m",
-            model_version="1.0.0",
-            manifest={},
-            framework="null",
-            device="cpu",
-            scenario={},
-            batch_size=1,
-            dataset="synthetic",
-        )
+        row = evaluation_row(user.id)
         session.add(row)
         return user.id, row.id
 

@@ -15,6 +15,7 @@ from shared.db.evaluations import Evaluation, Shard
 from shared.db.migrations import alembic_config, current_revision, upgrade_head
 from shared.db.session import session_scope
 from shared.db.states import EvaluationState, can_transition
+from tests.support.rows import evaluation_row
 
 TABLES = {
     "users",
@@ -71,17 +72,8 @@ def _evaluation(url: str, shards: int) -> str:
         user = User(name=f"u-{uuid.uuid4().hex[:6]}")
         session.add(user)
         session.flush()
-        evaluation = Evaluation(
-            id=str(uuid.uuid4()),
-            owner_id=user.id,
-            model_name="m",
-            model_version="1.0.0",
-            manifest={},
-            framework="null",
-            device="cpu",
-            scenario={},
-            batch_size=1,
-            dataset="synthetic",
+        evaluation = evaluation_row(
+            user.id,
             state=EvaluationState.PREPROCESSING.value,
             shards_total=shards,
         )

@@ -10,6 +10,7 @@ from shared import runtime
 from shared.db import worker_repo
 from shared.db.clock import utcnow
 from shared.db.evaluations import Evaluation, WorkerPresence
+from tests.support.rows import evaluation_row
 
 LIVE_S = 30.0
 
@@ -18,18 +19,11 @@ def _evaluation(state: str, waited_s: float) -> Evaluation:
     with runtime.db() as session:
         owner = get_or_create_user(session, "waiting")
         session.flush()
-        row = Evaluation(
+        row = evaluation_row(
+            owner.id,
             id=f"e-{state}-{waited_s}",
-            owner_id=owner.id,
             state=state,
             model_name="resnet18",
-            model_version="1.0.0",
-            manifest={},
-            framework="null",
-            device="cpu",
-            scenario={},
-            batch_size=1,
-            dataset="synthetic",
             queue="inference.null.cpu",
             updated_at=utcnow() - timedelta(seconds=waited_s),
         )

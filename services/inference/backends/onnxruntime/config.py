@@ -6,17 +6,20 @@ from typing import Literal
 
 from pydantic import Field
 
-from services.inference.backends.spec import BackendOptionsModel, BackendSpec, Choice
-
-# Above every opset released so far; the exporter refuses one it cannot write.
-MAX_OPSET = 30
+from services.inference.backends.spec import (
+    MAX_ONNX_OPSET,
+    MIN_ONNX_OPSET,
+    BackendOptionsModel,
+    BackendSpec,
+    Choice,
+)
 
 
 class OnnxRuntimeOptions(BackendOptionsModel):
     graph_optimization_level: Choice[Literal["disable", "basic", "extended", "all"]] = "all"
     execution_mode: Choice[Literal["sequential", "parallel"]] = "sequential"
     execution_provider: Choice[Literal["auto", "cuda", "tensorrt"]] = "auto"
-    opset: int = Field(17, ge=7, le=MAX_OPSET)
+    opset: int = Field(17, ge=MIN_ONNX_OPSET, le=MAX_ONNX_OPSET)
 
 
 CONFIG = BackendSpec(

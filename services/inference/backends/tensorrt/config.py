@@ -6,9 +6,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from services.inference.backends.spec import BackendOptionsModel, BackendSpec, Choice
-
-MAX_OPSET = 30  # above every opset released so far
+from services.inference.backends.spec import (
+    MAX_ONNX_OPSET,
+    MIN_ONNX_OPSET,
+    BackendOptionsModel,
+    BackendSpec,
+    Choice,
+)
 
 
 class TensorRTOptions(BackendOptionsModel):
@@ -16,7 +20,7 @@ class TensorRTOptions(BackendOptionsModel):
     max_batch_size: int = Field(64, ge=1, le=4096)  # the optimisation profile's bounds
     opt_batch_size: int = Field(8, ge=1, le=4096)
     workspace_mb: int = Field(1024, ge=1, le=1 << 20)
-    opset: int = Field(17, ge=7, le=MAX_OPSET)
+    opset: int = Field(17, ge=MIN_ONNX_OPSET, le=MAX_ONNX_OPSET)
 
 
 CONFIG = BackendSpec(
