@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from services.bricks.generate import list_bricks, load_brick
-from services.bricks.measure import MeasureSettings, empty_brick, system_key, time_modules
+from services.bricks.measure import (
+    MeasureSettings,
+    Timing,
+    empty_brick,
+    system_key,
+    time_modules,
+)
 from services.bricks.results import read_results, write_results
 
 # Bricks per LoadGen run: one run's set-up is shared by many bricks, and a crash loses at
@@ -41,12 +48,15 @@ def run_suite(
     if not chunks and results.floor is None:
         chunks = [[]]  # the floor alone
     done = 0
+    floors: list[Timing] = []
     for chunk in chunks:
         # The empty brick rides along in every run: its floor is measured under the same
-        # conditions as the bricks it is subtracted from.
+        # conditions as the bricks it is subtracted from, and the system's floor is the
+        # median over this call's runs (one run's figure moved the constructions by 20 %).
         items = [empty_brick(), *(load_brick(suite, signature) for signature in chunk)]
         floor, *timings = time_modules(items, settings)
-        results.floor = floor.to_dict()
+        floors.append(floor)
+        results.floor = _median_floor(floors)
         for signature, timing in zip(chunk, timings, strict=True):
             results.bricks[signature] = timing.to_dict()
         seconds += floor.seconds + sum(t.seconds for t in timings)
@@ -54,3 +64,12 @@ def run_suite(
         done += len(chunk)
         on_brick(done, len(missing))
     return RunReport(system, len(wanted), len(missing), len(wanted) - len(missing), seconds)
+
+
+def _median_floor(floors: list[Timing]) -> dict[str, float | int]:
+    medians = sorted(f.median_ms for f in floors)
+    return {
+        "median_ms": float(statistics.median(medians)),
+        "runs": len(floors),
+        "queries": sum(f.queries for f in floors),
+    }
