@@ -162,19 +162,40 @@ def _measure(spec: str, batch_size: int, image_size: int | None, settings: Any) 
     return time_module(model.module.eval(), (model.example,), settings).median_ms
 
 
+LEGEND = (
+    "seq: sum of the bricks; crit: critical path; floor: seq less each brick's share of the "
+    "harness; calib: seq plus the fitted per-brick cost"
+)
+CONSTRUCTIONS = (
+    ("seq", "sequential_ms"),
+    ("floor", "floor_corrected_ms"),
+    ("calib", "calibrated_ms"),
+)
+
+
+def _table(title: str, columns: list[str], caption: str | None = None) -> Table:
+    table = Table(title=title, caption=caption)
+    for column in columns:
+        # Folded, never cut with an ellipsis: a figure is read whole or not at all.
+        table.add_column(column, justify="left" if column == "model" else "right", overflow="fold")
+    return table
+
+
 def _print_constructions(
     built: list[Any], measured: dict[str, float], system: str, suite: Path
 ) -> None:
+    """Two tables, each within 80 columns: the constructions, then (with --measure) each
+    construction over the measured latency."""
     from services.bricks.construct import geometric_mean
 
     console = Console()
-    table = Table(title=f"Constructed latency (ms) on {system}")
-    columns = ["model", "bricks", "sequential", "critical path", "floor-corrected", "calibrated"]
-    if measured:
-        columns += ["measured", "seq / meas", "floor-c / meas", "calib / meas"]
-    for column in columns:
-        table.add_column(column, justify="left" if column in {"model", "bricks"} else "right")
-    ratios: dict[str, list[float]] = {"seq": [], "floor": [], "calib": []}
+    latency = _table(
+        f"Constructed latency (ms) on {system}",
+        ["model", "bricks", "unique", "seq", "crit", "floor", "calib"],
+        LEGEND,
+    )
+    versus = _table("Constructed / measured", ["model", "measured ms", "seq", "floor", "calib"])
+    ratios: dict[str, list[float]] = {key: [] for key, _ in CONSTRUCTIONS}
     notes = []
     for c in built:
         if c.missing:
@@ -187,47 +208,40 @@ def _print_constructions(
             f"{c.model}: all {c.unique_bricks} brick(s) already measured on this system; "
             "no new brick ran"
         )
-        row = [
+        latency.add_row(
             c.model,
-            f"{c.steps} ({c.unique_bricks} unique)",
+            str(c.steps),
+            str(c.unique_bricks),
             _ms(c.sequential_ms),
             _ms(c.critical_path_ms),
             _ms(c.floor_corrected_ms),
             _ms(c.calibrated_ms),
-        ]
+        )
         if c.model in measured:
             m = measured[c.model]
-            row.append(_ms(m))
-            for key, value in (
-                ("seq", c.sequential_ms),
-                ("floor", c.floor_corrected_ms),
-                ("calib", c.calibrated_ms),
-            ):
+            row = [c.model, _ms(m)]
+            for key, attribute in CONSTRUCTIONS:
+                value = getattr(c, attribute)
                 ratio = value / m if value is not None else None
                 if ratio is not None:
                     ratios[key].append(ratio)
                 row.append(_ms(ratio))
-        elif measured:
-            row += ["-"] * 4
-        table.add_row(*row)
-    if table.row_count:
-        console.print(table)
+            versus.add_row(*row)
+    for table in (latency, versus):
+        if table.row_count:
+            console.print(table)
     for note in notes:
         console.print(note, soft_wrap=True)  # commands and paths stay on one line
     if any(len(v) > 1 for v in ratios.values()):
-        parts = [
-            f"{label} {_ms(geometric_mean(ratios[key]))} over {len(ratios[key])}"
-            for key, label in (
-                ("seq", "sequential"),
-                ("floor", "floor-corrected"),
-                ("calib", "calibrated"),
-            )
-        ]
-        console.print("geometric mean of constructed / measured: " + "; ".join(parts))
+        parts = [f"{key} {_ms(geometric_mean(ratios[key]))}" for key, _ in CONSTRUCTIONS]
+        console.print(
+            f"geometric mean of constructed / measured over {len(measured)} models: "
+            + ", ".join(parts)
+        )
 
 
 def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+    return "-" if value is None else f"{value:.2f}"
 
 
 def register(root: typer.Typer) -> None:
