@@ -49,8 +49,8 @@ class Layer:
         return {
             "kind": self.kind,
             "type": self.type,
-            "input_shapes": _jsonable(self.input_shapes),
-            "output_shape": _jsonable(self.output_shape),
+            "input_shapes": jsonable(self.input_shapes),
+            "output_shape": jsonable(self.output_shape),
             "attributes": self.attributes,
         }
 
@@ -109,9 +109,9 @@ def parse_model(model: nn.Module, example: torch.Tensor, name: str = "model") ->
                 kind={"call_module": "module", "call_function": "function"}.get(node.op, "method"),
                 type=_type_name(node, modules),
                 input_shapes=tuple(
-                    _shape_of(values.get(a.name)) for a in _tensor_args(node, values)
+                    shape_of(values.get(a.name)) for a in _tensor_args(node, values)
                 ),
-                output_shape=_shape_of(values[node.name]),
+                output_shape=shape_of(values[node.name]),
                 attributes=_attributes(node, modules, values),
                 producers=tuple(sorted(_producing_layers(node, layer_of_node))),
             )
@@ -178,11 +178,11 @@ def walk(
             stack.extend(step(current))
 
 
-def _shape_of(value: Any) -> Any:
+def shape_of(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return tuple(value.shape)
     if isinstance(value, (tuple, list)):
-        return tuple(_shape_of(v) for v in value)
+        return tuple(shape_of(v) for v in value)
     return None
 
 
@@ -194,7 +194,7 @@ def _attributes(
     if node.op == "call_module":
         module = modules[str(node.target)]
         attributes = {
-            key: _jsonable(value)
+            key: jsonable(value)
             for key, value in vars(module).items()
             if not key.startswith("_") and key not in _SKIPPED_ATTRIBUTES and _is_plain(value)
         }
@@ -207,8 +207,8 @@ def _attributes(
     def constant(arg: Any) -> Any:
         if isinstance(arg, fx.Node):
             value = values.get(arg.name)
-            return "<tensor>" if isinstance(value, torch.Tensor) else _jsonable(value)
-        return _jsonable(arg)
+            return "<tensor>" if isinstance(value, torch.Tensor) else jsonable(value)
+        return jsonable(arg)
 
     args = [constant(a) for a in node.args]
     kwargs = {k: constant(v) for k, v in sorted(node.kwargs.items()) if k != "inplace"}
@@ -223,18 +223,18 @@ def _is_plain(value: Any) -> bool:
     return False
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Plain JSON values: tuples become lists, dtypes and other objects their text."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (tuple, list, torch.Size)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, torch.Tensor):
         return "<tensor>"
     if value is operator.getitem:
         return "getitem"
     if isinstance(value, slice):
-        return {"slice": [_jsonable(value.start), _jsonable(value.stop), _jsonable(value.step)]}
+        return {"slice": [jsonable(value.start), jsonable(value.stop), jsonable(value.step)]}
     return str(value)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,28 +30,21 @@ class RunReport:
     seconds: float  # spent measuring now
 
 
-def run_suite(
-    suite: Path,
-    settings: MeasureSettings,
-    *,
-    only: set[str] | None = None,
-    on_brick: Callable[[int, int], None] = lambda done, total: None,
-) -> RunReport:
-    """Measure each brick of the suite (or of ``only``) that this system has no figure for."""
+def run_suite(suite: Path, settings: MeasureSettings) -> RunReport:
+    """Measure each brick of the suite that this system has no figure for."""
     system = system_key(settings.threads)
     results = read_results(suite, system)
-    wanted = [s for s in list_bricks(suite) if only is None or s in only]
+    wanted = list_bricks(suite)
     missing = [s for s in wanted if s not in results.bricks]
     seconds = 0.0
     chunks = [missing[i : i + CHUNK] for i in range(0, len(missing), CHUNK)]
     if not chunks and results.floor is None:
         chunks = [[]]  # the floor alone
-    done = 0
     floors: list[Timing] = []
     for chunk in chunks:
         # The empty brick rides along in every run: its floor is measured under the same
         # conditions as the bricks it is subtracted from, and the system's floor is the
-        # median over this call's runs (one run's figure moved the constructions by 20 %).
+        # median over this call's runs: one run's figure is multiplied by hundreds of bricks.
         items = [empty_brick(), *(load_brick(suite, signature) for signature in chunk)]
         floor, *timings = time_modules(items, settings)
         floors.append(floor)
@@ -61,15 +53,12 @@ def run_suite(
             results.bricks[signature] = timing.to_dict()
         seconds += floor.seconds + sum(t.seconds for t in timings)
         write_results(suite, results)  # each chunk kept as soon as it is measured
-        done += len(chunk)
-        on_brick(done, len(missing))
     return RunReport(system, len(wanted), len(missing), len(wanted) - len(missing), seconds)
 
 
 def _median_floor(floors: list[Timing]) -> dict[str, float | int]:
-    medians = sorted(f.median_ms for f in floors)
     return {
-        "median_ms": float(statistics.median(medians)),
+        "median_ms": float(statistics.median(f.median_ms for f in floors)),
         "runs": len(floors),
         "queries": sum(f.queries for f in floors),
     }

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import fx
 
-from services.bricks.parse import ParsedModel, _jsonable, _shape_of
+from services.bricks.parse import ParsedModel, jsonable, shape_of
 
 MAX_GRANULARITY = 64
 
@@ -124,6 +124,6 @@ def describe_sequence(parsed: ParsedModel, indices: tuple[int, ...]) -> dict[str
         reads = [s for a in node.all_input_nodes for s in source(a)]
         layers.append({**parsed.layers[i].describe(), "reads": reads})
     return {
-        "inputs": [_jsonable(_shape_of(parsed.values[n.name])) for n in inputs],
+        "inputs": [jsonable(shape_of(parsed.values[n.name])) for n in inputs],
         "layers": layers,
     }

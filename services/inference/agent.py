@@ -42,10 +42,10 @@ class Agent:
     _thread: threading.Thread | None = None
 
     def __post_init__(self) -> None:
-        parse_device(self.device)  # a DeviceError names the field and what is accepted
+        device = parse_device(self.device)  # a DeviceError names the field and what is accepted
         if self.threads < 0:
             raise ValueError(f"threads: must be 0 (framework default) or more, got {self.threads}")
-        offered = registry.available_backends(parse_device(self.device).kind)
+        offered = registry.available_backends(device.kind)
         unknown = [f for f in self.frameworks if f not in offered]
         if unknown:
             raise ValueError(

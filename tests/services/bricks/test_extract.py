@@ -7,7 +7,7 @@ import torch
 import torchvision
 
 from services.bricks.extract import brick_inputs, brick_module
-from services.bricks.parse import _shape_of, parse_model
+from services.bricks.parse import parse_model, shape_of
 from services.bricks.signature import cut_sequences, external_inputs
 
 
@@ -23,7 +23,7 @@ def test_every_unique_brick_runs_and_gives_its_last_layers_shape(
             out = module(*brick_inputs(sequence.description))
         several = isinstance(module.graph.output_node().args[0], tuple)
         last = parsed.layers[sequence.layers[-1]].output_shape
-        shape = _shape_of(out[-1] if several else out)  # a layer may return a tuple (chunk)
+        shape = shape_of(out[-1] if several else out)  # a layer may return a tuple (chunk)
         assert shape == last, [parsed.layers[i].type for i in sequence.layers]
 
 
