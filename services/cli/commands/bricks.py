@@ -95,15 +95,10 @@ def construct(
     """Each model's latency from its bricks' timings on this system (and, with --measure,
     next to its measured end-to-end latency)."""
     with user_errors():
-        from services.bricks.construct import construct as build
-        from services.bricks.generate import read_recipe
-        from services.bricks.measure import MeasureSettings, system_key
-        from services.bricks.models import recipe_name
-        from services.bricks.results import read_results
+        from services.bricks.measure import MeasureSettings
 
         settings = MeasureSettings(queries, min_duration, threads)
-        results = read_results(suite, system_key(threads))
-        built = [build(read_recipe(suite, recipe_name(m)), results) for m in models]
+        results, built = _construct_all(models, suite, threads)
         measured = {}
         if measure:
             for spec, construction in zip(models, built, strict=True):
@@ -115,7 +110,7 @@ def construct(
 @app.command("calibrate")
 def calibrate(
     models: list[str] = typer.Argument(
-        ..., help="Models to fit the per-layer cost on; they are not scored with it after."
+        ..., help="Models to fit the per-brick cost on; they are not scored with it after."
     ),
     suite: Path = SUITE,
     batch_size: int = BATCH,
@@ -127,16 +122,12 @@ def calibrate(
     """Fit a cost per brick (what a brick call pays that the model does not) on MODELS,
     measured end to end on this system, and keep it with the system's brick timings."""
     with user_errors():
-        from services.bricks.construct import construct as build
         from services.bricks.construct import fit_brick_cost
-        from services.bricks.generate import read_recipe
-        from services.bricks.measure import MeasureSettings, system_key
-        from services.bricks.models import recipe_name
-        from services.bricks.results import read_results, write_results
+        from services.bricks.measure import MeasureSettings
+        from services.bricks.results import write_results
 
         settings = MeasureSettings(queries, min_duration, threads)
-        results = read_results(suite, system_key(threads))
-        built = [build(read_recipe(suite, recipe_name(m)), results) for m in models]
+        results, built = _construct_all(models, suite, threads)
         unready = [c.model for c in built if c.missing]
         if unready:
             raise ValueError(
@@ -151,6 +142,18 @@ def calibrate(
         f"{results.system}: {cost * 1000:+.2f} us per brick, fitted on "
         f"{', '.join(c.model for c in built)} (not scored with it from now on)"
     )
+
+
+def _construct_all(models: list[str], suite: Path, threads: int) -> tuple[Any, list[Any]]:
+    """This system's brick timings, and each model's construction from its recipe."""
+    from services.bricks.construct import construct
+    from services.bricks.generate import read_recipe
+    from services.bricks.measure import system_key
+    from services.bricks.models import recipe_name
+    from services.bricks.results import read_results
+
+    results = read_results(suite, system_key(threads))
+    return results, [construct(read_recipe(suite, recipe_name(m)), results) for m in models]
 
 
 def _measure(spec: str, batch_size: int, image_size: int | None, settings: Any) -> float:
