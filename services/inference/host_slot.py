@@ -28,6 +28,21 @@ from shared.processes import pid_alive
 HISTORY_MAX_BYTES = 1 << 20
 
 
+def _still_measuring(entry: dict[str, Any]) -> bool:
+    """Whether the process that registered ``entry`` still runs. A process killed with -9
+    leaves its entry behind, and the kernel gives its pid again in time: a process of that
+    pid created after the entry was written is not the one that wrote it (a recycled pid
+    once made a run report an overlap that never happened)."""
+    import psutil
+
+    pid = int(entry["pid"])
+    if not pid_alive(pid):
+        return False
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(pid).create_time() <= float(entry["started"]) + 1.0
+    return True
+
+
 class SlotWaitCancelled(RuntimeError):
     """The run was cancelled while it waited for the host."""
 
@@ -61,7 +76,7 @@ class HostSlot:
             if entry.stem == run_id:
                 continue
             with contextlib.suppress(OSError, ValueError, KeyError):
-                if pid_alive(int(json.loads(entry.read_text())["pid"])):
+                if _still_measuring(json.loads(entry.read_text())):
                     others.append(entry.stem)
         return others
 

@@ -3,6 +3,8 @@ was allowed, both record that they overlapped."""
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -67,3 +69,19 @@ def test_a_cancel_while_waiting_for_the_host_ends_the_wait(tmp_path: Path) -> No
     waiter = slot.measuring("waiter", should_stop=lambda: True, poll_s=0.01)
     with slot.measuring("holder"), pytest.raises(SlotWaitCancelled), waiter:
         pass
+
+
+def test_an_entry_left_by_a_killed_run_is_no_overlap_once_its_pid_is_reused(
+    tmp_path: Path,
+) -> None:
+    slot = HostSlot(tmp_path, exclusive=True)
+    slot.active.mkdir(parents=True, exist_ok=True)
+    # Written "before" this test process started: its pid is ours now, but the entry
+    # belonged to a process that is gone.
+    stale = {"pid": os.getpid(), "started": time.time() - 10 * 365 * 24 * 3600}
+    (slot.active / "killed-run.json").write_text(json.dumps(stale))
+    live = {"pid": os.getpid(), "started": time.time()}
+    (slot.active / "live-run.json").write_text(json.dumps(live))
+    with slot.measuring("mine") as use:
+        pass
+    assert set(use.overlapped_with) == {"live-run"}
