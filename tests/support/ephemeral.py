@@ -62,11 +62,18 @@ def drop_database(admin_url: str, name: str) -> None:
     engine.dispose()
 
 
+OWNER_KEY = "benchstack:ephemeral-stack-owner"
+
+
 def flush_redis(url: str) -> None:
+    """Empty the database, keeping the claim of the stack that holds it."""
     import redis
 
     client = redis.Redis.from_url(url)
+    owner = client.get(OWNER_KEY)
     client.flushdb()
+    if owner is not None:
+        client.set(OWNER_KEY, owner)
     client.close()
 
 
@@ -75,16 +82,72 @@ REDIS_DATABASES = 16  # redis-server's default "databases"
 _CLAIMED_REDIS_DBS: set[tuple[str, int | None]] = set()
 
 
+def _owner_tag() -> str:
+    """This process, as no later process given the same pid can pass for it."""
+    import psutil
+
+    pid = os.getpid()
+    return f"{socket.gethostname()}|{pid}|{psutil.Process(pid).create_time():.2f}"
+
+
+def _owner_gone(tag: str) -> bool:
+    """A claim left by a process of this host that no longer runs (killed, crashed)."""
+    import psutil
+
+    host, _, rest = tag.partition("|")
+    pid, _, started = rest.partition("|")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another machine's stack (or not ours): never taken over from here
+    try:
+        return f"{psutil.Process(int(pid)).create_time():.2f}" != started
+    except psutil.NoSuchProcess:
+        return True
+
+
 def _claim_redis_db(server: str) -> int:
+    """The lowest database index from BENCHSTACK_TEST_REDIS_DB (11) up that no live stack
+    holds, in this process (a set) or any other (an owner key in the database itself, set
+    only where none is, or where its process is gone)."""
+    import redis
+
     first = int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))
+    tag = _owner_tag()
     for index in range(first, REDIS_DATABASES):
-        if (server, index) not in _CLAIMED_REDIS_DBS:
+        if (server, index) in _CLAIMED_REDIS_DBS:
+            continue
+        client = redis.Redis.from_url(f"{server.rstrip('/')}/{index}", decode_responses=True)
+        try:
+            held = client.get(OWNER_KEY)
+            if held is not None and not _owner_gone(str(held)):
+                continue
+            # SET NX where none was; where a dead process's claim was, only if it is still
+            # that one (two processes taking over at once: one wins).
+            taken = (
+                client.set(OWNER_KEY, tag, nx=True)
+                if held is None
+                else client.getset(OWNER_KEY, tag) == held
+            )
+        finally:
+            client.close()
+        if taken:
             _CLAIMED_REDIS_DBS.add((server, index))
             return index
     raise RuntimeError(
         f"every Redis database from {first} to {REDIS_DATABASES - 1} is held by a running "
         "ephemeral stack; close one first"
     )
+
+
+def _release_redis_db(server: str, index: int) -> None:
+    import redis
+
+    client = redis.Redis.from_url(f"{server.rstrip('/')}/{index}", decode_responses=True)
+    try:
+        if client.get(OWNER_KEY) == _owner_tag():
+            client.delete(OWNER_KEY)
+    finally:
+        client.close()
+    _CLAIMED_REDIS_DBS.discard((server, index))
 
 
 @dataclass
@@ -98,9 +161,11 @@ class EphemeralStack:
         default_factory=lambda: os.environ.get("BENCHSTACK_TEST_REDIS", DEFAULT_REDIS)
     )
     # None: the lowest database index from BENCHSTACK_TEST_REDIS_DB (11) up that no other
-    # stack in this process holds. Two stacks on one index steal each other's messages (a
-    # preprocess worker acks a request whose evaluation is not in its database) and the
-    # second one's flush empties the first one's queues.
+    # live stack holds, in this process or another (a benchmark beside a test run). Two
+    # stacks on one index steal each other's messages (a preprocess worker acks a request
+    # whose evaluation is not in its database) and the second one's flush empties the
+    # first one's queues: measured, a benchmark started beside another failed 55 of its 68
+    # evaluations as stalled.
     redis_db: int | None = None
     heartbeat_s: float = 1.0
     # The default data_dir is a fresh temp folder, removed on close (logs go with it).
@@ -205,7 +270,9 @@ class EphemeralStack:
             self._moto.stop()
         if self.remove_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
-        _CLAIMED_REDIS_DBS.discard((self.redis_base, self.redis_db))
+        if self.redis_db is not None:
+            with contextlib.suppress(Exception):
+                _release_redis_db(self.redis_base, self.redis_db)
 
     def logs(self) -> str:
         """Every service log, for a failing test's report."""
