@@ -11,6 +11,8 @@ import contextlib
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -175,7 +177,12 @@ class EphemeralStack:
     database_name: str = field(default_factory=lambda: f"benchstack_{uuid.uuid4().hex[:10]}")
     # Settings for this stack's services on top of env(), e.g. short leases for fault tests.
     extra_env: dict[str, str] = field(default_factory=dict)
+    # True: the S3 server runs in a process of its own rather than on threads of this one,
+    # where its requests would take turns on this process's GIL with whatever it measures
+    # (benchmarks/api_load.py's clients time their requests here).
+    s3_in_own_process: bool = False
     _moto: Any = None
+    _moto_process: subprocess.Popen[bytes] | None = None
     _stacks: list[Stack] = field(default_factory=list)
     database_url: str = ""
 
@@ -198,8 +205,20 @@ class EphemeralStack:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
         self.s3_port = free_port()
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.s3_port, verbose=False)
-        self._moto.start()
+        if self.s3_in_own_process:
+            self._moto_process = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.s3_port)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+            )
+            if not wait_for_http(f"http://127.0.0.1:{self.s3_port}/", timeout_s=60):
+                raise RuntimeError("the S3 server (moto) did not start in 60 s")
+        else:
+            self._moto = ThreadedMotoServer(
+                ip_address="127.0.0.1", port=self.s3_port, verbose=False
+            )
+            self._moto.start()
         self.database_url = create_database(self.admin_url, self.database_name)
         flush_redis(self.broker_url)
         from shared.db.migrations import upgrade_head
@@ -268,6 +287,9 @@ class EphemeralStack:
                 drop_database(self.admin_url, self.database_name)
         if self._moto is not None:
             self._moto.stop()
+        if self._moto_process is not None:
+            self._moto_process.terminate()
+            self._moto_process.wait(timeout=15)
         if self.remove_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
         if self.redis_db is not None:
