@@ -487,7 +487,12 @@ def own_stack(args: argparse.Namespace) -> Iterator[tuple[str, dict[str, str]]]:
     """A throw-away stack without an API: (database URL, the environment an API needs)."""
     # The production heartbeat: the tests' 1 s one declares agents busy with a 2-core
     # machine's load dead within 3 s, which is a test's shortcut, not what a user runs.
-    stack = EphemeralStack(heartbeat_s=Settings.model_fields["agent_heartbeat_seconds"].default)
+    # The S3 server in a process of its own, as MinIO is: on this process's threads it
+    # would take turns on the GIL with the clients timing their requests.
+    stack = EphemeralStack(
+        heartbeat_s=Settings.model_fields["agent_heartbeat_seconds"].default,
+        s3_in_own_process=True,
+    )
     stack.start_servers()
     try:
         workers = [

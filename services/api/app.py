@@ -247,7 +247,7 @@ def metrics_text() -> bytes:
 def _readiness(deps: ApiDeps) -> dict[str, str]:
     checks: dict[str, str] = {}
     try:
-        with deps.db() as session:
+        with deps.read_db() as session:
             session.execute(text("SELECT 1"))
         checks["database"] = "ok"
     except Exception as exc:
@@ -268,7 +268,7 @@ def _readiness(deps: ApiDeps) -> dict[str, str]:
 
 
 def _log_bytes(deps: ApiDeps, user_id: int, run_id: str, name: str) -> bytes | None:
-    with deps.db() as session:
+    with deps.read_db() as session:
         row = session.execute(
             select(Run.report, Evaluation.owner_id)
             .join(Evaluation, Evaluation.id == Run.evaluation_id)

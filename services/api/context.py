@@ -20,7 +20,7 @@ from strawberry.fastapi import BaseContext
 
 from services.api.token_cache import TokenCache
 from shared.celery_app import Publisher
-from shared.db.session import session_scope
+from shared.db.session import read_scope, session_scope
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store
 
@@ -55,6 +55,12 @@ class ApiDeps:
     @contextmanager
     def db(self) -> Iterator[Session]:
         with session_scope(self.settings.effective_database_url) as session:
+            yield session
+
+    @contextmanager
+    def read_db(self) -> Iterator[Session]:
+        """For queries that write nothing (shared/db/session.py's read_scope says why)."""
+        with read_scope(self.settings.effective_database_url) as session:
             yield session
 
 

@@ -10,7 +10,7 @@ from services.api.graphql.comparisons.types import ComparisonType
 
 
 def _compare(deps: ApiDeps, owner_id: int, group_id: str) -> ComparisonType | None:
-    with deps.db() as session:
+    with deps.read_db() as session:
         found = load_comparison(session, owner_id=owner_id, group_id=group_id)
         return ComparisonType.from_comparison(found) if found is not None else None
 

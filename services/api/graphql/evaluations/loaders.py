@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def load_runs(deps: ApiDeps, evaluation_ids: list[str]) -> list[list[RunType]]:
     """Runs of each evaluation, in the order of the ids asked for (one query for all)."""
-    with deps.db() as session:
+    with deps.read_db() as session:
         return runs_of(session, evaluation_ids)
 
 

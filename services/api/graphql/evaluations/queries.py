@@ -60,7 +60,7 @@ def _page(
             query = query.where(Evaluation.agent_id.contains(where.agent))
         if where.status:
             query = query.where(Evaluation.state == where.status.value)
-    with deps.db() as session:
+    with deps.read_db() as session:
         total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
         if offset is None or offset >= total:
             # Past the end, or a cursor this API never made: an empty last page.
@@ -96,7 +96,7 @@ def _one_with_runs(
     deps: ApiDeps, owner_id: int, evaluation_id: str, with_runs: bool
 ) -> tuple[EvaluationType | None, list[RunType]]:
     """The evaluation, and its runs when ``with_runs`` (in the same session)."""
-    with deps.db() as session:
+    with deps.read_db() as session:
         row = session.get(Evaluation, evaluation_id)
         # Someone else's evaluation is indistinguishable from a missing one.
         if row is None or row.owner_id != owner_id:

@@ -14,7 +14,7 @@ from shared.manifest import parse_manifest
 
 def list_models(deps: ApiDeps, viewer_id: int, name: str | None) -> list[ModelType]:
     """The viewer's own registered models, those shared by others, then the catalogue."""
-    with deps.db() as session:
+    with deps.read_db() as session:
         query = (
             select(RegisteredModel)
             .where(visible_to(viewer_id))
