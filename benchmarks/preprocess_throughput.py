@@ -6,6 +6,11 @@ produce Resize(256) + CenterCrop(224) + ToTensor + Normalize (ImageNet mean/std)
 timed in interleaved rounds so load from other processes falls on both alike.
 
     PYTHONPATH=$PWD python3 -m benchmarks.preprocess_throughput --images 16 --rounds 3
+
+Two benchstack modes (Input.fidelity): "reference", bit-identical to torchvision, and
+"fast" (libjpeg-turbo's fast IDCT and DCT scaling, torch's 8-bit resize); the distance of
+each from torchvision after normalize is printed, and the top-5 classes of two catalogue
+models on real photos in both modes.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import io
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -59,10 +65,11 @@ def photo_like_jpeg(width: int, height: int, seed: int) -> bytes:
     return buffer.getvalue()
 
 
-def benchstack_spec() -> Input:
+def benchstack_spec(mode: str = "reference") -> Input:
     return Input.model_validate(
         {
             "shape": (3, 224, 224),
+            "fidelity": mode,
             "steps": [
                 {"decode": {}},
                 {"resize": {"size": 256}},
@@ -99,7 +106,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    spec = benchstack_spec()
+    specs = {name: benchstack_spec(name) for name in ("reference", "fast")}
     tv = torchvision_pipeline()
     with tempfile.TemporaryDirectory() as tmp:
         for label, (width, height) in SIZES.items():
@@ -108,23 +115,77 @@ def main() -> None:
                 path = Path(tmp) / f"{width}x{height}-{i}.jpg"
                 path.write_bytes(photo_like_jpeg(width, height, seed=i))
                 paths.append(path)
-            samples = [Sample(id=p.name, path=p, label=None) for p in paths]
-            totals = {"benchstack": 0.0, "torchvision": 0.0}
-            for _ in range(args.rounds):
-                start = time.perf_counter()
-                preprocess_batch(samples, spec)
-                totals["benchstack"] += time.perf_counter() - start
-                start = time.perf_counter()
-                for path in paths:
-                    tv(path)
-                totals["torchvision"] += time.perf_counter() - start
-            n = args.images * args.rounds
-            rates = {name: n / seconds for name, seconds in totals.items()}
-            print(
-                f"{label}, one core: benchstack {rates['benchstack']:.1f} img/s, "
-                f"torchvision {rates['torchvision']:.1f} img/s, "
-                f"ratio x{rates['benchstack'] / rates['torchvision']:.2f}"
-            )
+            print(f"{label}, one core, {args.images} images x {args.rounds} rounds:")
+            compare_rates(paths, specs, tv, args.rounds)
+            print_differences(paths, specs, tv)
+        print_top5(specs)
+
+
+def compare_rates(
+    paths: list[Path],
+    specs: dict[str, Input],
+    tv: Callable[[Path], torch.Tensor],
+    rounds: int,
+) -> None:
+    """Images per second of each pipeline, timed in interleaved rounds."""
+    samples = [Sample(id=p.name, path=p, label=None) for p in paths]
+    pipelines: dict[str, Callable[[], object]] = {
+        "torchvision": lambda: [tv(path) for path in paths]
+    }
+    for name, spec in specs.items():
+        pipelines[f"benchstack {name}"] = partial(preprocess_batch, samples, spec)
+    totals = dict.fromkeys(pipelines, 0.0)
+    for _ in range(rounds):
+        for name, run in pipelines.items():
+            start = time.perf_counter()
+            run()
+            totals[name] += time.perf_counter() - start
+    rates = {name: len(paths) * rounds / seconds for name, seconds in totals.items()}
+    for name, rate in rates.items():
+        print(f"  {name:<21} {rate:7.1f} img/s  x{rate / rates['torchvision']:.2f} torchvision")
+
+
+def print_top5(specs: dict[str, Input]) -> None:
+    """Top-5 classes of catalogue models on scikit-learn's two real photos, per mode.
+    The weights are random (nothing is downloaded here), so this shows the modes agree,
+    not that the classes are right; the digits test (tests/services/preprocess/
+    test_fidelity.py) checks a trained model's predictions."""
+    import sklearn
+    import torchvision
+
+    photos = sorted((Path(sklearn.__file__).parent / "datasets" / "images").glob("*.jpg"))
+    samples = [Sample(id=p.name, path=p, label=None) for p in photos]
+    torch.manual_seed(0)
+    for name in ("resnet18", "mobilenet_v2"):
+        model = getattr(torchvision.models, name)(weights=None).eval()
+        top5 = {}
+        for mode, spec in specs.items():
+            tensors, _, _ = preprocess_batch(samples, spec)
+            assert tensors is not None
+            with torch.inference_mode():
+                top5[mode] = model(torch.from_numpy(tensors)).topk(5).indices.tolist()
+        same = top5["reference"] == top5["fast"]
+        print(
+            f"{name} (random weights), top-5 on {', '.join(p.name for p in photos)}: "
+            f"{'identical' if same else 'DIFFERENT'} in both modes {top5['fast']}"
+        )
+
+
+def print_differences(
+    paths: list[Path], specs: dict[str, Input], tv: Callable[[Path], torch.Tensor]
+) -> None:
+    """How far each mode's tensors are from torchvision's, after normalize."""
+    samples = [Sample(id=p.name, path=p, label=None) for p in paths]
+    expected = torch.stack([tv(path) for path in paths]).numpy()
+    for name, spec in specs.items():
+        got, _, _ = preprocess_batch(samples, spec)
+        assert got is not None
+        diff = np.abs(got - expected)
+        print(
+            f"  {name} vs torchvision: max |diff| {diff.max():.4f}, mean {diff.mean():.5f} "
+            f"(normalized units; one 8-bit level is {1 / 255 / max(STD):.4f} to "
+            f"{1 / 255 / min(STD):.4f})"
+        )
 
 
 if __name__ == "__main__":

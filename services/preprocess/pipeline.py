@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from services.preprocess.datasets import DatasetError, Sample
-from services.preprocess.ops import BATCH_OPS, DecodeError, decode_one
+from services.preprocess.ops import BATCH_OPS, FAST_BATCH_OPS, DecodeError, decode_one
 from shared.manifest import DecodeStep, Input, ResizeStep
 from shared.manifest_checks import shape_mismatch
 from shared.settings import get_settings
@@ -69,6 +69,8 @@ def preprocess_batch(
     """Decode each sample (errors per file), then apply the batch ops in manifest order."""
     decode = _decode_step(spec)
     resize = _resize_after_decode(spec)
+    fast = spec.fidelity == "fast"
+    ops = FAST_BATCH_OPS if fast else BATCH_OPS
     budget = max_image_pixels or get_settings().max_image_pixels
     images: list[np.ndarray] = []
     kept: list[Sample] = []
@@ -77,7 +79,15 @@ def preprocess_batch(
         try:
             data = sample.path.read_bytes()
             images.append(
-                decode_one(data, decode, name=sample.id, max_pixels=budget, resize=resize)
+                decode_one(
+                    data,
+                    decode,
+                    name=sample.id,
+                    max_pixels=budget,
+                    resize=resize,
+                    fast=fast,
+                    resize_now=True,
+                )
             )
             kept.append(sample)
         except DecodeError as exc:
@@ -88,9 +98,10 @@ def preprocess_batch(
         return None, kept, errors
     batch: list[np.ndarray] | np.ndarray = images
     for step in spec.steps:
-        if step.op == "decode":
+        # The resize straight after decode was applied to each image as it was decoded.
+        if step.op == "decode" or step is resize:
             continue
-        batch = BATCH_OPS[step.op](batch, step)
+        batch = ops[step.op](batch, step)
     array = np.asarray(batch).astype(spec.element_type, copy=False)
     expected = tuple(spec.shape)
     if array.shape[1:] != expected:

@@ -1,0 +1,132 @@
+"""Input.fidelity: "reference" keeps torchvision's bits; "fast" differs by a few levels and
+changes no prediction of a trained model."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from services.preprocess.datasets import Sample, scan_folder
+from services.preprocess.ops import DecodeError, decode_one, normalize
+from services.preprocess.pipeline import preprocess, preprocess_batch
+from shared.manifest import DecodeStep, Input, NormalizeStep, ResizeStep
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+PHOTOS = Path(__import__("sklearn").__file__).parent / "datasets" / "images"  # real JPEGs
+
+
+def imagenet_input(fidelity: str) -> Input:
+    return Input.model_validate(
+        {
+            "shape": (3, 224, 224),
+            "fidelity": fidelity,
+            "steps": [
+                {"decode": {}},
+                {"resize": {"size": 256}},
+                {"center_crop": {"size": 224}},
+                {"normalize": {"mean": MEAN, "std": STD}},
+                {"layout": {"order": "NCHW"}},
+            ],
+        }
+    )
+
+
+def photo_samples() -> list[Sample]:
+    return [Sample(id=p.name, path=p, label=None) for p in sorted(PHOTOS.glob("*.jpg"))]
+
+
+def test_reference_is_bit_identical_to_torchvision_on_real_photos() -> None:
+    transforms = pytest.importorskip("torchvision.transforms", reason="torchvision not installed")
+    pipeline = transforms.Compose(
+        [
+            transforms.Resize(256),
+            transforms.CenterCrop(224),
+            transforms.ToTensor(),
+            transforms.Normalize(MEAN, STD),
+        ]
+    )
+    samples = photo_samples()
+    assert len(samples) == 2  # china.jpg, flower.jpg
+    got, _, _ = preprocess_batch(samples, imagenet_input("reference"))
+    assert got is not None
+    for tensor, sample in zip(got, samples, strict=True):
+        with Image.open(sample.path) as image:
+            expected = pipeline(image.convert("RGB")).numpy()
+        assert np.array_equal(tensor, expected)
+
+
+def test_fast_differs_from_reference_by_about_a_level_on_real_photos() -> None:
+    reference, _, _ = preprocess_batch(photo_samples(), imagenet_input("reference"))
+    fast, _, _ = preprocess_batch(photo_samples(), imagenet_input("fast"))
+    assert reference is not None and fast is not None
+    assert fast.shape == reference.shape and fast.dtype == reference.dtype
+    difference = np.abs(fast - reference)
+    one_level = 1 / 255 / max(STD)
+    assert 0 < difference.mean() < 2 * one_level, "fast mode ran, and stays within ~a level"
+
+
+def test_fast_mode_changes_no_prediction_of_the_trained_digits_model(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch", reason="torch not installed")
+    from services.datasets import digits
+    from services.inference.backends.torch.architectures import DigitsCNN
+    from shared.manifest import load_manifest
+
+    artifacts = digits.prepare(tmp_path / "digits", epochs=6)
+    as_jpeg = tmp_path / "jpeg"
+    for png in artifacts.test_dir.rglob("*.png"):
+        target = as_jpeg / png.parent.name / f"{png.stem}.jpg"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Image.open(png).save(target, "JPEG", quality=90)
+    model = DigitsCNN()
+    model.load_state_dict(torch.load(artifacts.weights))
+    model.eval()
+    spec = load_manifest(artifacts.manifest).inputs[0]
+    samples, _ = scan_folder(as_jpeg)
+    predictions = {}
+    for fidelity in ("reference", "fast"):
+        prepared = preprocess(samples, spec.model_copy(update={"fidelity": fidelity}))
+        with torch.inference_mode():
+            predictions[fidelity] = model(torch.from_numpy(prepared.tensors)).argmax(1).numpy()
+        assert not prepared.errors
+    assert len(predictions["fast"]) == len(samples) > 300
+    assert np.array_equal(predictions["fast"], predictions["reference"])
+
+
+def test_the_lookup_normalize_of_8_bit_pixels_is_bit_identical_to_the_float_one() -> None:
+    pixels = np.random.default_rng(0).integers(0, 256, (2, 9, 7, 3), dtype=np.uint8)
+    step = NormalizeStep(op="normalize", mean=MEAN, std=STD)
+    assert np.array_equal(normalize(pixels, step), normalize(pixels.astype(np.float32), step))
+
+
+def _jpeg(width: int, height: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 30, 90)).save(buffer, "JPEG")
+    return buffer.getvalue()
+
+
+def test_fast_decode_scales_down_only_to_halves_and_keeps_the_pixel_budget() -> None:
+    decode = DecodeStep(op="decode")
+    resize = ResizeStep(op="resize", size=256)
+    big = decode_one(
+        _jpeg(2048, 1536), decode, name="big", max_pixels=10**8, resize=resize, fast=True
+    )
+    assert big.shape[0] >= 256 and big.shape[0] < 1536  # decoded at a reduced scale
+    photo = decode_one(
+        _jpeg(500, 375), decode, name="photo", max_pixels=10**8, resize=resize, fast=True
+    )
+    assert photo.shape == (375, 500, 3)  # under twice the target: full size
+    with pytest.raises(DecodeError, match="over the budget"):
+        decode_one(_jpeg(500, 375), decode, name="photo", max_pixels=1000, fast=True)
+
+
+def test_fast_mode_decodes_other_formats_as_the_reference_does() -> None:
+    buffer = io.BytesIO()
+    Image.new("RGB", (5, 4), (1, 2, 3)).save(buffer, "PNG")
+    decode = DecodeStep(op="decode")
+    fast = decode_one(buffer.getvalue(), decode, name="png", max_pixels=100, fast=True)
+    assert np.array_equal(fast, decode_one(buffer.getvalue(), decode, name="png", max_pixels=100))
