@@ -40,6 +40,7 @@ from services.preprocess.pipeline import (
 from shared.catalogue import resolve_model
 from shared.db.session import session_scope
 from shared.environment import capture_environment
+from shared.host_load import usable_cpus
 from shared.manifest import ModelManifest
 from shared.manifest_checks import check_manifest
 from shared.run_report import BackendSettings, RunSettings, assemble_report, attempt_prefix
@@ -102,7 +103,9 @@ def load_or_preprocess(
         tensors = decode_tensors(store.get_bytes(key))
         return Prepared(tensors=tensors, ids=meta["ids"], labels=meta["labels"]), True, key
     progress.on_preprocess_start(len(samples))
-    prepared = preprocess(samples, spec, progress=progress.on_preprocess_advance)
+    prepared = preprocess(
+        samples, spec, progress=progress.on_preprocess_advance, processes=usable_cpus()
+    )
     if not prepared.errors:
         # Only complete shards are cached: a partial one would hide the failing files.
         shards.write_shard(store, key, prepared)
