@@ -59,33 +59,24 @@ def build_model(name: str) -> Any:
     return build_architecture(spec)
 
 
-def _batch_source(settings: TrainingSettings, channels: int, classes: int) -> BatchSource:
-    if settings.data == "synthetic":
-        return synthetic(settings.batch_size, channels, settings.image_size, classes)
-    return image_folder(
-        Path(settings.data), settings.batch_size, channels, settings.image_size, classes
-    )
+def make_optimiser(settings: TrainingSettings, model: Any) -> Any:
+    import torch
+
+    if settings.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    return torch.optim.Adam(model.parameters(), lr=1e-3)
 
 
-def run(settings: TrainingSettings) -> TrainingResult:
+def timed_steps(
+    settings: TrainingSettings, model: Any, next_batch: BatchSource, device: Any
+) -> tuple[list[float], list[float]]:
+    """(step seconds, data seconds) of the measured steps, after ``settings.warmup``."""
     import torch
     from torch import nn
 
-    torch.set_num_threads(settings.threads)
-    device = torch.device(settings.device)
-    model = build_model(settings.model).to(device).train()
-    channels = 1 if settings.model == "digits" else 3
-    classes = 10
-    next_batch = _batch_source(settings, channels, classes)
-    optimiser: torch.optim.Optimizer = (
-        torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        if settings.optimizer == "sgd"
-        else torch.optim.Adam(model.parameters(), lr=1e-3)
-    )
+    optimiser = make_optimiser(settings, model)
     loss_fn = nn.CrossEntropyLoss()
     autocast_dtype = torch.bfloat16 if settings.precision == "bf16" else None
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
     step_seconds: list[float] = []
     data_seconds: list[float] = []
     for step in range(settings.warmup + settings.steps):
@@ -99,7 +90,7 @@ def run(settings: TrainingSettings) -> TrainingResult:
             device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None
         ):
             loss = loss_fn(model(images), labels)
-        loss.backward()
+        loss.backward()  # under DistributedDataParallel, this waits for the gradient all-reduce
         optimiser.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -107,6 +98,31 @@ def run(settings: TrainingSettings) -> TrainingResult:
         if step >= settings.warmup:
             step_seconds.append(end - start)
             data_seconds.append(loaded - start)
+    return step_seconds, data_seconds
+
+
+def channels_of(model_name: str) -> int:
+    return 1 if model_name == "digits" else 3
+
+
+def batch_source(settings: TrainingSettings, seed: int = 0) -> BatchSource:
+    channels, classes = channels_of(settings.model), 10
+    if settings.data == "synthetic":
+        return synthetic(settings.batch_size, channels, settings.image_size, classes, seed=seed)
+    return image_folder(
+        Path(settings.data), settings.batch_size, channels, settings.image_size, classes
+    )
+
+
+def run(settings: TrainingSettings) -> TrainingResult:
+    import torch
+
+    torch.set_num_threads(settings.threads)
+    device = torch.device(settings.device)
+    model = build_model(settings.model).to(device).train()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    step_seconds, data_seconds = timed_steps(settings, model, batch_source(settings), device)
     # ru_maxrss is in KiB on Linux.
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     cuda_peak = int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None

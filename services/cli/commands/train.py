@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from services.cli.errors import user_errors
-from services.training.throughput import TrainingResult
+from services.training.throughput import TrainingResult, TrainingSettings
 
 
 def train(
@@ -29,6 +29,12 @@ def train(
     ),
     runs: int = typer.Option(5, "--runs", help="Seeded time-to-quality runs (3..20)."),
     max_epochs: int = typer.Option(30, "--max-epochs", help="Epoch bound per run (1..200)."),
+    workers: str | None = typer.Option(
+        None,
+        "--workers",
+        help="Data-parallel scaling: worker counts, e.g. 1,2,4 (DistributedDataParallel; "
+        "gloo on CPU, NCCL on GPUs); prints speedup and efficiency per count.",
+    ),
 ) -> None:
     """Train MODEL for --steps steps and report images/s, data share and peak memory."""
     if target_top1 is not None:
@@ -54,6 +60,12 @@ def train(
         sources = [part.strip() for part in data.split(",") if part.strip()]
         if not 1 <= len(sources) <= 2:
             raise ValueError("--data: give 'synthetic', an image folder, or 'synthetic,DIR'")
+        if workers is not None:
+            from services.training.scaling import parse_workers
+
+            counts = parse_workers(workers)
+            if len(sources) != 1:
+                raise ValueError("--workers: give one --data source with it")
         results = []
         for source in sources:
             settings = TrainingSettings(
@@ -68,6 +80,9 @@ def train(
                 threads=torch.get_num_threads(),
                 device="cuda" if torch.cuda.is_available() else "cpu",
             )
+            if workers is not None:
+                _scaling(settings, counts)
+                return
             results.append(run(settings))
     out = Console(highlight=False, soft_wrap=True)
     for result in results:
@@ -78,6 +93,39 @@ def train(
             f"{results[1].settings.data} / {results[0].settings.data}: "
             f"{second / first:.3f} of the images/s"
         )
+
+
+def _scaling(settings: TrainingSettings, counts: list[int]) -> None:
+    from services.training.report import write_scaling_report
+    from services.training.scaling import scaling
+    from shared.settings import get_settings
+
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(
+        f"{settings.model} {settings.device} {settings.precision} {settings.optimizer} "
+        f"batch {settings.batch_size} per worker, data {settings.data}, "
+        f"{settings.steps} steps after {settings.warmup} warm-up"
+    )
+    points = scaling(settings, counts)
+    single = points[0]
+    out.print(
+        f"{'workers':>7} {'threads':>7} {'images/s':>10} {'± s.e.':>8} "
+        f"{'speedup':>8} {'E(N)':>6}  backend"
+    )
+    for point in points:
+        s = point.statistics
+        out.print(
+            f"{point.workers:>7} {point.threads_per_worker:>7} {s.mean_images_per_s:>10.1f} "
+            f"{s.standard_error_images_per_s:>8.1f} x{point.speedup(single):>7.2f} "
+            f"{point.efficiency(single):>6.2f}  {point.backend}"
+        )
+        if len(set(point.weight_digests)) != 1:
+            out.print(f"  {point.workers} workers ended with different weights: not in step")
+    out.print(
+        f"speedup = images/s(N) / images/s({single.workers}); "
+        f"E(N) = speedup / (N / {single.workers}); every N trained through DDP"
+    )
+    out.print(f"report    {write_scaling_report(settings, points, get_settings().data_dir)}")
 
 
 def _time_to_quality(model: str, target_top1: float, runs: int, max_epochs: int) -> None:
