@@ -22,6 +22,7 @@ import queue
 import socket
 import time
 from dataclasses import asdict, dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from services.training.step_timing import StepStatistics, summarise
@@ -73,22 +74,28 @@ def parse_workers(text: str) -> list[int]:
     return sorted(counts)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 def _worker(rank: int, world: int, port: int, settings: TrainingSettings, results: Any) -> None:
-
     try:
-        _train_rank(rank, world, port, settings, results)
+        steps, data, digest = train_rank(rank, world, f"tcp://127.0.0.1:{port}", settings)
     except Exception as exc:  # the parent reports it, rather than a bare exit code
         results.put((rank, None, None, f"{type(exc).__name__}: {exc}"))
         raise
+    results.put((rank, steps, data, digest))
 
 
-def _train_rank(rank: int, world: int, port: int, settings: TrainingSettings, results: Any) -> None:
+def train_rank(
+    rank: int, world: int, init_method: str, settings: TrainingSettings
+) -> tuple[list[float], list[float], str]:
+    """Train as rank ``rank`` of ``world`` (rendezvous at ``init_method``, e.g.
+    tcp://host:port where rank 0 listens): (step seconds, data seconds, a digest of the
+    trained parameters). On CUDA, rank r uses the GPU of its local index (LOCAL_RANK where
+    set, else r)."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
@@ -97,15 +104,17 @@ def _train_rank(rank: int, world: int, port: int, settings: TrainingSettings, re
     torch.set_num_threads(settings.threads)
     dist.init_process_group(
         "nccl" if cuda else "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
+        init_method=init_method,
         rank=rank,
         world_size=world,
+        timeout=timedelta(seconds=RENDEZVOUS_TIMEOUT_S),
     )
     try:
-        device = torch.device(f"cuda:{rank}" if cuda else "cpu")
+        local = int(os.environ.get("LOCAL_RANK", rank))
+        device = torch.device(f"cuda:{local}" if cuda else "cpu")
         torch.manual_seed(0)  # the same initial weights on every rank (DDP checks shapes)
         model = build_model(settings.model).to(device).train()
-        model = DistributedDataParallel(model, device_ids=[rank] if cuda else None)
+        model = DistributedDataParallel(model, device_ids=[local] if cuda else None)
         # Each rank its own data, as each worker would read its own shard.
         steps, data = timed_steps(settings, model, batch_source(settings, seed=rank), device)
         # Parameters only: buffers such as BatchNorm's running statistics are updated by
@@ -113,7 +122,7 @@ def _train_rank(rank: int, world: int, port: int, settings: TrainingSettings, re
         digest = hashlib.sha256()
         for tensor in model.module.parameters():
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-        results.put((rank, steps, data, digest.hexdigest()))
+        return steps, data, digest.hexdigest()
     finally:
         dist.destroy_process_group()
 
@@ -134,7 +143,7 @@ def measure(settings: TrainingSettings, workers: int) -> ScalingPoint:
     # Spawned: a forked child would inherit the caller's torch thread pools mid-state.
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    port = _free_port()
+    port = free_port()
     processes = [
         context.Process(target=_worker, args=(rank, workers, port, per_worker, results))
         for rank in range(workers)

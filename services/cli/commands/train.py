@@ -35,6 +35,15 @@ def train(
         help="Data-parallel scaling: worker counts, e.g. 1,2,4 (DistributedDataParallel; "
         "gloo on CPU, NCCL on GPUs); prints speedup and efficiency per count.",
     ),
+    rank: int | None = typer.Option(
+        None, "--rank", help="One worker of a multi-node run: this process's rank (0..N-1)."
+    ),
+    world_size: int | None = typer.Option(
+        None, "--world-size", help="With --rank: the number of workers N (1..64)."
+    ),
+    rendezvous: str | None = typer.Option(
+        None, "--rendezvous", help="With --rank: tcp://HOST:PORT where rank 0 listens."
+    ),
 ) -> None:
     """Train MODEL for --steps steps and report images/s, data share and peak memory."""
     if target_top1 is not None:
@@ -83,6 +92,9 @@ def train(
             if workers is not None:
                 _scaling(settings, counts)
                 return
+            if rank is not None or world_size is not None or rendezvous is not None:
+                _one_rank(settings, rank, world_size, rendezvous)
+                return
             results.append(run(settings))
     out = Console(highlight=False, soft_wrap=True)
     for result in results:
@@ -126,6 +138,31 @@ def _scaling(settings: TrainingSettings, counts: list[int]) -> None:
         f"E(N) = speedup / (N / {single.workers}); every N trained through DDP"
     )
     out.print(f"report    {write_scaling_report(settings, points, get_settings().data_dir)}")
+
+
+def _one_rank(
+    settings: TrainingSettings, rank: int | None, world_size: int | None, rendezvous: str | None
+) -> None:
+    """One worker of a run across hosts (k8s/training/: an Indexed Job); rank 0 prints."""
+    from services.training.scaling import MAX_WORKERS, train_rank
+    from services.training.step_timing import summarise
+
+    if world_size is None or not 1 <= world_size <= MAX_WORKERS:
+        raise ValueError(f"--world-size: give the number of workers, 1..{MAX_WORKERS}")
+    if rank is None or not 0 <= rank < world_size:
+        raise ValueError(f"--rank: give this worker's rank, 0..{world_size - 1}")
+    if rendezvous is None or not rendezvous.startswith("tcp://") or ":" not in rendezvous[6:]:
+        raise ValueError("--rendezvous: give tcp://HOST:PORT, where rank 0 listens")
+    steps, data, digest = train_rank(rank, world_size, rendezvous, settings)
+    if rank != 0:
+        return
+    s = summarise(steps, data, settings.batch_size * world_size)
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(
+        f"{settings.model} {settings.device} rank 0 of {world_size}: "
+        f"{s.mean_images_per_s:.1f} ± {s.standard_error_images_per_s:.1f} images/s over all "
+        f"workers ({s.steps} steps after {settings.warmup} warm-up); parameters {digest[:12]}"
+    )
 
 
 def _time_to_quality(model: str, target_top1: float, runs: int, max_epochs: int) -> None:
