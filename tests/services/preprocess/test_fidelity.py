@@ -10,30 +10,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from benchmarks.preprocess_throughput import benchstack_spec
 from services.preprocess.datasets import Sample, scan_folder
 from services.preprocess.ops import DecodeError, decode_one, normalize
 from services.preprocess.pipeline import preprocess, preprocess_batch
-from shared.manifest import DecodeStep, Input, NormalizeStep, ResizeStep
+from shared.manifest import DecodeStep, NormalizeStep, ResizeStep
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 PHOTOS = Path(__import__("sklearn").__file__).parent / "datasets" / "images"  # real JPEGs
-
-
-def imagenet_input(fidelity: str) -> Input:
-    return Input.model_validate(
-        {
-            "shape": (3, 224, 224),
-            "fidelity": fidelity,
-            "steps": [
-                {"decode": {}},
-                {"resize": {"size": 256}},
-                {"center_crop": {"size": 224}},
-                {"normalize": {"mean": MEAN, "std": STD}},
-                {"layout": {"order": "NCHW"}},
-            ],
-        }
-    )
 
 
 def photo_samples() -> list[Sample]:
@@ -52,7 +37,7 @@ def test_reference_is_bit_identical_to_torchvision_on_real_photos() -> None:
     )
     samples = photo_samples()
     assert len(samples) == 2  # china.jpg, flower.jpg
-    got, _, _ = preprocess_batch(samples, imagenet_input("reference"))
+    got, _, _ = preprocess_batch(samples, benchstack_spec("reference"))
     assert got is not None
     for tensor, sample in zip(got, samples, strict=True):
         with Image.open(sample.path) as image:
@@ -61,8 +46,8 @@ def test_reference_is_bit_identical_to_torchvision_on_real_photos() -> None:
 
 
 def test_fast_differs_from_reference_by_about_a_level_on_real_photos() -> None:
-    reference, _, _ = preprocess_batch(photo_samples(), imagenet_input("reference"))
-    fast, _, _ = preprocess_batch(photo_samples(), imagenet_input("fast"))
+    reference, _, _ = preprocess_batch(photo_samples(), benchstack_spec("reference"))
+    fast, _, _ = preprocess_batch(photo_samples(), benchstack_spec("fast"))
     assert reference is not None and fast is not None
     assert fast.shape == reference.shape and fast.dtype == reference.dtype
     difference = np.abs(fast - reference)

@@ -1,9 +1,13 @@
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from services.cli.main import app
+from services.training.scaling import free_port
 
 
 def test_train_digits_writes_a_report_without_warmup_steps(data_dir: Path) -> None:
@@ -95,3 +99,42 @@ def test_time_to_quality_reports_each_run_and_the_olympic_score(data_dir: Path) 
 def test_too_few_runs_names_the_option(data_dir: Path) -> None:
     result = CliRunner().invoke(app, ["train", "digits", "--target-top1", "0.5", "--runs", "2"])
     assert result.exit_code == 1 and "--runs" in result.output
+
+
+def test_workers_prints_speedup_and_efficiency_per_count(data_dir: Path) -> None:
+    common = ["train", "digits", "--steps", "2", "--warmup", "1", "--batch-size", "8"]
+    result = CliRunner().invoke(app, [*common, "--workers", "1,2"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.output.splitlines() if line.strip()[:1].isdigit()]
+    assert [row[0] for row in rows] == ["1", "2"]
+    assert rows[0][4:6] == ["x", "1.00"] and "gloo" in rows[1]
+    assert list((data_dir / "training").glob("digits-scaling-*.json"))
+
+
+def _train_rank(rank: int, rendezvous: str, data_dir: Path) -> subprocess.Popen[str]:
+    command = ["train", "digits", "--steps", "2", "--warmup", "1", "--batch-size", "8"]
+    command += ["--rank", str(rank), "--world-size", "2", "--rendezvous", rendezvous]
+    return subprocess.Popen(
+        [sys.executable, "-m", "services.cli.main", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir)},
+        cwd=Path(__file__).resolve().parents[4],
+    )
+
+
+def test_ranks_started_as_separate_commands_meet_at_the_rendezvous(data_dir: Path) -> None:
+    """What each pod of k8s/training's Indexed Job runs, here as two local processes."""
+    rendezvous = f"tcp://127.0.0.1:{free_port()}"
+    processes = [_train_rank(rank, rendezvous, data_dir) for rank in (0, 1)]
+    outputs = [process.communicate(timeout=300) for process in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    assert "rank 0 of 2" in outputs[0][0] and "images/s over all workers" in outputs[0][0]
+    assert outputs[1][0] == ""  # only rank 0 reports
+
+
+def test_a_rank_outside_the_world_is_refused_naming_the_option(data_dir: Path) -> None:
+    command = ["train", "digits", "--rank", "2", "--world-size", "2"]
+    result = CliRunner().invoke(app, [*command, "--rendezvous", "tcp://127.0.0.1:1"])
+    assert result.exit_code != 0 and "--rank" in result.output
