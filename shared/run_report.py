@@ -91,6 +91,11 @@ class Measurement:
     # The leveled profile when a trace level above NONE was asked for (layer table,
     # coverage, each pass's figures and level); None otherwise.
     profile: dict[str, Any] | None = None
+    # Wall clock around the measurement, never inside it: "model_load_s" (the cold start:
+    # the backend's load), "loadgen_s", and the LoadGen run's "loadgen_started_at" /
+    # "loadgen_ended_at" (Unix seconds), from which a worker's idle time between runs is
+    # read (benchmarks/worker_idle.py).
+    timings: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(asdict(self))
@@ -163,6 +168,7 @@ class RunReport:
                 "agent_id": m.agent.get("id", ""),
                 "environment": m.environment,
                 "profile": m.profile,
+                "timings": m.timings,
                 "logs": self.log_locations or self.logs,
                 "log_keys": self.logs,
                 "log_prefix": self.log_prefix,

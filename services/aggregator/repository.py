@@ -61,6 +61,8 @@ def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
         for key, value in latency["percentiles_ns"].items():
             rows.append((f"latency_{key}", _ms(value), "ms"))
         rows.append(("valid", 1.0 if perf["validity"]["result"] == "VALID" else 0.0, "bool"))
+    # The cold start, as its own figure: never inside a measurement.
+    rows.append(("model_load", (report.get("timings") or {}).get("model_load_s"), "s"))
     accuracy = report.get("accuracy")
     if accuracy:
         rows.append(("top1", accuracy["top1"], "%"))

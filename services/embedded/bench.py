@@ -22,7 +22,7 @@ from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.host_slot import HostSlot
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.runner import ProgressCallback
-from services.inference.measurement import measurement_of, store_attempt
+from services.inference.measurement import PhaseClock, measurement_of, store_attempt
 from services.inference.profiling.otel_export import current_trace_id
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from services.inference.profiling.run_profile import RunProfiler, batch_of
@@ -149,8 +149,9 @@ def run_bench(
             )
             request = replace(request, backend_options=options)
             backend = create_backend(framework, options)
+            clock = PhaseClock()
             try:
-                with profiler.step("model load"):
+                with profiler.step("model load"), clock.phase("model_load"):
                     backend.load(manifest)
                 batch = batch_of(prepared.tensors, request.batch_size) if profiler.enabled else None
                 if batch is not None:
@@ -165,6 +166,7 @@ def run_bench(
                         lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
                     ),
                     profiler.step("loadgen run", headline=True),
+                    clock.phase("loadgen"),
                 ):
                     outcome = execute_run(
                         manifest=manifest,
@@ -192,6 +194,7 @@ def run_bench(
             host=host.to_dict() | {"threads": threads.reason},
             input_errors=[str(e) for e in prepared.errors],
             profile=profiler.summary(),
+            timings=clock.timings,
         )
         trace_files = profiler.write(Path(tmp), run_id=run_id, trace_id=current_trace_id())
         keys = store_attempt(store, prefix, outcome.log_files | trace_files, measurement)

@@ -8,6 +8,9 @@ Its presence means the attempt is whole.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,24 @@ from shared.run_report import MEASUREMENT_FILE, Measurement, attempt_prefix
 from shared.storage import ObjectStore
 
 
+class PhaseClock:
+    """Wall clock of the phases around a measurement (Measurement.timings)."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Records ``<name>_s``, and ``<name>_started_at`` / ``_ended_at`` (Unix seconds)."""
+        started_at, start = time.time(), time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[f"{name}_s"] = time.perf_counter() - start
+            self.timings[f"{name}_started_at"] = started_at
+            self.timings[f"{name}_ended_at"] = started_at + self.timings[f"{name}_s"]
+
+
 def measurement_of(
     outcome: RunOutcome,
     *,
@@ -27,6 +48,7 @@ def measurement_of(
     environment: dict[str, Any] | None = None,
     input_errors: list[str] | None = None,
     profile: dict[str, Any] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> Measurement:
     """The run as judged here: LoadGen's verdict with what only the SUT saw applied."""
     return Measurement(
@@ -50,6 +72,7 @@ def measurement_of(
         hints=list(outcome.hints),
         input_errors=list(input_errors or [])[:100],
         profile=profile,
+        timings=dict(timings or {}),
     )
 
 

@@ -33,7 +33,12 @@ from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.host_slot import HostSlot
 from services.inference.isolated import announce_started, run_in_child
 from services.inference.loadgen.config import ScenarioConfig
-from services.inference.measurement import measurement_of, store_attempt, stored_completion
+from services.inference.measurement import (
+    PhaseClock,
+    measurement_of,
+    store_attempt,
+    stored_completion,
+)
 from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.inference.profiling.spans import now_ns
 from services.inference.profiling.stack_trace import adopt_trace
@@ -100,15 +105,16 @@ def measure(
                 backend_options(message, agent_settings), scenario.scenario
             )
             backend = create_backend(message.framework, options)
+            clock = PhaseClock()
             try:
-                with profiler.step("model load"):
+                with profiler.step("model load"), clock.phase("model_load"):
                     backend.load(manifest)
                 batch = None
                 if profiler.enabled:
                     count = min(message.batch_size, shards.sample_count)
                     batch = batch_of(shards.fetch(range(count)), message.batch_size)
                     profiler.cold(backend, batch)
-                with profiler.step("loadgen run", headline=True):
+                with profiler.step("loadgen run", headline=True), clock.phase("loadgen"):
                     outcome = execute_run(
                         manifest=manifest,
                         backend=backend,
@@ -138,6 +144,7 @@ def measure(
             host=host.to_dict() | {"threads": threads.reason},
             input_errors=shards.errors,
             profile=profiler.summary(),
+            timings=clock.timings,
         )
         trace_files = profiler.write(Path(tmp), run_id=message.run_id)
         return store_attempt(store, prefix, outcome.log_files | trace_files, measurement)

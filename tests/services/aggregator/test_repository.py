@@ -79,3 +79,11 @@ def test_save_run_is_idempotent_and_stores_strict_json(tmp_path: Path) -> None:
         assert run.report["performance"]["qps"] is None
         assert {m.name for m in run.metrics} == {"samples_per_second", "valid", "top1"}
         assert [r.id for r in list_runs(session)] == ["run-1"]
+
+
+def test_the_cold_start_is_a_figure_of_its_own_when_the_report_has_it() -> None:
+    from services.aggregator.repository import metrics_from_report
+
+    timed = {"timings": {"model_load_s": 1.25, "loadgen_s": 8.0}}
+    assert ("model_load", 1.25, "s") in metrics_from_report(timed)
+    assert not [row for row in metrics_from_report({}) if row[0] == "model_load"]
