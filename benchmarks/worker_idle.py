@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -94,11 +95,18 @@ def idle_report(timings: list[dict[str, float]]) -> dict[str, float]:
     span = max(t["loadgen_ended_at"] for t in timings) - min(starts)
     measuring = sum(t["loadgen_s"] for t in timings)
     loads = sum(t.get("model_load_s", 0.0) for t in timings)
+    ordered = sorted(timings, key=lambda t: t["loadgen_started_at"])
+    gaps = sorted(
+        b.get("model_load_started_at", b["loadgen_started_at"]) - a["loadgen_ended_at"]
+        for a, b in itertools.pairwise(ordered)
+    )
     return {
         "span_s": span,
         "measuring": measuring / span,
         "model_loads": loads / span,
         "idle": max(0.0, span - measuring - loads) / span,
+        "median_gap_s": gaps[len(gaps) // 2],
+        "max_gap_s": gaps[-1],
     }
 
 
@@ -142,6 +150,10 @@ def main() -> None:
         print(f"  model loads  {shares['model_loads']:6.1%}  (cold starts, counted apart)")
         verdict = "met" if shares["idle"] < 0.05 else "NOT met"
         print(f"  idle         {shares['idle']:6.1%}  (target < 5 %: {verdict})")
+        print(
+            f"  between one run's end and the next one's model load: median "
+            f"{shares['median_gap_s']:.2f} s, max {shares['max_gap_s']:.2f} s"
+        )
     finally:
         stack.close()
 
