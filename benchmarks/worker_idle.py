@@ -34,7 +34,9 @@ from sqlalchemy import select
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.api_load import FINAL, SUBMIT, User, gql, make_users  # noqa: E402
+# api_load sits beside this file, on sys.path when run as a script (mypy sees it so too).
+from api_load import FINAL, SUBMIT, User, gql, make_users  # noqa: E402
+
 from services.stack.manager import default_services  # noqa: E402
 from shared.db.evaluations import Evaluation  # noqa: E402
 from shared.db.models import Run  # noqa: E402
