@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from datetime import datetime
 from typing import Any
 
@@ -35,12 +36,19 @@ def _enclosing(
     origin_ns = int(document["otherData"]["origin_unix_ns"])
     ends = [float(e["ts"]) + float(e["dur"]) for e in document["traceEvents"] if e["ph"] == "X"]
     start_us = (start_ns - origin_ns) / 1000
+    end_us = max(ends, default=start_us)
+    duration_us = end_us - start_us
+    # In floats, start + (end - start) can fall one step short of end (about 1 in 200
+    # spans that start early in a long trace): the last event would then stick out of its
+    # enclosing span, and the trace would not nest.
+    while start_us + duration_us < end_us:
+        duration_us = math.nextafter(duration_us, math.inf)
     return {
         "name": name,
         "cat": "stack",
         "ph": "X",
         "ts": start_us,
-        "dur": max(ends, default=start_us) - start_us,
+        "dur": duration_us,
         "pid": pid,
         "tid": thread,
         "args": args,

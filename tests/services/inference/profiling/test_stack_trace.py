@@ -84,3 +84,20 @@ def test_a_run_without_a_trace_exports_nothing(tmp_path: Path) -> None:
         )
         == 0
     )
+
+
+def test_an_enclosing_span_ends_no_earlier_than_the_last_event_in_floats() -> None:
+    """A span starting 692.679747 ms into the trace, enclosing an event that ends at
+    6771165.212546215 us: start + (end - start) is one float step short of the end, which
+    the CI caught as 'profiling passes' sticking out of inference.run."""
+    from services.inference.profiling.stack_trace import _enclosing
+
+    origin_ns, start_offset_ns, end_us = 1_700_000_000_000_000_000, 692_679_747, 6771165.212546215
+    start_us = start_offset_ns / 1000
+    assert start_us + (end_us - start_us) < end_us  # the float trap itself
+    last = {"name": "profiling passes", "ph": "X", "ts": 2e6, "pid": 1, "tid": 1}
+    last["dur"] = end_us - last["ts"]
+    document = {"otherData": {"origin_unix_ns": origin_ns}, "traceEvents": [last]}
+    span = _enclosing("inference.run", origin_ns + start_offset_ns, document, 1, 1)
+    assert span["ts"] == start_us and span["ts"] + span["dur"] >= last["ts"] + last["dur"]
+    assert trace_problems({"traceEvents": [span, last]}) == []
