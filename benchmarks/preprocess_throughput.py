@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import io
+import multiprocessing
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
 
@@ -28,11 +30,13 @@ import torch
 from PIL import Image, ImageDraw
 
 from services.preprocess.datasets import Sample
-from services.preprocess.pipeline import preprocess_batch
+from services.preprocess.pipeline import preprocess, preprocess_batch
+from shared.host_load import usable_cpus
 from shared.manifest import Input
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
+BATCH_PER_TASK = 8  # images a pool process prepares per task, in both pipelines
 SIZES = {"photo 500x375": (500, 375), "12 MP 4000x3000": (4000, 3000)}
 
 
@@ -117,6 +121,15 @@ def main() -> None:
                 paths.append(path)
             print(f"{label}, one core, {args.images} images x {args.rounds} rounds:")
             compare_rates(paths, specs, tv, args.rounds)
+            processes = usable_cpus()
+            if processes > 1 and len(paths) >= 2 * processes * BATCH_PER_TASK:
+                print(f"{label}, all {processes} cores (pool start-up included):")
+                compare_all_cores(paths, specs, args.rounds, processes)
+            elif processes > 1:
+                print(
+                    f"{label}, all cores: skipped, --images {len(paths)} is under "
+                    f"{2 * processes * BATCH_PER_TASK} (two batches of {BATCH_PER_TASK} per core)"
+                )
             print_differences(paths, specs, tv)
         print_top5(specs)
 
@@ -134,6 +147,45 @@ def compare_rates(
     }
     for name, spec in specs.items():
         pipelines[f"benchstack {name}"] = partial(preprocess_batch, samples, spec)
+    totals = dict.fromkeys(pipelines, 0.0)
+    for _ in range(rounds):
+        for name, run in pipelines.items():
+            start = time.perf_counter()
+            run()
+            totals[name] += time.perf_counter() - start
+    rates = {name: len(paths) * rounds / seconds for name, seconds in totals.items()}
+    for name, rate in rates.items():
+        print(f"  {name:<21} {rate:7.1f} img/s  x{rate / rates['torchvision']:.2f} torchvision")
+
+
+_TORCHVISION: list[Callable[[Path], torch.Tensor]] = []
+
+
+def _torchvision_one(path: Path) -> torch.Tensor:
+    """torchvision's pipeline on one image, for a process pool (built once per process)."""
+    if not _TORCHVISION:
+        torch.set_num_threads(1)
+        _TORCHVISION.append(torchvision_pipeline())
+    return _TORCHVISION[0](path)
+
+
+def compare_all_cores(
+    paths: list[Path], specs: dict[str, Input], rounds: int, processes: int
+) -> None:
+    """Images per second with ``processes`` processes each: torchvision's pipeline mapped
+    over a forked pool, benchstack's preprocess(processes=N); pool start-up included."""
+    samples = [Sample(id=p.name, path=p, label=None) for p in paths]
+    fork = multiprocessing.get_context("fork")
+
+    def torchvision_pool() -> None:
+        with ProcessPoolExecutor(max_workers=processes, mp_context=fork) as pool:
+            list(pool.map(_torchvision_one, paths, chunksize=BATCH_PER_TASK))
+
+    pipelines: dict[str, Callable[[], object]] = {"torchvision": torchvision_pool}
+    for name, spec in specs.items():
+        pipelines[f"benchstack {name}"] = partial(
+            preprocess, samples, spec, batch_size=BATCH_PER_TASK, processes=processes
+        )
     totals = dict.fromkeys(pipelines, 0.0)
     for _ in range(rounds):
         for name, run in pipelines.items():
