@@ -134,6 +134,22 @@ def main() -> None:
         print_top5(specs)
 
 
+def print_interleaved_rates(
+    pipelines: dict[str, Callable[[], object]], images: int, rounds: int
+) -> None:
+    """Time each pipeline (one pass over ``images`` images) in interleaved rounds, so load
+    from other processes falls on all alike; print images/s and the ratio to torchvision."""
+    totals = dict.fromkeys(pipelines, 0.0)
+    for _ in range(rounds):
+        for name, run in pipelines.items():
+            start = time.perf_counter()
+            run()
+            totals[name] += time.perf_counter() - start
+    rates = {name: images * rounds / seconds for name, seconds in totals.items()}
+    for name, rate in rates.items():
+        print(f"  {name:<21} {rate:7.1f} img/s  x{rate / rates['torchvision']:.2f} torchvision")
+
+
 def compare_rates(
     paths: list[Path],
     specs: dict[str, Input],
@@ -147,15 +163,7 @@ def compare_rates(
     }
     for name, spec in specs.items():
         pipelines[f"benchstack {name}"] = partial(preprocess_batch, samples, spec)
-    totals = dict.fromkeys(pipelines, 0.0)
-    for _ in range(rounds):
-        for name, run in pipelines.items():
-            start = time.perf_counter()
-            run()
-            totals[name] += time.perf_counter() - start
-    rates = {name: len(paths) * rounds / seconds for name, seconds in totals.items()}
-    for name, rate in rates.items():
-        print(f"  {name:<21} {rate:7.1f} img/s  x{rate / rates['torchvision']:.2f} torchvision")
+    print_interleaved_rates(pipelines, len(paths), rounds)
 
 
 _TORCHVISION: list[Callable[[Path], torch.Tensor]] = []
@@ -186,15 +194,7 @@ def compare_all_cores(
         pipelines[f"benchstack {name}"] = partial(
             preprocess, samples, spec, batch_size=BATCH_PER_TASK, processes=processes
         )
-    totals = dict.fromkeys(pipelines, 0.0)
-    for _ in range(rounds):
-        for name, run in pipelines.items():
-            start = time.perf_counter()
-            run()
-            totals[name] += time.perf_counter() - start
-    rates = {name: len(paths) * rounds / seconds for name, seconds in totals.items()}
-    for name, rate in rates.items():
-        print(f"  {name:<21} {rate:7.1f} img/s  x{rate / rates['torchvision']:.2f} torchvision")
+    print_interleaved_rates(pipelines, len(paths), rounds)
 
 
 def print_top5(specs: dict[str, Input]) -> None:
