@@ -8,7 +8,8 @@ preprocessing: no shard is reused), and waits for all of them. From each run's s
 run) it prints, between the first run's start and the last run's end:
 
 - measuring: the LoadGen runs' share of that span;
-- model loads: the loads' share (the cold starts, counted apart as the issue asks);
+- model loads: the loads' share (the cold starts, counted apart as the issue asks), and
+  how many runs loaded their model (the worker keeps it loaded for the next run);
 - idle: the rest, when the worker had no run to measure (target < 5 %).
 
     python benchmarks/worker_idle.py --evaluations 10 --samples 64 --min-duration 1
@@ -106,6 +107,7 @@ def idle_report(timings: list[dict[str, float]]) -> dict[str, float]:
         "span_s": span,
         "measuring": measuring / span,
         "model_loads": loads / span,
+        "loads": float(sum("model_load_s" in t for t in timings)),
         "idle": max(0.0, span - measuring - loads) / span,
         "median_gap_s": gaps[len(gaps) // 2],
         "max_gap_s": gaps[-1],
@@ -149,11 +151,14 @@ def main() -> None:
             f"{args.model} ({args.min_duration:g} s LoadGen each, {args.samples}+ images):"
         )
         print(f"  measuring    {shares['measuring']:6.1%}")
-        print(f"  model loads  {shares['model_loads']:6.1%}  (cold starts, counted apart)")
+        print(
+            f"  model loads  {shares['model_loads']:6.1%}  (cold starts, counted apart: "
+            f"{shares['loads']:.0f} loads for {len(timings)} runs, the rest kept loaded)"
+        )
         verdict = "met" if shares["idle"] < 0.05 else "NOT met"
         print(f"  idle         {shares['idle']:6.1%}  (target < 5 %: {verdict})")
         print(
-            f"  between one run's end and the next one's model load: median "
+            f"  between one run's end and the next one's start (its load or LoadGen): median "
             f"{shares['median_gap_s']:.2f} s, max {shares['max_gap_s']:.2f} s"
         )
     finally:

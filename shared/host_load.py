@@ -222,6 +222,8 @@ class HostLoadSampler:
         busy, reason = verdict(
             share, None if other is None or wall <= 0 else other / wall, load_start, cpus
         )
+        if other is not None and wall >= _SHORTEST_REMEMBERED_S:
+            _remember_window(wall_end, other / wall)
         self._result = HostLoad(
             wall_s=wall,
             usable_cpus=cpus,
@@ -254,6 +256,38 @@ class HostLoadSampler:
     ) -> None:
         if self._started is not None:  # unless stop() already ended the window inside
             self.stop()
+
+
+# The last window this process measured (its end on the monotonic clock, and the CPUs other
+# processes kept busy over it), for a choice made right after it: other_cpus_recent().
+_LAST_WINDOW: tuple[float, float] | None = None
+# Shorter windows are not remembered: too few kernel ticks to stand for "now".
+_SHORTEST_REMEMBERED_S = 0.5
+
+
+def _remember_window(ended_at: float, other_cpus: float) -> None:
+    global _LAST_WINDOW
+    _LAST_WINDOW = (ended_at, other_cpus)
+
+
+@dataclass(frozen=True)
+class RecentLoad:
+    """Other processes' load for a choice made now, and where the figure comes from."""
+
+    other_cpus: float | None
+    source: str  # e.g. "measured over 0.5 s" or "measured over the last run, 0.3 s ago"
+
+
+def other_cpus_recent(interval_s: float = 0.5, within_s: float = 2.0) -> RecentLoad:
+    """Other processes' CPU load for a choice made now: the window this process measured
+    last when it ended less than ``within_s`` ago (a run just measured: seconds of
+    counters, a better estimate than a short probe, and no wait), else a fresh
+    ``interval_s`` probe (``other_cpus_now``)."""
+    if _LAST_WINDOW is not None:
+        age = time.monotonic() - _LAST_WINDOW[0]
+        if 0 <= age < within_s:
+            return RecentLoad(_LAST_WINDOW[1], f"measured over the last window, {age:.1f} s ago")
+    return RecentLoad(other_cpus_now(interval_s), f"measured over {interval_s:g} s")
 
 
 def other_cpus_now(interval_s: float = 0.5) -> float | None:

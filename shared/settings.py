@@ -97,6 +97,10 @@ class Settings(BaseSettings):
     # The most resident memory one measurement (its child process and what it starts) may
     # hold; past it the run is ended and FAILED with that reason. 0 disables the check.
     max_run_memory_mb: int = Field(default=16384, ge=0)
+    # Memory for models kept loaded between runs (services/inference/model_cache.py), so a
+    # sweep loads its model once; 0 loads every run afresh. Never more than half of
+    # max_run_memory_mb, since a measurement process holds its cached models too.
+    model_cache_mb: int = Field(default=2048, ge=0, le=1_048_576)
     # How often the scheduler's sweeper looks for evaluations that stopped moving, and how
     # long one may sit in a waiting state before it is dispatched again (idempotently).
     sweep_interval_seconds: float = Field(default=10.0, gt=0)
@@ -197,6 +201,14 @@ class Settings(BaseSettings):
     @property
     def effective_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'benchstack.db'}"
+
+    @property
+    def model_cache_bytes(self) -> int:
+        """The model cache's budget: model_cache_mb, at most half the run memory limit."""
+        budget = self.model_cache_mb
+        if self.max_run_memory_mb:
+            budget = min(budget, self.max_run_memory_mb // 2)
+        return budget * 2**20
 
     @property
     def objects_dir(self) -> Path:

@@ -61,8 +61,11 @@ def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
         for key, value in latency["percentiles_ns"].items():
             rows.append((f"latency_{key}", _ms(value), "ms"))
         rows.append(("valid", 1.0 if perf["validity"]["result"] == "VALID" else 0.0, "bool"))
-    # The cold start, as its own figure: never inside a measurement.
-    rows.append(("model_load", (report.get("timings") or {}).get("model_load_s"), "s"))
+    # The cold start, as its own figure: never inside a measurement; absent when the model
+    # stayed loaded from an earlier run on the same worker (model_kept = 1).
+    timings = report.get("timings") or {}
+    rows.append(("model_load", timings.get("model_load_s"), "s"))
+    rows.append(("model_kept", timings.get("model_cache_hit"), "bool"))
     accuracy = report.get("accuracy")
     if accuracy:
         rows.append(("top1", accuracy["top1"], "%"))

@@ -32,6 +32,10 @@ class CurvePoint:
     latency_p99_ms: float
     validity: str
     stability: str
+    # Whether the model stayed loaded from an earlier point (the model cache), and else
+    # its load before this run in seconds (None where the run did not record it).
+    model_kept: bool = False
+    model_load_s: float | None = None
 
 
 @dataclass
@@ -44,6 +48,10 @@ class Curve:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def model_loads(self) -> int:
+        return sum(not point.model_kept for point in self.points)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -96,6 +104,7 @@ def expand(request: BenchRequest, parameter: str, values: Sequence[Any]) -> list
 def point_of(value: float, report: dict[str, Any]) -> CurvePoint:
     figures = figures_of(report)
     validity, stability = verdicts(report)
+    timings = report.get("timings") or {}
     return CurvePoint(
         value=value,
         run_id=report["run_id"],
@@ -105,6 +114,8 @@ def point_of(value: float, report: dict[str, Any]) -> CurvePoint:
         latency_p99_ms=figures["latency_p99"],
         validity=validity,
         stability=stability,
+        model_kept=timings.get("model_cache_hit") == 1.0,
+        model_load_s=float(load) if (load := timings.get("model_load_s")) is not None else None,
     )
 
 

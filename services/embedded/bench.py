@@ -18,11 +18,13 @@ from typing import Any
 from services.aggregator.repository import record_from_report, save_run
 from services.analysis.environment import framework_runtime
 from services.embedded.interrupt import exit_on_interrupt
-from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.backends.base import Backend, BackendOptions
+from services.inference.backends.registry import load_backend
 from services.inference.host_slot import HostSlot
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.runner import ProgressCallback
 from services.inference.measurement import PhaseClock, measurement_of, store_attempt
+from services.inference.model_cache import ModelCache, model_key, process_cache
 from services.inference.profiling.otel_export import current_trace_id
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from services.inference.profiling.run_profile import RunProfiler, batch_of
@@ -148,11 +150,21 @@ def run_bench(
                 request.backend_options, request.scenario.scenario, workers=request.workers
             )
             request = replace(request, backend_options=options)
-            backend = create_backend(framework, options)
             clock = PhaseClock()
-            try:
+            # A traced run measures the cold start itself (profiler.cold): it loads afresh.
+            budget = 0 if profiler.enabled else settings.model_cache_bytes
+            models = ModelCache(0) if budget == 0 else process_cache(budget)
+
+            def load() -> Backend:
                 with profiler.step("model load"), clock.phase("model_load"):
-                    backend.load(manifest)
+                    return load_backend(framework, options, manifest)
+
+            # A sweep or find-peak in this process loads its model once: it stays loaded
+            # between runs, and a failed run closes it (sessions, device memory).
+            with models.use(model_key(framework, options, manifest), load) as model:
+                if not model.cold:
+                    progress.on_stage("model kept loaded from the previous run")
+                backend = model.backend
                 batch = batch_of(prepared.tensors, request.batch_size) if profiler.enabled else None
                 if batch is not None:
                     profiler.cold(backend, batch)
@@ -183,9 +195,7 @@ def run_bench(
                 if batch is not None:
                     progress.on_stage(f"profiling ({profiler.level})")
                     profiler.passes(backend, batch)
-            finally:
-                # Sessions, client pools and device memory go back even when a run fails.
-                backend.close()
+            clock.timings.update(model.timings())
         environment = capture_environment()
         environment["framework_runtime"] = framework_runtime()
         measurement = measurement_of(

@@ -159,13 +159,27 @@ def run_in_child(
     time_limit_s: float,
     poll_s: float = 0.5,
     memory_limit_bytes: int = 0,
+    resident: bool = False,
 ) -> ChildOutcome:
     """Call ``target(*args)`` in a child forked from the fork server; end it when
     ``should_stop`` returns a reason or after ``time_limit_s``, counted from the child's
     ``announce_started()`` (or its start, when it announces nothing), or when its resident
     memory (with its own children) passes ``memory_limit_bytes`` (0: no limit), so a run
     that balloons is ended with that reason before the kernel's OOM killer picks a victim
-    on the whole machine. ``target`` and its result must pickle."""
+    on the whole machine. ``target`` and its result must pickle.
+
+    ``resident``: call it in this worker's resident child (``ResidentChild``), started at
+    the first such call and kept for the next one while every run returns, so what it
+    keeps in memory (loaded models) outlives a run. A run that is stopped, over its
+    memory or dies ends the resident child too; the next call starts a fresh one. A call
+    made while another thread uses the resident child gets a child of its own."""
+    if resident and _RESIDENT_LOCK.acquire(blocking=False):
+        try:
+            return _run_in_resident(
+                target, args, should_stop, time_limit_s, poll_s, memory_limit_bytes
+            )
+        finally:
+            _RESIDENT_LOCK.release()
     context = _fork_server()
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(
@@ -175,43 +189,157 @@ def run_in_child(
     )
     child.start()
     sender.close()
-    deadline = time.monotonic() + time_limit_s
-    stopped: str | None = None
     try:
-        while True:
-            if receiver.poll(poll_s):
-                try:
-                    status, value = receiver.recv()
-                except EOFError:
-                    break  # the child died before it could answer
-                if status == "started":
-                    deadline = time.monotonic() + time_limit_s
-                    continue
-                child.join(TERMINATE_GRACE_S)
-                if status == "ok":
-                    return ChildOutcome(value=value)
-                return ChildOutcome(error=str(value))
-            if not child.is_alive() and not receiver.poll(0):
-                break
-            stopped = should_stop()
-            if stopped is None and time.monotonic() > deadline:
-                stopped = f"the run exceeded its time limit of {time_limit_s:g} s"
-            if stopped is not None:
-                return ChildOutcome(stopped=stopped)
-            used = memory_of(child.pid) if memory_limit_bytes and child.pid else 0
-            if used > memory_limit_bytes:
-                return ChildOutcome(
-                    error=f"the run used {used / 2**20:.0f} MiB, over its memory limit of "
-                    f"{memory_limit_bytes / 2**20:.0f} MiB (BENCHSTACK_MAX_RUN_MEMORY_MB); "
-                    "it was ended"
-                )
+        outcome, answered = _await_outcome(
+            receiver, child, should_stop, time_limit_s, poll_s, memory_limit_bytes
+        )
+        if answered:
+            child.join(TERMINATE_GRACE_S)  # it exits on its own once it has answered
+        if outcome is not None:
+            return outcome
     finally:
-        if child.is_alive():
-            child.terminate()
-            child.join(TERMINATE_GRACE_S)
-            if child.is_alive():
-                child.kill()
-                child.join()
+        _end(child)
         receiver.close()
-    child.join(TERMINATE_GRACE_S)
     return ChildOutcome(error=f"the measurement process {exit_text(child.exitcode)}")
+
+
+def _await_outcome(
+    receiver: Connection,
+    child: multiprocessing.process.BaseProcess,
+    should_stop: Callable[[], str | None],
+    time_limit_s: float,
+    poll_s: float,
+    memory_limit_bytes: int,
+) -> tuple[ChildOutcome | None, bool]:
+    """The child's answer, or why it was stopped (None when it died without answering),
+    and whether it answered: a child that did not may still be running."""
+    deadline = time.monotonic() + time_limit_s
+    while True:
+        if receiver.poll(poll_s):
+            try:
+                status, value = receiver.recv()
+            except EOFError:
+                return None, False  # the child died before it could answer
+            if status == "started":
+                deadline = time.monotonic() + time_limit_s
+                continue
+            if status == "ok":
+                return ChildOutcome(value=value), True
+            return ChildOutcome(error=str(value)), True
+        if not child.is_alive() and not receiver.poll(0):
+            return None, False
+        stopped = should_stop()
+        if stopped is None and time.monotonic() > deadline:
+            stopped = f"the run exceeded its time limit of {time_limit_s:g} s"
+        if stopped is not None:
+            return ChildOutcome(stopped=stopped), False
+        used = memory_of(child.pid) if memory_limit_bytes and child.pid else 0
+        if used > memory_limit_bytes:
+            return ChildOutcome(
+                error=f"the run used {used / 2**20:.0f} MiB, over its memory limit of "
+                f"{memory_limit_bytes / 2**20:.0f} MiB (BENCHSTACK_MAX_RUN_MEMORY_MB); "
+                "it was ended"
+            ), False
+
+
+def _end(child: multiprocessing.process.BaseProcess) -> None:
+    """SIGTERM, then SIGKILL after the grace; reaps it."""
+    if child.is_alive():
+        child.terminate()
+        child.join(TERMINATE_GRACE_S)
+        if child.is_alive():
+            child.kill()
+    child.join(TERMINATE_GRACE_S)
+
+
+@dataclass
+class ResidentChild:
+    """The worker's long-lived measurement process: forked from the fork server like a
+    per-run child, but it serves run after run over one pipe (``_resident_main``)."""
+
+    process: multiprocessing.process.BaseProcess
+    connection: Connection
+    runs: int = 0
+
+
+# One per worker process; used by one run at a time (the lock).
+_RESIDENT: ResidentChild | None = None
+_RESIDENT_LOCK = threading.Lock()
+
+
+def _start_resident() -> ResidentChild:
+    context = _fork_server()
+    ours, theirs = context.Pipe(duplex=True)
+    process = context.Process(
+        target=_resident_main, args=(theirs, os.getpid()), daemon=True, name="measurement"
+    )
+    process.start()
+    theirs.close()
+    return ResidentChild(process, ours)
+
+
+def _run_in_resident(
+    target: Callable[..., Any],
+    args: tuple[Any, ...],
+    should_stop: Callable[[], str | None],
+    time_limit_s: float,
+    poll_s: float,
+    memory_limit_bytes: int,
+) -> ChildOutcome:
+    global _RESIDENT
+    if _RESIDENT is None or not _RESIDENT.process.is_alive():
+        if _RESIDENT is not None:
+            end_resident()
+        _RESIDENT = _start_resident()
+    resident = _RESIDENT
+    outcome: ChildOutcome | None = None
+    answered = False
+    try:
+        resident.connection.send((target, args, dict(os.environ), os.getcwd()))
+        outcome, answered = _await_outcome(
+            resident.connection,
+            resident.process,
+            should_stop,
+            time_limit_s,
+            poll_s,
+            memory_limit_bytes,
+        )
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        outcome = None
+    finally:
+        if answered:
+            resident.runs += 1
+        else:
+            end_resident()  # stopped while measuring, over its memory, or dead: never reused
+    if outcome is not None:
+        return outcome
+    return ChildOutcome(error=f"the measurement process {exit_text(resident.process.exitcode)}")
+
+
+def end_resident() -> None:
+    """End this worker's resident child (and what it keeps loaded), if it has one."""
+    global _RESIDENT
+    resident, _RESIDENT = _RESIDENT, None
+    if resident is not None:
+        _end(resident.process)
+        resident.connection.close()
+
+
+def _resident_main(conn: Connection, worker: int) -> None:  # pragma: no cover - child
+    """Serve (target, args, environment, cwd) requests one at a time until the worker
+    closes the pipe; each answer is sent like a per-run child's."""
+    global _PARENT
+    _PARENT = conn
+    _die_with_parent(worker)
+    while True:
+        try:
+            target, args, environment, cwd = conn.recv()
+        except (EOFError, OSError):
+            return
+        os.environ.clear()
+        os.environ.update(environment)
+        os.chdir(cwd)
+        try:
+            conn.send(("ok", target(*args)))
+        except BaseException as exc:
+            conn.send(("error", f"{exc.__class__.__name__}: {exc}"))

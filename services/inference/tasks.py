@@ -29,7 +29,9 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy import select
 
-from services.inference.backends.base import BackendOptions, create_backend
+from services.inference import model_cache
+from services.inference.backends.base import Backend, BackendOptions
+from services.inference.backends.registry import load_backend
 from services.inference.host_slot import HostSlot
 from services.inference.isolated import announce_started, run_in_child
 from services.inference.loadgen.config import ScenarioConfig
@@ -77,6 +79,23 @@ def backend_options(message: RunInference, agent_settings: dict[str, Any]) -> Ba
     )
 
 
+def worker_models() -> model_cache.ModelCache:
+    """The models this process keeps between runs (the worker's resident child's)."""
+    return model_cache.process_cache(runtime.settings().model_cache_bytes)
+
+
+def log_model_use(model_name: str, use: model_cache.ModelUse) -> None:
+    if use.cold:
+        log.info("model %s loaded in %.2f s (cold start)", model_name, use.load_s)
+    else:
+        log.info(
+            "model %s kept loaded from an earlier run (%d before; its load took %.2f s)",
+            model_name,
+            use.runs_before,
+            use.load_s,
+        )
+
+
 def host_slot() -> HostSlot:
     settings = runtime.settings()
     return HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
@@ -104,11 +123,18 @@ def measure(
             options, threads = with_scenario_threads(
                 backend_options(message, agent_settings), scenario.scenario
             )
-            backend = create_backend(message.framework, options)
             clock = PhaseClock()
-            try:
+            # A traced run measures the cold start itself (profiler.cold), so it loads afresh.
+            models = model_cache.ModelCache(0) if profiler.enabled else worker_models()
+
+            def load() -> Backend:
                 with profiler.step("model load"), clock.phase("model_load"):
-                    backend.load(manifest)
+                    return load_backend(message.framework, options, manifest)
+
+            key = model_cache.model_key(message.framework, options, manifest)
+            with models.use(key, load) as model:
+                log_model_use(manifest.name, model)
+                backend = model.backend
                 batch = None
                 if profiler.enabled:
                     count = min(message.batch_size, shards.sample_count)
@@ -127,8 +153,7 @@ def measure(
                     )
                 if batch is not None:
                     profiler.passes(backend, batch)
-            finally:
-                backend.close()
+            clock.timings.update(model.timings())
         agent = {
             "id": agent_id,
             "settings": dict(agent_settings),
@@ -271,6 +296,8 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         time_limit_s=settings.max_run_seconds,
         poll_s=CANCEL_POLL_S,
         memory_limit_bytes=settings.max_run_memory_mb * 2**20,
+        # Models stay loaded in the worker's resident child between runs.
+        resident=settings.model_cache_bytes > 0,
     )
     if result.stopped is not None:
         log.info("run %s ended: %s", message.run_id, result.stopped)

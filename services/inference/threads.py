@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import SCENARIOS
-from shared.host_load import other_cpus_now, usable_cpus
+from shared.host_load import other_cpus_recent, usable_cpus
 
 # Other processes' load below this (CPUs kept busy on average) leaves every CPU free: the
 # daemons of an idle machine take a few hundredths of a CPU, a fifth covers their bursts.
@@ -123,11 +123,15 @@ def with_scenario_threads(
 ) -> tuple[BackendOptions, ThreadChoice]:
     """``options`` with intra-op threads chosen for the scenario when left at 0 (the
     framework's default oversubscribes a shared machine), and the reason either way."""
+    # The load a run just measured, when one did (a sweep's next point, a worker's next
+    # run), spares the half-second probe between runs.
+    load = other_cpus_recent()
     choice = choose_threads(
         requested=options.intra_op_threads,
         scenario=scenario,
         usable_cpus=usable_cpus(),
-        other_cpus=other_cpus_now(),
+        other_cpus=load.other_cpus,
         workers=workers,
     )
+    choice = replace(choice, reason=f"{choice.reason}; other load {load.source}")
     return replace(options, intra_op_threads=choice.threads), choice

@@ -102,6 +102,24 @@ def test_second_evaluation_reuses_shards(client_for: Callable[[str], GraphQLClie
     assert evaluation["runs"][0]["preprocessReused"] is True
 
 
+def test_a_worker_keeps_the_model_loaded_for_the_next_run_of_it(
+    client_for: Callable[[str], GraphQLClient],
+) -> None:
+    carol = client_for("carol-cache")
+    # Options no other test uses: the first run is this model's first load on the worker.
+    options = {"service_time_ms": 0.25}
+    figures = []
+    for batch_size in (1, 2):
+        created = submit(carol, seed=303, batchSize=batch_size, backendOptions=options)
+        assert carol.follow(created["id"])[-1]["state"] == "SUCCEEDED"
+        (run,) = carol(EVALUATION, {"id": created["id"]})["evaluation"]["runs"]
+        figures.append({m["name"]: m["value"] for m in run["metrics"]})
+    cold, warm = figures
+    assert cold["model_kept"] == 0.0 and cold["model_load"] >= 0
+    # The second batch size ran on the model the first one loaded: no load figure.
+    assert warm["model_kept"] == 1.0 and "model_load" not in warm
+
+
 @pytest.mark.parametrize(
     ("overrides", "typename", "field"),
     [

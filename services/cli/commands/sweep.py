@@ -52,14 +52,21 @@ def curve_table(curve: Curve) -> Table:
         "p99 ms",
         "validity",
         "stability",
+        "model",
         "run",
     ):
         table.add_column(column, justify="right" if column != "run" else "left")
     for point in curve.points:
         table.add_row(*_row(point))
+    loads = curve.model_loads
+    captions = [
+        f"model loaded {loads} time{'' if loads == 1 else 's'} for {len(curve.points)} runs "
+        "(kept: stayed loaded from the run before; loads are never inside a measurement)"
+    ]
     if curve.scenario == "offline":
         # LoadGen issues one Offline query; its "latency" is the time to drain the queue.
-        table.caption = "Offline latency: from the single query's issue to each completion"
+        captions.append("Offline latency: from the single query's issue to each completion")
+    table.caption = "\n".join(captions)
     return table
 
 
@@ -74,8 +81,13 @@ def _row(point: CurvePoint) -> list[str]:
         _ms(point.latency_p99_ms),
         f"[green]{point.validity}[/]" if valid else f"[red]{point.validity}[/]",
         f"[green]{point.stability}[/]" if stable else f"[yellow]{point.stability}[/]",
+        "kept" if point.model_kept else _loaded(point.model_load_s),
         point.run_id[:8],
     ]
+
+
+def _loaded(seconds: float | None) -> str:
+    return "loaded" if seconds is None else f"loaded {seconds:.2f} s"
 
 
 def sweep(

@@ -96,6 +96,16 @@ class Backend(ABC):
         for _ in range(iterations):
             self.predict(sample_batch)
 
+    def footprint_bytes(self) -> int:
+        """Bytes the loaded model holds (weights, buffers), where the backend can tell; 0
+        otherwise. The model cache takes the larger of this and the process's growth
+        while loading, which misses memory the allocator had kept from earlier frees."""
+        return 0
+
+    def resume(self) -> None:  # noqa: B027 - optional hook
+        """Called before a run that reuses this loaded backend (the model cache): set again
+        any process-wide setting another model loaded since may have changed."""
+
     def start_measurement(self) -> None:  # noqa: B027 - optional hook
         """Called once warm-up (and its timing) is over, before LoadGen's first query."""
 

@@ -21,6 +21,7 @@ from services.inference.backends.spec import BackendSpec
 
 if TYPE_CHECKING:
     from services.inference.backends.base import Backend, BackendOptions
+    from shared.manifest import ModelManifest
 
 
 class UnknownBackend(ValueError):
@@ -133,3 +134,15 @@ def create_backend(name: str, options: BackendOptions | None = None) -> Backend:
     except UnknownBackend as exc:
         raise BackendError(str(exc)) from None
     return cls(options)
+
+
+def load_backend(name: str, options: BackendOptions, manifest: ModelManifest) -> Backend:
+    """A backend with ``manifest`` loaded; closed again (sessions, device memory) when the
+    load fails part way."""
+    backend = create_backend(name, options)
+    try:
+        backend.load(manifest)
+    except BaseException:
+        backend.close()
+        raise
+    return backend

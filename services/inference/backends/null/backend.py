@@ -34,6 +34,11 @@ class NullBackend(Backend):
         self._batches = 0
         self._measuring = False
 
+    def resume(self) -> None:
+        # Kept loaded from a run before (the model cache): its warm-up is not the run's.
+        self._measuring = False
+        self._batches = 0
+
     def start_measurement(self) -> None:
         # Warm-up batches do not count toward fail_every: the failures belong to the run.
         self._measuring = True

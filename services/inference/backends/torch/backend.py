@@ -34,17 +34,32 @@ class TorchBackend(Backend):
         if self.options.device.startswith("cuda") and not torch.cuda.is_available():
             raise BackendUnavailable("device: CUDA was asked for but torch sees no GPU")
         self.device = torch.device(self.options.device)
+        self._set_threads()
+        verify_model_files(manifest)
+        model = self._read_model(manifest).to(self.device).eval()
+        self._dtype = getattr(torch, manifest.inputs[0].element_type)
+        self._example_shape = (1, *manifest.inputs[0].shape)
+        self.model = self._prepare(model)
+
+    def footprint_bytes(self) -> int:
+        module = self.model if isinstance(self.model, torch.nn.Module) else None
+        if module is None:
+            return 0
+        tensors = [*module.parameters(), *module.buffers()]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    def resume(self) -> None:
+        # torch's intra-op thread count is the process's: another cached model may have
+        # set its own since this one loaded.
+        self._set_threads()
+
+    def _set_threads(self) -> None:
         if self.options.intra_op_threads:
             torch.set_num_threads(self.options.intra_op_threads)
         if self.options.inter_op_threads:
             # Settable once per process only; describe() records the value in force.
             with contextlib.suppress(RuntimeError):
                 torch.set_num_interop_threads(self.options.inter_op_threads)
-        verify_model_files(manifest)
-        model = self._read_model(manifest).to(self.device).eval()
-        self._dtype = getattr(torch, manifest.inputs[0].element_type)
-        self._example_shape = (1, *manifest.inputs[0].shape)
-        self.model = self._prepare(model)
 
     def _read_model(self, manifest: ModelManifest) -> torch.nn.Module:
         source = manifest.source
