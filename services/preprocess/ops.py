@@ -274,25 +274,34 @@ def _stacked(batch: Batch) -> np.ndarray:
     return np.stack(batch)
 
 
+def _normalize_table(step: NormalizeStep, channels: int) -> np.ndarray:
+    """(256, channels) float32: each 8-bit value normalized, with the same float32
+    operations in the same order as the array path (so the same bits)."""
+    if len(step.mean) != channels:
+        raise ValueError(f"normalize: {len(step.mean)} mean values for {channels} channels")
+    table = np.arange(256, dtype=np.float32)[:, None].repeat(channels, axis=1)
+    np.divide(table, np.float32(step.scale), out=table)
+    np.subtract(table, np.asarray(step.mean, dtype=np.float32), out=table)
+    np.divide(table, np.asarray(step.std, dtype=np.float32), out=table)
+    return table
+
+
 def normalize(batch: Batch, step: NormalizeStep) -> np.ndarray:
     stacked = _stacked(batch)
     channels = stacked.shape[-1]
-    if len(step.mean) != channels:
-        raise ValueError(f"normalize: {len(step.mean)} mean values for {channels} channels")
-    mean = np.asarray(step.mean, dtype=np.float32)
-    std = np.asarray(step.std, dtype=np.float32)
     if stacked.dtype == np.uint8:
-        # 8-bit pixels take 256 values per channel: compute each result once, with the
-        # same float32 operations as below (so the same bits), then look every pixel up:
-        # one pass over the batch instead of a conversion and three arithmetic passes.
-        table = np.arange(256, dtype=np.float32)[:, None].repeat(channels, axis=1)
-        np.divide(table, np.float32(step.scale), out=table)
-        np.subtract(table, mean, out=table)
-        np.divide(table, std, out=table)
+        # 8-bit pixels take 256 values per channel: compute each result once, then look
+        # every pixel up: one pass over the batch instead of a conversion and three
+        # arithmetic passes.
+        table = _normalize_table(step, channels)
         out = np.empty(stacked.shape, dtype=np.float32)
         for channel in range(channels):
             np.take(table[:, channel], stacked[..., channel], out=out[..., channel])
         return out
+    if len(step.mean) != channels:
+        raise ValueError(f"normalize: {len(step.mean)} mean values for {channels} channels")
+    mean = np.asarray(step.mean, dtype=np.float32)
+    std = np.asarray(step.std, dtype=np.float32)
     array = stacked.astype(np.float32)
     # In place: the same float32 operations in the same order as (x / scale - mean) / std
     # (so results stay bit-identical to torchvision's ToTensor + Normalize), without the
@@ -301,6 +310,23 @@ def normalize(batch: Batch, step: NormalizeStep) -> np.ndarray:
     np.subtract(array, mean, out=array)
     np.divide(array, std, out=array)
     return array
+
+
+def normalize_to_nchw(batch: Batch, step: NormalizeStep) -> np.ndarray:
+    """``normalize`` then an NCHW ``layout`` in one pass for 8-bit pixels: each channel's
+    lookup writes its plane of the output directly (the same bits as the two steps,
+    without the float32 batch they pass between them: 0.47 -> 0.31 ms per 224x224 image
+    here)."""
+    stacked = _stacked(batch)
+    if stacked.dtype != np.uint8:
+        return layout(normalize(stacked, step), LayoutStep(op="layout", order="NCHW"))
+    channels = stacked.shape[-1]
+    table = _normalize_table(step, channels)
+    count, height, width = stacked.shape[:3]
+    out = np.empty((count, channels, height, width), dtype=np.float32)
+    for channel in range(channels):
+        np.take(table[:, channel], stacked[..., channel], out=out[:, channel])
+    return out
 
 
 def layout(batch: Batch, step: LayoutStep) -> np.ndarray:

@@ -14,8 +14,14 @@ from functools import partial
 import numpy as np
 
 from services.preprocess.datasets import DatasetError, Sample
-from services.preprocess.ops import BATCH_OPS, FAST_BATCH_OPS, DecodeError, decode_one
-from shared.manifest import DecodeStep, Input, ResizeStep
+from services.preprocess.ops import (
+    BATCH_OPS,
+    FAST_BATCH_OPS,
+    DecodeError,
+    decode_one,
+    normalize_to_nchw,
+)
+from shared.manifest import DecodeStep, Input, LayoutStep, NormalizeStep, ResizeStep
 from shared.manifest_checks import shape_mismatch
 from shared.settings import get_settings
 
@@ -100,9 +106,17 @@ def preprocess_batch(
     if not images:
         return None, kept, errors
     batch: list[np.ndarray] | np.ndarray = images
-    for step in spec.steps:
+    steps = list(spec.steps)
+    fused: set[int] = set()  # steps already applied by the one before them
+    for index, step in enumerate(steps):
         # The resize straight after decode was applied to each image as it was decoded.
-        if step.op == "decode" or step is resize:
+        if step.op == "decode" or step is resize or index in fused:
+            continue
+        after = steps[index + 1] if index + 1 < len(steps) else None
+        nchw_next = isinstance(after, LayoutStep) and after.order == "NCHW"
+        if isinstance(step, NormalizeStep) and nchw_next:
+            batch = normalize_to_nchw(batch, step)
+            fused.add(index + 1)
             continue
         batch = ops[step.op](batch, step)
     array = np.asarray(batch).astype(spec.element_type, copy=False)

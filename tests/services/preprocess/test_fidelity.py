@@ -12,9 +12,9 @@ from PIL import Image
 
 from benchmarks.preprocess_throughput import benchstack_spec
 from services.preprocess.datasets import Sample, scan_folder
-from services.preprocess.ops import DecodeError, decode_one, normalize
+from services.preprocess.ops import DecodeError, decode_one, layout, normalize, normalize_to_nchw
 from services.preprocess.pipeline import preprocess, preprocess_batch
-from shared.manifest import DecodeStep, NormalizeStep, ResizeStep
+from shared.manifest import DecodeStep, LayoutStep, NormalizeStep, ResizeStep
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -86,6 +86,17 @@ def test_the_lookup_normalize_of_8_bit_pixels_is_bit_identical_to_the_float_one(
     pixels = np.random.default_rng(0).integers(0, 256, (2, 9, 7, 3), dtype=np.uint8)
     step = NormalizeStep(op="normalize", mean=MEAN, std=STD)
     assert np.array_equal(normalize(pixels, step), normalize(pixels.astype(np.float32), step))
+
+
+def test_normalize_and_nchw_layout_in_one_pass_give_the_two_steps_bits() -> None:
+    pixels = np.random.default_rng(1).integers(0, 256, (2, 9, 7, 3), dtype=np.uint8)
+    step = NormalizeStep(op="normalize", mean=MEAN, std=STD)
+    two_steps = layout(normalize(pixels, step), LayoutStep(op="layout", order="NCHW"))
+    fused = normalize_to_nchw(pixels, step)
+    assert fused.shape == (2, 3, 9, 7) and fused.flags.c_contiguous
+    assert np.array_equal(fused, two_steps)
+    # Float input takes the two steps' own path.
+    assert np.array_equal(normalize_to_nchw(pixels.astype(np.float32), step), two_steps)
 
 
 def _jpeg(width: int, height: int) -> bytes:
