@@ -55,6 +55,9 @@ class RunInference(Message):
     # XSP trace level (shared.tracing.TRACE_LEVELS): above NONE the worker runs leveled
     # profiling passes after the uninstrumented run and stores trace.json with it.
     trace_level: str = "NONE"
+    # A DLBricks evaluation's options (services/bricks/options.BrickOptions as JSON): the
+    # worker measures the model brick by brick instead of on shards. None: inference.
+    bricks: dict[str, Any] | None = None
 
 
 class RunCompleted(Message):

@@ -50,6 +50,10 @@ def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
     A figure LoadGen did not produce (NaN in memory, null once stored) is left out.
     """
     rows: list[tuple[str, float | None, str]] = []
+    if report.get("kind") == "bricks":
+        from services.aggregator.bricks import bricks_metrics
+
+        rows += bricks_metrics(report["bricks"])
     perf = report.get("performance")
     if perf:
         rows.append(("samples_per_second", perf["samples_per_second"], "samples/s"))

@@ -14,7 +14,9 @@ import logging
 from typing import Any
 
 from celery import shared_task
+from sqlalchemy.orm import Session
 
+from services.aggregator.bricks import load_bricks, save_bricks_run
 from services.aggregator.repository import RunRecord, record_from_report, save_run
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.measurement import load_measurement
@@ -103,6 +105,9 @@ def run_completed(payload: dict[str, Any]) -> None:
             # Cancelled, failed or already finished: nothing of this run may be stored.
             log.info("run %s: evaluation is %s; not stored", message.run_id, evaluation.state)
             return
+        if "bricks" in message.log_keys:
+            _store_bricks(session, evaluation, message, store)
+            return
         try:
             record = build_record(evaluation, message, store)
         except (IncompleteRun, ObjectNotFound, KeyError, ValueError) as exc:
@@ -114,3 +119,18 @@ def run_completed(payload: dict[str, Any]) -> None:
             log.info("run %s: the evaluation left AGGREGATING; not stored", message.run_id)
             return
         save_run(session, record)
+
+
+def _store_bricks(
+    session: Session, evaluation: Evaluation, message: RunCompleted, store: ObjectStore
+) -> None:
+    """A DLBricks evaluation: its timings, floor, recipe and run (services/aggregator/bricks.py)."""
+    try:
+        document = load_bricks(store, message.log_keys["bricks"])
+    except (ObjectNotFound, KeyError, ValueError) as exc:
+        evaluation_repo.fail(session, evaluation.id, f"aggregator: {exc}")
+        return
+    if not evaluation_repo.transition(session, evaluation.id, EvaluationState.SUCCEEDED):
+        log.info("run %s: the evaluation left AGGREGATING; not stored", message.run_id)
+        return
+    save_bricks_run(session, evaluation, message, document)

@@ -36,6 +36,7 @@ from services.api.faults import unavailable_dependency
 from services.api.model_registry import find_model, known_model_names
 from services.api.observability import UNAVAILABLE
 from services.api.rejections import Rejection, RejectionKind
+from services.bricks.options import BrickOptions
 from services.inference.backends import registry
 from services.inference.loadgen.config import ScenarioConfig
 from services.scheduler.agents import find_agent
@@ -88,6 +89,9 @@ class SubmitRequest:
     backend_options: Any = dc_field(default_factory=dict)
     # One evaluation on every matching agent, grouped for comparison, instead of one.
     fan_out: bool = False
+    # A DLBricks evaluation's options (services/bricks/options.BrickOptions); None: a
+    # LoadGen run on the dataset.
+    bricks: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -311,6 +315,29 @@ def _check_simple_fields(
     return backend_options_problem(framework, request.backend_options)
 
 
+def bricks_options(
+    request: SubmitRequest, framework: str, manifest: ModelManifest
+) -> dict[str, Any] | Rejection | None:
+    """The DLBricks options as stored (snake_case, bounded), or why they are refused."""
+    if request.bricks is None:
+        return None
+    if framework != "torch" or manifest.source.architecture is None:
+        return Rejection(
+            "InvalidInput",
+            f"bricks: the model runs on {framework} from "
+            f"{manifest.source.architecture or 'a model file'}; accepted: torch models built "
+            "from an architecture (the bricks are torch.export modules)",
+            field="bricks",
+        )
+    try:
+        options = BrickOptions.model_validate(snake_keys(dict(request.bricks)))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        return Rejection("InvalidInput", f"bricks.{where}: {error['msg']}", field=f"bricks.{where}")
+    return options.model_dump(mode="json")
+
+
 CONSTRAINT_KEYS = ("require", "hostname", "framework_version")
 
 
@@ -428,7 +455,10 @@ def submit(
     problem = _check_simple_fields(request, settings, framework, device)
     if problem is not None:
         return problem
-    dataset = dataset_spec(settings, request.dataset)
+    bricks = bricks_options(request, framework, manifest)
+    if isinstance(bricks, Rejection):
+        return bricks
+    dataset = "bricks" if bricks is not None else dataset_spec(settings, request.dataset)
     if isinstance(dataset, Rejection):
         return dataset
     scenario = scenario_config(request.scenario, request.settings)
@@ -466,6 +496,7 @@ def submit(
             # Stored as terms only: the scheduler re-reads them with the manifest's own.
             constraints={"require": [*texts, *pin]},
             backend_options=request.backend_options,
+            bricks=bricks,
             group_id=group_id,
         )
         for pin in pins

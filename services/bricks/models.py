@@ -8,6 +8,7 @@ import torch
 from services.bricks.generate import ModelInput, check_shape_options
 from shared.architectures import ZOOS, architecture_problem
 from shared.catalogue import resolve_model
+from shared.manifest import ModelManifest
 
 DEFAULT_IMAGE_SHAPE: tuple[int, ...] = (3, 224, 224)
 
@@ -21,23 +22,44 @@ def recipe_name(spec: str) -> str:
 
 def model_input(spec: str, *, batch_size: int = 1, image_size: int | None = None) -> ModelInput:
     """The module and a random example of the model's input shape at ``batch_size``."""
+    check_shape_options(batch_size, image_size)
+    if spec.partition(":")[0] not in ZOOS:
+        return manifest_model_input(
+            resolve_model(spec), batch_size=batch_size, image_size=image_size, spec=spec
+        )
+    problem = architecture_problem(spec, "torch")
+    if problem is not None:
+        raise ValueError(problem)
+    return _built(spec, DEFAULT_IMAGE_SHAPE, spec.partition(":")[2], batch_size, image_size)
+
+
+def manifest_model_input(
+    manifest: ModelManifest,
+    *,
+    batch_size: int = 1,
+    image_size: int | None = None,
+    spec: str | None = None,
+) -> ModelInput:
+    """The model a manifest builds from an architecture (random weights), at ``batch_size``."""
+    check_shape_options(batch_size, image_size)
+    source = manifest.source.architecture
+    if manifest.framework.name != "torch" or source is None:
+        raise ValueError(
+            f"model: {spec or manifest.name!r} is a {manifest.framework.name} model from "
+            f"{source or 'a file'}; accepted: torch models built from an architecture"
+        )
+    return _built(source, tuple(manifest.inputs[0].shape), manifest.name, batch_size, image_size)
+
+
+def _built(
+    architecture: str,
+    shape: tuple[int, ...],
+    name: str,
+    batch_size: int,
+    image_size: int | None,
+) -> ModelInput:
     from services.inference.backends.torch.architectures import build_architecture
 
-    check_shape_options(batch_size, image_size)
-    if spec.partition(":")[0] in ZOOS:
-        problem = architecture_problem(spec, "torch")
-        if problem is not None:
-            raise ValueError(problem)
-        architecture, shape, name = spec, DEFAULT_IMAGE_SHAPE, spec.partition(":")[2]
-    else:
-        manifest = resolve_model(spec)
-        source = manifest.source.architecture
-        if manifest.framework.name != "torch" or source is None:
-            raise ValueError(
-                f"model: {spec!r} is a {manifest.framework.name} model from "
-                f"{source or 'a file'}; accepted: torch models built from an architecture"
-            )
-        architecture, shape, name = source, tuple(manifest.inputs[0].shape), manifest.name
     if image_size is not None:
         shape = (*shape[:-2], image_size, image_size)
     module = build_architecture(architecture)

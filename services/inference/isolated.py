@@ -259,6 +259,9 @@ class ResidentChild:
 
     process: multiprocessing.process.BaseProcess
     connection: Connection
+    # The worker's environment and working directory it serves: a run under others gets
+    # a fresh child, since settings, clients and engines are cached from the first run.
+    surroundings: tuple[dict[str, str], str]
     runs: int = 0
 
 
@@ -267,7 +270,7 @@ _RESIDENT: ResidentChild | None = None
 _RESIDENT_LOCK = threading.Lock()
 
 
-def _start_resident() -> ResidentChild:
+def _start_resident(surroundings: tuple[dict[str, str], str]) -> ResidentChild:
     context = _fork_server()
     ours, theirs = context.Pipe(duplex=True)
     process = context.Process(
@@ -275,7 +278,7 @@ def _start_resident() -> ResidentChild:
     )
     process.start()
     theirs.close()
-    return ResidentChild(process, ours)
+    return ResidentChild(process, ours, surroundings)
 
 
 def _run_in_resident(
@@ -287,15 +290,18 @@ def _run_in_resident(
     memory_limit_bytes: int,
 ) -> ChildOutcome:
     global _RESIDENT
-    if _RESIDENT is None or not _RESIDENT.process.is_alive():
-        if _RESIDENT is not None:
-            end_resident()
-        _RESIDENT = _start_resident()
+    surroundings = (dict(os.environ), os.getcwd())
+    if _RESIDENT is not None and (
+        not _RESIDENT.process.is_alive() or _RESIDENT.surroundings != surroundings
+    ):
+        end_resident()
+    if _RESIDENT is None:
+        _RESIDENT = _start_resident(surroundings)
     resident = _RESIDENT
     outcome: ChildOutcome | None = None
     answered = False
     try:
-        resident.connection.send((target, args, dict(os.environ), os.getcwd()))
+        resident.connection.send((target, args, *surroundings))
         outcome, answered = _await_outcome(
             resident.connection,
             resident.process,

@@ -18,7 +18,7 @@ from services.inference.run import RunOutcome
 from shared.db.evaluations import Evaluation
 from shared.environment import capture_environment
 from shared.messages import RunCompleted
-from shared.run_report import MEASUREMENT_FILE, Measurement, attempt_prefix
+from shared.run_report import BRICKS_FILE, MEASUREMENT_FILE, Measurement, attempt_prefix
 from shared.storage import ObjectStore
 
 
@@ -111,9 +111,12 @@ def stored_completion(store: ObjectStore, evaluation: Evaluation) -> RunComplete
         return None
     prefix = attempt_prefix(evaluation.run_id, evaluation.attempt)
     key = measurement_key(prefix)
-    if not store.exists(key):
+    if store.exists(key):
+        _, keys = load_measurement(store, key)
+    elif store.exists(bricks := f"{prefix}/{BRICKS_FILE}"):
+        keys = {"bricks": bricks}  # a DLBricks evaluation's outcome (bricks/stack_run.py)
+    else:
         return None
-    _, keys = load_measurement(store, key)
     return RunCompleted(
         evaluation_id=evaluation.id,
         run_id=evaluation.run_id,

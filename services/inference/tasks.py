@@ -52,6 +52,7 @@ from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
+from shared.host_load import usable_cpus
 from shared.manifest import parse_manifest
 from shared.messages import RunCompleted, RunInference
 from shared.run_report import attempt_prefix
@@ -110,6 +111,8 @@ def measure(
     needs as arguments and returns only picklable values."""
     message = RunInference.model_validate(payload)
     store = runtime.store()
+    if message.bricks is not None:
+        return measure_bricks_run(message, agent_id, prefix, agent_settings)
     manifest = parse_manifest(message.manifest)
     scenario = ScenarioConfig.model_validate(message.scenario)
     profiler = RunProfiler(message.trace_level)
@@ -173,6 +176,26 @@ def measure(
         )
         trace_files = profiler.write(Path(tmp), run_id=message.run_id)
         return store_attempt(store, prefix, outcome.log_files | trace_files, measurement)
+
+
+def measure_bricks_run(
+    message: RunInference, agent_id: str, prefix: str, agent_settings: dict[str, Any]
+) -> dict[str, str]:
+    """A DLBricks evaluation (services/bricks/stack_run.py), holding the host like a run."""
+    # Imported here: torch.export and the bricks' modules are needed by brick runs only.
+    from services.bricks.stack_run import measure_bricks, store_bricks
+
+    store = runtime.store()
+    # The threads are part of the system a brick's figure belongs to (its key), so they
+    # come from the agent's settings or the CPUs it may use, never from the momentary load
+    # a run's thread choice reads: the same agent must find its own figures again.
+    threads = backend_options(message, agent_settings).intra_op_threads or usable_cpus()
+    with host_slot().measuring(message.run_id) as host:
+        announce_started()
+        document = measure_bricks(message, store, prefix, threads)
+    document["host"] = host.to_dict() | {"threads": threads}
+    document["agent"] = {"id": agent_id, "settings": dict(agent_settings)}
+    return store_bricks(store, prefix, document)
 
 
 def completion_message(

@@ -32,6 +32,7 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
         manifest=evaluation.manifest,
         backend_options=evaluation.backend_options or {},
         trace_level=evaluation.trace_level,
+        bricks=evaluation.bricks,
     )
 
 

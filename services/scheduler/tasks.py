@@ -92,6 +92,10 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
             # it only after MAX_DISPATCHES tries, with this reason.
             evaluation.reason = f"waiting for an agent: {choice.message}"
             return
+        if evaluation.bricks is not None:
+            # A DLBricks evaluation reads no dataset: its agent cuts and measures the model.
+            _start_bricks(session, evaluation, choice.queue, outbox)
+            return
         try:
             manifest = parse_manifest(evaluation.manifest)
             dataset = resolve_dataset(
@@ -153,6 +157,28 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
                 outbox.append(
                     (queues.PREPROCESS_SHARD, shard_message(evaluation, shard, spec_json), None)
                 )
+
+
+def _start_bricks(
+    session: Session,
+    evaluation: Evaluation,
+    queue: str,
+    outbox: list[tuple[str, Message, str | None]],
+) -> None:
+    """QUEUED -> PREPROCESSING (no shards) -> RUNNING, and RunInference to the agent."""
+    evaluation.run_id = evaluation.run_id or run_id_for(evaluation.id)
+    evaluation.queue = queue
+    moved = evaluation_repo.transition(
+        session,
+        evaluation.id,
+        EvaluationState.PREPROCESSING,
+        shards_total=0,
+        shards_ready=0,
+        queue=queue,
+        run_id=evaluation.run_id,
+    )
+    if moved and evaluation_repo.transition(session, evaluation.id, EvaluationState.RUNNING):
+        outbox.append((queues.RUN_INFERENCE, inference_message(evaluation, []), queue))
 
 
 def _resume_preprocessing(

@@ -79,6 +79,10 @@ class Evaluation(Base):
     trace_level: Mapped[str] = mapped_column(String(20), default="NONE")
     constraints: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     backend_options: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # A DLBricks evaluation's settings (granularity, image_size, queries, min_duration_s):
+    # the model is cut into bricks and measured brick by brick, with no dataset. None: an
+    # inference evaluation.
+    bricks: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     queue: Mapped[str] = mapped_column(String(200), default="")
     agent_id: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
     run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from services.stack.manager import default_services
 from tests.support.ephemeral import EphemeralStack
 
 pytestmark = pytest.mark.integration
@@ -40,6 +41,18 @@ def _servers_reachable(stack: EphemeralStack) -> str:
 @pytest.fixture(scope="session")
 def stack() -> Iterator[EphemeralStack]:
     yield from running_stack(EphemeralStack())
+
+
+class TorchStack(EphemeralStack):
+    """The ephemeral stack with a torch agent in place of the null one."""
+
+    def start_services(
+        self, specs: Any = None, *, name: str = "main", wait_api: bool = True
+    ) -> Any:
+        specs = specs or default_services(
+            port=self.api_port, frameworks=["torch"], preprocess_concurrency=1
+        )
+        return super().start_services(specs, name=name, wait_api=wait_api)
 
 
 def running_stack(ephemeral: EphemeralStack) -> Iterator[EphemeralStack]:

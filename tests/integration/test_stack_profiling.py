@@ -18,8 +18,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from services.inference.profiling.trace_events import trace_problems
-from services.stack.manager import default_services
-from tests.integration.conftest import GraphQLClient, running_stack
+from tests.integration.conftest import GraphQLClient, TorchStack, running_stack
 from tests.support.ephemeral import EphemeralStack, free_port
 
 pytestmark = pytest.mark.integration
@@ -86,18 +85,6 @@ def collector() -> Iterator[Collector]:
     collector = Collector()
     yield collector
     collector.server.shutdown()
-
-
-class TorchStack(EphemeralStack):
-    """The ephemeral stack with a torch agent in place of the null one."""
-
-    def start_services(
-        self, specs: Any = None, *, name: str = "main", wait_api: bool = True
-    ) -> Any:
-        specs = specs or default_services(
-            port=self.api_port, frameworks=["torch"], preprocess_concurrency=1
-        )
-        return super().start_services(specs, name=name, wait_api=wait_api)
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from strawberry.tools import merge_types
 from services.api.context import NotAuthenticated
 from services.api.faults import UNAVAILABLE_CODES, unavailable_dependency
 from services.api.graphql.agents.queries import AgentQueries
+from services.api.graphql.bricks.queries import BrickQueries
 from services.api.graphql.comparisons.queries import ComparisonQueries
 from services.api.graphql.errors import (
     AlreadyFinished,
@@ -43,7 +44,9 @@ from services.api.graphql.models.queries import ModelQueries
 from services.api.observability import UNAVAILABLE
 from shared.settings import Settings
 
-Query = merge_types("Query", (EvaluationQueries, ModelQueries, AgentQueries, ComparisonQueries))
+Query = merge_types(
+    "Query", (EvaluationQueries, ModelQueries, AgentQueries, ComparisonQueries, BrickQueries)
+)
 Mutation = merge_types("Mutation", (EvaluationMutations, ModelMutations))
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
 

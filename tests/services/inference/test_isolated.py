@@ -212,3 +212,13 @@ def test_a_stopped_or_killed_run_ends_the_resident_child_and_the_next_gets_a_new
         killed_by_the_kernel, (), should_stop=never_stop, time_limit_s=60, resident=True
     ).error
     assert resident_pid() not in (first, second)
+
+
+def test_a_run_under_another_environment_gets_a_fresh_resident_child(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first = resident_pid()
+    # Settings, clients and engines are cached in the child from its first run: a worker
+    # whose environment changed must not be served by it.
+    monkeypatch.setenv("BENCHSTACK_ISOLATED_PROBE", "changed")
+    assert resident_pid() != first

@@ -27,6 +27,9 @@ TABLES = {
     "shards",
     "runs",
     "metrics",
+    "brick_timings",
+    "brick_systems",
+    "brick_recipes",
 }
 
 

@@ -55,6 +55,17 @@ class AgentConstraints:
 
 
 @strawberry.input
+class BricksInput:
+    granularity: int = 1
+    # The square input side; default: the model's own.
+    image_size: int | None = None
+    # LoadGen SingleStream per run of bricks: at least this many queries per brick and
+    # this long per run.
+    queries: int = 30
+    min_duration_s: float = 0.05
+
+
+@strawberry.input
 class SubmitEvaluationInput:
     model: str | None = None
     version: str | None = None
@@ -77,6 +88,10 @@ class SubmitEvaluationInput:
     # Run on every live agent that satisfies the constraints, one evaluation each; the
     # result is a Comparison, also readable later with compare(groupId).
     fan_out: bool = False
+    # A DLBricks evaluation instead of a LoadGen run on a dataset: the agent cuts the
+    # model into bricks of at most `granularity` layers, measures those its system has
+    # no figure for, and constructs the model's latency (torch models; no dataset).
+    bricks: BricksInput | None = None
 
 
 def _to_request(data: SubmitEvaluationInput) -> SubmitRequest:
@@ -104,6 +119,7 @@ def _to_request(data: SubmitEvaluationInput) -> SubmitRequest:
         constraints=constraints,
         backend_options=data.backend_options if data.backend_options is not None else {},
         fan_out=data.fan_out,
+        bricks=None if data.bricks is None else vars(data.bricks),
     )
 
 

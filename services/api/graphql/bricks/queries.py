@@ -1,0 +1,83 @@
+"""constructedLatency: a model's latency on a system, constructed from the brick timings
+the stack's agents stored (DLBricks). Nothing is measured here; a brick the system has no
+figure for is named in ``missing``, never guessed."""
+
+from __future__ import annotations
+
+import strawberry
+
+from services.api.context import ApiDeps, in_thread
+from services.bricks.construct import construct
+from services.bricks.store import find_recipes, known_systems, system_results
+
+# Systems x recipes answered at most: a model has few recipes, a deployment few systems.
+MAX_ANSWERS = 200
+
+
+@strawberry.type
+class ConstructedLatency:
+    model: str
+    system: str
+    granularity: int
+    input_shape: list[int]
+    layers: int
+    bricks: int
+    unique_bricks: int
+    # Signatures without a timing on this system: the figures below are null until they
+    # are measured (submit a bricks evaluation on an agent of that system).
+    missing: list[str]
+    # The sum of the bricks' median latencies in the recipe's order.
+    sequential_ms: float | None
+    # The longest chain of bricks that read each other's outputs.
+    critical_path_ms: float | None
+    # The sequential sum less the floor each brick pays, plus one floor for the model.
+    floor_corrected_ms: float | None
+
+
+def constructed_latencies(
+    deps: ApiDeps, model: str, system: str | None, granularity: int | None
+) -> list[ConstructedLatency]:
+    answers: list[ConstructedLatency] = []
+    with deps.read_db() as session:
+        recipes = find_recipes(session, model, granularity)
+        systems = [system] if system is not None else known_systems(session)
+        for name in systems:
+            results = system_results(session, name)
+            for recipe in recipes:
+                built = construct(recipe, results)
+                answers.append(
+                    ConstructedLatency(
+                        model=model,
+                        system=name,
+                        granularity=int(recipe["granularity"]),
+                        input_shape=[int(side) for side in recipe["input_shape"]],
+                        layers=built.layers,
+                        bricks=built.steps,
+                        unique_bricks=built.unique_bricks,
+                        missing=list(built.missing),
+                        sequential_ms=built.sequential_ms,
+                        critical_path_ms=built.critical_path_ms,
+                        floor_corrected_ms=built.floor_corrected_ms,
+                    )
+                )
+                if len(answers) >= MAX_ANSWERS:
+                    return answers
+    return answers
+
+
+@strawberry.type
+class BrickQueries:
+    @strawberry.field(
+        description="A model's latency constructed from stored brick timings, per system "
+        "(all systems with a floor when `system` is not given) and per recipe (granularity "
+        "and input shape) a bricks evaluation of the model stored."
+    )
+    async def constructed_latency(
+        self,
+        info: strawberry.Info,
+        model: str,
+        system: str | None = None,
+        granularity: int | None = None,
+    ) -> list[ConstructedLatency]:
+        info.context.require_user()
+        return await in_thread(constructed_latencies, info.context.deps, model, system, granularity)

@@ -1,0 +1,114 @@
+"""A DLBricks evaluation on an agent (the stack's side of ``bricks generate/run/construct``).
+
+In the measurement child: cut the evaluation's model into bricks here (a temporary
+suite), read which bricks this system has measured already (the database, any agent's
+and any model's), measure only the others with the same harness as ``bricks run``
+(LoadGen SingleStream, many bricks per run, the empty brick's floor beside them),
+construct the model's latency, and write everything to ``bricks.json`` under the
+attempt's prefix. The aggregator, the only writer of results, stores the new timings,
+the floor and the recipe, and the run with its constructed figures.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from services.bricks.construct import construct
+from services.bricks.generate import generate_suite, list_bricks, load_brick, read_recipe
+from services.bricks.measure import MeasureSettings, Timing, empty_brick, system_key, time_modules
+from services.bricks.models import manifest_model_input
+from services.bricks.options import BrickOptions
+from services.bricks.results import SystemResults
+from services.bricks.store import system_results
+from shared import runtime
+from shared.environment import capture_environment
+from shared.manifest import parse_manifest
+from shared.messages import RunInference
+from shared.run_report import BRICKS_FILE
+from shared.storage import ObjectStore
+
+# Bricks per LoadGen run, as `bricks run` measures them.
+CHUNK = 200
+
+
+def bricks_key(prefix: str) -> str:
+    return f"{prefix}/{BRICKS_FILE}"
+
+
+def measure_bricks(
+    message: RunInference, store: ObjectStore, prefix: str, threads: int
+) -> dict[str, Any]:
+    """Generate, measure what is missing on this system, construct; returns the document
+    written to ``bricks.json`` (the caller holds the host while this runs)."""
+    options = BrickOptions.model_validate(message.bricks)
+    manifest = parse_manifest(message.manifest)
+    model = manifest_model_input(
+        manifest, batch_size=message.batch_size, image_size=options.image_size
+    )
+    settings = MeasureSettings(
+        min_queries=options.queries, min_duration_s=options.min_duration_s, threads=threads
+    )
+    system = system_key(threads)
+    with tempfile.TemporaryDirectory(prefix="benchstack-bricks-") as folder:
+        suite = Path(folder)
+        generated = generate_suite([model], options.granularity, suite)
+        recipe = read_recipe(suite, model.name)
+        with runtime.db() as session:
+            known = system_results(session, system)
+        wanted = list_bricks(suite)
+        missing = [s for s in wanted if s not in known.bricks]
+        measured, floors = _measure(suite, missing, settings)
+    floor = _floor(floors) if floors else known.floor
+    results = SystemResults(system, {**known.bricks, **measured}, floor)
+    construction = construct(recipe, results)
+    return {
+        "kind": "bricks",
+        "system": system,
+        "model": model.name,
+        "options": options.model_dump(mode="json"),
+        "batch_size": message.batch_size,
+        "generated": asdict(generated),
+        "recipe": recipe,
+        "measured": measured,
+        "reused": sorted(s for s in wanted if s in known.bricks),
+        "floor": floor,
+        "constructed": asdict(construction),
+        "measuring_s": sum(t["seconds"] for t in measured.values())
+        + sum(f.seconds for f in floors),
+        "environment": capture_environment(),
+    }
+
+
+def _measure(
+    suite: Path, signatures: list[str], settings: MeasureSettings
+) -> tuple[dict[str, dict[str, Any]], list[Timing]]:
+    """Each brick's timing, with the empty brick in every LoadGen run for its floor."""
+    measured: dict[str, dict[str, Any]] = {}
+    floors: list[Timing] = []
+    chunks = [signatures[i : i + CHUNK] for i in range(0, len(signatures), CHUNK)] or [[]]
+    for chunk in chunks:
+        items = [empty_brick(), *(load_brick(suite, signature) for signature in chunk)]
+        floor, *timings = time_modules(items, settings)
+        floors.append(floor)
+        for signature, timing in zip(chunk, timings, strict=True):
+            measured[signature] = timing.to_dict()
+    return measured, floors
+
+
+def _floor(floors: list[Timing]) -> dict[str, Any]:
+    return {
+        "median_ms": float(statistics.median(f.median_ms for f in floors)),
+        "runs": len(floors),
+        "queries": sum(f.queries for f in floors),
+    }
+
+
+def store_bricks(store: ObjectStore, prefix: str, document: dict[str, Any]) -> dict[str, str]:
+    key = bricks_key(prefix)
+    store.put_bytes(key, json.dumps({**document, "log_keys": {"bricks": key}}).encode())
+    return {"bricks": key}
