@@ -175,7 +175,9 @@ def _refuse_unsupported_attributes(graph: onnx.GraphProto, name: str) -> None:
 
 def _fix_batch(graph: onnx.GraphProto, graph_inputs: list[str], batch_size: int, name: str) -> None:
     """Dimension 0 of every graph input becomes ``batch_size`` where it is symbolic; any
-    other symbolic dimension is refused, since a brick needs static shapes."""
+    other symbolic dimension is refused, since a brick needs static shapes. A fixed first
+    dimension is the batch only on the first input (others may hold anything there):
+    there, a batch other than the one asked for is refused rather than silently kept."""
     for value in graph.input:
         if value.name not in graph_inputs:
             continue
@@ -190,7 +192,7 @@ def _fix_batch(graph: onnx.GraphProto, graph_inputs: list[str], batch_size: int,
         if not first.HasField("dim_value"):
             first.Clear()
             first.dim_value = batch_size
-        elif first.dim_value != batch_size:
+        elif first.dim_value != batch_size and value.name == graph_inputs[0]:
             raise ParseError(
                 f"batch-size: {batch_size}, but {name} fixes input {value.name!r} to batch "
                 f"{first.dim_value}; accepted: {first.dim_value}, or a model whose batch "
