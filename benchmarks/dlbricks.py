@@ -31,7 +31,7 @@ from services.bricks.measure import MeasureSettings, Timing, system_key, time_mo
 from services.bricks.models import model_input
 from services.bricks.parse import ParseError
 from services.bricks.results import SystemResults, read_results
-from services.bricks.run import run_suite
+from services.bricks.run import run_framework
 from shared.catalogue import list_catalogue
 
 
@@ -89,7 +89,7 @@ def report_granularity(
         except (ParseError, BrickError) as exc:
             print(f"  H={granularity}: {model.name} left out: {exc}")
     generation_s = time.perf_counter() - start
-    run = run_suite(suite, settings)
+    run = run_framework(suite, settings, "torch")  # the catalogue's models are torch
     results = read_results(suite, run.system)
     recipes = {m.name: read_recipe(suite, m.name) for m in usable}
     layers = sum(r["layers"] for r in recipes.values())

@@ -3,7 +3,8 @@ sequence exported once as a runnable brick, and each model's recipe kept apart.
 
 A suite folder holds two things with different owners::
 
-    bricks/<signature>.pt2    the brick (torch.export, random weights, neutral names)
+    bricks/<signature>.pt2    a torch brick (torch.export, random weights, neutral names)
+    bricks/<signature>.onnx   an ONNX brick (a standalone graph, same rules; extract_onnx)
     bricks/<signature>.json   what it computes: layer types, shapes, settings
     recipes/<model>.json      which bricks make the model, in order, and what each reads
 
@@ -17,9 +18,10 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -27,6 +29,9 @@ from torch import nn
 from services.bricks.extract import brick_inputs, brick_module
 from services.bricks.parse import ParsedModel, parse_model
 from services.bricks.signature import LayerSequence, check_granularity, cut_sequences
+
+if TYPE_CHECKING:
+    from services.bricks.parse_onnx import ParsedOnnxModel
 
 MAX_BATCH_SIZE = 256
 MAX_MODELS = 200
@@ -41,6 +46,21 @@ class ModelInput:
     name: str
     module: nn.Module
     example: torch.Tensor
+
+
+@dataclass(frozen=True)
+class OnnxModelInput:
+    """An ONNX model to cut: its name in recipes, the file (or an onnx.ModelProto) and the
+    batch its symbolic batch dimension is fixed to."""
+
+    name: str
+    source: Path | Any
+    batch_size: int = 1
+
+
+# Each framework's brick files; the same signature never names bricks of two frameworks
+# (an ONNX description says "framework": "onnx", a torch one does not).
+BRICK_SUFFIXES = {"torch": ".pt2", "onnx": ".onnx"}
 
 
 @dataclass(frozen=True)
@@ -75,7 +95,10 @@ def recipe_path(suite: Path, model_name: str) -> Path:
 
 
 def recipe_of(
-    parsed: ParsedModel, sequences: list[LayerSequence], granularity: int
+    parsed: ParsedModel | ParsedOnnxModel,
+    sequences: list[LayerSequence],
+    granularity: int,
+    framework: str = "torch",
 ) -> dict[str, Any]:
     """The model as bricks: each sequence's signature and the sequences it reads from."""
     sequence_of_layer = {i: k for k, s in enumerate(sequences) for i in s.layers}
@@ -92,14 +115,17 @@ def recipe_of(
         steps.append({"signature": sequence.signature, "reads": reads})
     return {
         "model": parsed.name,
-        "input_shape": list(parsed.example.shape),
+        "framework": framework,
+        "input_shape": parsed.input_shape,
         "granularity": granularity,
         "layers": len(parsed.layers),
         "steps": steps,
     }
 
 
-def generate_suite(models: list[ModelInput], granularity: int, suite: Path) -> GenerateReport:
+def generate_suite(
+    models: Sequence[ModelInput | OnnxModelInput], granularity: int, suite: Path
+) -> GenerateReport:
     check_granularity(granularity)
     if not 1 <= len(models) <= MAX_MODELS:
         raise ValueError(f"models: {len(models)} given; accepted: 1..{MAX_MODELS} per call")
@@ -108,26 +134,55 @@ def generate_suite(models: list[ModelInput], granularity: int, suite: Path) -> G
     layers = sequences_total = new = 0
     unique: set[str] = set()
     for model in models:
-        parsed = parse_model(model.module, model.example, model.name)
-        sequences = cut_sequences(parsed, granularity)
+        framework, parsed, sequences, write = _cut(model, granularity)
         layers += len(parsed.layers)
         sequences_total += len(sequences)
         for sequence in sequences:
             if sequence.signature in unique:
                 continue
             unique.add(sequence.signature)
-            if (folder / f"{sequence.signature}.pt2").exists():
+            if (folder / f"{sequence.signature}{BRICK_SUFFIXES[framework]}").exists():
                 continue
-            _write_brick(parsed, sequence, folder)
+            write(sequence, folder)
             new += 1
         path = recipe_path(suite, model.name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(recipe_of(parsed, sequences, granularity), indent=1))
+        recipe = recipe_of(parsed, sequences, granularity, framework)
+        path.write_text(json.dumps(recipe, indent=1))
     return GenerateReport(len(models), layers, sequences_total, len(unique), new)
 
 
+Writer = Callable[[LayerSequence, Path], None]
+
+
+def _cut(
+    model: ModelInput | OnnxModelInput, granularity: int
+) -> tuple[str, ParsedModel | ParsedOnnxModel, list[LayerSequence], Writer]:
+    """The model's framework, parse, sequences, and how to write one of its bricks."""
+    if isinstance(model, OnnxModelInput):
+        # Imported here: a torch-only suite never loads onnx.
+        from services.bricks.generate_onnx import write_onnx_brick
+        from services.bricks.parse_onnx import parse_onnx
+        from services.bricks.signature_onnx import cut_onnx_sequences
+
+        onnx_parsed = parse_onnx(model.source, model.name, batch_size=model.batch_size)
+        return (
+            "onnx",
+            onnx_parsed,
+            cut_onnx_sequences(onnx_parsed, granularity),
+            lambda sequence, folder: write_onnx_brick(onnx_parsed, sequence, folder),
+        )
+    parsed = parse_model(model.module, model.example, model.name)
+    return (
+        "torch",
+        parsed,
+        cut_sequences(parsed, granularity),
+        lambda sequence, folder: _write_brick(parsed, sequence, folder),
+    )
+
+
 class BrickError(ValueError):
-    """A sequence that cannot become a brick (torch.export refuses it)."""
+    """A sequence that cannot become a brick (torch.export or onnx's checker refuses it)."""
 
 
 def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> None:
@@ -151,16 +206,32 @@ def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> 
     partial.replace(folder / f"{sequence.signature}.pt2")
 
 
-def load_brick(suite: Path, signature: str) -> tuple[nn.Module, tuple[Any, ...]]:
-    """A brick's module and inputs of its recorded shapes."""
+def load_brick(
+    suite: Path, signature: str, threads: int = 0
+) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """A brick's callable (a torch module, or an onnxruntime session with ``threads``
+    intra-op threads for an ONNX brick) and inputs of its recorded shapes."""
     folder = bricks_dir(suite)
     description = json.loads((folder / f"{signature}.json").read_text())
+    if description.get("framework") == "onnx":
+        from services.bricks.measure_onnx import OnnxCallable, onnx_inputs
+
+        return OnnxCallable(folder / f"{signature}.onnx", threads), onnx_inputs(description)
     module = torch.export.load(folder / f"{signature}.pt2").module()
     return module, brick_inputs(description)
 
 
-def list_bricks(suite: Path) -> list[str]:
-    return sorted(p.stem for p in bricks_dir(suite).glob("*.pt2"))
+def list_bricks(suite: Path, framework: str | None = None) -> list[str]:
+    """The suite's brick signatures: one framework's, or every framework's."""
+    frameworks = [framework] if framework else list(BRICK_SUFFIXES)
+    return sorted(
+        p.stem for name in frameworks for p in bricks_dir(suite).glob(f"*{BRICK_SUFFIXES[name]}")
+    )
+
+
+def frameworks_in(suite: Path) -> list[str]:
+    """The frameworks the suite holds bricks of, in BRICK_SUFFIXES order."""
+    return [name for name in BRICK_SUFFIXES if list_bricks(suite, name)]
 
 
 def read_recipe(suite: Path, model_name: str) -> dict[str, Any]:

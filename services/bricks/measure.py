@@ -13,7 +13,7 @@ import platform
 import re
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -67,16 +67,23 @@ class MeasureSettings:
             )
 
 
+# What a query calls: a torch module, or any callable with the same contract (an ONNX
+# brick's onnxruntime session, measure_onnx.OnnxCallable), with the inputs it is called on.
+Item = tuple[Callable[..., Any], tuple[Any, ...]]
+FRAMEWORKS = ("torch", "onnx")
+
+
 class ModulesBackend(Backend):
-    """Torch modules with their fixed inputs, as one SUT backend: a sample's value says
-    which module a query runs, and each measured call's module is noted in order.
+    """Torch modules (or other callables) with their fixed inputs, as one SUT backend: a
+    sample's value says which module a query runs, and each measured call's module is
+    noted in order.
 
     SingleStream at batch 1 on a synchronous backend runs one query at a time, so the k-th
     call noted after ``start_measurement`` is the k-th latency the SUT recorded."""
 
     name = "bricks"
 
-    def __init__(self, items: Sequence[tuple[nn.Module, tuple[Any, ...]]]) -> None:
+    def __init__(self, items: Sequence[Item]) -> None:
         super().__init__()
         self.items = list(items)
         self.measuring = False
@@ -114,20 +121,31 @@ def empty_brick() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return torch.export.export(_Empty(), example).module(), example
 
 
-def system_key(threads: int) -> str:
-    """Which system a figure belongs to: host, framework version, device and threads."""
-    used = threads or torch.get_num_threads()
-    text = f"{platform.node()}-torch{torch.__version__}-cpu-t{used}"
+def system_key(threads: int, framework: str = "torch") -> str:
+    """Which system a figure belongs to: host, framework and its version, device and
+    threads. The framework is part of the key, so each framework's bricks keep their own
+    results file and their own floor (an ONNX brick's floor is an empty onnxruntime call).
+    onnxruntime's default thread count is not readable before a session exists: 0 threads
+    is keyed as ``tdefault``."""
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"framework: {framework!r}; accepted: {', '.join(FRAMEWORKS)}")
+    if framework == "onnx":
+        from services.bricks.measure_onnx import onnxruntime_version
+
+        text = f"{platform.node()}-onnxruntime{onnxruntime_version()}-cpu-t{threads or 'default'}"
+    else:
+        used = threads or torch.get_num_threads()
+        text = f"{platform.node()}-torch{torch.__version__}-cpu-t{used}"
     return re.sub(r"[^A-Za-z0-9._-]", "_", text)
 
 
-def time_module(module: nn.Module, inputs: tuple[Any, ...], settings: MeasureSettings) -> Timing:
+def time_module(
+    module: Callable[..., Any], inputs: tuple[Any, ...], settings: MeasureSettings
+) -> Timing:
     return time_modules([(module, inputs)], settings)[0]
 
 
-def time_modules(
-    items: Sequence[tuple[nn.Module, tuple[Any, ...]]], settings: MeasureSettings
-) -> list[Timing]:
+def time_modules(items: Sequence[Item], settings: MeasureSettings) -> list[Timing]:
     """Each module's latency from LoadGen SingleStream runs over all of them at once:
     LoadGen picks a module per query at random, so drift on the machine reaches every
     module alike, and a run's set-up (tens of ms) is paid once, not once per brick.

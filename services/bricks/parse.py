@@ -67,6 +67,11 @@ class ParsedModel:
     values: dict[str, Any] = field(repr=False, default_factory=dict)
     layer_of_node: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def input_shape(self) -> list[int]:
+        """The example's shape (batch included), as a recipe records it."""
+        return list(self.example.shape)
+
 
 class _Recorder(fx.Interpreter):
     """Runs the trace and keeps every node's value."""

@@ -1,4 +1,8 @@
-"""Run a suite's bricks on this system, skipping the ones it has measured already."""
+"""Run a suite's bricks on this system, skipping the ones it has measured already.
+
+Each framework's bricks are measured apart, under their own system key (measure.system_key)
+and with their own empty brick for the floor: a torch brick's floor is an exported
+module's call, an ONNX brick's an onnxruntime session's."""
 
 from __future__ import annotations
 
@@ -6,8 +10,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.bricks.generate import list_bricks, load_brick
+from services.bricks.generate import frameworks_in, list_bricks, load_brick
 from services.bricks.measure import (
+    Item,
     MeasureSettings,
     Timing,
     empty_brick,
@@ -30,11 +35,17 @@ class RunReport:
     seconds: float  # spent measuring now
 
 
-def run_suite(suite: Path, settings: MeasureSettings) -> RunReport:
-    """Measure each brick of the suite that this system has no figure for."""
-    system = system_key(settings.threads)
+def run_suite(suite: Path, settings: MeasureSettings) -> list[RunReport]:
+    """Measure each brick of the suite that this system has no figure for: one report per
+    framework the suite holds bricks of (torch alone, for its floor, in an empty suite)."""
+    return [run_framework(suite, settings, f) for f in frameworks_in(suite) or ["torch"]]
+
+
+def run_framework(suite: Path, settings: MeasureSettings, framework: str) -> RunReport:
+    """Measure one framework's bricks that this system has no figure for."""
+    system = system_key(settings.threads, framework)
     results = read_results(suite, system)
-    wanted = list_bricks(suite)
+    wanted = list_bricks(suite, framework)
     missing = [s for s in wanted if s not in results.bricks]
     seconds = 0.0
     chunks = [missing[i : i + CHUNK] for i in range(0, len(missing), CHUNK)]
@@ -45,7 +56,10 @@ def run_suite(suite: Path, settings: MeasureSettings) -> RunReport:
         # The empty brick rides along in every run: its floor is measured under the same
         # conditions as the bricks it is subtracted from, and the system's floor is the
         # median over this call's runs: one run's figure is multiplied by hundreds of bricks.
-        items = [empty_brick(), *(load_brick(suite, signature) for signature in chunk)]
+        items = [
+            _empty_brick(framework, settings.threads),
+            *(load_brick(suite, signature, settings.threads) for signature in chunk),
+        ]
         floor, *timings = time_modules(items, settings)
         floors.append(floor)
         results.floor = _median_floor(floors)
@@ -54,6 +68,14 @@ def run_suite(suite: Path, settings: MeasureSettings) -> RunReport:
         seconds += floor.seconds + sum(t.seconds for t in timings)
         write_results(suite, results)  # each chunk kept as soon as it is measured
     return RunReport(system, len(wanted), len(missing), len(wanted) - len(missing), seconds)
+
+
+def _empty_brick(framework: str, threads: int) -> Item:
+    if framework == "onnx":
+        from services.bricks.measure_onnx import empty_onnx_brick
+
+        return empty_onnx_brick(threads)
+    return empty_brick()
 
 
 def _median_floor(floors: list[Timing]) -> dict[str, float | int]:

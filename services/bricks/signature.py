@@ -36,10 +36,17 @@ def check_granularity(granularity: int) -> None:
 
 def cut_sequences(parsed: ParsedModel, granularity: int) -> list[LayerSequence]:
     """Non-overlapping sequences of at most ``granularity`` layers, in topological order."""
-    check_granularity(granularity)
-    count = len(parsed.layers)
     return [
-        sequence_of(parsed, tuple(range(start, min(start + granularity, count))))
+        sequence_of(parsed, indices) for indices in cut_indices(len(parsed.layers), granularity)
+    ]
+
+
+def cut_indices(count: int, granularity: int) -> list[tuple[int, ...]]:
+    """``count`` layers in consecutive runs of at most ``granularity``, in order: the cut
+    every framework's layers get."""
+    check_granularity(granularity)
+    return [
+        tuple(range(start, min(start + granularity, count)))
         for start in range(0, count, granularity)
     ]
 

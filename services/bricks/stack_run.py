@@ -20,7 +20,14 @@ from typing import Any
 
 from services.bricks.construct import construct
 from services.bricks.generate import generate_suite, list_bricks, load_brick, read_recipe
-from services.bricks.measure import MeasureSettings, Timing, empty_brick, system_key, time_modules
+from services.bricks.measure import (
+    Item,
+    MeasureSettings,
+    Timing,
+    empty_brick,
+    system_key,
+    time_modules,
+)
 from services.bricks.models import manifest_model_input
 from services.bricks.options import BrickOptions
 from services.bricks.results import SystemResults
@@ -92,7 +99,7 @@ def _measure(
     floors: list[Timing] = []
     chunks = [signatures[i : i + CHUNK] for i in range(0, len(signatures), CHUNK)] or [[]]
     for chunk in chunks:
-        items = [empty_brick(), *(load_brick(suite, signature) for signature in chunk)]
+        items: list[Item] = [empty_brick(), *(load_brick(suite, s) for s in chunk)]
         floor, *timings = time_modules(items, settings)
         floors.append(floor)
         for signature, timing in zip(chunk, timings, strict=True):

@@ -23,13 +23,17 @@ IMAGE = typer.Option(
 )
 QUERIES = typer.Option(50, "--queries", help="LoadGen SingleStream min query count per brick.")
 DURATION = typer.Option(0.05, "--min-duration", help="LoadGen min duration per brick, seconds.")
-THREADS = typer.Option(0, "--threads", help="torch intra-op threads; 0: torch's default.")
+THREADS = typer.Option(
+    0, "--threads", help="torch / onnxruntime intra-op threads; 0: the framework's default."
+)
 
 
 @app.command("generate")
 def generate(
     models: list[str] = typer.Argument(
-        ..., help="Catalogue names, manifest files or architectures (torchvision:resnet34)."
+        ...,
+        help="Catalogue names, manifest files, architectures (torchvision:resnet34) or "
+        "ONNX files (model.onnx; its symbolic batch dimension set by --batch-size).",
     ),
     granularity: int = typer.Option(1, "--granularity", "-H", help="Layers per brick (1..64)."),
     suite: Path = SUITE,
@@ -39,9 +43,9 @@ def generate(
     """Cut MODELS into sequences of at most H layers and write each unique one as a brick."""
     with user_errors():
         from services.bricks.generate import generate_suite
-        from services.bricks.models import model_input
+        from services.bricks.models import model_source
 
-        inputs = [model_input(m, batch_size=batch_size, image_size=image_size) for m in models]
+        inputs = [model_source(m, batch_size=batch_size, image_size=image_size) for m in models]
         report = generate_suite(inputs, granularity, suite)
     console = Console()
     share = report.unique / report.sequences if report.sequences else 0.0
@@ -71,12 +75,13 @@ def run(
         from services.bricks.run import run_suite
 
         settings = MeasureSettings(queries, min_duration, threads)
-        report = run_suite(suite, settings)
-    Console().print(
-        f"{report.system}: {report.bricks} brick(s); measured now {report.measured_now} "
-        f"in {report.seconds:.1f} s, already measured {report.reused}",
-        soft_wrap=True,
-    )
+        reports = run_suite(suite, settings)
+    for report in reports:  # one per framework: each has its own system key and floor
+        Console().print(
+            f"{report.system}: {report.bricks} brick(s); measured now {report.measured_now} "
+            f"in {report.seconds:.1f} s, already measured {report.reused}",
+            soft_wrap=True,
+        )
 
 
 @app.command("construct")
@@ -98,13 +103,13 @@ def construct(
         from services.bricks.measure import MeasureSettings
 
         settings = MeasureSettings(queries, min_duration, threads)
-        results, built = _construct_all(models, suite, threads)
+        systems, built = _construct_all(models, suite, threads)
         measured = {}
         if measure:
             for spec, construction in zip(models, built, strict=True):
                 if not construction.missing:
                     measured[construction.model] = _measure(spec, batch_size, image_size, settings)
-    _print_constructions(built, measured, results.system, suite)
+    _print_constructions(built, measured, ", ".join(systems), suite)
 
 
 @app.command("calibrate")
@@ -127,7 +132,13 @@ def calibrate(
         from services.bricks.results import write_results
 
         settings = MeasureSettings(queries, min_duration, threads)
-        results, built = _construct_all(models, suite, threads)
+        systems, built = _construct_all(models, suite, threads)
+        if len(systems) != 1:
+            raise ValueError(
+                f"models: {', '.join(models)} are measured on {len(systems)} systems "
+                f"({', '.join(systems)}); accepted: models of one framework per calibration"
+            )
+        (results,) = systems.values()
         unready = [c.model for c in built if c.missing]
         if unready:
             raise ValueError(
@@ -144,25 +155,36 @@ def calibrate(
     )
 
 
-def _construct_all(models: list[str], suite: Path, threads: int) -> tuple[Any, list[Any]]:
-    """This system's brick timings, and each model's construction from its recipe."""
+def _construct_all(
+    models: list[str], suite: Path, threads: int
+) -> tuple[dict[str, Any], list[Any]]:
+    """This system's brick timings for each framework the models' recipes use (by system
+    key), and each model's construction from its recipe."""
     from services.bricks.construct import construct
     from services.bricks.generate import read_recipe
     from services.bricks.measure import system_key
     from services.bricks.models import recipe_name
     from services.bricks.results import read_results
 
-    results = read_results(suite, system_key(threads))
-    return results, [construct(read_recipe(suite, recipe_name(m)), results) for m in models]
+    systems: dict[str, Any] = {}
+    built = []
+    for model in models:
+        recipe = read_recipe(suite, recipe_name(model))
+        system = system_key(threads, recipe.get("framework", "torch"))
+        results = systems.setdefault(system, read_results(suite, system))
+        built.append(construct(recipe, results))
+    return systems, built
 
 
 def _measure(spec: str, batch_size: int, image_size: int | None, settings: Any) -> float:
-    """The model's own median latency, end to end through the bricks' harness."""
+    """The model's own median latency, end to end through the bricks' harness (an ONNX
+    model through an onnxruntime session, as its bricks)."""
     from services.bricks.measure import time_module
-    from services.bricks.models import model_input
+    from services.bricks.models import measurable, model_source
 
-    model = model_input(spec, batch_size=batch_size, image_size=image_size)
-    return time_module(model.module.eval(), (model.example,), settings).median_ms
+    model = model_source(spec, batch_size=batch_size, image_size=image_size)
+    module, inputs = measurable(model, settings.threads)
+    return time_module(module, inputs, settings).median_ms
 
 
 LEGEND = (

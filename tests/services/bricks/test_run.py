@@ -20,17 +20,17 @@ QUICK = MeasureSettings(min_queries=5, min_duration_s=0.01, threads=1)
 def test_each_brick_is_measured_once_per_system(tmp_path: Path) -> None:
     generate_suite([model_input(TINY)], 1, tmp_path)
     bricks = list_bricks(tmp_path)
-    first = run_suite(tmp_path, QUICK)
+    (first,) = run_suite(tmp_path, QUICK)  # torch bricks only: one report
     assert (first.measured_now, first.reused) == (len(bricks), 0)
     results = read_results(tmp_path, system_key(1))
     assert set(results.bricks) == set(bricks)
     # Each brick asked at least half of min_queries times (LoadGen draws at random).
     assert all(t["queries"] >= 2 and t["median_ms"] > 0 for t in results.bricks.values())
     assert results.floor is not None and results.floor["median_ms"] > 0
-    again = run_suite(tmp_path, QUICK)
+    (again,) = run_suite(tmp_path, QUICK)
     assert (again.measured_now, again.reused) == (0, len(bricks))
     # Another system (here: another thread count) has no figures yet.
-    other = run_suite(tmp_path, MeasureSettings(5, 0.01, threads=2))
+    (other,) = run_suite(tmp_path, MeasureSettings(5, 0.01, threads=2))
     assert other.system != first.system and other.measured_now == len(bricks)
 
 

@@ -42,3 +42,28 @@ def test_bad_options_name_the_option(tmp_path: Path) -> None:
     assert "granularity: 0 is not accepted; accepted: 1..64" in result.stderr
     missing = piped(tmp_path, "bricks", "construct", "resnet18", "--suite", str(tmp_path))
     assert missing.returncode != 0 and "no recipe for 'resnet18'" in missing.stderr
+
+
+def test_an_onnx_file_generates_runs_and_constructs(tmp_path: Path) -> None:
+    import onnx
+
+    from tests.services.bricks.onnx_models import branchy_model
+
+    model = tmp_path / "branchy.onnx"
+    onnx.save(branchy_model(), str(model))
+    suite = str(tmp_path / "suite")
+    generated = piped(
+        tmp_path, "bricks", "generate", str(model), "--granularity", "2", "--output", suite
+    )
+    assert generated.returncode == 0, generated.stderr
+    assert "7 layers, 4 sequences" in generated.stdout
+    ran = piped(tmp_path, "bricks", "run", suite, *FAST)
+    assert ran.returncode == 0, ran.stderr
+    assert "onnxruntime" in ran.stdout and "measured now 4" in ran.stdout
+    built = piped(tmp_path, "bricks", "construct", str(model), "--suite", suite, "--measure", *FAST)
+    assert built.returncode == 0, built.stderr
+    assert "no new brick ran" in built.stdout and "Constructed / measured" in built.stdout
+    sized = piped(
+        tmp_path, "bricks", "generate", str(model), "--image-size", "64", "--suite", suite
+    )
+    assert sized.returncode != 0 and "image-size: 64 is not accepted" in sized.stderr
