@@ -7,6 +7,7 @@ module's call, an ONNX brick's an onnxruntime session's."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,26 +49,41 @@ def run_framework(suite: Path, settings: MeasureSettings, framework: str) -> Run
     wanted = list_bricks(suite, framework)
     missing = [s for s in wanted if s not in results.bricks]
     seconds = 0.0
-    chunks = [missing[i : i + CHUNK] for i in range(0, len(missing), CHUNK)]
-    if not chunks and results.floor is None:
-        chunks = [[]]  # the floor alone
     floors: list[Timing] = []
+    for floor, timings in measure_chunks(
+        suite, missing, settings, framework, floor_alone=results.floor is None
+    ):
+        floors.append(floor)
+        results.floor = median_floor(floors)
+        for signature, timing in timings.items():
+            results.bricks[signature] = timing.to_dict()
+        seconds += floor.seconds + sum(t.seconds for t in timings.values())
+        write_results(suite, results)  # each chunk kept as soon as it is measured
+    return RunReport(system, len(wanted), len(missing), len(wanted) - len(missing), seconds)
+
+
+def measure_chunks(
+    suite: Path,
+    signatures: list[str],
+    settings: MeasureSettings,
+    framework: str,
+    *,
+    floor_alone: bool,
+) -> Iterator[tuple[Timing, dict[str, Timing]]]:
+    """The bricks ``signatures`` measured ``CHUNK`` per LoadGen run: each run's floor and
+    its bricks' timings, run by run. With nothing to measure, one run of the empty brick
+    alone when ``floor_alone``. The empty brick rides along in every run: its floor is
+    measured under the same conditions as the bricks it is subtracted from."""
+    chunks = [signatures[i : i + CHUNK] for i in range(0, len(signatures), CHUNK)]
+    if not chunks and floor_alone:
+        chunks = [[]]
     for chunk in chunks:
-        # The empty brick rides along in every run: its floor is measured under the same
-        # conditions as the bricks it is subtracted from, and the system's floor is the
-        # median over this call's runs: one run's figure is multiplied by hundreds of bricks.
         items = [
             _empty_brick(framework, settings.threads),
             *(load_brick(suite, signature, settings.threads) for signature in chunk),
         ]
         floor, *timings = time_modules(items, settings)
-        floors.append(floor)
-        results.floor = _median_floor(floors)
-        for signature, timing in zip(chunk, timings, strict=True):
-            results.bricks[signature] = timing.to_dict()
-        seconds += floor.seconds + sum(t.seconds for t in timings)
-        write_results(suite, results)  # each chunk kept as soon as it is measured
-    return RunReport(system, len(wanted), len(missing), len(wanted) - len(missing), seconds)
+        yield floor, dict(zip(chunk, timings, strict=True))
 
 
 def _empty_brick(framework: str, threads: int) -> Item:
@@ -78,7 +94,9 @@ def _empty_brick(framework: str, threads: int) -> Item:
     return empty_brick()
 
 
-def _median_floor(floors: list[Timing]) -> dict[str, float | int]:
+def median_floor(floors: list[Timing]) -> dict[str, float | int]:
+    """The system's floor: the median over runs, since one run's figure is multiplied by
+    hundreds of bricks."""
     return {
         "median_ms": float(statistics.median(f.median_ms for f in floors)),
         "runs": len(floors),

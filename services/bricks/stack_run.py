@@ -12,25 +12,18 @@ the floor and the recipe, and the run with its constructed figures.
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from services.bricks.construct import construct
-from services.bricks.generate import generate_suite, list_bricks, load_brick, read_recipe
-from services.bricks.measure import (
-    Item,
-    MeasureSettings,
-    Timing,
-    empty_brick,
-    system_key,
-    time_modules,
-)
+from services.bricks.generate import generate_suite, list_bricks, read_recipe
+from services.bricks.measure import MeasureSettings, Timing, system_key
 from services.bricks.models import manifest_model_input
 from services.bricks.options import BrickOptions
 from services.bricks.results import SystemResults
+from services.bricks.run import measure_chunks, median_floor
 from services.bricks.store import system_results
 from shared import runtime
 from shared.environment import capture_environment
@@ -38,9 +31,6 @@ from shared.manifest import parse_manifest
 from shared.messages import RunInference
 from shared.run_report import BRICKS_FILE
 from shared.storage import ObjectStore
-
-# Bricks per LoadGen run, as `bricks run` measures them.
-CHUNK = 200
 
 
 def bricks_key(prefix: str) -> str:
@@ -69,8 +59,15 @@ def measure_bricks(
             known = system_results(session, system)
         wanted = list_bricks(suite)
         missing = [s for s in wanted if s not in known.bricks]
-        measured, floors = _measure(suite, missing, settings)
-    floor = _floor(floors) if floors else known.floor
+        measured: dict[str, dict[str, Any]] = {}
+        floors: list[Timing] = []
+        # The floor is measured every run, beside whatever bricks are missing.
+        for floor_now, timings in measure_chunks(
+            suite, missing, settings, "torch", floor_alone=True
+        ):
+            floors.append(floor_now)
+            measured.update({s: t.to_dict() for s, t in timings.items()})
+    floor = median_floor(floors)
     results = SystemResults(system, {**known.bricks, **measured}, floor)
     construction = construct(recipe, results)
     return {
@@ -88,30 +85,6 @@ def measure_bricks(
         "measuring_s": sum(t["seconds"] for t in measured.values())
         + sum(f.seconds for f in floors),
         "environment": capture_environment(),
-    }
-
-
-def _measure(
-    suite: Path, signatures: list[str], settings: MeasureSettings
-) -> tuple[dict[str, dict[str, Any]], list[Timing]]:
-    """Each brick's timing, with the empty brick in every LoadGen run for its floor."""
-    measured: dict[str, dict[str, Any]] = {}
-    floors: list[Timing] = []
-    chunks = [signatures[i : i + CHUNK] for i in range(0, len(signatures), CHUNK)] or [[]]
-    for chunk in chunks:
-        items: list[Item] = [empty_brick(), *(load_brick(suite, s) for s in chunk)]
-        floor, *timings = time_modules(items, settings)
-        floors.append(floor)
-        for signature, timing in zip(chunk, timings, strict=True):
-            measured[signature] = timing.to_dict()
-    return measured, floors
-
-
-def _floor(floors: list[Timing]) -> dict[str, Any]:
-    return {
-        "median_ms": float(statistics.median(f.median_ms for f in floors)),
-        "runs": len(floors),
-        "queries": sum(f.queries for f in floors),
     }
 
 

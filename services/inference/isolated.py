@@ -79,6 +79,20 @@ def _child_main(
     global _PARENT
     _PARENT = conn
     _die_with_parent(worker)
+    try:
+        _serve(conn, target, args, environment, cwd)
+    finally:
+        conn.close()
+
+
+def _serve(
+    conn: Connection,
+    target: Callable[..., Any],
+    args: tuple[Any, ...],
+    environment: dict[str, str],
+    cwd: str,
+) -> None:  # pragma: no cover - runs in the child
+    """Run one request under the worker's environment and directory; send its answer."""
     os.environ.clear()
     os.environ.update(environment)
     os.chdir(cwd)
@@ -86,8 +100,6 @@ def _child_main(
         conn.send(("ok", target(*args)))
     except BaseException as exc:
         conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
-    finally:
-        conn.close()
 
 
 def _die_with_parent(worker: int) -> None:  # pragma: no cover - runs in the child
@@ -342,10 +354,4 @@ def _resident_main(conn: Connection, worker: int) -> None:  # pragma: no cover -
             target, args, environment, cwd = conn.recv()
         except (EOFError, OSError):
             return
-        os.environ.clear()
-        os.environ.update(environment)
-        os.chdir(cwd)
-        try:
-            conn.send(("ok", target(*args)))
-        except BaseException as exc:
-            conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
+        _serve(conn, target, args, environment, cwd)
