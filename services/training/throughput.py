@@ -23,6 +23,8 @@ class TrainingSettings:
     data: str
     threads: int
     device: str
+    # Recorded in every report; the default keeps torch-only callers (scaling) as they were.
+    framework: str = "torch"
 
 
 @dataclass(frozen=True)
