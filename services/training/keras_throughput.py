@@ -147,10 +147,12 @@ def train_here(settings: TrainingSettings) -> TrainingResult:
 
     try:
         step_seconds, data_seconds = timed_loop(settings.warmup, settings.steps, fetch, train_step)
-    except (tf.errors.NotFoundError, tf.errors.UnimplementedError) as exc:
-        if settings.precision == "fp32":
+    except tf.errors.OpError as exc:
+        # A missing kernel for the reduced-precision dtype reads "No OpKernel was registered"
+        # (InvalidArgumentError in a tf.function) or "Could not find device" (NotFoundError).
+        missing_kernel = "opkernel" in str(exc).lower() or isinstance(exc, tf.errors.NotFoundError)
+        if settings.precision == "fp32" or not missing_kernel:
             raise
-        # No kernel for the reduced-precision dtype on this CPU.
         raise ValueError(
             f"--precision: {settings.precision} is not supported by TensorFlow on this CPU "
             f"({type(exc).__name__}); accepted here: fp32"
