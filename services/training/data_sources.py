@@ -1,5 +1,7 @@
 """Batches for a training step: synthetic tensors or an image folder read through the
-project's own preprocessing (decode, resize, center crop, normalize, NCHW)."""
+project's own preprocessing (decode, resize, center crop, normalize, then NCHW for torch or
+NHWC for Keras). The folder reader and the synthetic maker return numpy arrays; the torch
+sources wrap them as tensors, the Keras path takes them as they are."""
 
 from __future__ import annotations
 
@@ -12,20 +14,25 @@ import numpy as np
 from shared.manifest import Input
 
 BatchSource = Callable[[], tuple[Any, Any]]
+ArrayBatchSource = Callable[[], tuple[np.ndarray, np.ndarray]]
+LAYOUTS = ("NCHW", "NHWC")
 
 
-def image_input(size: int, channels: int) -> Input:
+def image_input(size: int, channels: int, layout: str = "NCHW") -> Input:
     """The preprocessing a training run applies to a folder image (ImageNet-style)."""
     mean, std = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]) if channels == 3 else ([0.5], [0.5])
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout: {layout!r} is not accepted; use one of {', '.join(LAYOUTS)}")
+    shape = [channels, size, size] if layout == "NCHW" else [size, size, channels]
     return Input.model_validate(
         {
-            "shape": [channels, size, size],
+            "shape": shape,
             "steps": [
                 {"decode": {"color_mode": "RGB" if channels == 3 else "L"}},
                 {"resize": {"size": size, "method": "bilinear", "keep_aspect": True}},
                 {"center_crop": {"size": size}},
                 {"normalize": {"mean": mean, "std": std, "scale": 255.0}},
-                {"layout": {"order": "NCHW"}},
+                {"layout": {"order": layout}},
             ],
         }
     )
@@ -46,12 +53,24 @@ def synthetic(
     return next_batch
 
 
-def image_folder(
-    root: Path, batch_size: int, channels: int, size: int, classes: int
-) -> BatchSource:
-    """Cycles through the folder's images; each batch is decoded and preprocessed when asked."""
-    import torch
+def synthetic_arrays(
+    batch_size: int, shape: tuple[int, ...], classes: int, seed: int = 0
+) -> ArrayBatchSource:
+    """Random float32 images of ``shape`` (per sample, in the model's layout) and labels."""
+    generator = np.random.default_rng(seed)
 
+    def next_batch() -> tuple[np.ndarray, np.ndarray]:
+        images = generator.standard_normal((batch_size, *shape), dtype=np.float32)
+        labels = generator.integers(0, classes, (batch_size,), dtype=np.int64)
+        return images, labels
+
+    return next_batch
+
+
+def folder_arrays(
+    root: Path, batch_size: int, channels: int, size: int, classes: int, layout: str = "NCHW"
+) -> ArrayBatchSource:
+    """Cycles through the folder's images; each batch is decoded and preprocessed when asked."""
     from services.preprocess.datasets import DatasetError, scan_folder
     from services.preprocess.pipeline import preprocess_batch
 
@@ -60,10 +79,10 @@ def image_folder(
     samples, _ = scan_folder(root)
     if not samples:
         raise DatasetError(f"--data: {root} holds no images")
-    spec = image_input(size, channels)
+    spec = image_input(size, channels, layout)
     position = 0
 
-    def next_batch() -> tuple[Any, Any]:
+    def next_batch() -> tuple[np.ndarray, np.ndarray]:
         nonlocal position
         chosen = [samples[(position + i) % len(samples)] for i in range(batch_size)]
         position = (position + batch_size) % len(samples)
@@ -71,6 +90,21 @@ def image_folder(
         if array is None or errors:
             raise DatasetError(f"--data: cannot read {errors[0].sample_id if errors else root}")
         labels = np.array([(s.label or 0) % classes for s in kept], dtype=np.int64)
-        return torch.from_numpy(np.ascontiguousarray(array)), torch.from_numpy(labels)
+        return np.ascontiguousarray(array), labels
+
+    return next_batch
+
+
+def image_folder(
+    root: Path, batch_size: int, channels: int, size: int, classes: int
+) -> BatchSource:
+    """Torch tensors (NCHW) from the folder's images, read as ``folder_arrays`` reads them."""
+    import torch
+
+    arrays = folder_arrays(root, batch_size, channels, size, classes, "NCHW")
+
+    def next_batch() -> tuple[Any, Any]:
+        images, labels = arrays()
+        return torch.from_numpy(images), torch.from_numpy(labels)
 
     return next_batch

@@ -10,6 +10,7 @@ BOUNDS: dict[str, tuple[int, int]] = {
 }
 PRECISIONS = ("fp32", "bf16")
 OPTIMIZERS = ("sgd", "adam")
+FRAMEWORKS = ("torch", "tensorflow")
 
 
 def check_bounded(option: str, value: int) -> int:

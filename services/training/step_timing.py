@@ -4,13 +4,21 @@ Definitions (stated here and in the report):
 - images/s of a step = batch size / step seconds; the mean is over measured (post-warm-up) steps.
 - standard error = sample standard deviation of per-step images/s / sqrt(steps).
 - jitter = mean absolute difference between consecutive step times, relative to the mean step time.
+
+``timed_loop`` is the measuring loop every framework shares: a step is timed from fetching
+the batch until the framework says the optimizer step is done.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+Batch = TypeVar("Batch")
 
 
 @dataclass(frozen=True)
@@ -46,3 +54,26 @@ def summarise(
         mean_step_s=mean_step,
         data_share=sum(data_seconds) / sum(step_seconds),
     )
+
+
+def timed_loop(
+    warmup: int,
+    steps: int,
+    fetch: Callable[[], Batch],
+    train_step: Callable[[Batch], None],
+) -> tuple[list[float], list[float]]:
+    """(step seconds, data seconds) of ``steps`` measured steps run after ``warmup`` unmeasured
+    ones. ``fetch`` gets a batch onto the device; ``train_step`` must return only once the
+    optimizer step has finished (a GPU synchronised, a TensorFlow result read back)."""
+    step_seconds: list[float] = []
+    data_seconds: list[float] = []
+    for step in range(warmup + steps):
+        start = time.perf_counter()
+        batch = fetch()
+        loaded = time.perf_counter()
+        train_step(batch)
+        end = time.perf_counter()
+        if step >= warmup:
+            step_seconds.append(end - start)
+            data_seconds.append(loaded - start)
+    return step_seconds, data_seconds

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import resource
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from services.training.data_sources import BatchSource, image_folder, synthetic
-from services.training.step_timing import StepStatistics, summarise
+from services.training.step_timing import StepStatistics, summarise, timed_loop
 
 
 @dataclass(frozen=True)
@@ -24,6 +23,8 @@ class TrainingSettings:
     data: str
     threads: int
     device: str
+    # Recorded in every report; the default keeps torch-only callers (scaling) as they were.
+    framework: str = "torch"
 
 
 @dataclass(frozen=True)
@@ -77,14 +78,14 @@ def timed_steps(
     optimiser = make_optimiser(settings, model)
     loss_fn = nn.CrossEntropyLoss()
     autocast_dtype = torch.bfloat16 if settings.precision == "bf16" else None
-    step_seconds: list[float] = []
-    data_seconds: list[float] = []
-    for step in range(settings.warmup + settings.steps):
-        start = time.perf_counter()
+
+    def fetch() -> tuple[Any, Any]:
         # Synthetic batches are made each step too, so data time is measured alike.
         cpu_images, cpu_labels = next_batch()
-        images, labels = cpu_images.to(device), cpu_labels.to(device)
-        loaded = time.perf_counter()
+        return cpu_images.to(device), cpu_labels.to(device)
+
+    def train_step(batch: tuple[Any, Any]) -> None:
+        images, labels = batch
         optimiser.zero_grad()
         with torch.autocast(
             device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None
@@ -94,11 +95,8 @@ def timed_steps(
         optimiser.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        end = time.perf_counter()
-        if step >= settings.warmup:
-            step_seconds.append(end - start)
-            data_seconds.append(loaded - start)
-    return step_seconds, data_seconds
+
+    return timed_loop(settings.warmup, settings.steps, fetch, train_step)
 
 
 def channels_of(model_name: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -12,7 +13,13 @@ from services.training.throughput import TrainingResult, TrainingSettings
 
 
 def train(
-    model: str = typer.Argument(..., help="torchvision name (e.g. resnet18) or 'digits'."),
+    model: str = typer.Argument(
+        ...,
+        help="torchvision name (e.g. resnet18) or 'digits'. With --framework tensorflow: "
+        "digits, resnet18 (a ResNet-18 built in Keras: keras.applications has none), or "
+        "resnet50, mobilenet_v2, mobilenet_v3_small, densenet121, efficientnet_b0, "
+        "convnext_tiny (keras.applications, weights=None; --image-size 32 or more).",
+    ),
     steps: int = typer.Option(20, "--steps", help="Measured steps (1..100000)."),
     batch_size: int = typer.Option(32, "--batch-size", help="Images per step (1..4096)."),
     warmup: int = typer.Option(3, "--warmup", help="Steps run first and not measured (0..10000)."),
@@ -22,8 +29,18 @@ def train(
         "--data",
         help="synthetic, an image folder, or synthetic,DIR (side by side with the ratio).",
     ),
-    precision: str = typer.Option("fp32", "--precision", help="fp32 or bf16 (autocast)."),
+    precision: str = typer.Option(
+        "fp32",
+        "--precision",
+        help="fp32 or bf16 (torch autocast; Keras mixed precision 'mixed_bfloat16').",
+    ),
     optimizer: str = typer.Option("sgd", "--optimizer", help="sgd or adam."),
+    framework: str = typer.Option(
+        "torch",
+        "--framework",
+        help="torch or tensorflow (Keras, CPU, in a fresh process per run; no --workers, "
+        "--rank or --target-top1: those are torch only).",
+    ),
     target_top1: float | None = typer.Option(
         None, "--target-top1", help="Time to quality (digits only): held-out top-1 in 0..1."
     ),
@@ -32,8 +49,9 @@ def train(
     workers: str | None = typer.Option(
         None,
         "--workers",
-        help="Data-parallel scaling: worker counts, e.g. 1,2,4 (DistributedDataParallel; "
-        "gloo on CPU, NCCL on GPUs); prints speedup and efficiency per count.",
+        help="Data-parallel scaling: worker counts, e.g. 1,2,4 (torch DistributedDataParallel; "
+        "gloo on CPU, NCCL on GPUs; not with --framework tensorflow); prints speedup and "
+        "efficiency per count.",
     ),
     rank: int | None = typer.Option(
         None, "--rank", help="One worker of a multi-node run: this process's rank (0..N-1)."
@@ -46,13 +64,16 @@ def train(
     ),
 ) -> None:
     """Train MODEL for --steps steps and report images/s, data share and peak memory."""
+    with user_errors():
+        from services.training import options
+
+        options.check_choice("--framework", framework, options.FRAMEWORKS)
+        if framework == "tensorflow":
+            _refuse_torch_only_options(target_top1, workers, rank, world_size, rendezvous)
     if target_top1 is not None:
         _time_to_quality(model, target_top1, runs, max_epochs)
         return
     with user_errors():
-        import torch
-
-        from services.training import options
         from services.training.report import write_report
         from services.training.throughput import TrainingSettings, run
         from shared.settings import get_settings
@@ -75,6 +96,11 @@ def train(
             counts = parse_workers(workers)
             if len(sources) != 1:
                 raise ValueError("--workers: give one --data source with it")
+        if framework == "tensorflow":
+            from services.training.keras_models import check_keras_model
+
+            check_keras_model(model)
+        threads, device = _threads_and_device(framework)
         results = []
         for source in sources:
             settings = TrainingSettings(
@@ -86,8 +112,9 @@ def train(
                 image_size=image_size,
                 precision=precision,
                 optimizer=optimizer,
-                threads=torch.get_num_threads(),
-                device="cuda" if torch.cuda.is_available() else "cpu",
+                threads=threads,
+                device=device,
+                framework=framework,
             )
             if workers is not None:
                 _scaling(settings, counts)
@@ -95,7 +122,12 @@ def train(
             if rank is not None or world_size is not None or rendezvous is not None:
                 _one_rank(settings, rank, world_size, rendezvous)
                 return
-            results.append(run(settings))
+            if framework == "tensorflow":
+                from services.training.keras_throughput import run_keras
+
+                results.append(run_keras(settings))
+            else:
+                results.append(run(settings))
     out = Console(highlight=False, soft_wrap=True)
     for result in results:
         _print_result(out, result, write_report(result, get_settings().data_dir))
@@ -105,6 +137,38 @@ def train(
             f"{results[1].settings.data} / {results[0].settings.data}: "
             f"{second / first:.3f} of the images/s"
         )
+
+
+def _refuse_torch_only_options(
+    target_top1: float | None,
+    workers: str | None,
+    rank: int | None,
+    world_size: int | None,
+    rendezvous: str | None,
+) -> None:
+    """What --framework tensorflow does not do (yet): each is a torch implementation."""
+    if workers is not None:
+        raise ValueError(
+            "--workers: data-parallel scaling is torch DistributedDataParallel only; "
+            "leave --workers out with --framework tensorflow, or use --framework torch"
+        )
+    if rank is not None or world_size is not None or rendezvous is not None:
+        raise ValueError(
+            "--rank/--world-size/--rendezvous: multi-node training is torch only; "
+            "use --framework torch"
+        )
+    if target_top1 is not None:
+        raise ValueError("--target-top1: time to quality is torch only; use --framework torch")
+
+
+def _threads_and_device(framework: str) -> tuple[int, str]:
+    """Intra-op threads and device of a run; TensorFlow (tensorflow-cpu) runs on the CPU
+    with a thread per core this process may use."""
+    if framework == "tensorflow":
+        return len(os.sched_getaffinity(0)), "cpu"
+    import torch
+
+    return torch.get_num_threads(), "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _scaling(settings: TrainingSettings, counts: list[int]) -> None:
@@ -199,8 +263,8 @@ def _print_result(out: Console, result: TrainingResult, path: Path) -> None:
     model, precision, optimizer = settings.model, settings.precision, settings.optimizer
     batch_size, warmup, data = settings.batch_size, settings.warmup, settings.data
     out.print(
-        f"{model} {settings.device} {precision} {optimizer} batch {batch_size} "
-        f"threads {settings.threads} data {data}"
+        f"{settings.framework} {model} {settings.device} {precision} {optimizer} "
+        f"batch {batch_size} threads {settings.threads} data {data}"
     )
     out.print(
         f"images/s  {s.mean_images_per_s:.1f} ± {s.standard_error_images_per_s:.1f} "
