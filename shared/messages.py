@@ -58,6 +58,9 @@ class RunInference(Message):
     # A DLBricks evaluation's options (services/bricks/options.BrickOptions as JSON): the
     # worker measures the model brick by brick instead of on shards. None: inference.
     bricks: dict[str, Any] | None = None
+    # A training evaluation's options (services/training/options.TrainingOptions as JSON):
+    # the worker times training steps instead of inference. None: inference.
+    training: dict[str, Any] | None = None
 
 
 class RunCompleted(Message):

@@ -54,6 +54,10 @@ def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
         from services.aggregator.bricks import bricks_metrics
 
         rows += bricks_metrics(report["bricks"])
+    if report.get("kind") == "training":
+        from services.aggregator.training import training_metrics
+
+        rows += training_metrics(report["training"])
     perf = report.get("performance")
     if perf:
         rows.append(("samples_per_second", perf["samples_per_second"], "samples/s"))

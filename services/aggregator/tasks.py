@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from services.aggregator.bricks import load_bricks, save_bricks_run
 from services.aggregator.repository import RunRecord, record_from_report, save_run
+from services.aggregator.training import load_training, save_training_run
 from services.inference.loadgen.config import ScenarioConfig
 from services.inference.measurement import load_measurement
 from shared import queues, runtime
@@ -105,8 +106,8 @@ def run_completed(payload: dict[str, Any]) -> None:
             # Cancelled, failed or already finished: nothing of this run may be stored.
             log.info("run %s: evaluation is %s; not stored", message.run_id, evaluation.state)
             return
-        if "bricks" in message.log_keys:
-            _store_bricks(session, evaluation, message, store)
+        if "bricks" in message.log_keys or "training" in message.log_keys:
+            _store_outcome(session, evaluation, message, store)
             return
         try:
             record = build_record(evaluation, message, store)
@@ -121,16 +122,23 @@ def run_completed(payload: dict[str, Any]) -> None:
         save_run(session, record)
 
 
-def _store_bricks(
+def _store_outcome(
     session: Session, evaluation: Evaluation, message: RunCompleted, store: ObjectStore
 ) -> None:
-    """A DLBricks evaluation: its timings, floor, recipe and run (services/aggregator/bricks.py)."""
+    """A DLBricks or training evaluation (services/aggregator/bricks.py, training.py)."""
+    bricks = "bricks" in message.log_keys
     try:
-        document = load_bricks(store, message.log_keys["bricks"])
+        if bricks:
+            document = load_bricks(store, message.log_keys["bricks"])
+        else:
+            document = load_training(store, message.log_keys["training"])
     except (ObjectNotFound, KeyError, ValueError) as exc:
         evaluation_repo.fail(session, evaluation.id, f"aggregator: {exc}")
         return
     if not evaluation_repo.transition(session, evaluation.id, EvaluationState.SUCCEEDED):
         log.info("run %s: the evaluation left AGGREGATING; not stored", message.run_id)
         return
-    save_bricks_run(session, evaluation, message, document)
+    if bricks:
+        save_bricks_run(session, evaluation, message, document)
+    else:
+        save_training_run(session, evaluation, message, document)

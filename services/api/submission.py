@@ -16,7 +16,7 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from services.api.bounds import (
@@ -49,6 +49,7 @@ from services.scheduler.constraints import (
     requirement,
 )
 from services.scheduler.planner import UnmetConstraint
+from services.training.options import TrainingOptions
 from shared import queues
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
@@ -92,6 +93,8 @@ class SubmitRequest:
     # A DLBricks evaluation's options (services/bricks/options.BrickOptions); None: a
     # LoadGen run on the dataset.
     bricks: dict[str, Any] | None = None
+    # A training evaluation's options (services/training/options.TrainingOptions).
+    training: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -321,21 +324,46 @@ def bricks_options(
     """The DLBricks options as stored (snake_case, bounded), or why they are refused."""
     if request.bricks is None:
         return None
+    return _torch_options(
+        "bricks", request.bricks, BrickOptions, framework, manifest, "torch.export modules"
+    )
+
+
+def training_options(
+    request: SubmitRequest, framework: str, manifest: ModelManifest
+) -> dict[str, Any] | Rejection | None:
+    """The training options as stored (snake_case, bounded), or why they are refused."""
+    if request.training is None:
+        return None
+    return _torch_options(
+        "training", request.training, TrainingOptions, framework, manifest, "torch training"
+    )
+
+
+def _torch_options(
+    name: str,
+    given: dict[str, Any],
+    model: type[BaseModel],
+    framework: str,
+    manifest: ModelManifest,
+    why: str,
+) -> dict[str, Any] | Rejection:
     if framework != "torch" or manifest.source.architecture is None:
         return Rejection(
             "InvalidInput",
-            f"bricks: the model runs on {framework} from "
+            f"{name}: the model runs on {framework} from "
             f"{manifest.source.architecture or 'a model file'}; accepted: torch models built "
-            "from an architecture (the bricks are torch.export modules)",
-            field="bricks",
+            f"from an architecture ({why})",
+            field=name,
         )
     try:
-        options = BrickOptions.model_validate(snake_keys(dict(request.bricks)))
+        options = model.model_validate(snake_keys(dict(given)))
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
-        return Rejection("InvalidInput", f"bricks.{where}: {error['msg']}", field=f"bricks.{where}")
-    return options.model_dump(mode="json")
+        return Rejection("InvalidInput", f"{name}.{where}: {error['msg']}", field=f"{name}.{where}")
+    dumped: dict[str, Any] = options.model_dump(mode="json")
+    return dumped
 
 
 CONSTRAINT_KEYS = ("require", "hostname", "framework_version")
@@ -458,7 +486,17 @@ def submit(
     bricks = bricks_options(request, framework, manifest)
     if isinstance(bricks, Rejection):
         return bricks
-    dataset = "bricks" if bricks is not None else dataset_spec(settings, request.dataset)
+    training = training_options(request, framework, manifest)
+    if isinstance(training, Rejection):
+        return training
+    if bricks is not None and training is not None:
+        return Rejection(
+            "InvalidInput", "training: give bricks or training, not both", field="training"
+        )
+    if bricks is not None or training is not None:
+        dataset: str | Rejection = "bricks" if bricks is not None else "synthetic"
+    else:
+        dataset = dataset_spec(settings, request.dataset)
     if isinstance(dataset, Rejection):
         return dataset
     scenario = scenario_config(request.scenario, request.settings)
@@ -497,6 +535,7 @@ def submit(
             constraints={"require": [*texts, *pin]},
             backend_options=request.backend_options,
             bricks=bricks,
+            training=training,
             group_id=group_id,
         )
         for pin in pins

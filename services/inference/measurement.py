@@ -18,7 +18,13 @@ from services.inference.run import RunOutcome
 from shared.db.evaluations import Evaluation
 from shared.environment import capture_environment
 from shared.messages import RunCompleted
-from shared.run_report import BRICKS_FILE, MEASUREMENT_FILE, Measurement, attempt_prefix
+from shared.run_report import (
+    BRICKS_FILE,
+    MEASUREMENT_FILE,
+    TRAINING_FILE,
+    Measurement,
+    attempt_prefix,
+)
 from shared.storage import ObjectStore
 
 
@@ -115,6 +121,8 @@ def stored_completion(store: ObjectStore, evaluation: Evaluation) -> RunComplete
         _, keys = load_measurement(store, key)
     elif store.exists(bricks := f"{prefix}/{BRICKS_FILE}"):
         keys = {"bricks": bricks}  # a DLBricks evaluation's outcome (bricks/stack_run.py)
+    elif store.exists(training := f"{prefix}/{TRAINING_FILE}"):
+        keys = {"training": training}  # a training evaluation's (training/stack_run.py)
     else:
         return None
     return RunCompleted(

@@ -113,6 +113,8 @@ def measure(
     store = runtime.store()
     if message.bricks is not None:
         return measure_bricks_run(message, agent_id, prefix, agent_settings)
+    if message.training is not None:
+        return measure_training_run(message, agent_id, prefix, agent_settings)
     manifest = parse_manifest(message.manifest)
     scenario = ScenarioConfig.model_validate(message.scenario)
     profiler = RunProfiler(message.trace_level)
@@ -196,6 +198,22 @@ def measure_bricks_run(
     document["host"] = host.to_dict() | {"threads": threads}
     document["agent"] = {"id": agent_id, "settings": dict(agent_settings)}
     return store_bricks(store, prefix, document)
+
+
+def measure_training_run(
+    message: RunInference, agent_id: str, prefix: str, agent_settings: dict[str, Any]
+) -> dict[str, str]:
+    """A training evaluation (services/training/stack_run.py), holding the host like a run;
+    its threads are the agent's setting or every CPU it may use, as `benchstack train`'s."""
+    from services.training.stack_run import measure_training, store_training
+
+    threads = backend_options(message, agent_settings).intra_op_threads or usable_cpus()
+    with host_slot().measuring(message.run_id) as host:
+        announce_started()
+        document = measure_training(message, threads)
+    document["host"] = host.to_dict() | {"threads": threads}
+    document["agent"] = {"id": agent_id, "settings": dict(agent_settings)}
+    return store_training(runtime.store(), prefix, document)
 
 
 def completion_message(
@@ -319,8 +337,9 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         time_limit_s=settings.max_run_seconds,
         poll_s=CANCEL_POLL_S,
         memory_limit_bytes=settings.max_run_memory_mb * 2**20,
-        # Models stay loaded in the worker's resident child between runs.
-        resident=settings.model_cache_bytes > 0,
+        # Models stay loaded in the worker's resident child between runs. A training run
+        # gets a child of its own: its peak memory is the process's, and it keeps nothing.
+        resident=settings.model_cache_bytes > 0 and message.training is None,
     )
     if result.stopped is not None:
         log.info("run %s ended: %s", message.run_id, result.stopped)

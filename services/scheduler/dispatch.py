@@ -33,6 +33,7 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
         backend_options=evaluation.backend_options or {},
         trace_level=evaluation.trace_level,
         bricks=evaluation.bricks,
+        training=evaluation.training,
     )
 
 

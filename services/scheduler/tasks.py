@@ -92,9 +92,10 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
             # it only after MAX_DISPATCHES tries, with this reason.
             evaluation.reason = f"waiting for an agent: {choice.message}"
             return
-        if evaluation.bricks is not None:
-            # A DLBricks evaluation reads no dataset: its agent cuts and measures the model.
-            _start_bricks(session, evaluation, choice.queue, outbox)
+        if evaluation.bricks is not None or evaluation.training is not None:
+            # DLBricks and training evaluations read no dataset: the agent cuts and measures
+            # the model, or trains it on synthetic tensors.
+            _start_without_dataset(session, evaluation, choice.queue, outbox)
             return
         try:
             manifest = parse_manifest(evaluation.manifest)
@@ -159,7 +160,7 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
                 )
 
 
-def _start_bricks(
+def _start_without_dataset(
     session: Session,
     evaluation: Evaluation,
     queue: str,

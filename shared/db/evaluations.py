@@ -83,6 +83,9 @@ class Evaluation(Base):
     # the model is cut into bricks and measured brick by brick, with no dataset. None: an
     # inference evaluation.
     bricks: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    # A training evaluation's settings (steps, warmup, image_size, precision, optimizer):
+    # the agent times training steps on synthetic data. None: not a training evaluation.
+    training: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     queue: Mapped[str] = mapped_column(String(200), default="")
     agent_id: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
     run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)

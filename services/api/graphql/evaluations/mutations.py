@@ -66,6 +66,16 @@ class BricksInput:
 
 
 @strawberry.input
+class TrainingInput:
+    steps: int = 20
+    warmup: int = 3
+    image_size: int = 224
+    # fp32 or bf16; sgd or adam.
+    precision: str = "fp32"
+    optimizer: str = "sgd"
+
+
+@strawberry.input
 class SubmitEvaluationInput:
     model: str | None = None
     version: str | None = None
@@ -92,6 +102,9 @@ class SubmitEvaluationInput:
     # model into bricks of at most `granularity` layers, measures those its system has
     # no figure for, and constructs the model's latency (torch models; no dataset).
     bricks: BricksInput | None = None
+    # A training evaluation instead: the agent times training steps of the model (torch,
+    # synthetic tensors at batchSize) as `benchstack train` does.
+    training: TrainingInput | None = None
 
 
 def _to_request(data: SubmitEvaluationInput) -> SubmitRequest:
@@ -120,6 +133,7 @@ def _to_request(data: SubmitEvaluationInput) -> SubmitRequest:
         backend_options=data.backend_options if data.backend_options is not None else {},
         fan_out=data.fan_out,
         bricks=None if data.bricks is None else vars(data.bricks),
+        training=None if data.training is None else vars(data.training),
     )
 
 

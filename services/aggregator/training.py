@@ -1,0 +1,85 @@
+"""A training evaluation's outcome stored: a run whose metrics are the training figures
+(`benchstack train`'s: images/s with its standard error, jitter, data share, memory)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from services.aggregator.repository import RunRecord, save_run
+from shared.db.evaluations import Evaluation
+from shared.messages import RunCompleted
+from shared.storage import ObjectStore
+
+
+def load_training(store: ObjectStore, key: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(store.get_bytes(key))
+    if document.get("kind") != "training":
+        raise ValueError(f"log_keys.training: {key} is not a training outcome")
+    return document
+
+
+def training_metrics(training: dict[str, Any]) -> list[tuple[str, float | None, str]]:
+    statistics = training["statistics"]
+    return [
+        ("images_per_second", statistics.get("mean_images_per_s"), "images/s"),
+        ("images_per_second_se", statistics.get("standard_error_images_per_s"), "images/s"),
+        ("step_time_mean", _ms(statistics.get("mean_step_s")), "ms"),
+        ("jitter", statistics.get("jitter"), "ratio"),
+        ("data_share", statistics.get("data_share"), "ratio"),
+        ("steps", statistics.get("steps"), "count"),
+        ("peak_rss", _mib(training.get("peak_rss_bytes")), "MiB"),
+        ("cuda_max_allocated", _mib(training.get("cuda_max_allocated_bytes")), "MiB"),
+    ]
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def _mib(count: float | None) -> float | None:
+    return None if count is None else count / 2**20
+
+
+def training_record(
+    evaluation: Evaluation, message: RunCompleted, document: dict[str, Any]
+) -> RunRecord:
+    environment = document.get("environment") or {}
+    packages = environment.get("packages") or {}
+    settings = document["settings"]
+    statistics = document["statistics"]
+    report = {
+        "kind": "training",
+        "run_id": message.run_id,
+        "evaluation_id": evaluation.id,
+        "training": {k: v for k, v in document.items() if k not in ("environment", "log_keys")},
+        "logs": dict(message.log_keys),
+    }
+    return RunRecord(
+        id=message.run_id,
+        evaluation_id=evaluation.id,
+        model_name=evaluation.model_name,
+        model_version=evaluation.model_version,
+        framework=evaluation.framework,
+        framework_version=str(packages.get("torch", "")),
+        scenario="training",
+        mode="training",
+        batch_size=evaluation.batch_size,
+        dataset=str(settings.get("data", "synthetic")),
+        # Not LoadGen's verdict: the training steps were timed (no validity rules apply).
+        validity="MEASURED",
+        samples_per_second=statistics.get("mean_images_per_s"),
+        manifest=evaluation.manifest,
+        settings={"training": settings, "constraints": dict(evaluation.constraints or {})},
+        environment=environment,
+        report=report,
+        log_prefix=message.log_prefix,
+    )
+
+
+def save_training_run(
+    session: Session, evaluation: Evaluation, message: RunCompleted, document: dict[str, Any]
+) -> None:
+    save_run(session, training_record(evaluation, message, document))

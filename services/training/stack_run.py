@@ -1,0 +1,63 @@
+"""A training evaluation on an agent: `benchstack train`'s measurement (warm-up excluded,
+images/s with standard error and jitter, data share, peak memory) run by the worker in a
+measurement child of its own, and written to ``training.json`` under the attempt's prefix
+for the aggregator to store."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from services.training.options import TrainingOptions
+from services.training.throughput import TrainingSettings, run
+from shared.environment import capture_environment
+from shared.manifest import parse_manifest
+from shared.messages import RunInference
+from shared.run_report import TRAINING_FILE
+from shared.storage import ObjectStore
+
+# Architectures whose training name differs from the architecture's (data_sources reads
+# the channel count from the name).
+_TRAINING_NAMES = {"benchstack:digits_cnn": "digits"}
+
+
+def training_settings(message: RunInference, threads: int) -> TrainingSettings:
+    options = TrainingOptions.model_validate(message.training)
+    manifest = parse_manifest(message.manifest)
+    architecture = manifest.source.architecture
+    if manifest.framework.name != "torch" or architecture is None:
+        raise ValueError(
+            f"training: {manifest.name} is a {manifest.framework.name} model from "
+            f"{architecture or 'a file'}; accepted: torch models built from an architecture"
+        )
+    return TrainingSettings(
+        model=_TRAINING_NAMES.get(architecture, architecture),
+        steps=options.steps,
+        batch_size=message.batch_size,
+        warmup=options.warmup,
+        image_size=options.image_size,
+        precision=options.precision,
+        optimizer=options.optimizer,
+        data="synthetic",
+        threads=threads,
+        device=message.device,
+    )
+
+
+def measure_training(message: RunInference, threads: int) -> dict[str, Any]:
+    """Train and time; the document ``training.json`` holds."""
+    settings = training_settings(message, threads)
+    result = run(settings)
+    return {
+        "kind": "training",
+        "model": parse_manifest(message.manifest).name,
+        "options": TrainingOptions.model_validate(message.training).model_dump(mode="json"),
+        **result.as_dict(),
+        "environment": capture_environment(),
+    }
+
+
+def store_training(store: ObjectStore, prefix: str, document: dict[str, Any]) -> dict[str, str]:
+    key = f"{prefix}/{TRAINING_FILE}"
+    store.put_bytes(key, json.dumps({**document, "log_keys": {"training": key}}).encode())
+    return {"training": key}
