@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from services.bricks.extract import brick_inputs, brick_module
+from services.bricks.measure import unguarded
 from services.bricks.parse import ParsedModel, parse_model
 from services.bricks.signature import LayerSequence, check_granularity, cut_sequences
 
@@ -217,7 +218,7 @@ def load_brick(
         from services.bricks.measure_onnx import OnnxCallable, onnx_inputs
 
         return OnnxCallable(folder / f"{signature}.onnx", threads), onnx_inputs(description)
-    module = torch.export.load(folder / f"{signature}.pt2").module()
+    module = unguarded(torch.export.load(folder / f"{signature}.pt2").module())
     return module, brick_inputs(description)
 
 

@@ -31,3 +31,22 @@ def test_latencies_are_attributed_to_the_module_that_ran() -> None:
     assert all(t.queries >= 10 for t in (slow, fast, middle))
     # The run's time is shared out by measured latency: the slow module took the most.
     assert slow.seconds > middle.seconds > fast.seconds
+
+
+def test_a_brick_is_called_without_the_exported_input_check_and_computes_the_same() -> None:
+    import torch
+
+    from services.bricks.measure import unguarded
+
+    layer = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    example = torch.randn(1, 3, 8, 8)
+    exported = torch.export.export(layer, (example,))
+    guarded, fast = exported.module(), unguarded(exported.module())
+    names = [getattr(h, "__name__", "") for h in fast._forward_pre_hooks.values()]
+    assert "_check_input_constraints_pre_hook" not in names
+    # The hook was there to remove, and the rest of the module's call is unchanged.
+    assert "_check_input_constraints_pre_hook" in [
+        getattr(h, "__name__", "") for h in guarded._forward_pre_hooks.values()
+    ]
+    with torch.inference_mode():
+        assert torch.equal(fast(example), guarded(example))
