@@ -79,10 +79,22 @@ def _child_main(
     global _PARENT
     _PARENT = conn
     _die_with_parent(worker)
+    _log_to_stderr()
     try:
         _serve(conn, target, args, environment, cwd)
     finally:
         conn.close()
+
+
+def _log_to_stderr() -> None:  # pragma: no cover - runs in the child
+    """The fork server configured no logging, so without this the child's INFO lines (a
+    model loaded or kept, a run's thread choice) would be lost; its stderr is the worker's,
+    so they land in the worker's log."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            level=logging.INFO,
+            format="%(asctime)s %(name)s %(levelname)s [measurement] %(message)s",
+        )
 
 
 def _serve(
@@ -349,6 +361,7 @@ def _resident_main(conn: Connection, worker: int) -> None:  # pragma: no cover -
     global _PARENT
     _PARENT = conn
     _die_with_parent(worker)
+    _log_to_stderr()
     while True:
         try:
             target, args, environment, cwd = conn.recv()
