@@ -161,7 +161,8 @@ def run_bench(
 
             # A sweep or find-peak in this process loads its model once: it stays loaded
             # between runs, and a failed run closes it (sessions, device memory).
-            with models.use(model_key(framework, options, manifest), load) as model:
+            key = model_key(framework, options, manifest)
+            with models.use(key, load, options) as model:
                 if not model.cold:
                     progress.on_stage("model kept loaded from the previous run")
                 backend = model.backend

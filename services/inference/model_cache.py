@@ -27,9 +27,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from services.inference.backends.base import Backend, BackendOptions
+from services.inference.backends.registry import backend_class
 from shared.manifest import ManifestError, ModelManifest
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,9 @@ class _Entry:
 
 
 def model_key(framework: str, options: BackendOptions, manifest: ModelManifest) -> str:
-    """The cache key: what makes two loads interchangeable (see the module docstring)."""
+    """The cache key: what makes two loads interchangeable (see the module docstring).
+    Thread counts are left out for a backend that applies them per run (``resume``), so
+    a run whose thread choice differs (the machine's load moved) still finds its model."""
     files: list[tuple[str, int, int, int]] = []
     for field, model_file in manifest.model_files():
         if model_file.path is None:
@@ -83,10 +86,19 @@ def model_key(framework: str, options: BackendOptions, manifest: ModelManifest) 
         "manifest": manifest.to_dict(),
         "base_dir": manifest.base_dir,
         "files": files,
-        "options": asdict(options),
+        "options": asdict(options)
+        if _threads_fixed_at_load(framework)
+        else asdict(replace(options, intra_op_threads=0, inter_op_threads=0)),
     }
     text = json.dumps(document, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _threads_fixed_at_load(framework: str) -> bool:
+    try:
+        return backend_class(framework).threads_fixed_at_load
+    except Exception:  # unknown or not installed: the load says so; keep threads in the key
+        return True
 
 
 def _resident_bytes() -> int:
@@ -114,9 +126,12 @@ class ModelCache:
         return sum(entry.size_bytes for entry in self._entries.values())
 
     @contextmanager
-    def use(self, key: str, load: Callable[[], Backend]) -> Iterator[ModelUse]:
-        """The backend for ``key``: kept from an earlier run, or made by ``load()`` (which
-        returns a loaded backend and closes what it made when it fails)."""
+    def use(
+        self, key: str, load: Callable[[], Backend], options: BackendOptions
+    ) -> Iterator[ModelUse]:
+        """The backend for ``key``: kept from an earlier run (given this run's ``options``
+        through ``resume``), or made by ``load()`` (which returns a loaded backend and
+        closes what it made when it fails)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and not entry.in_use:
@@ -134,7 +149,7 @@ class ModelCache:
             self.loads += 1
         else:
             self.hits += 1
-            entry.backend.resume()
+            entry.backend.resume(options)
         entry.in_use = True
         use = ModelUse(entry.backend, cold=cold, load_s=entry.load_s, runs_before=entry.runs)
         try:

@@ -137,7 +137,7 @@ def measure(
                     return load_backend(message.framework, options, manifest)
 
             key = model_cache.model_key(message.framework, options, manifest)
-            with models.use(key, load) as model:
+            with models.use(key, load, options) as model:
                 log_model_use(manifest.name, model)
                 backend = model.backend
                 batch = None

@@ -71,6 +71,10 @@ class Backend(ABC):
 
     name: str = ""
     asynchronous: ClassVar[bool] = False
+    # Whether the thread counts take effect only when the model loads (an onnxruntime
+    # session's pools, TensorFlow's): then a kept model serves only runs asking for the
+    # same counts. False where ``resume`` applies a run's counts to the loaded model.
+    threads_fixed_at_load: ClassVar[bool] = True
 
     def __init__(self, options: BackendOptions | None = None) -> None:
         self.options = options or BackendOptions()
@@ -102,9 +106,12 @@ class Backend(ABC):
         while loading, which misses memory the allocator had kept from earlier frees."""
         return 0
 
-    def resume(self) -> None:  # noqa: B027 - optional hook
-        """Called before a run that reuses this loaded backend (the model cache): set again
-        any process-wide setting another model loaded since may have changed."""
+    def resume(self, options: BackendOptions) -> None:
+        """Called before a run that reuses this loaded backend (the model cache), with that
+        run's options (the same but for thread counts where ``threads_fixed_at_load`` is
+        False): apply them, and set again any process-wide setting another model loaded
+        since may have changed."""
+        self.options = options
 
     def start_measurement(self) -> None:  # noqa: B027 - optional hook
         """Called once warm-up (and its timing) is over, before LoadGen's first query."""

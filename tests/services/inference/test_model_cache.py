@@ -14,6 +14,8 @@ from services.inference.model_cache import ModelCache, model_key
 from shared.manifest import ModelManifest
 from tests.support.manifests import tensor_manifest
 
+OPTIONS = BackendOptions()
+
 
 class CountingBackend(Backend):
     """A backend that counts what the cache does to it."""
@@ -34,7 +36,8 @@ class CountingBackend(Backend):
     def predict(self, batch: np.ndarray) -> np.ndarray:
         return batch
 
-    def resume(self) -> None:
+    def resume(self, options: BackendOptions) -> None:
+        super().resume(options)
         self.resumed += 1
 
     def close(self) -> None:
@@ -57,9 +60,9 @@ class Loads:
 
 def test_the_second_use_of_a_key_reuses_the_loaded_model() -> None:
     cache, load = ModelCache(2**30), Loads()
-    with cache.use("a", load) as first:
+    with cache.use("a", load, OPTIONS) as first:
         assert first.cold and first.runs_before == 0
-    with cache.use("a", load) as second:
+    with cache.use("a", load, OPTIONS) as second:
         assert not second.cold and second.runs_before == 1
         assert second.backend is first.backend
         # A kept model gets its process-wide settings back before its run.
@@ -72,7 +75,7 @@ def test_the_second_use_of_a_key_reuses_the_loaded_model() -> None:
 def test_a_budget_of_zero_loads_and_closes_every_run() -> None:
     cache, load = ModelCache(0), Loads()
     for _ in range(2):
-        with cache.use("a", load) as use:
+        with cache.use("a", load, OPTIONS) as use:
             assert use.cold
     assert len(load.made) == 2 and all(backend.closed for backend in load.made)
     assert len(cache) == 0
@@ -81,7 +84,7 @@ def test_a_budget_of_zero_loads_and_closes_every_run() -> None:
 def test_the_least_recently_used_model_is_closed_first_past_the_entry_limit() -> None:
     cache, load = ModelCache(2**30, max_entries=2), Loads()
     for key in ("a", "b", "a", "c"):  # "b" is the least recently used when "c" comes
-        with cache.use(key, load):
+        with cache.use(key, load, OPTIONS):
             pass
     a, b, c = load.made
     assert b.closed and not a.closed and not c.closed
@@ -96,7 +99,7 @@ def test_a_model_over_the_memory_budget_is_not_kept() -> None:
         backend.weights = np.ones(16 * 2**20, dtype=np.uint8)  # type: ignore[attr-defined]
         return backend
 
-    with cache.use("big", load_16_megabytes) as use:
+    with cache.use("big", load_16_megabytes, OPTIONS) as use:
         backend = use.backend
     assert isinstance(backend, CountingBackend) and backend.closed
     assert len(cache) == 0
@@ -104,10 +107,10 @@ def test_a_model_over_the_memory_budget_is_not_kept() -> None:
 
 def test_a_run_that_raises_drops_and_closes_its_model() -> None:
     cache, load = ModelCache(2**30), Loads()
-    with pytest.raises(RuntimeError), cache.use("a", load):
+    with pytest.raises(RuntimeError), cache.use("a", load, OPTIONS):
         raise RuntimeError("the session broke mid-run")
     assert load.made[0].closed and len(cache) == 0
-    with cache.use("a", load) as use:
+    with cache.use("a", load, OPTIONS) as use:
         assert use.cold  # loaded afresh, not the broken one
 
 
@@ -134,6 +137,19 @@ def test_the_key_changes_with_options_manifest_and_the_file_on_disk(tmp_path: Pa
     assert key != model_key("onnxruntime", one_thread, manifest())
 
 
+def test_threads_stay_out_of_the_key_where_each_run_applies_its_own() -> None:
+    manifest = tensor_manifest(framework="null", source={"architecture": "null:zeros"}, shape=(3,))
+    one, two = BackendOptions(intra_op_threads=1), BackendOptions(intra_op_threads=2)
+    # torch and null apply a run's threads when it starts (resume): one loaded model.
+    assert model_key("null", one, manifest) == model_key("null", two, manifest)
+    cache = ModelCache(2**30)
+    key = model_key("null", one, manifest)
+    with cache.use(key, lambda: load_backend("null", one, manifest), one):
+        pass
+    with cache.use(key, lambda: load_backend("null", two, manifest), two) as use:
+        assert not use.cold and use.backend.options.intra_op_threads == 2
+
+
 def test_a_real_backend_is_kept_loaded_and_runs_again() -> None:
     manifest = tensor_manifest(framework="null", source={"architecture": "null:zeros"}, shape=(3,))
     options = BackendOptions(extra={"fail_every": 2})
@@ -141,7 +157,7 @@ def test_a_real_backend_is_kept_loaded_and_runs_again() -> None:
     key = model_key("null", options, manifest)
     outputs = []
     for _ in range(2):
-        with cache.use(key, lambda: load_backend("null", options, manifest)) as use:
+        with cache.use(key, lambda: load_backend("null", options, manifest), options) as use:
             # A kept null model must not count last run's batches toward fail_every.
             use.backend.warm_up(np.zeros((1, 3), dtype=np.float32))
             use.backend.start_measurement()

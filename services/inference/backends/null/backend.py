@@ -12,13 +12,14 @@ import time
 
 import numpy as np
 
-from services.inference.backends.base import Backend, BackendError
+from services.inference.backends.base import Backend, BackendError, BackendOptions
 from shared.manifest import ModelManifest
 from shared.version import __version__
 
 
 class NullBackend(Backend):
     name = "null"
+    threads_fixed_at_load = False  # it computes nothing: threads change nothing
 
     def version(self) -> str:
         return __version__
@@ -34,8 +35,9 @@ class NullBackend(Backend):
         self._batches = 0
         self._measuring = False
 
-    def resume(self) -> None:
+    def resume(self, options: BackendOptions) -> None:
         # Kept loaded from a run before (the model cache): its warm-up is not the run's.
+        super().resume(options)
         self._measuring = False
         self._batches = 0
 

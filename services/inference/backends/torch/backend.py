@@ -13,7 +13,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from services.inference.backends.base import Backend, BackendError, BackendUnavailable
+from services.inference.backends.base import (
+    Backend,
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+)
 from services.inference.backends.torch.architectures import build_architecture
 from shared.manifest import ModelManifest, verify_model_files
 
@@ -22,6 +27,7 @@ MODES = ("eager", "torchscript", "compile")
 
 class TorchBackend(Backend):
     name = "torch"
+    threads_fixed_at_load = False
 
     def version(self) -> str:
         return str(torch.__version__)
@@ -48,9 +54,10 @@ class TorchBackend(Backend):
         tensors = [*module.parameters(), *module.buffers()]
         return sum(t.numel() * t.element_size() for t in tensors)
 
-    def resume(self) -> None:
-        # torch's intra-op thread count is the process's: another cached model may have
-        # set its own since this one loaded.
+    def resume(self, options: BackendOptions) -> None:
+        # torch's intra-op thread count is the process's, set per run: this run's choice,
+        # whatever another cached model set since this one loaded.
+        super().resume(options)
         self._set_threads()
 
     def _set_threads(self) -> None:
