@@ -83,13 +83,19 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
         logs=keys,
         log_locations={name: store.describe(key) for name, key in keys.items()},
         log_prefix=message.log_prefix,
-        group=(
-            {"kind": "fan-out", "id": evaluation.group_id, "role": message.agent_id}
-            if evaluation.group_id
-            else None
-        ),
+        group=_group_of(evaluation, message.agent_id),
     )
     return record_from_report(report, evaluation.manifest)
+
+
+def _group_of(evaluation: Evaluation, agent_id: str) -> dict[str, Any] | None:
+    """The run's group as its report names it: a fan-out's role is the agent; a sweep
+    point's is its parameter and value (Evaluation.group_info)."""
+    if not evaluation.group_id:
+        return None
+    if evaluation.group_info:
+        return {**evaluation.group_info, "id": evaluation.group_id}
+    return {"kind": "fan-out", "id": evaluation.group_id, "role": agent_id}
 
 
 @shared_task(name=queues.RUN_COMPLETED, **RETRY_OPTIONS)

@@ -95,6 +95,10 @@ class SubmitRequest:
     bricks: dict[str, Any] | None = None
     # A training evaluation's options (services/training/options.TrainingOptions).
     training: dict[str, Any] | None = None
+    # The group this evaluation joins and what it is in it (services/api/sweeps.py):
+    # {"id": ..., "kind": "sweep", "parameter": ..., "value": ...}. None: its own, or a
+    # fan-out's (fan_out).
+    group: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -515,6 +519,10 @@ def submit(
     if isinstance(choice, UnmetConstraint):
         return Rejection("NoMatchingAgent", choice.message, field=choice.constraint)
     group_id = str(uuid.uuid4()) if request.fan_out else None
+    group_info = None
+    if request.group is not None:
+        group_id = str(request.group["id"])
+        group_info = {k: v for k, v in request.group.items() if k != "id"}
     pins = [[f"agent={a.id}"] for a in choice.agents] if request.fan_out else [[]]
     evaluations = [
         Evaluation(
@@ -537,6 +545,7 @@ def submit(
             bricks=bricks,
             training=training,
             group_id=group_id,
+            group_info=group_info,
         )
         for pin in pins
     ]
@@ -569,6 +578,6 @@ def submit(
             session.commit()
             if broker_down:
                 UNAVAILABLE.labels(dependency="broker").inc()
-    if group_id is not None:
+    if request.fan_out and group_id is not None:
         return FanOut(group_id=group_id, evaluations=evaluations)
     return evaluations[0]

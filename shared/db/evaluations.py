@@ -99,6 +99,9 @@ class Evaluation(Base):
     dispatches: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Shared by the evaluations of one fan-out: they come back as one comparison.
     group_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
+    # What the group is beyond a fan-out (None): {"kind": "sweep", "parameter":
+    # "batch_size", "value": 8} for one point of a sweep submitted through the API.
+    group_info: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     shards_total: Mapped[int] = mapped_column(Integer, default=0)
     shards_ready: Mapped[int] = mapped_column(Integer, default=0)
     preprocess_reused: Mapped[bool] = mapped_column(Boolean, default=False)

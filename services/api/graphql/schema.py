@@ -41,13 +41,15 @@ from services.api.graphql.evaluations.subscriptions import EvaluationSubscriptio
 from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
+from services.api.graphql.sweeps.schema import SweepMutations, SweepQueries
 from services.api.observability import UNAVAILABLE
 from shared.settings import Settings
 
 Query = merge_types(
-    "Query", (EvaluationQueries, ModelQueries, AgentQueries, ComparisonQueries, BrickQueries)
+    "Query",
+    (EvaluationQueries, ModelQueries, AgentQueries, ComparisonQueries, BrickQueries, SweepQueries),
 )
-Mutation = merge_types("Mutation", (EvaluationMutations, ModelMutations))
+Mutation = merge_types("Mutation", (EvaluationMutations, ModelMutations, SweepMutations))
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
 
 log = logging.getLogger(__name__)

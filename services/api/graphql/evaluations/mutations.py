@@ -107,7 +107,7 @@ class SubmitEvaluationInput:
     training: TrainingInput | None = None
 
 
-def _to_request(data: SubmitEvaluationInput) -> SubmitRequest:
+def to_request(data: SubmitEvaluationInput) -> SubmitRequest:
     constraints: dict[str, Any] = {}
     if data.constraints is not None:
         if data.constraints.framework_version:
@@ -167,7 +167,7 @@ class EvaluationMutations:
         self, info: strawberry.Info, input: SubmitEvaluationInput
     ) -> SubmitEvaluationResult:
         owner = info.context.require_user()
-        result = await in_thread(_submit, info.context.deps, owner, _to_request(input))
+        result = await in_thread(_submit, info.context.deps, owner, to_request(input))
         if isinstance(result, Rejection):
             REJECTIONS.labels(result.kind).inc()
             return from_rejection(result)

@@ -1,0 +1,146 @@
+"""A sweep submitted through the API: one evaluation per value of one setting, sharing a
+group, run by the workers like any evaluation; the curve is read back from their runs.
+
+The parameters are the embedded `benchstack sweep`'s (services/analysis/sweep.py):
+``batch_size`` (any scenario), ``target_qps`` (Server) and ``samples_per_query``
+(MultiStream). On one agent the points run one after the other on one loaded model
+(services/inference/model_cache.py): the model loads once.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.api.cancellation import cancel_evaluation
+from services.api.rejections import Rejection
+from services.api.submission import MAX_BATCH_SIZE, FanOut, SubmitRequest, snake_keys, submit
+from shared.celery_app import Publisher
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
+from shared.settings import Settings
+
+# parameter -> (the scenario it needs, or None for any)
+PARAMETERS: dict[str, str | None] = {
+    "batch_size": None,
+    "target_qps": "server",
+    "samples_per_query": "multi-stream",
+}
+MAX_POINTS = 16
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    value: float
+    evaluation: Evaluation
+    run: Run | None
+
+
+def _problem(parameter: str, values: list[float], scenario: str) -> Rejection | None:
+    if parameter not in PARAMETERS:
+        return Rejection(
+            "InvalidInput",
+            f"parameter: {parameter!r}; accepted: {', '.join(PARAMETERS)}",
+            field="parameter",
+            accepted=list(PARAMETERS),
+        )
+    needs = PARAMETERS[parameter]
+    if needs is not None and scenario != needs:
+        return Rejection(
+            "InvalidInput",
+            f"parameter: {parameter} is a {needs} setting; the evaluation's scenario is {scenario}",
+            field="parameter",
+        )
+    if not 1 <= len(values) <= MAX_POINTS:
+        return Rejection(
+            "InvalidInput",
+            f"values: {len(values)} given; accepted: 1..{MAX_POINTS} per sweep",
+            field="values",
+        )
+    if len(set(values)) != len(values):
+        return Rejection("InvalidInput", "values: each value at most once", field="values")
+    for value in values:
+        whole = parameter != "target_qps"
+        if not math.isfinite(value) or value <= 0 or (whole and value != int(value)):
+            kind = "whole numbers" if whole else "numbers"
+            return Rejection(
+                "InvalidInput", f"values: {value:g}; accepted: positive {kind}", field="values"
+            )
+        if parameter == "batch_size" and value > MAX_BATCH_SIZE:
+            return Rejection(
+                "InvalidInput",
+                f"values: batch size {value:g}; accepted: 1..{MAX_BATCH_SIZE}",
+                field="values",
+            )
+    return None
+
+
+def _point_request(
+    base: SubmitRequest, parameter: str, value: float, group: dict[str, Any]
+) -> SubmitRequest:
+    point_group = {**group, "value": value}
+    if parameter == "batch_size":
+        return replace(base, batch_size=int(value), group=point_group)
+    # snake_case, so a camelCase key the client gave for the swept setting is replaced.
+    settings = snake_keys(dict(base.settings)) if isinstance(base.settings, dict) else {}
+    settings[parameter] = int(value) if parameter == "samples_per_query" else value
+    return replace(base, settings=settings, group=point_group)
+
+
+def submit_sweep(
+    session: Session,
+    settings: Settings,
+    publish: Publisher,
+    *,
+    owner_id: int,
+    base: SubmitRequest,
+    parameter: str,
+    values: list[float],
+) -> tuple[str, list[Evaluation]] | Rejection:
+    """Store and dispatch one evaluation per value; all of them or none (a point refused
+    after others were stored cancels those)."""
+    if base.fan_out or base.bricks is not None or base.training is not None:
+        return Rejection(
+            "InvalidInput",
+            "evaluation: a sweep runs one model on one agent; fanOut, bricks and training "
+            "are not accepted in a sweep",
+            field="evaluation",
+        )
+    problem = _problem(parameter, values, base.scenario)
+    if problem is not None:
+        return problem
+    group = {"id": str(uuid.uuid4()), "kind": "sweep", "parameter": parameter}
+    stored: list[Evaluation] = []
+    for value in values:
+        request = _point_request(base, parameter, value, group)
+        result = submit(session, settings, publish, owner_id=owner_id, request=request)
+        if isinstance(result, Rejection):
+            for evaluation in stored:
+                cancel_evaluation(session, owner_id=owner_id, evaluation_id=evaluation.id)
+            return result
+        assert not isinstance(result, FanOut)
+        stored.append(result)
+    return group["id"], stored
+
+
+def load_sweep(session: Session, *, owner_id: int, group_id: str) -> list[SweepPoint] | None:
+    """The owner's sweep's points in value order, each with its run once stored."""
+    evaluations = session.scalars(
+        select(Evaluation).where(Evaluation.group_id == group_id, Evaluation.owner_id == owner_id)
+    ).all()
+    points = [e for e in evaluations if (e.group_info or {}).get("kind") == "sweep"]
+    if not points:
+        return None
+    runs = {
+        run.evaluation_id: run
+        for run in session.scalars(
+            select(Run).where(Run.evaluation_id.in_([e.id for e in points]))
+        ).all()
+    }
+    ordered = sorted(points, key=lambda e: float((e.group_info or {})["value"]))
+    return [SweepPoint(float((e.group_info or {})["value"]), e, runs.get(e.id)) for e in ordered]
