@@ -2,6 +2,7 @@
 
 No build step and nothing fetched at run time: plain HTML, CSS and JS modules shipped as
 package data, talking to /graphql (HTTP for queries, graphql-transport-ws for updates).
+The charts use plotly.js as the ``plotly`` Python package ships it (PLOTLY_URL).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from starlette.types import Scope
 
 WEB_DIR = Path(__file__).parent
 STATIC_DIR = WEB_DIR / "static"
+PLOTLY_URL = "/static/vendor/plotly.min.js"
 
 # Everything comes from this origin: a stray CDN link or inline script fails loudly in
 # development instead of silently needing a network the deployments may not have.
@@ -51,4 +53,26 @@ def mount_web(app: FastAPI) -> None:
             },
         )
 
+    @app.get(PLOTLY_URL, include_in_schema=False)
+    async def plotly_js() -> FileResponse:
+        # Registered before the /static mount, which would otherwise answer 404 for it.
+        return FileResponse(
+            plotly_bundle(),
+            media_type="text/javascript",
+            headers={
+                "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+                "X-Content-Type-Options": "nosniff",
+                # 4.8 MB: cached for a day, revalidated by its ETag after that.
+                "Cache-Control": "public, max-age=86400",
+            },
+        )
+
     app.mount("/static", _StaticFiles(directory=STATIC_DIR), name="web-static")
+
+
+def plotly_bundle() -> Path:
+    """plotly.min.js inside the installed ``plotly`` package: one copy, upgraded with it,
+    never a second one checked into this repository."""
+    import plotly
+
+    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"

@@ -9,7 +9,23 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
+from services.api.context import in_thread
+from services.api.graphql.evaluations.charts import (
+    LatencySampleType,
+    TraceTimelineType,
+    bounded,
+    load_latencies,
+    load_timeline,
+)
 from services.api.graphql.scalars import to_json
+from services.api.run_charts import (
+    DEFAULT_LATENCY_POINTS,
+    DEFAULT_TRACE_SPANS,
+    LATENCIES_FILE,
+    MAX_LATENCY_POINTS,
+    MAX_TRACE_SPANS,
+    TRACE_FILE,
+)
 from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
 from shared.db.states import FINAL_STATE_NAMES, EvaluationState
@@ -74,9 +90,6 @@ class LayerType:
         )
 
 
-TRACE_FILE = "trace.json"
-
-
 @strawberry.type(name="Run")
 class RunType:
     id: str
@@ -106,10 +119,35 @@ class RunType:
     layers: list[LayerType]
     # The Chrome/Perfetto trace JSON stored with the run; null without a trace level.
     trace_file: LogLink | None
+    # Logical file name -> object key: what the chart fields below read.
+    log_keys: strawberry.Private[dict[str, str]]
+
+    @strawberry.field(
+        description="The run's per-sample latencies for its charts: all of them up to "
+        f"`limit` (1 to {MAX_LATENCY_POINTS}), else `limit` evenly spaced order statistics."
+    )
+    async def latency_sample(
+        self, info: strawberry.Info, limit: int = DEFAULT_LATENCY_POINTS
+    ) -> LatencySampleType | None:
+        limit = bounded("limit", limit, MAX_LATENCY_POINTS)
+        key = self.log_keys.get(LATENCIES_FILE)
+        return await in_thread(load_latencies, info.context.deps, key, limit)
+
+    @strawberry.field(
+        description="The spans of the run's trace.json for a timeline: all of them up to "
+        f"`limit` (1 to {MAX_TRACE_SPANS}), else the longest; null without a trace."
+    )
+    async def trace_timeline(
+        self, info: strawberry.Info, limit: int = DEFAULT_TRACE_SPANS
+    ) -> TraceTimelineType | None:
+        limit = bounded("limit", limit, MAX_TRACE_SPANS)
+        key = self.log_keys.get(TRACE_FILE)
+        return await in_thread(load_timeline, info.context.deps, key, limit)
 
     @classmethod
     def from_row(cls, row: RunRow) -> RunType:
         log_locations: dict[str, Any] = (row.report or {}).get("logs", {})
+        log_keys: dict[str, Any] = (row.report or {}).get("log_keys") or {}
         profile = (row.report or {}).get("profile")
         links = [
             LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
@@ -139,6 +177,7 @@ class RunType:
             profile=to_json(profile) if profile else None,
             layers=[LayerType.from_dict(r) for r in (profile or {}).get("layers", [])],
             trace_file=next((link for link in links if link.name == TRACE_FILE), None),
+            log_keys={str(k): str(v) for k, v in log_keys.items()},
         )
 
 

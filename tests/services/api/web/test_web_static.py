@@ -8,7 +8,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from services.api.web import STATIC_DIR, WEB_DIR, mount_web
+from services.api.web import PLOTLY_URL, STATIC_DIR, WEB_DIR, mount_web
 
 # src="//…", href="https://…", url(http://…): anything the browser would fetch elsewhere.
 REMOTE = re.compile(r"(?:src|href|url)\s*[=(]\s*[\"']?(?:https?:)?//")
@@ -62,3 +62,13 @@ def test_files_are_package_data() -> None:
     for path in [WEB_DIR / "index.html", *STATIC_DIR.rglob("*")]:
         if path.is_file():
             assert any(path.match(g) for g in globs), f"{path} is not package data"
+
+
+def test_plotly_is_served_from_the_plotly_package() -> None:
+    response = client().get(PLOTLY_URL)
+    assert response.status_code == 200
+    assert "javascript" in response.headers["content-type"]
+    assert "default-src 'self'" in response.headers["content-security-policy"]
+    assert "window.Plotly = Plotly" in response.text
+    # charts.js loads it by this URL (a script element, not an import the test above sees).
+    assert f'"{PLOTLY_URL}"' in (STATIC_DIR / "js" / "charts.js").read_text()

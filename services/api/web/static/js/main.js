@@ -1,9 +1,13 @@
-// Entry point: the token form and a hash router (#/, #/new, #/evaluations/<id>).
+// Entry point: the token form and a hash router (#/, #/new, #/evaluations/<id>,
+// #/compare?ids=a,b or ?group=g, #/agents, #/models).
 // Each navigation aborts the previous view's signal so its timers and sockets stop.
 
 import { getToken, setToken } from "./api.js";
+import { renderAgents } from "./views/agents.js";
+import { renderCompare } from "./views/compare.js";
 import { renderDetail } from "./views/detail.js";
 import { renderList } from "./views/list.js";
+import { renderModels } from "./views/models.js";
 import { renderSubmit } from "./views/submit.js";
 
 const main = document.getElementById("main");
@@ -18,6 +22,14 @@ const ROUTES = [
     title: "Evaluation",
     render: (signal, id) => renderDetail(main, signal, id),
   },
+  {
+    pattern: /^#\/compare(?:\?(.*))?$/,
+    nav: "list",
+    title: "Compare",
+    render: (signal, query) => renderCompare(main, signal, query ?? ""),
+  },
+  { pattern: /^#\/agents$/, nav: "agents", title: "Agents", render: (signal) => renderAgents(main, signal) },
+  { pattern: /^#\/models$/, nav: "models", title: "Models", render: (signal) => renderModels(main, signal) },
 ];
 
 function route({ focus = true } = {}) {

@@ -11,7 +11,7 @@ query Evaluations($where: EvaluationFilter, $first: Int!, $after: String) {
   evaluations(where: $where, first: $first, after: $after) {
     totalCount nextCursor
     items {
-      id state modelName modelVersion framework scenario batchSize createdAt done
+      id state modelName modelVersion framework scenario batchSize createdAt done groupId
       runs { ${RUN_SUMMARY} }
     }
   }
@@ -58,4 +58,62 @@ mutation Cancel($id: String!) {
     ... on Evaluation { id state }
     ... on UserError { message field }
   }
+}`;
+
+// What a run's charts draw: bounded server-side (latencySample, traceTimeline take a limit).
+export const LATENCY_POINTS = 2000;
+export const TRACE_SPANS = 400;
+
+export const RUN_CHARTS = `
+query RunCharts($id: String!, $points: Int!, $spans: Int!) {
+  evaluation(id: $id) {
+    id traceLevel
+    runs {
+      id
+      latencySample(limit: $points) { totalCount latenciesMs cumulativeFractions downsampled method }
+      layers { name type calls meanMs percent }
+      traceTimeline(limit: $spans) { totalSpans truncated note spans { name category thread startMs durationMs } }
+    }
+  }
+}`;
+
+// One evaluation as the compare page shows it: settings, figures, verdicts, its CDF.
+export const COMPARED = `
+query Compared($id: String!, $points: Int!) {
+  evaluation(id: $id) {
+    id state modelName modelVersion framework device scenario batchSize dataset samples
+    traceLevel agentId groupId createdAt
+    runs {
+      id validity stability samplesPerSecond frameworkVersion
+      metrics { name value unit }
+      settings
+      latencySample(limit: $points) { totalCount latenciesMs cumulativeFractions downsampled method }
+    }
+  }
+}`;
+
+export const GROUP = `
+query Group($groupId: String!) {
+  compare(groupId: $groupId) { id model scenario done rows { evaluationId agentId } }
+}`;
+
+export const AGENTS = `
+query Agents {
+  agents(liveOnly: false) {
+    id hostname queue framework frameworkVersion device hardware software settings
+    startedAt lastHeartbeat live
+  }
+}`;
+
+export const AGENT_RUNS = `
+query AgentRuns($agent: String!, $first: Int!) {
+  evaluations(where: { agent: $agent }, first: $first) {
+    totalCount
+    items { id state modelName modelVersion scenario batchSize createdAt runs { id validity stability samplesPerSecond } }
+  }
+}`;
+
+export const MODELS = `
+query Models {
+  models { name version framework description origin shared manifest }
 }`;

@@ -5,6 +5,7 @@ import { h, replace } from "../dom.js";
 import { DASH, bytes, isFinal, latestRun, metric, number, scenarioName, shortId, stability, when } from "../format.js";
 import { CANCEL, EVALUATION, EVALUATION_UPDATES } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { runChartCards } from "./run_charts.js";
 
 const HEADLINE = [
   ["samples_per_second", "Samples/s", 1],
@@ -115,7 +116,10 @@ function renderResults(view, evaluation) {
   const run = latestRun(evaluation);
   const sections = [overview(evaluation)];
   // Two columns below the headline: verdicts beside the environment, then the details.
-  if (run) sections.push(headline(run), validity(run), environment(run), metricsTable(run), logs(run));
+  if (run) {
+    sections.push(headline(run), ...runChartCards(evaluation, run, view.signal));
+    sections.push(validity(run), environment(run), metricsTable(run), logs(run));
+  }
   else if (isFinal(evaluation.state)) sections.push(notice("This evaluation finished without a run.", "info"));
   replace(view.results, sections);
 }

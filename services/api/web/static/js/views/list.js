@@ -5,20 +5,45 @@ import { h, replace } from "../dom.js";
 import { latestRun, metric, number, scenarioName, shortId, stability, when } from "../format.js";
 import { EVALUATIONS } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { MAX_COMPARED, compareUrl } from "./compare.js";
 
 const PAGE_SIZE = 20;
 const REFRESH_MS = 3000;
 const STATES = ["QUEUED", "PREPROCESSING", "RUNNING", "AGGREGATING", "SUCCEEDED", "FAILED", "CANCELLED"];
 
-// Kept across visits so coming back from a detail page shows the same filters and page.
-const state = { where: {}, cursors: [null] };
+// Kept across visits so coming back from a detail page shows the same filters, page and
+// the evaluations picked for comparison (across pages too).
+const state = { where: {}, cursors: [null], selected: [] };
 
 export function renderList(main, signal) {
   const heading = h("h1", { tabindex: "-1" }, "Evaluations");
   // Not a live region: the 3 s refresh would re-read the whole table to a screen reader.
   const body = h("div", { class: "list-body", "aria-busy": "true" });
+  const compare = h("button", { type: "button", class: "secondary", "data-action": "compare" });
+  const showSelection = () => {
+    const n = state.selected.length;
+    compare.textContent = `Compare selected (${n})`;
+    compare.disabled = n < 2;
+  };
+  compare.addEventListener("click", () => {
+    window.location.hash = compareUrl(state.selected);
+  });
+  showSelection();
+  body.addEventListener("change", (event) => {
+    const box = event.target.closest?.("input[data-select]");
+    if (!box) return;
+    const id = box.dataset.select;
+    state.selected = state.selected.filter((s) => s !== id);
+    if (box.checked) state.selected.push(id);
+    showSelection();
+    // At most MAX_COMPARED: the others are disabled, not silently dropped.
+    for (const other of body.querySelectorAll("input[data-select]")) {
+      other.disabled = !other.checked && state.selected.length >= MAX_COMPARED;
+    }
+  });
   main.append(
-    h("div", { class: "view-head" }, heading, h("a", { class: "button", href: "#/new" }, "New evaluation")),
+    h("div", { class: "view-head" }, heading,
+      h("div", { class: "compare-bar" }, compare, h("a", { class: "button", href: "#/new" }, "New evaluation"))),
     filters(() => {
       state.cursors = [null];
       load();
@@ -89,23 +114,33 @@ function table(page) {
     const filtered = Object.keys(state.where).length > 0;
     return notice(filtered ? "No evaluation matches these filters." : "No evaluations yet: submit one.");
   }
-  const headers = ["State", "Model", "Framework", "Scenario", "Batch", "Samples/s", "p90 (ms)", "Validity", "Stability", "Submitted"];
+  const headers = ["Compare", "State", "Model", "Framework", "Scenario", "Batch", "Samples/s", "p90 (ms)", "Validity", "Stability", "Submitted"];
   return h("div", { class: "table-wrap" },
     h("table", { class: "evaluations" },
       h("caption", {}, `${page.totalCount} evaluation${page.totalCount === 1 ? "" : "s"}`),
-      h("thead", {}, h("tr", {}, headers.map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, headers.map((t) => h("th", { scope: "col", class: t === "Compare" ? "select-cell" : null }, t)))),
       h("tbody", {}, page.items.map(row))));
 }
 
 function row(evaluation) {
   const run = latestRun(evaluation);
   const p90 = metric(run, "latency_p90");
+  const picked = state.selected.includes(evaluation.id);
+  const label = `Compare ${evaluation.modelName} ${evaluation.modelVersion}, evaluation ${shortId(evaluation.id)}`;
   return h("tr", { "data-id": evaluation.id, "data-state": evaluation.state },
+    h("td", { class: "select-cell" },
+      h("input", {
+        type: "checkbox", "data-select": evaluation.id, "aria-label": label, checked: picked,
+        disabled: !picked && state.selected.length >= MAX_COMPARED,
+      })),
     h("td", {}, stateBadge(evaluation.state)),
     h("th", { scope: "row" },
       h("a", { href: `#/evaluations/${evaluation.id}`, "aria-label": `${evaluation.modelName} ${evaluation.modelVersion}, evaluation ${shortId(evaluation.id)}` },
         evaluation.modelName, h("span", { class: "muted" }, ` ${evaluation.modelVersion}`)),
-      h("div", { class: "mono muted small" }, shortId(evaluation.id))),
+      h("div", { class: "mono muted small" }, shortId(evaluation.id),
+        evaluation.groupId
+          ? [" · ", h("a", { href: `#/compare?group=${encodeURIComponent(evaluation.groupId)}` }, "compare its fan-out")]
+          : null)),
     h("td", {}, evaluation.framework),
     h("td", {}, scenarioName(evaluation.scenario)),
     h("td", { class: "num" }, evaluation.batchSize),

@@ -1,0 +1,231 @@
+// Evaluations side by side: #/compare?ids=a,b,c (picked on the list) or #/compare?group=g
+// (a fan-out). Settings that differ are marked, figures sit beside their verdicts, and the
+// charts overlay the latency CDFs and put throughput and p99 next to each other. The URL
+// is the comparison: copy it to share it.
+
+import { gql, getToken } from "../api.js";
+import { h, replace } from "../dom.js";
+import { CDF_AXES, SERIES, cdfTrace, chartBox, plot } from "../charts.js";
+import { DASH, latestRun, metric, number, scenarioName, shortId, stability } from "../format.js";
+import { COMPARED, GROUP, LATENCY_POINTS } from "../queries.js";
+import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+
+export const MAX_COMPARED = 8;
+const ID = /^[\w-]{1,64}$/;
+// Fewer points per curve than on a run's page: up to eight curves share one chart.
+const POINTS_PER_CURVE = Math.min(LATENCY_POINTS, 1000);
+
+const FIGURES = [
+  ["samples_per_second", "Samples/s", 1],
+  ["latency_p50", "p50 latency (ms)", 3],
+  ["latency_p90", "p90 latency (ms)", 3],
+  ["latency_p99", "p99 latency (ms)", 3],
+];
+
+export function compareUrl(ids) {
+  return `#/compare?ids=${ids.map(encodeURIComponent).join(",")}`;
+}
+
+export function renderCompare(main, signal, query = "") {
+  const heading = h("h1", { tabindex: "-1" }, "Compare evaluations");
+  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations")), heading);
+  if (!getToken()) {
+    main.append(needToken());
+    return heading;
+  }
+  const body = h("div", { class: "compare", "aria-busy": "true" });
+  main.append(body);
+  const params = new URLSearchParams(query);
+  load(body, signal, params).finally(() => body.setAttribute("aria-busy", "false"));
+  return heading;
+}
+
+async function load(body, signal, params) {
+  const notes = [];
+  let ids;
+  try {
+    ids = await wantedIds(params, notes);
+  } catch (err) {
+    if (!signal.aborted) replace(body, notice(err.message, "error"));
+    return;
+  }
+  if (signal.aborted) return;
+  if (ids.length < 2) {
+    replace(body, ...notes.map((n) => notice(n, "error")),
+      notice("Pick at least two evaluations with the checkboxes on the list, then choose “Compare selected”."));
+    return;
+  }
+  replace(body, notice(`Loading ${ids.length} evaluations…`));
+  let found;
+  try {
+    found = await Promise.all(ids.map((id) => gql(COMPARED, { id, points: POINTS_PER_CURVE })));
+  } catch (err) {
+    if (!signal.aborted) replace(body, notice(err.message, "error"));
+    return;
+  }
+  if (signal.aborted) return;
+  const evaluations = found.map((d) => d.evaluation).filter(Boolean);
+  const missing = ids.filter((id) => !evaluations.some((e) => e.id === id));
+  if (missing.length) notes.push(`Not visible to you (or no such evaluation): ${missing.join(", ")}.`);
+  if (!evaluations.length) {
+    replace(body, ...notes.map((n) => notice(n, "error")));
+    return;
+  }
+  render(body, evaluations, notes);
+}
+
+// The ids in the URL, or the fan-out group's; at most MAX_COMPARED, saying so when cut.
+async function wantedIds(params, notes) {
+  let ids = [];
+  if (params.has("group")) {
+    const groupId = params.get("group");
+    if (!ID.test(groupId)) throw new Error(`group: “${groupId}” is not a group id (letters, digits, - and _).`);
+    const comparison = (await gql(GROUP, { groupId })).compare;
+    if (!comparison) throw new Error(`No fan-out group ${groupId} is visible to you.`);
+    ids = comparison.rows.map((r) => r.evaluationId);
+  } else {
+    const raw = (params.get("ids") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+    const bad = raw.filter((id) => !ID.test(id));
+    if (bad.length) notes.push(`ids: left out ${bad.map((b) => `“${b}”`).join(", ")}: not evaluation ids (letters, digits, - and _).`);
+    ids = [...new Set(raw.filter((id) => ID.test(id)))];
+  }
+  if (ids.length > MAX_COMPARED) {
+    notes.push(`ids: ${ids.length} evaluations asked for; the first ${MAX_COMPARED} are compared (at most ${MAX_COMPARED}).`);
+    ids = ids.slice(0, MAX_COMPARED);
+  }
+  return ids;
+}
+
+// Every setting a reader may want to line up, as text (missing: "—").
+function settingsOf(e) {
+  const run = latestRun(e);
+  const pairs = [
+    ["Model", `${e.modelName} ${e.modelVersion}`],
+    ["Framework", `${e.framework}${run?.frameworkVersion ? ` ${run.frameworkVersion}` : ""}`],
+    ["Device", e.device],
+    ["Scenario", scenarioName(e.scenario)],
+  ];
+  const scenario = typeof e.scenario === "object" && e.scenario ? e.scenario : {};
+  for (const [key, value] of Object.entries(scenario).sort(([a], [b]) => a.localeCompare(b))) {
+    if (key === "scenario" || value === null || value === undefined || typeof value === "object") continue;
+    pairs.push([`scenario.${key}`, String(value)]);
+  }
+  pairs.push(
+    ["Batch size", String(e.batchSize)],
+    ["Dataset", `${e.dataset}${e.samples ? `, ${e.samples} samples` : ""}`],
+    ["Trace level", e.traceLevel],
+    ["Agent", e.agentId ?? DASH],
+  );
+  return new Map(pairs.map(([k, v]) => [k, v ?? DASH]));
+}
+
+function render(body, evaluations, notes) {
+  const settings = evaluations.map(settingsOf);
+  const keys = [...new Set(settings.flatMap((s) => [...s.keys()]))];
+  const differs = new Set(keys.filter((k) => new Set(settings.map((s) => s.get(k) ?? DASH)).size > 1));
+  // A column's name: its short id and the differing settings that tell it apart (the agent
+  // aside, which is long and differs in every fan-out).
+  const telling = [...differs].filter((k) => k !== "Agent").slice(0, 2);
+  const labels = evaluations.map((e, i) => {
+    const extra = telling.map((k) => `${k.replace(/^scenario\./, "")}=${settings[i].get(k)}`).join(", ");
+    return extra ? `${shortId(e.id)} (${extra})` : shortId(e.id);
+  });
+  const share = h("a", { href: compareUrl(evaluations.map((e) => e.id)), class: "share-link" }, "Link to this comparison");
+  replace(body,
+    ...notes.map((n) => notice(n, "error")),
+    h("p", { class: "small muted" }, `${evaluations.length} evaluations. `, share,
+      " (copy it to share; the people you share it with see only their own evaluations)."),
+    settingsCard(evaluations, settings, keys, differs, labels),
+    figuresCard(evaluations, labels),
+    chartsCard(evaluations, labels));
+}
+
+function columnHeads(evaluations, labels) {
+  return evaluations.map((e, i) =>
+    h("th", { scope: "col", "data-id": e.id },
+      h("span", { class: "series-key", "data-series": i % SERIES.length }, "■ "),
+      h("a", { href: `#/evaluations/${e.id}` }, labels[i]), " ", stateBadge(e.state)));
+}
+
+function settingsCard(evaluations, settings, keys, differs, labels) {
+  return h("section", { class: "card", "aria-labelledby": "settings-title" },
+    h("h2", { id: "settings-title" }, "Settings"),
+    h("p", { class: "small muted" },
+      differs.size ? `${differs.size} setting${differs.size === 1 ? "" : "s"} differ, marked “differs”.` : "Every setting is the same."),
+    h("div", { class: "table-wrap" },
+      h("table", { class: "compare-table settings" },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Setting"), columnHeads(evaluations, labels))),
+        h("tbody", {}, keys.map((key) => {
+          const differ = differs.has(key);
+          return h("tr", { class: differ ? "differs" : null, "data-setting": key, "data-differs": differ ? "yes" : "no" },
+            h("th", { scope: "row" }, key, differ ? h("span", { class: "badge tone-warn differs-tag" }, "differs") : null),
+            settings.map((s) => h("td", {}, s.get(key) ?? DASH)));
+        })))));
+}
+
+function figuresCard(evaluations, labels) {
+  const runs = evaluations.map(latestRun);
+  const figureRow = ([name, label, digits]) =>
+    h("tr", { "data-metric": name },
+      h("th", { scope: "row" }, label),
+      runs.map((run) => h("td", { class: "num" }, number(metric(run, name)?.value, digits))));
+  return h("section", { class: "card", "aria-labelledby": "figures-title" },
+    h("h2", { id: "figures-title" }, "Figures and verdicts"),
+    h("div", { class: "table-wrap" },
+      h("table", { class: "compare-table figures-table" },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Figure"), columnHeads(evaluations, labels))),
+        h("tbody", {},
+          h("tr", { "data-verdict": "validity" }, h("th", { scope: "row" }, "LoadGen validity"),
+            runs.map((run) => h("td", {}, verdictBadge(run?.validity, "LoadGen validity")))),
+          h("tr", { "data-verdict": "stability" }, h("th", { scope: "row" }, "Stability"),
+            runs.map((run) => h("td", {}, verdictBadge(stability(run) ?? run?.stability, "stability")))),
+          FIGURES.map(figureRow)))),
+    h("p", { class: "small muted" }, "An INVALID or UNSTABLE figure is not a result to quote; in the bar charts below its bar is hatched."));
+}
+
+function verdictText(run) {
+  if (!run) return "no run";
+  return `${run.validity ?? DASH} · ${stability(run) ?? run.stability ?? "STABILITY UNKNOWN"}`;
+}
+
+function quotable(run) {
+  return run?.validity === "VALID" && (stability(run) ?? run?.stability) === "STABLE";
+}
+
+function chartsCard(evaluations, labels) {
+  const runs = evaluations.map(latestRun);
+  const cdf = chartBox("compare-cdf", `Latency CDFs of ${evaluations.length} evaluations, overlaid`);
+  const throughput = chartBox("compare-throughput", "Throughput of each evaluation");
+  const p99 = chartBox("compare-p99", "p99 latency of each evaluation");
+  const sampled = runs.map((run, i) => [run?.latencySample, i]).filter(([s]) => s?.totalCount);
+  const cardEl = h("section", { class: "card chart-card", "aria-labelledby": "compare-charts-title" },
+    h("h2", { id: "compare-charts-title" }, "Charts"),
+    h("figure", {}, cdf, h("figcaption", {}, "Latency CDFs, overlaid (line style and colour per evaluation)")),
+    h("p", { class: "small muted" },
+      sampled.some(([s]) => s.downsampled)
+        ? `Curves with more than ${POINTS_PER_CURVE} samples are drawn from ${POINTS_PER_CURVE} evenly spaced order statistics; the points lie exactly on the full CDF.`
+        : "Every sample of every run is drawn."),
+    h("div", { class: "chart-pair" },
+      h("figure", {}, throughput, h("figcaption", {}, "Throughput (samples/s), verdicts on the bars")),
+      h("figure", {}, p99, h("figcaption", {}, "p99 latency (ms), verdicts on the bars"))));
+  plot(cdf, sampled.map(([sample, i]) => cdfTrace(sample, labels[i], i)), { ...CDF_AXES, showlegend: true, height: 340 });
+  const bars = (name) => ({
+    type: "bar",
+    // Short ids on the axis (the tables above and the CDF's legend spell out the rest).
+    x: evaluations.map((e) => shortId(e.id)),
+    customdata: labels,
+    y: runs.map((run) => metric(run, name)?.value ?? null),
+    text: runs.map(verdictText),
+    textposition: "inside",
+    insidetextanchor: "start",
+    marker: {
+      color: evaluations.map((e, i) => SERIES[i % SERIES.length]),
+      pattern: { shape: runs.map((run) => (quotable(run) ? "" : "/")), fillmode: "overlay", fgcolor: "#ffffff", solidity: 0.3 },
+    },
+    hovertemplate: "%{customdata}: %{y:.3f} (%{text})<extra></extra>",
+  });
+  const barLayout = (title) => ({ xaxis: { type: "category" }, yaxis: { title: { text: title }, rangemode: "tozero" }, margin: { l: 60, r: 16, t: 12, b: 40 } });
+  plot(throughput, [bars("samples_per_second")], barLayout("Samples/s"));
+  plot(p99, [bars("latency_p99")], barLayout("p99 latency (ms)"));
+  return cardEl;
+}

@@ -1,0 +1,61 @@
+// The models a caller can evaluate: their own registered ones, those others shared, and
+// the shipped catalogue, each with its manifest.
+
+import { gql, getToken } from "../api.js";
+import { h, replace } from "../dom.js";
+import { MODELS } from "../queries.js";
+import { needToken, notice } from "../widgets.js";
+
+const ORIGINS = [
+  ["registered", "Registered models", "Registered through registerModel: yours, and others' shared ones."],
+  ["catalogue", "Catalogue", "Shipped with benchstack; every user may evaluate them."],
+];
+
+export function renderModels(main, signal) {
+  const heading = h("h1", { tabindex: "-1" }, "Models");
+  main.append(heading);
+  if (!getToken()) {
+    main.append(needToken());
+    return heading;
+  }
+  const body = h("div", { class: "models", "aria-busy": "true" }, notice("Loading the models…"));
+  main.append(body);
+  load(body, signal).finally(() => body.setAttribute("aria-busy", "false"));
+  return heading;
+}
+
+async function load(body, signal) {
+  try {
+    const models = (await gql(MODELS)).models;
+    if (signal.aborted) return;
+    replace(body, ORIGINS.map(([origin, title, hint]) => section(origin, title, hint, models.filter((m) => m.origin === origin))));
+  } catch (err) {
+    if (!signal.aborted) replace(body, notice(err.message, "error"));
+  }
+}
+
+function section(origin, title, hint, models) {
+  const id = `models-${origin}`;
+  return h("section", { class: "card", "aria-labelledby": id, "data-origin": origin },
+    h("h2", { id }, `${title} (${models.length})`),
+    h("p", { class: "small muted" }, hint),
+    models.length
+      ? h("div", { class: "table-wrap" },
+          h("table", { class: "models-table" },
+            h("thead", {}, h("tr", {}, ["Model", "Framework", "Description and manifest"].map((t) => h("th", { scope: "col" }, t)))),
+            h("tbody", {}, models.map(row))))
+      : h("p", { class: "muted" }, origin === "registered" ? "None registered yet." : "The catalogue is empty."));
+}
+
+function row(model) {
+  return h("tr", { "data-model": `${model.name}@${model.version}` },
+    h("th", { scope: "row" }, model.name, h("span", { class: "muted" }, ` ${model.version}`),
+      model.origin === "registered" ? h("div", { class: "small muted" }, model.shared ? "shared" : "only yours") : null),
+    h("td", {}, model.framework),
+    h("td", {},
+      h("p", { class: "description" }, model.description || "—"),
+      h("details", {},
+        h("summary", {}, "Show manifest"),
+        // Text, never HTML: a manifest is user-supplied.
+        h("pre", { class: "manifest" }, JSON.stringify(model.manifest, null, 2)))));
+}

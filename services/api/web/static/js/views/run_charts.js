@@ -1,0 +1,186 @@
+// The charts of one run on its evaluation's page: latency histogram and CDF, stability
+// windows, and for a traced run its layer breakdown and trace timeline. Each card carries
+// the run's verdicts in its title, as every figure on these pages does.
+
+import { gql } from "../api.js";
+import { h, replace } from "../dom.js";
+import { CDF_AXES, SERIES, cdfTrace, chartBox, plot } from "../charts.js";
+import { number, stability } from "../format.js";
+import { LATENCY_POINTS, RUN_CHARTS, TRACE_SPANS } from "../queries.js";
+import { notice, verdictBadge } from "../widgets.js";
+
+// Layers are many and short: the bar chart shows the slowest, and says how many it left out.
+const MAX_LAYER_BARS = 40;
+
+function card(title, id, ...children) {
+  return h("section", { class: "card chart-card", "aria-labelledby": id }, h("h2", { id }, title), ...children);
+}
+
+function titled(text, run) {
+  return h("span", {}, `${text} `,
+    verdictBadge(run.validity, "LoadGen validity"), " ", verdictBadge(stability(run) ?? "STABILITY UNKNOWN", "stability"));
+}
+
+// The cards, empty at first; they fill in once the run's chart data has loaded.
+export function runChartCards(evaluation, run, signal) {
+  const latency = card(titled("Latency distribution", run), "latency-title", notice("Loading the run's latencies…"));
+  const cards = [latency];
+  const windows = run.report?.stability?.windows ?? [];
+  if (windows.length) cards.push(windowsCard(run, windows));
+  const traced = evaluation.traceLevel && evaluation.traceLevel !== "NONE";
+  const layers = traced ? card(titled("Layer breakdown", run), "layers-title", notice("Loading the layers…")) : null;
+  const timeline = traced ? card(titled("Trace timeline", run), "timeline-title", notice("Loading the trace…")) : null;
+  if (traced) cards.push(layers, timeline);
+  load(evaluation.id, run.id, signal, { latency, layers, timeline, run });
+  return cards;
+}
+
+async function load(evaluationId, runId, signal, slots) {
+  let data;
+  try {
+    data = await gql(RUN_CHARTS, { id: evaluationId, points: LATENCY_POINTS, spans: TRACE_SPANS });
+  } catch (err) {
+    if (!signal.aborted) for (const slot of [slots.latency, slots.layers, slots.timeline]) if (slot) fill(slot, notice(err.message, "error"));
+    return;
+  }
+  if (signal.aborted) return;
+  const found = data.evaluation?.runs?.find((r) => r.id === runId);
+  drawLatency(slots.latency, found?.latencySample);
+  if (slots.layers) drawLayers(slots.layers, found?.layers ?? []);
+  if (slots.timeline) drawTimeline(slots.timeline, found?.traceTimeline);
+}
+
+// Keeps the card's title, replaces what is below it.
+function fill(cardEl, ...children) {
+  replace(cardEl, cardEl.querySelector("h2"), ...children);
+}
+
+function drawLatency(cardEl, sample) {
+  if (!sample || !sample.totalCount) {
+    fill(cardEl, notice("This run stored no per-sample latencies.", "info"));
+    return;
+  }
+  const histogram = chartBox("latency-histogram", `Histogram of ${sample.latenciesMs.length} latencies`);
+  const cdf = chartBox("latency-cdf", `Cumulative distribution of ${sample.latenciesMs.length} latencies`);
+  fill(cardEl,
+    h("div", { class: "chart-pair" },
+      h("figure", {}, histogram, h("figcaption", {}, "Histogram (share of samples per bin)")),
+      h("figure", {}, cdf, h("figcaption", {}, "Cumulative distribution"))),
+    h("p", { class: "small muted", "data-sampling": sample.downsampled ? "downsampled" : "all" },
+      sample.downsampled ? `Downsampled for drawing: ${sample.method}.` : `Drawn from ${sample.method}.`));
+  plot(histogram, [{
+    type: "histogram",
+    x: sample.latenciesMs,
+    histnorm: "percent",
+    marker: { color: SERIES[0] },
+    hovertemplate: "%{x} ms: %{y:.2f} % of samples<extra></extra>",
+  }], { xaxis: { title: { text: "Latency (ms)" } }, yaxis: { title: { text: "Samples (%)" } }, bargap: 0.04 });
+  plot(cdf, [cdfTrace(sample, "latency")], CDF_AXES);
+}
+
+function windowsCard(run, windows) {
+  const s = run.report.stability;
+  const box = chartBox("stability-windows", `Throughput and median latency in ${windows.length} windows`);
+  // The verdict is judged on the last judged_windows windows: they are drawn solid.
+  const judgedFrom = windows.length - (s.judged_windows ?? windows.length);
+  const labels = windows.map((w, i) => `${i + 1}`);
+  const opacity = windows.map((w, i) => (i >= judgedFrom ? 1 : 0.4));
+  const cardEl = card(titled("Stability windows", run), "windows-title",
+    box,
+    h("p", { class: "small muted" },
+      `${s.rule ?? ""} Throughput spread ${spread(s.throughput_spread)}, latency spread ${spread(s.latency_spread)}; `,
+      `the last ${s.judged_windows ?? windows.length} of ${windows.length} windows are judged (faded: not judged).`),
+    s.reasons?.length ? h("ul", { class: "reasons" }, s.reasons.map((r) => h("li", {}, r))) : null);
+  plot(box, [
+    {
+      type: "bar", name: "Throughput (samples/s)", x: labels, y: windows.map((w) => w.samples_per_second),
+      marker: { color: SERIES[0], opacity }, hovertemplate: "window %{x}: %{y:.1f} samples/s<extra></extra>",
+    },
+    {
+      type: "scatter", mode: "lines+markers", name: "Median latency (ms)", x: labels,
+      y: windows.map((w) => w.median_latency_ms), yaxis: "y2",
+      line: { color: SERIES[1], dash: "dash" }, hovertemplate: "window %{x}: %{y:.3f} ms<extra></extra>",
+    },
+  ], {
+    showlegend: true,
+    xaxis: { title: { text: "Window" }, type: "category" },
+    yaxis: { title: { text: "Samples/s" }, rangemode: "tozero" },
+    yaxis2: { title: { text: "Median latency (ms)" }, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false },
+    margin: { l: 60, r: 60, t: 36, b: 48 },
+  });
+  return cardEl;
+}
+
+function spread(value) {
+  return value === null || value === undefined ? "—" : `${number(value * 100, 1)} %`;
+}
+
+function drawLayers(cardEl, layers) {
+  if (!layers.length) {
+    fill(cardEl, notice("No layer table: this trace level or framework records none.", "info"));
+    return;
+  }
+  const shown = [...layers].sort((a, b) => b.meanMs - a.meanMs).slice(0, MAX_LAYER_BARS);
+  const box = chartBox("layer-breakdown", `Mean time of the ${shown.length} slowest layers`);
+  fill(cardEl, box,
+    h("p", { class: "small muted" },
+      shown.length < layers.length
+        ? `The ${shown.length} slowest of ${layers.length} layers, by mean time per call (warm iterations of the FRAMEWORK pass).`
+        : `All ${layers.length} layers, by mean time per call (warm iterations of the FRAMEWORK pass).`));
+  // Slowest at the top: plotly draws a horizontal bar chart's first category at the bottom.
+  const ordered = [...shown].reverse();
+  plot(box, [{
+    type: "bar", orientation: "h",
+    x: ordered.map((l) => l.meanMs),
+    y: ordered.map((l) => `${l.name} (${l.type})`),
+    customdata: ordered.map((l) => [l.percent, l.calls]),
+    marker: { color: SERIES[0] },
+    hovertemplate: "%{y}: %{x:.4f} ms, %{customdata[0]:.1f} % of the pass, %{customdata[1]} calls<extra></extra>",
+  }], {
+    height: 60 + 20 * ordered.length,
+    xaxis: { title: { text: "Mean time per call (ms)" } },
+    yaxis: { type: "category", automargin: true },
+  });
+}
+
+function drawTimeline(cardEl, timeline) {
+  if (!timeline) {
+    fill(cardEl, notice("This run stored no trace.json.", "info"));
+    return;
+  }
+  if (!timeline.spans.length) {
+    fill(cardEl, notice(timeline.note, "info"));
+    return;
+  }
+  const spans = timeline.spans;
+  // One row per thread and kind of span, so nested spans (pass > forward > layer) stack.
+  const rowOf = (s) => `${s.thread} · ${s.category || "span"}`;
+  const categories = [...new Set(spans.map((s) => s.category || "span"))];
+  const traces = categories.map((category, i) => {
+    const own = spans.filter((s) => (s.category || "span") === category);
+    return {
+      type: "bar", orientation: "h", name: category,
+      base: own.map((s) => s.startMs),
+      x: own.map((s) => Math.max(s.durationMs, 0)),
+      y: own.map(rowOf),
+      text: own.map((s) => s.name),
+      customdata: own.map((s) => [s.startMs, s.durationMs]),
+      textposition: "none",
+      marker: { color: SERIES[i % SERIES.length] },
+      hovertemplate: "%{text}<br>start %{customdata[0]:.3f} ms, %{customdata[1]:.3f} ms long<extra>%{fullData.name}</extra>",
+    };
+  });
+  const rows = new Set(spans.map(rowOf)).size;
+  const box = chartBox("trace-timeline", `Timeline of ${spans.length} trace spans`);
+  fill(cardEl, box,
+    h("p", { class: "small muted", "data-sampling": timeline.truncated ? "truncated" : "all" },
+      `Showing ${timeline.note}; drag across the chart to zoom in, double-click to zoom out. `,
+      "The full trace opens in Perfetto or chrome://tracing: download trace.json under Logs."));
+  plot(box, traces, {
+    barmode: "overlay",
+    showlegend: true,
+    height: 110 + 30 * rows,
+    xaxis: { title: { text: "Time from the trace's first event (ms)" } },
+    yaxis: { type: "category", automargin: true },
+  });
+}

@@ -1,0 +1,191 @@
+"""Charts, compare, agents and models pages in headless Chromium against the throw-away
+stack: each chart is checked against the stored data it draws (points, bars), compare
+marks the setting that differs, the agents page lists the stack's agent. Screenshots of
+each page go to /tmp/web-shots/."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import GraphQLClient
+from tests.support.ephemeral import EphemeralStack
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+SHOTS = Path("/tmp/web-shots")
+SUBMIT = """
+mutation($input: SubmitEvaluationInput!) {
+  submitEvaluation(input: $input) {
+    __typename ... on Evaluation { id } ... on UserError { message field }
+  }
+}
+"""
+STORED = """
+query($id: String!) {
+  evaluation(id: $id) {
+    state reason
+    runs {
+      report
+      latencySample(limit: 2000) { totalCount latenciesMs downsampled }
+      traceTimeline(limit: 400) { totalSpans spans { name } }
+      layers { name }
+    }
+  }
+}
+"""
+
+
+@pytest.fixture
+def page(browser: Any, stack: EphemeralStack) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.api_url)
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
+    page.on(
+        "console",
+        lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
+    )
+    yield page
+    context.close()
+    # A CSP violation (plotly injecting a style or an eval) would show up here.
+    assert not problems, problems
+
+
+def finished(client: GraphQLClient, evaluation_id: str, timeout_s: float = 90) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        evaluation: dict[str, Any] = client(STORED, {"id": evaluation_id})["evaluation"]
+        if evaluation["state"] in {"SUCCEEDED", "FAILED", "CANCELLED"}:
+            assert evaluation["state"] == "SUCCEEDED", evaluation
+            return evaluation
+        assert time.monotonic() < deadline, evaluation
+        time.sleep(0.3)
+
+
+def submit(client: GraphQLClient, **extra: Any) -> str:
+    created = client(
+        SUBMIT,
+        {
+            "input": {
+                "model": "resnet18",
+                "framework": "null",
+                "scenario": "offline",
+                "samples": 16,
+                "settings": {"minDurationS": 0.3, "targetQps": 2000},
+                **extra,
+            }
+        },
+    )["submitEvaluation"]
+    assert created["__typename"] == "Evaluation", created
+    return str(created["id"])
+
+
+def rendered(page: Any, name: str) -> Any:
+    chart = page.locator(f'[data-chart="{name}"]')
+    chart.locator(".main-svg").first.wait_for()
+    page.wait_for_function(
+        f"document.querySelector('[data-chart=\"{name}\"]')?.dataset.rendered === 'yes'"
+    )
+    return chart
+
+
+def bars(chart: Any) -> int:
+    """Bars plotly drew: one .point per bar, in the SVG."""
+    count: int = chart.evaluate("el => el.querySelectorAll('.barlayer .bars .point').length")
+    return count
+
+
+def test_run_charts_compare_agents_and_models(
+    page: Any,
+    stack: EphemeralStack,
+    make_token: Callable[[str], str],
+) -> None:
+    from playwright.sync_api import expect
+
+    SHOTS.mkdir(exist_ok=True)
+    token = make_token("carol-charts")
+    client = GraphQLClient(stack.api_url, token)
+    traced_id = submit(client, batchSize=1, traceLevel="MODEL")
+    other_id = submit(client, batchSize=2)
+    traced = finished(client, traced_id)
+    finished(client, other_id)
+    (run,) = traced["runs"]
+    sample = run["latencySample"]
+    windows = run["report"]["stability"]["windows"]
+    spans = run["traceTimeline"]["spans"]
+    assert sample["totalCount"] > 0 and not sample["downsampled"]
+    assert windows and spans
+
+    page.goto("/")
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Save token").click()
+
+    # A run's page: every chart drawn from what is stored.
+    page.goto(f"/#/evaluations/{traced_id}")
+    cdf = rendered(page, "latency-cdf")
+    assert cdf.evaluate("el => el.data[0].x.length") == len(sample["latenciesMs"])
+    assert cdf.get_attribute("data-points") == str(sample["totalCount"])
+    assert cdf.evaluate("el => el.querySelectorAll('.scatterlayer .trace').length") == 1
+    histogram = rendered(page, "latency-histogram")
+    # Every stored latency falls in a bin: the bins' shares add up to 100 %.
+    shares = histogram.evaluate("el => el.calcdata[0].map((bin) => bin.s)")
+    assert sum(shares) == pytest.approx(100.0)
+    assert bars(histogram) == len(shares)
+    expect(page.locator('[data-sampling="all"]').first).to_contain_text(
+        f"all {sample['totalCount']} samples"
+    )
+    stability = rendered(page, "stability-windows")
+    assert bars(stability) == len(windows)
+    assert stability.evaluate("el => el.data[1].y") == pytest.approx(
+        [w["median_latency_ms"] for w in windows]
+    )
+    timeline = rendered(page, "trace-timeline")
+    assert bars(timeline) == len(spans)
+    # The null backend records no layer table, and the page says so instead of a chart.
+    expect(page.locator('[aria-labelledby="layers-title"]')).to_contain_text("No layer table")
+    expect(page.get_by_role("heading", name="Latency distribution")).to_contain_text("VALID")
+    page.screenshot(path=str(SHOTS / "run.png"), full_page=True)
+
+    # Compare: picked on the list, the differing batch size marked, both curves overlaid.
+    page.get_by_role("link", name="Evaluations", exact=True).click()
+    for evaluation_id in (traced_id, other_id):
+        page.locator(f'input[data-select="{evaluation_id}"]').check()
+    page.get_by_role("button", name="Compare selected (2)").click()
+    expect(page).to_have_url(f"{stack.api_url}/#/compare?ids={traced_id},{other_id}")
+    differing = page.locator('tr[data-setting="Batch size"]')
+    expect(differing).to_have_attribute("data-differs", "yes")
+    expect(differing).to_contain_text("differs")
+    expect(page.locator('tr[data-setting="Model"]')).to_have_attribute("data-differs", "no")
+    expect(page.locator('tr[data-verdict="validity"]')).to_contain_text("VALID")
+    overlaid = rendered(page, "compare-cdf")
+    assert overlaid.evaluate("el => el.querySelectorAll('.scatterlayer .trace').length") == 2
+    assert bars(rendered(page, "compare-throughput")) == 2
+    assert bars(rendered(page, "compare-p99")) == 2
+    page.screenshot(path=str(SHOTS / "compare.png"), full_page=True)
+
+    # The same comparison from its URL alone, as someone it was shared with opens it.
+    page.goto(f"/#/compare?ids={other_id},{traced_id}")
+    expect(page.locator('tr[data-setting="Batch size"]')).to_have_attribute("data-differs", "yes")
+
+    # Agents: the stack's agent, live, with this caller's evaluations on it.
+    (agent,) = client("{ agents { id framework } }")["agents"]
+    page.get_by_role("link", name="Agents").click()
+    card = page.locator(f'[data-agent="{agent["id"]}"]')
+    expect(card).to_contain_text(agent["framework"])
+    expect(card.locator("[data-live]")).to_have_text("LIVE")
+    expect(card.locator(f'li[data-id="{traced_id}"]')).to_be_visible()
+    page.screenshot(path=str(SHOTS / "agents.png"), full_page=True)
+
+    # Models: the catalogue with its manifests.
+    page.get_by_role("link", name="Models").click()
+    resnet = page.locator('[data-origin="catalogue"] tr[data-model^="resnet18@"]').first
+    expect(resnet).to_be_visible()
+    resnet.get_by_text("Show manifest").click()
+    expect(resnet.locator("pre.manifest")).to_contain_text('"name": "resnet18"')
+    page.screenshot(path=str(SHOTS / "models.png"), full_page=True)
