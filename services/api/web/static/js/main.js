@@ -1,5 +1,5 @@
 // Entry point: the token form and a hash router (#/, #/new, #/evaluations/<id>,
-// #/compare?ids=a,b or ?group=g, #/agents, #/models).
+// #/compare?ids=a,b or ?group=g, #/sweeps/<group>, #/agents, #/models).
 // Each navigation aborts the previous view's signal so its timers and sockets stop.
 
 import { getToken, setToken } from "./api.js";
@@ -9,6 +9,7 @@ import { renderDetail } from "./views/detail.js";
 import { renderList } from "./views/list.js";
 import { renderModels } from "./views/models.js";
 import { renderSubmit } from "./views/submit.js";
+import { renderSweep } from "./views/sweep.js";
 
 const main = document.getElementById("main");
 let current = new AbortController();
@@ -27,6 +28,12 @@ const ROUTES = [
     nav: "list",
     title: "Compare",
     render: (signal, query) => renderCompare(main, signal, query ?? ""),
+  },
+  {
+    pattern: /^#\/sweeps\/([\w-]+)$/,
+    nav: "list",
+    title: "Sweep",
+    render: (signal, id) => renderSweep(main, signal, id),
   },
   { pattern: /^#\/agents$/, nav: "agents", title: "Agents", render: (signal) => renderAgents(main, signal) },
   { pattern: /^#\/models$/, nav: "models", title: "Models", render: (signal) => renderModels(main, signal) },

@@ -117,3 +117,24 @@ export const MODELS = `
 query Models {
   models { name version framework description origin shared manifest }
 }`;
+
+export const SUBMIT_SWEEP = `
+mutation SubmitSweep($input: SubmitSweepInput!) {
+  submitSweep(input: $input) {
+    __typename
+    ... on Sweep { groupId }
+    ... on UserError { message field }
+  }
+}`;
+
+export const SWEEP = `
+query Sweep($id: String!) {
+  sweep(groupId: $id) {
+    groupId parameter modelLoads
+    points {
+      value
+      evaluation { id state reason modelName modelVersion framework scenario }
+      samplesPerSecond latencyP50Ms latencyP90Ms latencyP99Ms validity stability modelKept
+    }
+  }
+}`;

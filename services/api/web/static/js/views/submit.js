@@ -3,7 +3,7 @@
 
 import { gql, getToken } from "../api.js";
 import { field, h, replace } from "../dom.js";
-import { FORM_CHOICES, SUBMIT } from "../queries.js";
+import { FORM_CHOICES, SUBMIT, SUBMIT_SWEEP } from "../queries.js";
 import { needToken, notice } from "../widgets.js";
 
 const SCENARIOS = ["offline", "single-stream", "multi-stream", "server"];
@@ -20,7 +20,12 @@ const FIELD_OF = {
   samples: "samples",
   "settings.min_duration_s": "duration",
   "settings.target_qps": "targetQps",
+  parameter: "sweepParameter",
+  values: "sweepValues",
 };
+
+// What a sweep may vary, as submitSweep names it (target QPS needs the server scenario).
+const SWEEPABLE = [["", "nothing: one evaluation"], ["batch_size", "batch size"], ["target_qps", "target QPS (server)"]];
 
 export function renderSubmit(main, signal) {
   const heading = h("h1", { tabindex: "-1" }, "New evaluation");
@@ -70,6 +75,13 @@ function form({ models, agents }) {
       field("Target QPS", number("targetQps", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
         { hint: "Expected (offline) or offered (server) queries per second." })),
     h("fieldset", {},
+      h("legend", {}, "Sweep"),
+      field("Sweep over", h("select", { name: "sweepParameter" },
+        SWEEPABLE.map(([value, text]) => h("option", { value }, text))),
+        { hint: "One evaluation per value, run on one agent with the model loaded once; the curve draws as they finish." }),
+      field("Values", h("input", { name: "sweepValues", placeholder: "e.g. 1,2,4,8", autocomplete: "off" }),
+        { hint: "Comma-separated; replaces the batch size or target QPS above." })),
+    h("fieldset", {},
       h("legend", {}, "Data"),
       field("Dataset", h("select", { name: "dataset" }, h("option", { value: "synthetic" }, "synthetic"))),
       field("Samples", number("samples", "64", { min: 1, step: 1 }))),
@@ -81,7 +93,20 @@ function form({ models, agents }) {
     submitButton.disabled = true;
     submitButton.textContent = "Submitting…";
     try {
-      const result = (await gql(SUBMIT, { input: toInput(new FormData(el)) })).submitEvaluation;
+      const data = new FormData(el);
+      const parameter = String(data.get("sweepParameter") ?? "");
+      if (parameter) {
+        const values = String(data.get("sweepValues") ?? "").split(",").map((v) => v.trim()).filter(Boolean).map(Number);
+        const sweep = { evaluation: toInput(data), parameter, values };
+        const result = (await gql(SUBMIT_SWEEP, { input: sweep })).submitSweep;
+        if (result.__typename === "Sweep") {
+          window.location.hash = `#/sweeps/${result.groupId}`;
+          return;
+        }
+        showError(el, summary, result);
+        return;
+      }
+      const result = (await gql(SUBMIT, { input: toInput(data) })).submitEvaluation;
       if (result.__typename === "Evaluation") {
         window.location.hash = `#/evaluations/${result.id}`;
         return;

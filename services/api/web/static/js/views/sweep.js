@@ -1,0 +1,119 @@
+// One sweep (#/sweeps/<groupId>): its points as they finish, and the curve they make:
+// throughput against tail latency, one point per value, joined in value order.
+
+import { gql, getToken } from "../api.js";
+import { h, replace } from "../dom.js";
+import { SERIES, chartBox, plot } from "../charts.js";
+import { DASH, isFinal, number, shortId } from "../format.js";
+import { SWEEP } from "../queries.js";
+import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+
+const LABEL = { batch_size: "Batch size", target_qps: "Target QPS", samples_per_query: "Samples per query" };
+const POLL_MS = 1000;
+
+export function renderSweep(main, signal, groupId) {
+  const heading = h("h1", { tabindex: "-1" }, "Sweep");
+  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations")), heading);
+  if (!getToken()) {
+    main.append(needToken());
+    return heading;
+  }
+  const body = h("div", { "aria-busy": "true" }, h("p", { class: "muted" }, "Loading the sweep…"));
+  main.append(body);
+  let drawn = "";
+  const load = async () => {
+    try {
+      const sweep = (await gql(SWEEP, { id: groupId })).sweep;
+      if (signal.aborted) return;
+      if (!sweep) {
+        replace(body, notice(`No sweep ${groupId} among your evaluations.`, "error"));
+        return;
+      }
+      // Redrawn only when something changed, so a chart being read does not flicker.
+      const state = JSON.stringify(sweep);
+      if (state !== drawn) {
+        drawn = state;
+        replace(body, ...view(sweep));
+        const box = body.querySelector('[data-chart="sweep-curve"]');
+        const done = sweep.points.filter((p) => p.samplesPerSecond != null && p.latencyP99Ms != null);
+        if (box && done.length) await plot(box, curve(sweep, done), curveAxes());
+      }
+      body.setAttribute("aria-busy", "false");
+      if (!sweep.points.every((p) => isFinal(p.evaluation.state))) {
+        setTimeout(() => signal.aborted || load(), POLL_MS);
+      }
+    } catch (err) {
+      if (!signal.aborted) replace(body, notice(err.message, "error"));
+    }
+  };
+  load();
+  return heading;
+}
+
+function view(sweep) {
+  const label = LABEL[sweep.parameter] ?? sweep.parameter;
+  const first = sweep.points[0]?.evaluation;
+  const finished = sweep.points.filter((p) => isFinal(p.evaluation.state)).length;
+  const loads = `model loaded ${sweep.modelLoads} time${sweep.modelLoads === 1 ? "" : "s"}`;
+  return [
+    h("p", { class: "muted" },
+      `${first ? `${first.modelName} ${first.modelVersion} on ${first.framework}, ` : ""}` +
+      `over ${label.toLowerCase()}: ${finished} of ${sweep.points.length} points done; ${loads} ` +
+      "(the others ran on the model kept loaded)."),
+    h("section", { class: "card" },
+      h("h2", {}, "Curve"),
+      chartBox("sweep-curve", `Throughput against p99 latency, one point per ${label.toLowerCase()}`),
+      h("p", { class: "hint" },
+        "Each point is one run, labelled with its value; a hollow point's run is not VALID and STABLE, " +
+        "so its figures are not results to quote.")),
+    h("section", { class: "card" },
+      h("h2", {}, "Points"),
+      table(sweep, label)),
+  ];
+}
+
+function table(sweep, label) {
+  const head = [label, "State", "Samples/s", "p50 ms", "p90 ms", "p99 ms", "Verdicts", "Model", "Evaluation"];
+  return h("table", { class: "data", "data-sweep-points": String(sweep.points.length) },
+    h("thead", {}, h("tr", {}, head.map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, sweep.points.map((p) => h("tr", {},
+      h("td", { class: "num" }, number(p.value, 0)),
+      h("td", {}, stateBadge(p.evaluation.state)),
+      h("td", { class: "num" }, number(p.samplesPerSecond)),
+      h("td", { class: "num" }, number(p.latencyP50Ms, 3)),
+      h("td", { class: "num" }, number(p.latencyP90Ms, 3)),
+      h("td", { class: "num" }, number(p.latencyP99Ms, 3)),
+      h("td", {}, p.validity ? [verdictBadge(p.validity, "validity"), " ", verdictBadge(p.stability ?? DASH, "stability")] : DASH),
+      h("td", {}, p.modelKept == null ? DASH : p.modelKept ? "kept loaded" : "loaded"),
+      h("td", {}, h("a", { href: `#/evaluations/${p.evaluation.id}` }, shortId(p.evaluation.id)))))));
+}
+
+function quotable(p) {
+  return p.validity === "VALID" && p.stability === "STABLE";
+}
+
+function curve(sweep, points) {
+  return [{
+    type: "scatter",
+    mode: "lines+markers+text",
+    name: LABEL[sweep.parameter] ?? sweep.parameter,
+    x: points.map((p) => p.latencyP99Ms),
+    y: points.map((p) => p.samplesPerSecond),
+    text: points.map((p) => number(p.value, 0)),
+    textposition: "top center",
+    line: { color: SERIES[0], width: 2 },
+    marker: {
+      size: 10,
+      color: points.map((p) => (quotable(p) ? SERIES[0] : "rgba(0,0,0,0)")),
+      line: { color: SERIES[0], width: 2 },
+    },
+    hovertemplate: "%{text}: %{y:.1f} samples/s at p99 %{x:.3f} ms<extra></extra>",
+  }];
+}
+
+function curveAxes() {
+  return {
+    xaxis: { title: { text: "p99 latency (ms)" } },
+    yaxis: { title: { text: "Samples/s" }, rangemode: "tozero" },
+  };
+}
