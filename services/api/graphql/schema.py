@@ -22,6 +22,7 @@ from strawberry.tools import merge_types
 
 from services.api.context import NotAuthenticated
 from services.api.faults import UNAVAILABLE_CODES, unavailable_dependency
+from services.api.graphql.advice.queries import AdviceQueries
 from services.api.graphql.agents.queries import AgentQueries
 from services.api.graphql.bricks.queries import BrickQueries
 from services.api.graphql.comparisons.queries import ComparisonQueries
@@ -45,7 +46,15 @@ from services.api.observability import UNAVAILABLE
 from shared.settings import Settings
 
 Query = merge_types(
-    "Query", (EvaluationQueries, ModelQueries, AgentQueries, ComparisonQueries, BrickQueries)
+    "Query",
+    (
+        EvaluationQueries,
+        ModelQueries,
+        AgentQueries,
+        ComparisonQueries,
+        BrickQueries,
+        AdviceQueries,
+    ),
 )
 Mutation = merge_types("Mutation", (EvaluationMutations, ModelMutations))
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
