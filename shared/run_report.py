@@ -100,6 +100,9 @@ class Measurement:
     # "loadgen_ended_at" (Unix seconds), from which a worker's idle time between runs is
     # read (benchmarks/worker_idle.py).
     timings: dict[str, float] = field(default_factory=dict)
+    # 95 % intervals of the figures over the run's stability windows
+    # (services/analysis/confidence.py); None for accuracy runs and older runs.
+    confidence: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(asdict(self))
@@ -158,6 +161,7 @@ class RunReport:
                 "preprocessing": self.preprocessing,
                 "performance": m.performance.to_dict(),
                 "stability": m.stability.to_dict() if m.stability else None,
+                "confidence": m.confidence,
                 "seeds": {"data": self.settings.seed, "loadgen": m.seeds},
                 "group": self.group,
                 "accuracy": m.accuracy.to_dict() if m.accuracy else None,

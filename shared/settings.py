@@ -113,6 +113,10 @@ class Settings(BaseSettings):
     # Where measurements on this host meet: the lock file and the registry of active runs.
     # Every agent and bench on one machine must see the same folder.
     host_slot_dir: Path = Path("/tmp/benchstack-host")
+    # What this machine costs per hour (any currency, the same for every machine compared):
+    # recorded in the agent's settings and with every run it measures (embedded runs too),
+    # so `benchstack advise` can price an inference. Unset: no cost is given.
+    agent_price_per_hour: float | None = Field(default=None, gt=0, le=1_000_000)
     # How long a new API token lives unless `token create --expires-in` says otherwise,
     # and the longest lifetime anyone may ask for: no token lives for ever.
     token_lifetime_days: float = Field(default=90.0, gt=0)

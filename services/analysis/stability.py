@@ -62,8 +62,11 @@ def _spread(values: Sequence[float]) -> float:
     return high / low - 1.0
 
 
-def _split_events(count: int, windows: int, concurrency: int) -> list[tuple[int, int]] | None:
-    """Event index ranges [start, end) per window, or None when there are too few events."""
+def split_events(count: int, windows: int, concurrency: int) -> list[tuple[int, int]] | None:
+    """Event index ranges [start, end) per window, or None when there are too few events.
+
+    The same split serves the stability verdict and the confidence intervals
+    (services/analysis/confidence.py)."""
     per_window = (count // windows // concurrency) * concurrency
     if per_window < max(MIN_EVENTS, concurrency):
         return None
@@ -108,7 +111,7 @@ def assess_stability(
     arrivals = np.sort(np.asarray(arrivals_ns, dtype=np.int64))
     origin = int(arrivals[0]) if arrivals.size else int(finished[0])
 
-    bounds = _split_events(len(finished), windows, max(1, concurrency))
+    bounds = split_events(len(finished), windows, max(1, concurrency))
     if bounds is None:
         return _insufficient(len(finished), windows, judged, tolerance, concurrency)
     result: list[Window] = []

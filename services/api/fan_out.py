@@ -49,6 +49,29 @@ class FanOutRow:
     # or other processes kept the CPUs busy (None until there is a run).
     overlapped: bool | None = None
     host_busy: bool | None = None
+    # 95 % intervals over the run's stability windows (analysis/confidence.py; latency on
+    # the SUT's clock); null with ``interval_reason`` saying why there is none.
+    samples_per_second_low: float | None = None
+    samples_per_second_high: float | None = None
+    latency_p99_low_ms: float | None = None
+    latency_p99_high_ms: float | None = None
+    interval_reason: str = ""
+
+
+def _intervals(report: dict[str, Any]) -> dict[str, Any]:
+    """The row's interval fields from a stored report's ``confidence``."""
+    figures = (report.get("confidence") or {}).get("figures") or {}
+    if not figures:
+        return {"interval_reason": "no intervals recorded (run stored before them)"}
+    sps, p99 = figures.get("samples_per_second") or {}, figures.get("latency_p99") or {}
+    reasons = dict.fromkeys(str(f.get("reason")) for f in (sps, p99) if f.get("reason"))
+    return {
+        "samples_per_second_low": sps.get("low"),
+        "samples_per_second_high": sps.get("high"),
+        "latency_p99_low_ms": p99.get("low"),
+        "latency_p99_high_ms": p99.get("high"),
+        "interval_reason": "; ".join(reasons),
+    }
 
 
 @dataclass(frozen=True)
@@ -136,6 +159,7 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> F
         stability=(str((report.get("stability") or {}).get("verdict") or "UNKNOWN") if run else ""),
         overlapped=bool((report.get("host") or {}).get("overlapped")) if run else None,
         host_busy=bool((report.get("host") or {}).get("busy")) if run else None,
+        **(_intervals(report) if run is not None else {}),
     )
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import csv
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
+from services.analysis.confidence import Interval, differ
 from services.cli.render import figure
 from shared.db.states import FINAL_STATE_NAMES
 
@@ -42,6 +45,101 @@ def _verdict(row: dict[str, Any]) -> str:
     return text
 
 
+def _bracket(row: dict[str, Any], low: str, high: str, spec: str = ".3f") -> str:
+    if row.get(low) is None or row.get(high) is None:
+        return ""
+    return f" [{format(row[low], spec)}, {format(row[high], spec)}]"
+
+
+def _label(row: dict[str, Any]) -> str:
+    return str(row["agentId"] or row["hostname"] or row["evaluationId"])
+
+
+# (figure, low key, high key) that a verdict is given on; p99 on the SUT's clock.
+VERDICT_FIGURES = (
+    ("samples/s", "samplesPerSecondLow", "samplesPerSecondHigh", "samplesPerSecond"),
+    ("p99 ms (SUT clock)", "latencyP99LowMs", "latencyP99HighMs", "latencyP99Ms"),
+)
+# Pairs are said for at most this many rows (a fan-out reaches every matching agent).
+MAX_PAIRED_ROWS = 10
+
+
+def _interval(row: dict[str, Any], low: str, high: str, value: str) -> Interval:
+    if row["state"] != "SUCCEEDED":
+        return Interval(estimate=None, reason=f"{row['state']}: no run")
+    if row["validity"] != "VALID":
+        return Interval(estimate=None, reason=f"{row['validity']}: LoadGen did not judge it")
+    if row.get(low) is None or row.get(high) is None:
+        return Interval(estimate=row.get(value), reason=row.get("intervalReason") or "no interval")
+    return Interval(estimate=row.get(value), low=row[low], high=row[high])
+
+
+def pair_verdicts(comparison: dict[str, Any]) -> list[dict[str, str]]:
+    """For each pair of rows and each judged figure: "differ" (the 95 % intervals do not
+    overlap), "within their intervals", or "cannot say" and why. A row that is not VALID
+    or has no interval gets no verdict. The first ``MAX_PAIRED_ROWS`` rows only."""
+    rows = comparison["rows"][:MAX_PAIRED_ROWS]
+    found = []
+    for i, a in enumerate(rows):
+        for b in rows[i + 1 :]:
+            for name, low, high, value in VERDICT_FIGURES:
+                verdict, why = differ(
+                    _interval(a, low, high, value), _interval(b, low, high, value)
+                )
+                found.append(
+                    {"a": _label(a), "b": _label(b), "figure": name, "verdict": verdict, "why": why}
+                )
+    return found
+
+
+def verdict_lines(comparison: dict[str, Any]) -> list[str]:
+    lines = []
+    for v in pair_verdicts(comparison):
+        colour = {"differ": "bold", "within their intervals": "green"}.get(v["verdict"], "yellow")
+        lines.append(
+            f"{escape(v['a'])} vs {escape(v['b'])}, {v['figure']}: "
+            f"[{colour}]{v['verdict']}[/] ({escape(v['why'])})"
+        )
+    if len(comparison["rows"]) > MAX_PAIRED_ROWS:
+        lines.append(f"(pairs of the first {MAX_PAIRED_ROWS} rows only)")
+    return lines
+
+
+CSV_COLUMNS = (
+    "group_id", "model", "scenario", "agent", "hostname", "cpu", "gpus", "framework",
+    "framework_version", "device", "threads", "state", "run_id", "validity", "stability",
+    "samples_per_second", "samples_per_second_low", "samples_per_second_high",
+    "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_low_ms",
+    "latency_p99_high_ms", "interval_reason",
+)  # fmt: skip
+
+
+def write_comparison_csv(comparison: dict[str, Any], path: Path) -> int:
+    """One line per row of the comparison, in CSV_COLUMNS; returns the rows written."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CSV_COLUMNS)
+        for row in comparison["rows"]:
+            writer.writerow(
+                [
+                    comparison["id"], comparison["model"], comparison["scenario"],
+                    row["agentId"], row["hostname"], row["cpuModel"], ";".join(row["gpus"]),
+                    row["framework"], row["frameworkVersion"], row["device"], row["threads"],
+                    row["state"], row["runId"] or "", row["validity"], row["stability"],
+                    _csv(row["samplesPerSecond"]), _csv(row.get("samplesPerSecondLow")),
+                    _csv(row.get("samplesPerSecondHigh")), _csv(row["latencyP50Ms"]),
+                    _csv(row["latencyP90Ms"]), _csv(row["latencyP99Ms"]),
+                    _csv(row.get("latencyP99LowMs")), _csv(row.get("latencyP99HighMs")),
+                    row.get("intervalReason") or "",
+                ]
+            )  # fmt: skip
+    return len(comparison["rows"])
+
+
+def _csv(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
 def comparison_table(comparison: dict[str, Any]) -> Table:
     """Rows in the order the agents were matched; the fastest is not reordered to the top,
     so that repeated comparisons line up."""
@@ -67,10 +165,11 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
             _hardware(row),
             f"{row['framework']} {row['frameworkVersion']} on {row['device']}",
             str(row["threads"]) if row["threads"] else "default",
-            figure(row["samplesPerSecond"], ".1f"),
+            figure(row["samplesPerSecond"], ".1f")
+            + _bracket(row, "samplesPerSecondLow", "samplesPerSecondHigh", ".1f"),
             figure(row["latencyP50Ms"]),
             figure(row["latencyP90Ms"]),
-            figure(row["latencyP99Ms"]),
+            figure(row["latencyP99Ms"]) + _bracket(row, "latencyP99LowMs", "latencyP99HighMs"),
             _verdict(row),
         )
     return table

@@ -87,12 +87,20 @@ query Results($where: EvaluationFilter, $first: Int!) {
       runs {
         id createdAt modelName modelVersion framework frameworkVersion scenario mode
         batchSize samplesPerSecond validity stability preprocessReused
+        confidence { samplesPerSecond { low high } latencyP99 { low high } }
         metrics { name value unit }
       }
     }
   }
 }
 """
+
+
+def _pair(run: dict[str, Any], name: str) -> list[float] | None:
+    item = (run.get("confidence") or {}).get(name) or {}
+    if item.get("low") is None or item.get("high") is None:
+        return None
+    return [float(item["low"]), float(item["high"])]
 
 
 def list_remote_results(
@@ -125,6 +133,8 @@ def list_remote_results(
                     "mode": run["mode"],
                     "batch_size": run["batchSize"],
                     "samples_per_second": run["samplesPerSecond"],
+                    "samples_per_second_interval": _pair(run, "samplesPerSecond"),
+                    "p99_sut_interval_ms": _pair(run, "latencyP99"),
                     "p90_ms": metrics.get("latency_p90"),
                     "validity": run["validity"],
                     "stability": run["stability"],
@@ -155,6 +165,7 @@ query Compare($groupId: String!) {
       evaluationId state reason agentId hostname cpuModel arch logicalCores memoryGib
       gpus gpuDriver framework frameworkVersion device threads runId samplesPerSecond
       latencyP50Ms latencyP90Ms latencyP99Ms validity stability overlapped hostBusy
+      samplesPerSecondLow samplesPerSecondHigh latencyP99LowMs latencyP99HighMs intervalReason
     }
   }
 }

@@ -195,7 +195,12 @@ def _performance_rows(table: Table, report: dict[str, Any]) -> None:
         if "samples_per_second" in perf.get("derived", [])
         else ""
     )
-    table.add_row("samples/s", figure(perf["samples_per_second"], ".2f") + derived)
+    table.add_row(
+        "samples/s",
+        figure(perf["samples_per_second"], ".2f")
+        + interval_text(report.get("confidence"), "samples_per_second", ".2f")
+        + derived,
+    )
     # Offline has no QPS of its own in LoadGen's summary: stored as null, shown as "-".
     table.add_row("QPS", figure(perf["qps"], ".2f"))
     table.add_row("queries / samples", f"{perf['query_count']} / {perf['sample_count']}")
@@ -204,6 +209,47 @@ def _performance_rows(table: Table, report: dict[str, Any]) -> None:
         "latency ms",
         "  ".join(f"{label} {_ms(latency, key)}" for label, key in LATENCY_KEYS),
     )
+    # The bootstrap reads the SUT's own clock (sut_latencies_ns.npy): its latencies leave out
+    # LoadGen's overhead, so each interval sits beside its own estimate.
+    table.add_row("95 % intervals (SUT clock)", confidence_text(report.get("confidence")))
+
+
+CONFIDENCE_LABELS = (
+    ("samples_per_second", "samples/s", ".2f"),
+    ("latency_mean", "mean ms", ".3f"),
+    ("latency_p50", "p50 ms", ".3f"),
+    ("latency_p90", "p90 ms", ".3f"),
+    ("latency_p99", "p99 ms", ".3f"),
+)
+
+
+def interval_text(confidence: dict[str, Any] | None, name: str, spec: str = ".3f") -> str:
+    """' [low, high]' beside a figure; '' when the run holds no interval for it."""
+    item = ((confidence or {}).get("figures") or {}).get(name) or {}
+    if item.get("low") is None or item.get("high") is None:
+        return ""
+    return f" [{format(item['low'], spec)}, {format(item['high'], spec)}]"
+
+
+def confidence_text(confidence: dict[str, Any] | None) -> str:
+    """Every figure's interval, or why it cannot be given; said once per shared reason."""
+    if not confidence:
+        return "[yellow]not recorded[/] (run stored before confidence intervals)"
+    given: list[str] = []
+    missing: dict[str, list[str]] = {}
+    for name, label, spec in CONFIDENCE_LABELS:
+        item = (confidence.get("figures") or {}).get(name) or {}
+        if item.get("low") is not None and item.get("high") is not None:
+            given.append(
+                f"{label} {figure(item.get('estimate'), spec)} "
+                f"[{format(item['low'], spec)}, {format(item['high'], spec)}]"
+            )
+        else:
+            missing.setdefault(str(item.get("reason") or "not computed"), []).append(label)
+    parts = ["  ".join(given)] if given else []
+    parts += [f"[yellow]none for {', '.join(v)}[/]: {escape(k)}" for k, v in missing.items()]
+    units = f"over {confidence['units']} {confidence['basis']}" if confidence.get("units") else ""
+    return "; ".join(parts) + (f" ({units})" if units and given else "")
 
 
 def figure(value: float | None, spec: str = ".3f") -> str:
@@ -221,21 +267,33 @@ def _figure(value: float, unit: str) -> str:
     return figure(value, ".3f" if unit == "ms" else ".2f")
 
 
-def spread_table(reports: list[dict[str, Any]], spreads: dict[str, Any]) -> Table:
-    """min / median / max / CV per figure over repeats, with every run's verdicts."""
+def spread_table(
+    reports: list[dict[str, Any]],
+    spreads: dict[str, Any],
+    confidence: dict[str, Any] | None = None,
+) -> Table:
+    """min / median / max / CV per figure over repeats, with every run's verdicts, and the
+    95 % interval of each figure's mean over the runs (or why there is none)."""
     from services.analysis.figures import FIGURES
 
     table = Table(title=f"{len(reports)} repeats", title_justify="left")
-    for column in ("figure", "min", "median", "max", "CV"):
+    for column in ("figure", "min", "median", "max", "CV", "95 % interval of the mean"):
         table.add_column(column, justify="left" if column == "figure" else "right")
+    figures = (confidence or {}).get("figures") or {}
     for name, spread in spreads.items():
         unit = FIGURES[name][0]
+        item = figures.get(name) or {}
+        if item.get("low") is not None and item.get("high") is not None:
+            interval = f"{_figure(item['low'], unit)} - {_figure(item['high'], unit)}"
+        else:
+            interval = f"[yellow]none[/]: {escape(str(item.get('reason') or 'not computed'))}"
         table.add_row(
             f"{name} ({unit})",
             _figure(spread.min, unit),
             _figure(spread.median, unit),
             _figure(spread.max, unit),
             "-" if math.isnan(spread.cv) else f"{spread.cv:.2%}",
+            interval,
         )
     valid = sum(r["performance"]["validity"]["result"] == "VALID" for r in reports)
     stable = sum((r.get("stability") or {}).get("verdict") == "STABLE" for r in reports)

@@ -199,8 +199,11 @@ def run_bench(
             clock.timings.update(model.timings())
         environment = capture_environment()
         environment["framework_runtime"] = framework_runtime()
+        # The machine's declared price, as an agent records its settings with each run.
+        price = settings.agent_price_per_hour
         measurement = measurement_of(
             outcome,
+            agent={"settings": {"price_per_hour": price}} if price is not None else None,
             environment=environment,
             host=host.to_dict() | {"threads": threads.reason},
             input_errors=[str(e) for e in prepared.errors],

@@ -36,6 +36,8 @@ class Agent:
     # Applied to every backend this worker loads (BackendOptions.intra_op_threads);
     # 0 leaves the framework's default.
     threads: int = 0
+    # The machine's price per hour (BENCHSTACK_AGENT_PRICE_PER_HOUR); None: not declared.
+    price_per_hour: float | None = None
     hostname: str = field(default_factory=platform.node)
     heartbeat_s: float = 10.0
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -45,6 +47,11 @@ class Agent:
         device = parse_device(self.device)  # a DeviceError names the field and what is accepted
         if self.threads < 0:
             raise ValueError(f"threads: must be 0 (framework default) or more, got {self.threads}")
+        if self.price_per_hour is not None and not 0 < self.price_per_hour <= 1_000_000:
+            raise ValueError(
+                f"price_per_hour: {self.price_per_hour:g} must be a price above 0 and at most "
+                "1000000 per hour"
+            )
         offered = registry.available_backends(device.kind)
         unknown = [f for f in self.frameworks if f not in offered]
         if unknown:
@@ -70,7 +77,10 @@ class Agent:
     @property
     def settings(self) -> dict[str, Any]:
         """Recorded with the agent and with every run it measures."""
-        return {"intra_op_threads": self.threads}
+        settings: dict[str, Any] = {"intra_op_threads": self.threads}
+        if self.price_per_hour is not None:
+            settings["price_per_hour"] = self.price_per_hour
+        return settings
 
     def agent_id(self, framework: str) -> str:
         return f"{self.hostname}/{self.queue_for(framework)}/{os.getpid()}"

@@ -76,6 +76,7 @@ def measurement_of(
         agent=agent or {},
         warnings=list(outcome.warnings),
         hints=list(outcome.hints),
+        confidence=outcome.confidence,
         input_errors=list(input_errors or [])[:100],
         profile=profile,
         timings=dict(timings or {}),

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from services.analysis.accuracy import score
+from services.analysis.confidence import window_confidence
 from services.analysis.hints import invalid_hints
 from services.analysis.labels import top_k_of
 from services.analysis.stability import assess_stability, not_applicable
@@ -53,6 +54,9 @@ class RunOutcome:
     host_load: HostLoad | None = None
     # For an INVALID run: the likely causes, most likely first (evaluation.hints).
     hints: list[str] = field(default_factory=list)
+    # 95 % intervals of the figures over the stability windows (analysis/confidence.py);
+    # None for accuracy runs.
+    confidence: dict[str, Any] | None = None
 
 
 def check_framework_constraint(manifest: ModelManifest, backend: Backend) -> None:
@@ -134,17 +138,28 @@ def execute_run(
             f"{stats.errors[0] if stats.errors else 'no message'}"
         )
     accuracy = None
+    confidence = None
     if top_k is not None and labels is not None:
         accuracy = score(result.outputs, labels, top_k, class_names)
         stability = not_applicable("accuracy run: LoadGen issues each sample once, untimed")
     else:
+        events = [(int(f), int(n)) for f, n in completions]
+        concurrency = workers if scenario.scenario in {"offline", "server"} else 1
         stability = assess_stability(
             scenario=scenario.scenario,
-            completions=[(int(f), int(n)) for f, n in completions],
+            completions=events,
             latencies_ns=raw,
             arrivals_ns=arrivals,
-            concurrency=workers if scenario.scenario in {"offline", "server"} else 1,
+            concurrency=concurrency,
         )
+        # After the measurement, never inside it: the bootstrap reads what the SUT recorded.
+        confidence = window_confidence(
+            scenario=scenario.scenario,
+            completions=events,
+            latencies_ns=raw,
+            arrivals_ns=arrivals,
+            concurrency=concurrency,
+        ).to_dict()
     detail = parse_detail(detail_text)
     seeds = {
         key: int(detail[f"effective_{key}"]) for key in SEED_KEYS if f"effective_{key}" in detail
@@ -188,6 +203,7 @@ def execute_run(
         warnings=warnings,
         host_load=host_load,
         hints=hints,
+        confidence=confidence,
     )
 
 

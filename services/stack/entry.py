@@ -118,6 +118,7 @@ def run_worker(
             frameworks=frameworks or available_backends(parse_device(device).kind),
             device=device,
             threads=threads,
+            price_per_hour=settings.agent_price_per_hour,
             heartbeat_s=settings.agent_heartbeat_seconds,
         )
         identity = worker_context.AgentIdentity(

@@ -22,6 +22,7 @@ from strawberry.tools import merge_types
 
 from services.api.context import NotAuthenticated
 from services.api.faults import UNAVAILABLE_CODES, unavailable_dependency
+from services.api.graphql.advice.queries import AdviceQueries
 from services.api.graphql.agents.queries import AgentQueries
 from services.api.graphql.bricks.queries import BrickQueries
 from services.api.graphql.comparisons.queries import ComparisonQueries
@@ -47,7 +48,15 @@ from shared.settings import Settings
 
 Query = merge_types(
     "Query",
-    (EvaluationQueries, ModelQueries, AgentQueries, ComparisonQueries, BrickQueries, SweepQueries),
+    (
+        EvaluationQueries,
+        ModelQueries,
+        AgentQueries,
+        ComparisonQueries,
+        BrickQueries,
+        SweepQueries,
+        AdviceQueries,
+    ),
 )
 Mutation = merge_types("Mutation", (EvaluationMutations, ModelMutations, SweepMutations))
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))

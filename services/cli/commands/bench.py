@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from services.analysis.accuracy_performance_pair import run_accuracy_performance_pair
+from services.analysis.confidence import run_confidence
 from services.analysis.repeats import run_repeats, summarise
 from services.cli.bench_options import (
     AS_JSON,
@@ -133,7 +134,11 @@ def bench(
             payload = results
         elif repeats > 1:
             spreads = {k: v.to_dict() for k, v in summarise(reports).items()}
-            payload = {"runs": reports, "spread": spreads}
+            payload = {
+                "runs": reports,
+                "spread": spreads,
+                "confidence": run_confidence(reports).to_dict(),
+            }
         sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
     elif submission:
         for report in reports:
@@ -144,7 +149,7 @@ def bench(
         )
     elif repeats > 1:
         print_report(console, reports[-1])
-        console.print(spread_table(reports, summarise(reports)))
+        console.print(spread_table(reports, summarise(reports), run_confidence(reports).to_dict()))
     else:
         print_report(console, reports[0])
     if not as_json:

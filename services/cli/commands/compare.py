@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from services.cli.errors import fail, user_errors
@@ -16,9 +18,18 @@ def compare(
     server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
     token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN"),
     wait: bool = typer.Option(True, help="Wait until every agent's evaluation has ended."),
+    csv_file: Path | None = typer.Option(
+        None, "--csv", help="Also write the comparison to this CSV file.", dir_okay=False
+    ),
 ) -> None:
-    """Print one row per agent of a fan-out: hardware, framework, threads, figures."""
-    from services.cli.comparison import comparison_table, wait_for_comparison
+    """Print one row per agent of a fan-out: hardware, framework, threads, figures with
+    their 95 % intervals, and whether each pair differs beyond its intervals."""
+    from services.cli.comparison import (
+        comparison_table,
+        verdict_lines,
+        wait_for_comparison,
+        write_comparison_csv,
+    )
     from services.cli.remote import get_comparison
 
     server = server or get_settings().api_url
@@ -28,6 +39,12 @@ def compare(
         else:
             comparison = get_comparison(server, token, group_id)
     console.print(comparison_table(comparison))
+    for line in verdict_lines(comparison):
+        console.print(line, soft_wrap=True)
+    if csv_file is not None:
+        with user_errors():
+            rows = write_comparison_csv(comparison, csv_file)
+        console.print(f"wrote {rows} rows to {csv_file}")
     failed = [r for r in comparison["rows"] if r["state"] in {"FAILED", "CANCELLED"}]
     if failed:
         fail([f"{r['agentId']}: {r['state']}: {r['reason']}" for r in failed])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -47,6 +48,8 @@ def results(
                         "mode": r.mode,
                         "batch_size": r.batch_size,
                         "samples_per_second": r.samples_per_second,
+                        "samples_per_second_interval": _interval(r.report, "samples_per_second"),
+                        "p99_sut_interval_ms": _interval(r.report, "latency_p99"),
                         "p90_ms": next(
                             (m.value for m in r.metrics if m.name == "latency_p90"), None
                         ),
@@ -65,8 +68,9 @@ def results(
         "framework",
         "scenario",
         "batch",
-        "samples/s",
+        "samples/s [95 %]",
         "p90 ms",
+        "p99 ms SUT [95 %]",
         "validity",
         "stability",
     )
@@ -80,12 +84,28 @@ def results(
             str(row["framework"]),
             f"{row['scenario']}/{row.get('mode', 'performance')}",
             str(row["batch_size"]),
-            "-" if sps is None else f"{sps:.2f}",
+            ("-" if sps is None else f"{sps:.2f}")
+            + _bracket(row.get("samples_per_second_interval"), ".2f"),
             "-" if p90 is None else f"{p90:.3f}",
+            _bracket(row.get("p99_sut_interval_ms"), ".3f").strip() or "-",
             "[green]VALID[/]" if row["validity"] == "VALID" else f"[red]{row['validity']}[/]",
             _stability(row.get("stability")),
         )
     console.print(table)
+
+
+def _interval(report: dict[str, Any] | None, name: str) -> list[float] | None:
+    """[low, high] of a figure's 95 % interval, or None where the run holds none."""
+    item = (((report or {}).get("confidence") or {}).get("figures") or {}).get(name) or {}
+    if item.get("low") is None or item.get("high") is None:
+        return None
+    return [float(item["low"]), float(item["high"])]
+
+
+def _bracket(interval: list[float] | None, spec: str) -> str:
+    if not interval:
+        return ""
+    return f" [{format(interval[0], spec)}, {format(interval[1], spec)}]"
 
 
 def _stability(verdict: str | None) -> str:

@@ -10,6 +10,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from services.api.context import in_thread
+from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.charts import (
     LatencySampleType,
     TraceTimelineType,
@@ -108,6 +109,8 @@ class RunType:
     # beside every figure as validity is; null for runs stored before it was recorded.
     stability: str | None
     samples_per_second: float | None
+    # 95 % intervals of the figures; null for accuracy runs and runs stored before them.
+    confidence: ConfidenceType | None
     preprocess_reused: bool
     metrics: list[MetricType]
     environment: JSON
@@ -168,6 +171,7 @@ class RunType:
             validity=row.validity,
             stability=((row.report or {}).get("stability") or {}).get("verdict"),
             samples_per_second=row.samples_per_second,
+            confidence=ConfidenceType.from_report(row.report),
             preprocess_reused=row.preprocess_reused,
             metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
             environment=to_json(row.environment),

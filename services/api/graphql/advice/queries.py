@@ -1,0 +1,115 @@
+"""advice(model, latencyBoundMs, percentile): for each system that measured a model, the
+highest Server QPS under the bound from stored find-peak probes and the cost of a million
+inferences there (services/analysis/advice.py). Nothing is measured here: a system without
+a find-peak result is listed with the command that would measure it."""
+
+from __future__ import annotations
+
+import strawberry
+from sqlalchemy import select
+from strawberry.scalars import JSON
+
+from services.analysis.advice import Advice, SystemAdvice, advise, check_request, load_reports
+from services.api.context import ApiDeps, in_thread
+from services.api.graphql.errors import InvalidInput
+from services.api.graphql.scalars import to_json
+from shared.db.evaluations import Agent
+
+
+@strawberry.type(name="SystemAdvice")
+class SystemAdviceType:
+    system: str
+    machine: str
+    framework: str
+    settings: JSON
+    # "meets the bound", "no valid peak" or "no find-peak result"
+    status: str
+    qps: float | None
+    latency_ms: float | None
+    run_id: str | None
+    group_id: str | None
+    validity: str
+    stability: str
+    price_per_hour: float | None
+    cost_per_million: float | None
+    notes: list[str]
+    command: str
+
+    @classmethod
+    def from_advice(cls, item: SystemAdvice) -> SystemAdviceType:
+        return cls(
+            system=item.system,
+            machine=item.machine,
+            framework=item.framework,
+            settings=to_json(item.settings),
+            status=item.status,
+            qps=item.qps,
+            latency_ms=item.latency_ms,
+            run_id=item.run_id,
+            group_id=item.group_id,
+            validity=item.validity,
+            stability=item.stability,
+            price_per_hour=item.price_per_hour,
+            cost_per_million=item.cost_per_million,
+            notes=list(item.notes),
+            command=item.command,
+        )
+
+
+@strawberry.type(name="Advice")
+class AdviceType:
+    model: str
+    latency_bound_ms: float
+    percentile: float
+    systems: list[SystemAdviceType]
+    cheapest: str | None
+    conclusion: str
+    missing: list[str]
+
+    @classmethod
+    def from_advice(cls, advice: Advice) -> AdviceType:
+        return cls(
+            model=advice.model,
+            latency_bound_ms=advice.latency_bound_ms,
+            percentile=advice.percentile,
+            systems=[SystemAdviceType.from_advice(s) for s in advice.systems],
+            cheapest=advice.cheapest,
+            conclusion=advice.conclusion,
+            missing=list(advice.missing),
+        )
+
+
+def _advice(
+    deps: ApiDeps, owner_id: int, model: str, bound: float, percentile: float
+) -> AdviceType:
+    with deps.read_db() as session:
+        reports = load_reports(session, model, owner_id=owner_id)
+        # The price each agent declares now (its settings row), over the recorded ones.
+        prices = {
+            agent_id: float(settings["price_per_hour"])
+            for agent_id, settings in session.execute(select(Agent.id, Agent.settings))
+            if isinstance((settings or {}).get("price_per_hour"), int | float)
+        }
+    found = advise(
+        reports, model=model, latency_bound_ms=bound, percentile=percentile, prices=prices
+    )
+    return AdviceType.from_advice(found)
+
+
+@strawberry.type
+class AdviceQueries:
+    @strawberry.field(description="The cheapest system meeting a latency bound for a model.")
+    async def advice(
+        self, info: strawberry.Info, model: str, latency_bound_ms: float, percentile: float = 99.0
+    ) -> AdviceType | InvalidInput:
+        owner = info.context.require_user()
+        try:
+            check_request(latency_bound_ms, percentile)
+        except ValueError as exc:
+            field = "percentile" if str(exc).startswith("--percentile") else "latencyBoundMs"
+            return InvalidInput(
+                message=str(exc), field=field, accepted=["50", "90", "95", "97", "99", "99.9"]
+            )
+        return await in_thread(
+            _advice, info.context.deps, owner, model, latency_bound_ms, percentile
+        )

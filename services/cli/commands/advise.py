@@ -1,0 +1,139 @@
+"""`benchstack advise MODEL --latency-bound-ms X`: the cheapest system meeting a bound."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from services.cli.errors import user_errors
+from services.cli.render import figure, output_console
+from shared.settings import get_settings
+
+console = output_console(highlight=False)
+
+ADVICE_QUERY = """
+query Advice($model: String!, $bound: Float!, $percentile: Float!) {
+  advice(model: $model, latencyBoundMs: $bound, percentile: $percentile) {
+    __typename
+    ... on Advice {
+      model latencyBoundMs percentile cheapest conclusion missing
+      systems {
+        system machine framework settings status qps latencyMs runId groupId validity
+        stability pricePerHour costPerMillion notes command
+      }
+    }
+    ... on InvalidInput { message field }
+  }
+}
+"""
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def remote_advice(
+    server: str, token: str | None, model: str, bound: float, percentile: float
+) -> dict[str, Any]:
+    from services.cli.remote import RemoteError, graphql
+
+    variables = {"model": model, "bound": bound, "percentile": percentile}
+    found = graphql(server, token, ADVICE_QUERY, variables)["advice"]
+    if found["__typename"] != "Advice":
+        raise RemoteError(f"{found['__typename']}: {found['message']}")
+    advice = {_snake(k): v for k, v in found.items() if k != "__typename"}
+    advice["systems"] = [{_snake(k): v for k, v in s.items()} for s in found["systems"]]
+    return advice
+
+
+def local_advice(model: str, bound: float, percentile: float) -> dict[str, Any]:
+    from services.analysis.advice import advise, check_request, load_reports
+    from shared.catalogue import resolve_model
+    from shared.db.session import session_scope
+
+    check_request(bound, percentile)
+    settings = get_settings()
+    with session_scope(settings.effective_database_url) as session:
+        reports = load_reports(session, model)
+        if not reports:
+            # A path or catalogue name as `bench` takes it: runs are stored by model name.
+            try:
+                name = resolve_model(model).name
+            except Exception:
+                name = model
+            if name != model:
+                reports = load_reports(session, name)
+                model = name
+    price = settings.agent_price_per_hour
+    prices = {f"local:{platform.node()}": price} if price is not None else None
+    return advise(
+        reports, model=model, latency_bound_ms=bound, percentile=percentile, prices=prices
+    ).to_dict()
+
+
+def advice_table(advice: dict[str, Any]) -> Table:
+    pct = f"p{advice['percentile']:g}"
+    table = Table(
+        title=f"advice for {advice['model']}: {pct} <= {advice['latency_bound_ms']:g} ms",
+        title_justify="left",
+    )
+    for name in ("system", "status", "QPS", f"{pct} ms", "verdicts", "price/h", "per 1M inf."):
+        table.add_column(
+            name, justify="left" if name in {"system", "status", "verdicts"} else "right"
+        )
+    for s in advice["systems"]:
+        meets = s["status"] == "meets the bound"
+        status = f"[green]{s['status']}[/]" if meets else f"[yellow]{s['status']}[/]"
+        table.add_row(
+            escape(s["system"]),
+            status,
+            figure(s["qps"], ".1f"),
+            figure(s["latency_ms"], ".2f"),
+            f"{s['validity']} {s['stability']}"
+            + (f" run {s['run_id'][:8]}" if s["run_id"] else ""),
+            figure(s["price_per_hour"], ".4g"),
+            figure(s["cost_per_million"], ".4g"),
+        )
+    return table
+
+
+def advise_command(
+    model: str = typer.Argument(..., help="Model name (or the manifest path `bench` took)."),
+    latency_bound_ms: float = typer.Option(..., help="The latency bound, ms."),
+    percentile: float = typer.Option(99.0, help="50, 90, 95, 97, 99 or 99.9."),
+    server: str | None = typer.Option(
+        None, help="Ask a benchstack API instead of the local database."
+    ),
+    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """For each system that measured MODEL: the highest Server QPS under the bound (from
+    stored find-peak results), the cost per million inferences where the machine declares a
+    price (BENCHSTACK_AGENT_PRICE_PER_HOUR), and the cheapest system meeting the bound."""
+    with user_errors():
+        if server:
+            advice = remote_advice(server, token, model, latency_bound_ms, percentile)
+        else:
+            advice = local_advice(model, latency_bound_ms, percentile)
+    if as_json:
+        sys.stdout.write(json.dumps(advice, indent=2) + "\n")
+        return
+    console.print(advice_table(advice))
+    console.print(escape(advice["conclusion"]), soft_wrap=True)
+    for line in advice["missing"]:
+        console.print(f"[yellow]missing:[/] {escape(line)}", soft_wrap=True)
+    for s in advice["systems"]:
+        for note in s["notes"][1:] if s["status"] != "meets the bound" else s["notes"]:
+            console.print(f"note: {escape(s['system'])}: {escape(note)}", soft_wrap=True)
+        if s["command"]:
+            console.print(f"  measure it: {escape(s['command'])}", soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("advise")(advise_command)
