@@ -123,9 +123,10 @@ def empty_brick() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
 
 def unguarded(module: nn.Module) -> nn.Module:
     """An exported program's module without its input-constraint check: the check
-    re-validates every input's shape and type on every call, which costs more than a small
-    layer computes (a 3x3 conv on 8x8x8: 3x the call time here), and a model called
-    eagerly pays nothing like it. A brick is only ever called on the inputs recorded when
+    re-validates every input's shape and type on every call (measured alone on this
+    machine: a 3x3 conv on 8x8x8 took 70 us called guarded, 42 us unguarded, 23 us eager),
+    and a model called eagerly pays nothing like it. Over a catalogue suite it is a small
+    share of the time spent measuring (852 bricks at H=1: 11.4 -> 11.5 s, within noise). A brick is only ever called on the inputs recorded when
     it was cut, so the check can never fail here; what it costs would be in every brick's
     figure and in the time spent measuring."""
     for key, hook in list(module._forward_pre_hooks.items()):
