@@ -126,9 +126,9 @@ def unguarded(module: nn.Module) -> nn.Module:
     re-validates every input's shape and type on every call (measured alone on this
     machine: a 3x3 conv on 8x8x8 took 70 us called guarded, 42 us unguarded, 23 us eager),
     and a model called eagerly pays nothing like it. Over a catalogue suite it is a small
-    share of the time spent measuring (852 bricks at H=1: 11.4 -> 11.5 s, within noise). A brick is only ever called on the inputs recorded when
-    it was cut, so the check can never fail here; what it costs would be in every brick's
-    figure and in the time spent measuring."""
+    share of the time spent measuring (852 bricks at H=1: 11.4 -> 11.5 s, within noise).
+    A brick is only ever called on the inputs recorded when it was cut, so the check can
+    never fail here."""
     for key, hook in list(module._forward_pre_hooks.items()):
         if getattr(hook, "__name__", "") == "_check_input_constraints_pre_hook":
             del module._forward_pre_hooks[key]
