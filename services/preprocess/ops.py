@@ -246,20 +246,66 @@ def resize_fast(batch: Batch, step: ResizeStep) -> list[np.ndarray]:
 
 
 def center_crop(batch: Batch, step: CenterCropStep) -> np.ndarray:
-    crop_h, crop_w = step.size if isinstance(step.size, tuple) else (step.size, step.size)
     out = []
     for image in batch:
-        height, width = image.shape[:2]
-        if height < crop_h or width < crop_w:
-            raise ValueError(
-                f"center_crop: image of {height}x{width} is smaller than the crop "
-                f"{crop_h}x{crop_w}; resize first"
-            )
-        # Same rounding as torchvision's center_crop.
-        top = round((height - crop_h) / 2.0)
-        left = round((width - crop_w) / 2.0)
+        top, left, crop_h, crop_w = _crop_box(image.shape[0], image.shape[1], step)
         out.append(image[top : top + crop_h, left : left + crop_w])
     return np.stack(out)
+
+
+def _crop_box(height: int, width: int, step: CenterCropStep) -> tuple[int, int, int, int]:
+    """(top, left, crop height, crop width), rounded as torchvision's center_crop."""
+    crop_h, crop_w = step.size if isinstance(step.size, tuple) else (step.size, step.size)
+    if height < crop_h or width < crop_w:
+        raise ValueError(
+            f"center_crop: image of {height}x{width} is smaller than the crop "
+            f"{crop_h}x{crop_w}; resize first"
+        )
+    return round((height - crop_h) / 2.0), round((width - crop_w) / 2.0), crop_h, crop_w
+
+
+def resize_crop_planar(
+    batch: list[np.ndarray], resize: ResizeStep, crop: CenterCropStep
+) -> np.ndarray:
+    """The fast mode's bilinear resize then center crop of 8-bit images, straight to one
+    planar (N, C, H, W) uint8 array: each crop is read out of torch's channels-last
+    resize output in one small 8-bit copy. The same pixels as ``resize_fast`` then
+    ``center_crop`` (a test checks), without their copy of every whole resized image to
+    HWC and the stack of crops (measured here: 0.35 of 1.66 ms per 500x375 photo)."""
+    import torch
+
+    channels = batch[0].shape[2]
+    top, left, crop_h, crop_w = 0, 0, 0, 0
+    out: np.ndarray | None = None
+    for index, image in enumerate(batch):
+        height, width = image.shape[:2]
+        new_h, new_w = resize.target_size(height, width)
+        tensor = torch.from_numpy(image).permute(2, 0, 1)[None]  # channels-last in memory
+        if (new_h, new_w) != (height, width):
+            tensor = torch.nn.functional.interpolate(
+                tensor, size=(new_h, new_w), mode="bilinear", antialias=True, align_corners=False
+            )
+        top, left, crop_h, crop_w = _crop_box(new_h, new_w, crop)
+        if out is None:
+            out = np.empty((len(batch), channels, crop_h, crop_w), dtype=np.uint8)
+        out[index] = tensor[0, :, top : top + crop_h, left : left + crop_w].numpy()
+    assert out is not None
+    return out
+
+
+def normalize_planar(batch: np.ndarray, step: NormalizeStep) -> np.ndarray:
+    """``normalize`` of planar (N, C, H, W) pixels into planar float32, with the same
+    float32 operations in the same order as ``normalize`` (so the same bits). On planar
+    8-bit input this beats the lookup table: measured here, 0.13 vs 0.27 ms per 224x224
+    image, since every pass is a contiguous SIMD loop and the lookup widens each index."""
+    channels = batch.shape[1]
+    if len(step.mean) != channels:
+        raise ValueError(f"normalize: {len(step.mean)} mean values for {channels} channels")
+    out = batch.astype(np.float32)
+    np.divide(out, np.float32(step.scale), out=out)
+    np.subtract(out, np.asarray(step.mean, dtype=np.float32)[:, None, None], out=out)
+    np.divide(out, np.asarray(step.std, dtype=np.float32)[:, None, None], out=out)
+    return out
 
 
 def _stacked(batch: Batch) -> np.ndarray:

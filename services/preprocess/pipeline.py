@@ -19,9 +19,18 @@ from services.preprocess.ops import (
     FAST_BATCH_OPS,
     DecodeError,
     decode_one,
+    normalize_planar,
     normalize_to_nchw,
+    resize_crop_planar,
 )
-from shared.manifest import DecodeStep, Input, LayoutStep, NormalizeStep, ResizeStep
+from shared.manifest import (
+    CenterCropStep,
+    DecodeStep,
+    Input,
+    LayoutStep,
+    NormalizeStep,
+    ResizeStep,
+)
 from shared.manifest_checks import shape_mismatch
 from shared.settings import get_settings
 
@@ -80,6 +89,8 @@ def preprocess_batch(
     resize = _resize_after_decode(spec)
     fast = spec.fidelity == "fast"
     ops = FAST_BATCH_OPS if fast else BATCH_OPS
+    # The fused path resizes after decode itself, so decode leaves the image whole.
+    planar = fast and _planar_steps(spec) is not None
     budget = max_image_pixels or get_settings().max_image_pixels
     images: list[np.ndarray] = []
     kept: list[Sample] = []
@@ -95,7 +106,7 @@ def preprocess_batch(
                     max_pixels=budget,
                     resize=resize,
                     fast=fast,
-                    resize_now=True,
+                    resize_now=not planar,
                 )
             )
             kept.append(sample)
@@ -105,6 +116,16 @@ def preprocess_batch(
             errors.append(SampleError(sample.id, f"cannot read file: {exc.strerror or exc}"))
     if not images:
         return None, kept, errors
+    planar_steps = _planar_steps(spec) if fast and _one_kind(images) else None
+    if planar_steps is not None:
+        # decode -> resize -> center_crop -> normalize -> NCHW, the common classification
+        # spec, as two fused passes (ops.resize_crop_planar, ops.normalize_planar).
+        resize_step, crop_step, normalize_step = planar_steps
+        cropped = resize_crop_planar(images, resize_step, crop_step)
+        array = normalize_planar(cropped, normalize_step).astype(spec.element_type, copy=False)
+        if array.shape[1:] != tuple(spec.shape):
+            raise ValueError(shape_mismatch(0, array.shape[1:], tuple(spec.shape)))
+        return array, kept, errors
     batch: list[np.ndarray] | np.ndarray = images
     steps = list(spec.steps)
     fused: set[int] = set()  # steps already applied by the one before them
@@ -124,6 +145,31 @@ def preprocess_batch(
     if array.shape[1:] != expected:
         raise ValueError(shape_mismatch(0, array.shape[1:], expected))
     return array, kept, errors
+
+
+def _planar_steps(spec: Input) -> tuple[ResizeStep, CenterCropStep, NormalizeStep] | None:
+    """The resize, crop and normalize steps when the steps are exactly decode, bilinear
+    resize, center crop, normalize and an NCHW layout: what the fast mode runs as two
+    fused passes. None otherwise."""
+    steps = list(spec.steps)
+    if [step.op for step in steps] != ["decode", "resize", "center_crop", "normalize", "layout"]:
+        return None
+    _, resize, crop, normalize, layout = steps
+    if not (
+        isinstance(resize, ResizeStep)
+        and resize.method == "bilinear"
+        and isinstance(crop, CenterCropStep)
+        and isinstance(normalize, NormalizeStep)
+        and isinstance(layout, LayoutStep)
+        and layout.order == "NCHW"
+    ):
+        return None
+    return resize, crop, normalize
+
+
+def _one_kind(images: list[np.ndarray]) -> bool:
+    """8-bit images of one channel count: what the fused path takes (what decode gives)."""
+    return all(i.dtype == np.uint8 and i.shape[2] == images[0].shape[2] for i in images)
 
 
 # Fewer chunks than this per process: the pool's start-up (an interpreter per process,

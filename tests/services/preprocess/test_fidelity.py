@@ -12,9 +12,17 @@ from PIL import Image
 
 from benchmarks.preprocess_throughput import benchstack_spec
 from services.preprocess.datasets import Sample, scan_folder
-from services.preprocess.ops import DecodeError, decode_one, layout, normalize, normalize_to_nchw
+from services.preprocess.ops import (
+    DecodeError,
+    center_crop,
+    decode_one,
+    layout,
+    normalize,
+    normalize_to_nchw,
+    resize_fast,
+)
 from services.preprocess.pipeline import preprocess, preprocess_batch
-from shared.manifest import DecodeStep, LayoutStep, NormalizeStep, ResizeStep
+from shared.manifest import CenterCropStep, DecodeStep, LayoutStep, NormalizeStep, ResizeStep
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -53,6 +61,26 @@ def test_fast_differs_from_reference_by_about_a_level_on_real_photos() -> None:
     difference = np.abs(fast - reference)
     one_level = 1 / 255 / max(STD)
     assert 0 < difference.mean() < 2 * one_level, "fast mode ran, and stays within ~a level"
+
+
+def test_the_fused_fast_path_gives_the_separate_fast_steps_bits_on_real_photos() -> None:
+    spec = benchstack_spec("fast")
+    decode, resize, crop, normalize_step, layout_step = spec.steps
+    assert isinstance(resize, ResizeStep) and isinstance(crop, CenterCropStep)
+    assert isinstance(normalize_step, NormalizeStep) and isinstance(layout_step, LayoutStep)
+    fused, _, _ = preprocess_batch(photo_samples(), spec)
+    # The same fast steps one by one: decode (whole), resize_fast, crop, normalize, NCHW.
+    images = [
+        decode_one(
+            s.path.read_bytes(), decode, name=s.id, max_pixels=10**8, resize=resize, fast=True
+        )
+        for s in photo_samples()
+    ]
+    separate = layout(
+        normalize(center_crop(resize_fast(images, resize), crop), normalize_step), layout_step
+    )
+    assert fused is not None and fused.flags.c_contiguous
+    assert np.array_equal(fused, separate)
 
 
 def test_fast_mode_changes_no_prediction_of_the_trained_digits_model(tmp_path: Path) -> None:
