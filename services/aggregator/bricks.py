@@ -4,11 +4,11 @@ the run with its constructed latency as metrics."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from services.aggregator.outcomes import load_outcome, outcome_record
 from services.aggregator.repository import RunRecord, save_run
 from services.bricks.store import save_measured, save_recipe
 from shared.db.evaluations import Evaluation
@@ -24,10 +24,7 @@ CONSTRUCTED = {
 
 
 def load_bricks(store: ObjectStore, key: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(store.get_bytes(key))
-    if document.get("kind") != "bricks":
-        raise ValueError(f"log_keys.bricks: {key} is not a DLBricks outcome")
-    return document
+    return load_outcome(store, key, "bricks")
 
 
 def bricks_metrics(bricks: dict[str, Any]) -> list[tuple[str, float | None, str]]:
@@ -49,40 +46,20 @@ def bricks_metrics(bricks: dict[str, Any]) -> list[tuple[str, float | None, str]
 def bricks_record(
     evaluation: Evaluation, message: RunCompleted, document: dict[str, Any]
 ) -> RunRecord:
-    environment = document.get("environment") or {}
-    packages = environment.get("packages") or {}
-    complete = not document["constructed"]["missing"]
-    report = {
-        "kind": "bricks",
-        "run_id": message.run_id,
-        "evaluation_id": evaluation.id,
-        "bricks": {k: v for k, v in document.items() if k not in ("environment", "log_keys")},
-        "logs": dict(message.log_keys),
-    }
-    return RunRecord(
-        id=message.run_id,
-        evaluation_id=evaluation.id,
-        model_name=evaluation.model_name,
-        model_version=evaluation.model_version,
-        framework=evaluation.framework,
-        framework_version=str(packages.get("torch", "")),
+    return outcome_record(
+        evaluation,
+        message,
+        document,
         scenario="single-stream",
-        mode="bricks",
-        batch_size=evaluation.batch_size,
         dataset="bricks",
         # Not LoadGen's verdict on one run: whether every brick had a figure to sum.
-        validity="CONSTRUCTED" if complete else "INCOMPLETE",
+        validity="INCOMPLETE" if document["constructed"]["missing"] else "CONSTRUCTED",
         samples_per_second=None,
-        manifest=evaluation.manifest,
         settings={
             "bricks": document["options"],
             "batch_size": evaluation.batch_size,
             "system": document["system"],
-            "constraints": dict(evaluation.constraints or {}),
         },
-        environment=environment,
-        report=report,
-        log_prefix=message.log_prefix,
     )
 
 

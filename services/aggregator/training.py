@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from services.aggregator.outcomes import load_outcome, outcome_record
 from services.aggregator.repository import RunRecord, save_run
 from shared.db.evaluations import Evaluation
 from shared.messages import RunCompleted
@@ -15,10 +15,7 @@ from shared.storage import ObjectStore
 
 
 def load_training(store: ObjectStore, key: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(store.get_bytes(key))
-    if document.get("kind") != "training":
-        raise ValueError(f"log_keys.training: {key} is not a training outcome")
-    return document
+    return load_outcome(store, key, "training")
 
 
 def training_metrics(training: dict[str, Any]) -> list[tuple[str, float | None, str]]:
@@ -46,36 +43,17 @@ def _mib(count: float | None) -> float | None:
 def training_record(
     evaluation: Evaluation, message: RunCompleted, document: dict[str, Any]
 ) -> RunRecord:
-    environment = document.get("environment") or {}
-    packages = environment.get("packages") or {}
     settings = document["settings"]
-    statistics = document["statistics"]
-    report = {
-        "kind": "training",
-        "run_id": message.run_id,
-        "evaluation_id": evaluation.id,
-        "training": {k: v for k, v in document.items() if k not in ("environment", "log_keys")},
-        "logs": dict(message.log_keys),
-    }
-    return RunRecord(
-        id=message.run_id,
-        evaluation_id=evaluation.id,
-        model_name=evaluation.model_name,
-        model_version=evaluation.model_version,
-        framework=evaluation.framework,
-        framework_version=str(packages.get("torch", "")),
+    return outcome_record(
+        evaluation,
+        message,
+        document,
         scenario="training",
-        mode="training",
-        batch_size=evaluation.batch_size,
         dataset=str(settings.get("data", "synthetic")),
         # Not LoadGen's verdict: the training steps were timed (no validity rules apply).
         validity="MEASURED",
-        samples_per_second=statistics.get("mean_images_per_s"),
-        manifest=evaluation.manifest,
-        settings={"training": settings, "constraints": dict(evaluation.constraints or {})},
-        environment=environment,
-        report=report,
-        log_prefix=message.log_prefix,
+        samples_per_second=document["statistics"].get("mean_images_per_s"),
+        settings={"training": settings},
     )
 
 

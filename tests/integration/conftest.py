@@ -166,3 +166,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()  # type: ignore[attr-defined]
     if report.failed and "stack" in getattr(item, "funcargs", {}):
         report.sections.append(("service logs", item.funcargs["stack"].logs()))
+
+
+@pytest.fixture(scope="module")
+def torch_stack() -> Iterator[EphemeralStack]:
+    """A stack with a torch agent, one per test module that asks for it."""
+    yield from running_stack(TorchStack())
+
+
+@pytest.fixture(scope="module")
+def torch_client(torch_stack: EphemeralStack) -> GraphQLClient:
+    """A client of the torch stack, as a user of its own."""
+    from services.api.auth import create_token
+    from shared.db.session import session_scope
+
+    with session_scope(torch_stack.database_url) as session:
+        token = create_token(session, user_name="torch-user", label="test")
+    return GraphQLClient(torch_stack.api_url, token)

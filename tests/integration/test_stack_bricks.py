@@ -5,13 +5,11 @@ reuses every brick the system has, and GraphQL answers the constructed latency."
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import GraphQLClient, TorchStack, running_stack
-from tests.support.ephemeral import EphemeralStack
+from tests.integration.conftest import GraphQLClient
 
 pytestmark = pytest.mark.integration
 
@@ -37,21 +35,6 @@ query($model: String!) {
 """
 # Small and quick: 32-pixel inputs, a handful of queries per brick.
 BRICKS = {"granularity": 1, "imageSize": 32, "queries": 5, "minDurationS": 0.01}
-
-
-@pytest.fixture(scope="module")
-def torch_stack() -> Iterator[EphemeralStack]:
-    yield from running_stack(TorchStack())
-
-
-@pytest.fixture(scope="module")
-def client(torch_stack: EphemeralStack) -> GraphQLClient:
-    from services.api.auth import create_token
-    from shared.db.session import session_scope
-
-    with session_scope(torch_stack.database_url) as session:
-        token = create_token(session, user_name="bricks", label="test")
-    return GraphQLClient(torch_stack.api_url, token)
 
 
 # A model that is in no catalogue, made of the same layer kinds and shapes as resnet18.
@@ -87,27 +70,27 @@ def run_bricks(
 
 
 def test_bricks_are_measured_once_per_system_and_construct_any_model_made_of_them(
-    client: GraphQLClient,
+    torch_client: GraphQLClient,
 ) -> None:
-    first = run_bricks(client, "resnet18")
+    first = run_bricks(torch_client, "resnet18")
     assert first["bricks_measured"] == first["bricks_unique"] > 0
     assert first["bricks_reused"] == 0 and first["bricks_missing"] == 0
     assert first["constructed_sequential"] > 0
     assert first["constructed_critical_path"] <= first["constructed_sequential"]
 
-    (answer,) = client(CONSTRUCTED, {"model": "resnet18"})["constructedLatency"]
+    (answer,) = torch_client(CONSTRUCTED, {"model": "resnet18"})["constructedLatency"]
     assert answer["missing"] == [] and answer["inputShape"] == [1, 3, 32, 32]
     assert answer["sequentialMs"] == pytest.approx(first["constructed_sequential"])
     assert answer["uniqueBricks"] == first["bricks_unique"]
 
     # The same model again: every brick is this system's already; nothing is measured.
-    again = run_bricks(client, "resnet18")
+    again = run_bricks(torch_client, "resnet18")
     assert again["bricks_measured"] == 0 and again["bricks_reused"] == first["bricks_unique"]
     assert again["constructed_sequential"] == pytest.approx(first["constructed_sequential"])
 
     # A new model made of resnet18's layers (more blocks of the same shapes) constructs
     # from what resnet18 measured, without running a single new brick.
-    deeper = run_bricks(client, None, RESNET34)
+    deeper = run_bricks(torch_client, None, RESNET34)
     assert deeper["bricks_measured"] == 0 and deeper["bricks_missing"] == 0
     assert deeper["bricks_reused"] == deeper["bricks_unique"] > 0
     assert deeper["layers"] > first["layers"]
@@ -123,9 +106,9 @@ def test_bricks_are_measured_once_per_system_and_construct_any_model_made_of_the
     ],
 )
 def test_bricks_options_out_of_range_are_refused_naming_the_field(
-    client: GraphQLClient, overrides: dict[str, Any], field: str
+    torch_client: GraphQLClient, overrides: dict[str, Any], field: str
 ) -> None:
     given = {"model": "resnet18", "framework": "torch", "bricks": BRICKS, **overrides}
-    refused = client(SUBMIT, {"input": given})["submitEvaluation"]
+    refused = torch_client(SUBMIT, {"input": given})["submitEvaluation"]
     assert refused["__typename"] == "InvalidInput", refused
     assert refused["field"] == field and field.split(".")[-1] in refused["message"]

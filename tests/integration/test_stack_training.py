@@ -4,13 +4,11 @@ agent, timed there as `benchstack train` times it, stored with its figures."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import GraphQLClient, TorchStack, running_stack
-from tests.support.ephemeral import EphemeralStack
+from tests.integration.conftest import GraphQLClient
 
 pytestmark = pytest.mark.integration
 
@@ -33,28 +31,13 @@ query($id: String!) {
 TRAINING = {"steps": 3, "warmup": 1, "imageSize": 32, "optimizer": "adam"}
 
 
-@pytest.fixture(scope="module")
-def torch_stack() -> Iterator[EphemeralStack]:
-    yield from running_stack(TorchStack())
-
-
-@pytest.fixture(scope="module")
-def client(torch_stack: EphemeralStack) -> GraphQLClient:
-    from services.api.auth import create_token
-    from shared.db.session import session_scope
-
-    with session_scope(torch_stack.database_url) as session:
-        token = create_token(session, user_name="trainer", label="test")
-    return GraphQLClient(torch_stack.api_url, token)
-
-
-def test_a_training_evaluation_ends_succeeded_with_its_figures(client: GraphQLClient) -> None:
+def test_a_training_evaluation_ends_succeeded_with_its_figures(torch_client: GraphQLClient) -> None:
     given = {"model": "resnet18", "framework": "torch", "batchSize": 4, "training": TRAINING}
-    created = client(SUBMIT, {"input": given})["submitEvaluation"]
+    created = torch_client(SUBMIT, {"input": given})["submitEvaluation"]
     assert created["__typename"] == "Evaluation", created
     deadline = time.monotonic() + 300
     while True:
-        evaluation: dict[str, Any] = client(RESULT, {"id": created["id"]})["evaluation"]
+        evaluation: dict[str, Any] = torch_client(RESULT, {"id": created["id"]})["evaluation"]
         if evaluation["state"] in {"SUCCEEDED", "FAILED", "CANCELLED"}:
             break
         assert time.monotonic() < deadline, evaluation
@@ -82,9 +65,9 @@ def test_a_training_evaluation_ends_succeeded_with_its_figures(client: GraphQLCl
     ],
 )
 def test_training_options_out_of_range_are_refused_naming_the_field(
-    client: GraphQLClient, overrides: dict[str, Any], field: str
+    torch_client: GraphQLClient, overrides: dict[str, Any], field: str
 ) -> None:
     given = {"model": "resnet18", "framework": "torch", "training": TRAINING, **overrides}
-    refused = client(SUBMIT, {"input": given})["submitEvaluation"]
+    refused = torch_client(SUBMIT, {"input": given})["submitEvaluation"]
     assert refused["__typename"] == "InvalidInput", refused
     assert refused["field"] == field, refused

@@ -58,3 +58,21 @@ def browser() -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, stack: EphemeralStack) -> Iterator[Any]:
+    """A page on the stack's API; a CSP violation or a script error (console errors
+    included) fails the test that used it."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.api_url)
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
+    page.on(
+        "console",
+        lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
+    )
+    yield page
+    context.close()
+    assert not problems, problems

@@ -6,7 +6,7 @@ each page go to /tmp/web-shots/."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,23 +38,6 @@ query($id: String!) {
   }
 }
 """
-
-
-@pytest.fixture
-def page(browser: Any, stack: EphemeralStack) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.api_url)
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on(
-        "console",
-        lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
-    )
-    yield page
-    context.close()
-    # A CSP violation (plotly injecting a style or an eval) would show up here.
-    assert not problems, problems
 
 
 def finished(client: GraphQLClient, evaluation_id: str, timeout_s: float = 90) -> dict[str, Any]:

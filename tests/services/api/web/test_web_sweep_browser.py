@@ -5,7 +5,7 @@ value (checked against the stored sweep), and says the model loaded once."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +22,6 @@ query($id: String!) {
   sweep(groupId: $id) { modelLoads points { value samplesPerSecond evaluation { state } } }
 }
 """
-
-
-@pytest.fixture
-def page(browser: Any, stack: EphemeralStack) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.api_url)
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on(
-        "console",
-        lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
-    )
-    yield page
-    context.close()
-    assert not problems, problems
 
 
 def test_a_sweep_submitted_from_the_form_completes_and_draws_its_curve(

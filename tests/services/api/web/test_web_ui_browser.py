@@ -4,7 +4,7 @@ updates to SUCCEEDED, typed errors beside their field, per-user listing, cancel.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,23 +20,6 @@ mutation($input: SubmitEvaluationInput!) {
   submitEvaluation(input: $input) { __typename ... on Evaluation { id } }
 }
 """
-
-
-@pytest.fixture
-def page(browser: Any, stack: EphemeralStack) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.api_url)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    # A CSP violation or a script error shows up here; the page must have none.
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on(
-        "console",
-        lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
-    )
-    yield page
-    context.close()
-    assert not problems, problems
 
 
 def fill_form(page: Any, **values: str) -> None:

@@ -1,0 +1,62 @@
+"""What a DLBricks or training evaluation's stored run shares: the outcome document read
+from the object store, and its row, with the report holding the document (less the
+environment, which has its own column) under its kind."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from services.aggregator.repository import RunRecord
+from shared.db.evaluations import Evaluation
+from shared.messages import RunCompleted
+from shared.storage import ObjectStore
+
+
+def load_outcome(store: ObjectStore, key: str, kind: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(store.get_bytes(key))
+    if document.get("kind") != kind:
+        raise ValueError(f"log_keys.{kind}: {key} is not a {kind} outcome")
+    return document
+
+
+def outcome_record(
+    evaluation: Evaluation,
+    message: RunCompleted,
+    document: dict[str, Any],
+    *,
+    scenario: str,
+    dataset: str,
+    validity: str,
+    samples_per_second: float | None,
+    settings: dict[str, Any],
+) -> RunRecord:
+    kind = str(document["kind"])
+    environment = document.get("environment") or {}
+    packages = environment.get("packages") or {}
+    report = {
+        "kind": kind,
+        "run_id": message.run_id,
+        "evaluation_id": evaluation.id,
+        kind: {k: v for k, v in document.items() if k not in ("environment", "log_keys")},
+        "logs": dict(message.log_keys),
+    }
+    return RunRecord(
+        id=message.run_id,
+        evaluation_id=evaluation.id,
+        model_name=evaluation.model_name,
+        model_version=evaluation.model_version,
+        framework=evaluation.framework,
+        framework_version=str(packages.get(evaluation.framework, "")),
+        scenario=scenario,
+        mode=kind,
+        batch_size=evaluation.batch_size,
+        dataset=dataset,
+        validity=validity,
+        samples_per_second=samples_per_second,
+        manifest=evaluation.manifest,
+        settings={**settings, "constraints": dict(evaluation.constraints or {})},
+        environment=environment,
+        report=report,
+        log_prefix=message.log_prefix,
+    )
