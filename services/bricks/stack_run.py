@@ -11,7 +11,6 @@ the floor and the recipe, and the run with its constructed figures.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
@@ -29,12 +28,7 @@ from shared import runtime
 from shared.environment import capture_environment
 from shared.manifest import parse_manifest
 from shared.messages import RunInference
-from shared.run_report import BRICKS_FILE
 from shared.storage import ObjectStore
-
-
-def bricks_key(prefix: str) -> str:
-    return f"{prefix}/{BRICKS_FILE}"
 
 
 def measure_bricks(
@@ -86,9 +80,3 @@ def measure_bricks(
         + sum(f.seconds for f in floors),
         "environment": capture_environment(),
     }
-
-
-def store_bricks(store: ObjectStore, prefix: str, document: dict[str, Any]) -> dict[str, str]:
-    key = bricks_key(prefix)
-    store.put_bytes(key, json.dumps({**document, "log_keys": {"bricks": key}}).encode())
-    return {"bricks": key}

@@ -103,6 +103,21 @@ def store_attempt(
     return keys
 
 
+# The outcome file of each evaluation kind that has no LoadGen measurement.
+OUTCOME_FILES = {"bricks": BRICKS_FILE, "training": TRAINING_FILE}
+
+
+def store_outcome(
+    store: ObjectStore, prefix: str, kind: str, document: dict[str, Any]
+) -> dict[str, str]:
+    """A DLBricks or training evaluation's outcome (``kind``: "bricks" or "training"),
+    written as ``<kind>.json`` under ``prefix`` with its own key beside it, as
+    measurement.json carries its keys; returns {kind: key}."""
+    key = f"{prefix}/{OUTCOME_FILES[kind]}"
+    store.put_bytes(key, json.dumps({**document, "log_keys": {kind: key}}).encode())
+    return {kind: key}
+
+
 def load_measurement(store: ObjectStore, key: str) -> tuple[Measurement, dict[str, str]]:
     """The judged measurement and the keys of its files."""
     document: dict[str, Any] = json.loads(store.get_bytes(key))

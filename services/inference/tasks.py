@@ -39,6 +39,7 @@ from services.inference.measurement import (
     PhaseClock,
     measurement_of,
     store_attempt,
+    store_outcome,
     stored_completion,
 )
 from services.inference.profiling.run_profile import RunProfiler, batch_of
@@ -111,10 +112,8 @@ def measure(
     needs as arguments and returns only picklable values."""
     message = RunInference.model_validate(payload)
     store = runtime.store()
-    if message.bricks is not None:
-        return measure_bricks_run(message, agent_id, prefix, agent_settings)
-    if message.training is not None:
-        return measure_training_run(message, agent_id, prefix, agent_settings)
+    if message.bricks is not None or message.training is not None:
+        return measure_without_dataset(message, agent_id, prefix, agent_settings)
     manifest = parse_manifest(message.manifest)
     scenario = ScenarioConfig.model_validate(message.scenario)
     profiler = RunProfiler(message.trace_level)
@@ -180,40 +179,33 @@ def measure(
         return store_attempt(store, prefix, outcome.log_files | trace_files, measurement)
 
 
-def measure_bricks_run(
+def measure_without_dataset(
     message: RunInference, agent_id: str, prefix: str, agent_settings: dict[str, Any]
 ) -> dict[str, str]:
-    """A DLBricks evaluation (services/bricks/stack_run.py), holding the host like a run."""
-    # Imported here: torch.export and the bricks' modules are needed by brick runs only.
-    from services.bricks.stack_run import measure_bricks, store_bricks
-
+    """A DLBricks evaluation (services/bricks/stack_run.py) or a training one
+    (services/training/stack_run.py), holding the host like a run; its outcome goes to
+    ``bricks.json`` or ``training.json`` under ``prefix``."""
+    # The threads are part of the system a brick's figure belongs to (its key), and a
+    # training run uses every CPU as `benchstack train` does: they come from the agent's
+    # settings or the CPUs it may use, never from the momentary load a run's thread
+    # choice reads, so the same agent finds its own figures again.
+    threads = backend_options(message, agent_settings).intra_op_threads or usable_cpus()
     store = runtime.store()
-    # The threads are part of the system a brick's figure belongs to (its key), so they
-    # come from the agent's settings or the CPUs it may use, never from the momentary load
-    # a run's thread choice reads: the same agent must find its own figures again.
-    threads = backend_options(message, agent_settings).intra_op_threads or usable_cpus()
     with host_slot().measuring(message.run_id) as host:
         announce_started()
-        document = measure_bricks(message, store, prefix, threads)
+        # Imported here: torch.export, the bricks' and the training modules are needed by
+        # these evaluations only.
+        if message.bricks is not None:
+            from services.bricks.stack_run import measure_bricks
+
+            kind, document = "bricks", measure_bricks(message, store, prefix, threads)
+        else:
+            from services.training.stack_run import measure_training
+
+            kind, document = "training", measure_training(message, threads)
     document["host"] = host.to_dict() | {"threads": threads}
     document["agent"] = {"id": agent_id, "settings": dict(agent_settings)}
-    return store_bricks(store, prefix, document)
-
-
-def measure_training_run(
-    message: RunInference, agent_id: str, prefix: str, agent_settings: dict[str, Any]
-) -> dict[str, str]:
-    """A training evaluation (services/training/stack_run.py), holding the host like a run;
-    its threads are the agent's setting or every CPU it may use, as `benchstack train`'s."""
-    from services.training.stack_run import measure_training, store_training
-
-    threads = backend_options(message, agent_settings).intra_op_threads or usable_cpus()
-    with host_slot().measuring(message.run_id) as host:
-        announce_started()
-        document = measure_training(message, threads)
-    document["host"] = host.to_dict() | {"threads": threads}
-    document["agent"] = {"id": agent_id, "settings": dict(agent_settings)}
-    return store_training(runtime.store(), prefix, document)
+    return store_outcome(store, prefix, kind, document)
 
 
 def completion_message(

@@ -5,7 +5,6 @@ for the aggregator to store."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from services.training.options import TrainingOptions
@@ -13,8 +12,6 @@ from services.training.throughput import TrainingSettings, run
 from shared.environment import capture_environment
 from shared.manifest import parse_manifest
 from shared.messages import RunInference
-from shared.run_report import TRAINING_FILE
-from shared.storage import ObjectStore
 
 # Architectures whose training name differs from the architecture's (data_sources reads
 # the channel count from the name).
@@ -55,9 +52,3 @@ def measure_training(message: RunInference, threads: int) -> dict[str, Any]:
         **result.as_dict(),
         "environment": capture_environment(),
     }
-
-
-def store_training(store: ObjectStore, prefix: str, document: dict[str, Any]) -> dict[str, str]:
-    key = f"{prefix}/{TRAINING_FILE}"
-    store.put_bytes(key, json.dumps({**document, "log_keys": {"training": key}}).encode())
-    return {"training": key}
