@@ -36,6 +36,7 @@ from services.preprocess.pipeline import (
     Prepared,
     decode_tensors,
     files_digest,
+    finish,
     preprocess,
     shard_key,
 )
@@ -102,15 +103,20 @@ def load_or_preprocess(
     key = shard_key([s.id for s in samples], spec, files_digest(samples))
     if shards.is_complete(store, key):
         meta = shards.read_meta(store, key)
-        tensors = decode_tensors(store.get_bytes(key))
+        tensors = finish(decode_tensors(store.get_bytes(key)), spec)
         return Prepared(tensors=tensors, ids=meta["ids"], labels=meta["labels"]), True, key
     progress.on_preprocess_start(len(samples))
     prepared = preprocess(
-        samples, spec, progress=progress.on_preprocess_advance, processes=usable_cpus()
+        samples,
+        spec,
+        progress=progress.on_preprocess_advance,
+        processes=usable_cpus(),
+        stored=True,
     )
     if not prepared.errors:
         # Only complete shards are cached: a partial one would hide the failing files.
         shards.write_shard(store, key, prepared)
+    prepared.tensors = finish(prepared.tensors, spec)
     return prepared, False, key
 
 

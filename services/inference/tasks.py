@@ -118,7 +118,7 @@ def measure(
     scenario = ScenarioConfig.model_validate(message.scenario)
     profiler = RunProfiler(message.trace_level)
     with profiler.step("shards"):
-        shards = ShardSet.open(store, message.shard_keys)
+        shards = ShardSet.open(store, message.shard_keys, manifest.inputs[0])
     with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
         # The host first: loading a model while another run measures would disturb it,
         # and threads are chosen for the load the machine has once it is ours.

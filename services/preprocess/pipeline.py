@@ -81,10 +81,39 @@ def _resize_after_decode(spec: Input) -> ResizeStep | None:
     return second if isinstance(second, ResizeStep) else None
 
 
+def deferred_normalize(spec: Input) -> NormalizeStep | None:
+    """The normalize step a stored shard leaves for its reader, or None.
+
+    In the fast mode's fused path (decode, bilinear resize, center crop, normalize, NCHW)
+    a shard holds the planar 8-bit crops, four times smaller than float32 in the object
+    store and in transit, and ``finish`` normalizes them where the shard is loaded (the
+    QSL's untimed load callback). Same bits as normalizing before storing (a test checks)."""
+    if spec.fidelity != "fast":
+        return None
+    steps = _planar_steps(spec)
+    return steps[2] if steps is not None else None
+
+
+def finish(tensors: np.ndarray, spec: Input) -> np.ndarray:
+    """Tensors as the model takes them, from a shard in its stored form (see
+    ``deferred_normalize``). A shard stored already normalized is returned as it is."""
+    step = deferred_normalize(spec)
+    if step is None or tensors.dtype != np.uint8:
+        return tensors
+    return normalize_planar(tensors, step).astype(spec.element_type, copy=False)
+
+
 def preprocess_batch(
-    samples: Sequence[Sample], spec: Input, *, max_image_pixels: int | None = None
+    samples: Sequence[Sample],
+    spec: Input,
+    *,
+    max_image_pixels: int | None = None,
+    stored: bool = False,
 ) -> tuple[np.ndarray | None, list[Sample], list[SampleError]]:
-    """Decode each sample (errors per file), then apply the batch ops in manifest order."""
+    """Decode each sample (errors per file), then apply the batch ops in manifest order.
+
+    ``stored``: the form a shard keeps (``deferred_normalize``): 8-bit crops where the
+    fused path runs, otherwise the finished tensors."""
     decode = _decode_step(spec)
     resize = _resize_after_decode(spec)
     fast = spec.fidelity == "fast"
@@ -120,9 +149,9 @@ def preprocess_batch(
     if planar_steps is not None:
         # decode -> resize -> center_crop -> normalize -> NCHW, the common classification
         # spec, as two fused passes (ops.resize_crop_planar, ops.normalize_planar).
-        resize_step, crop_step, normalize_step = planar_steps
+        resize_step, crop_step, _ = planar_steps  # finish() normalizes
         cropped = resize_crop_planar(images, resize_step, crop_step)
-        array = normalize_planar(cropped, normalize_step).astype(spec.element_type, copy=False)
+        array = cropped if stored else finish(cropped, spec)
         if array.shape[1:] != tuple(spec.shape):
             raise ValueError(shape_mismatch(0, array.shape[1:], tuple(spec.shape)))
         return array, kept, errors
@@ -130,8 +159,9 @@ def preprocess_batch(
     steps = list(spec.steps)
     fused: set[int] = set()  # steps already applied by the one before them
     for index, step in enumerate(steps):
-        # The resize straight after decode was applied to each image as it was decoded.
-        if step.op == "decode" or step is resize or index in fused:
+        # The resize straight after decode was applied to each image as it was decoded,
+        # unless decode left it to the fused path (which these images could not take).
+        if step.op == "decode" or (step is resize and not planar) or index in fused:
             continue
         after = steps[index + 1] if index + 1 < len(steps) else None
         nchw_next = isinstance(after, LayoutStep) and after.order == "NCHW"
@@ -185,13 +215,16 @@ def preprocess(
     progress: Callable[[int], None] | None = None,
     max_image_pixels: int | None = None,
     processes: int = 1,
+    stored: bool = False,
 ) -> Prepared:
     """Prepare every sample; per-file errors are kept, unless no sample could be prepared,
     which raises NoSamplePrepared naming the first files and why.
 
     ``max_image_pixels``: the per-image pixel budget; default the setting's.
     ``processes``: chunks of ``batch_size`` samples are prepared by that many processes
-    (results in the samples' order, ``progress`` as each chunk ends)."""
+    (results in the samples' order, ``progress`` as each chunk ends).
+    ``stored``: the tensors in a shard's stored form (``preprocess_batch``); ``finish``
+    turns them into the model's."""
     chunks = [samples[start : start + batch_size] for start in range(0, len(samples), batch_size)]
     budget = max_image_pixels or get_settings().max_image_pixels
     workers = min(processes, len(chunks) // MIN_CHUNKS_PER_PROCESS)
@@ -200,7 +233,7 @@ def preprocess(
     labels: list[int | None] = []
     errors: list[SampleError] = []
     for chunk, (array, kept, chunk_errors) in zip(
-        chunks, _prepared_chunks(chunks, spec, budget, workers), strict=True
+        chunks, _prepared_chunks(chunks, spec, budget, workers, stored), strict=True
     ):
         errors.extend(chunk_errors)
         if array is not None:
@@ -211,6 +244,9 @@ def preprocess(
             progress(len(chunk))
     if samples and not ids:
         raise NoSamplePrepared(describe_failures(errors, len(samples)))
+    if len({part.dtype for part in parts}) > 1:
+        # A chunk that could not take the fused path came back finished; so must the rest.
+        parts = [finish(part, spec) for part in parts]
     tensors = (
         np.concatenate(parts) if parts else np.empty((0, *spec.shape), dtype=spec.element_type)
     )
@@ -222,19 +258,20 @@ ChunkResult = tuple[np.ndarray | None, list[Sample], list[SampleError]]
 
 
 def _prepared_chunks(
-    chunks: list[Sequence[Sample]], spec: Input, budget: int, workers: int
+    chunks: list[Sequence[Sample]], spec: Input, budget: int, workers: int, stored: bool
 ) -> Iterator[ChunkResult]:
     """Each chunk's result, in order: here, or from a pool of ``workers`` processes."""
     if workers <= 1:
         for chunk in chunks:
-            yield preprocess_batch(chunk, spec, max_image_pixels=budget)
+            yield preprocess_batch(chunk, spec, max_image_pixels=budget, stored=stored)
         return
     # Forked, as torch's DataLoader workers are on Linux: a spawned process re-imports the
     # caller's __main__ and pays an interpreter start; the children only decode and
     # compute, touching no lock another thread of the caller might hold.
     context = multiprocessing.get_context("fork" if "fork" in _START_METHODS else "spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        yield from pool.map(partial(preprocess_batch, spec=spec, max_image_pixels=budget), chunks)
+        prepare = partial(preprocess_batch, spec=spec, max_image_pixels=budget, stored=stored)
+        yield from pool.map(prepare, chunks)
 
 
 def spec_digest(spec: Input) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from services.preprocess.pipeline import Prepared, decode_tensors, encode_tensors
+from services.preprocess.pipeline import Prepared, decode_tensors, encode_tensors, finish
+from shared.manifest import Input
 from shared.storage import ObjectStore
 
 
@@ -49,17 +50,19 @@ class ShardSet:
     """An evaluation's shards seen as one indexed sample list, fetched on demand.
 
     ``fetch`` is handed to ``execute_run`` and called only from LoadGen's untimed load
-    callback, so downloading and decoding shards never counts towards a latency.
+    callback, so downloading and decoding shards never counts towards a latency, nor does
+    finishing a shard kept in its stored 8-bit form (``pipeline.finish``).
     """
 
     store: ObjectStore
+    spec: Input
     keys: list[str]
     counts: list[int]
     labels: list[int | None]
     errors: list[str]
 
     @classmethod
-    def open(cls, store: ObjectStore, keys: Sequence[str]) -> ShardSet:
+    def open(cls, store: ObjectStore, keys: Sequence[str], spec: Input) -> ShardSet:
         counts: list[int] = []
         labels: list[int | None] = []
         errors: list[str] = []
@@ -68,7 +71,9 @@ class ShardSet:
             counts.append(len(meta["ids"]))
             labels.extend(meta["labels"])
             errors.extend(meta["errors"])
-        return cls(store=store, keys=list(keys), counts=counts, labels=labels, errors=errors)
+        return cls(
+            store=store, spec=spec, keys=list(keys), counts=counts, labels=labels, errors=errors
+        )
 
     @property
     def sample_count(self) -> int:
@@ -82,4 +87,4 @@ class ShardSet:
         for shard in np.unique(shard_of):
             loaded[int(shard)] = decode_tensors(self.store.get_bytes(self.keys[int(shard)]))
         rows = [loaded[int(s)][int(i - bounds[s])] for s, i in zip(shard_of, wanted, strict=True)]
-        return np.stack(rows)
+        return finish(np.stack(rows), self.spec)

@@ -51,7 +51,7 @@ def prepare_shard(message: PreprocessShard) -> None:
         raise ShardFailed(f"dataset: samples {missing[:3]} are not in {dataset.name}")
     spec = Input.model_validate(message.input_spec)
     prepared = preprocess(
-        [by_id[i] for i in message.sample_ids], spec, batch_size=message.batch_size
+        [by_id[i] for i in message.sample_ids], spec, batch_size=message.batch_size, stored=True
     )
     if not prepared.ids:
         reasons = "; ".join(str(e) for e in prepared.errors[:3])

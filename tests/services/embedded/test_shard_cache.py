@@ -46,3 +46,27 @@ def test_a_shard_the_stack_wrote_is_reused_by_an_embedded_run(tmp_path: Path) ->
     assert reused
     np.testing.assert_array_equal(prepared.tensors, marked)
     assert prepared.labels == [1, 2, 3, None]
+
+
+def test_a_fast_mode_shard_is_stored_as_8_bit_crops_and_run_as_floats(tmp_path: Path) -> None:
+    """The embedded run keeps the fast mode's stored form in its cache (a quarter of the
+    bytes) and hands the run normalized floats, fresh or reused."""
+    from services.preprocess.datasets import Dataset, Sample
+    from services.preprocess.pipeline import preprocess
+
+    store = LocalStore(tmp_path / "store")
+    photos = Path(__import__("sklearn").__file__).parent / "datasets" / "images"
+    samples = [Sample(id=p.name, path=p, label=None) for p in sorted(photos.glob("*.jpg"))]
+    dataset = Dataset(name="photos", root=photos, samples=samples, class_names=[])
+    catalogue = resolve_model("resnet18")
+    spec = catalogue.inputs[0].model_copy(update={"fidelity": "fast"})
+    manifest = catalogue.model_copy(update={"inputs": [spec]})
+    expected = preprocess(samples, spec).tensors
+
+    fresh, reused, key = load_or_preprocess(store, dataset, manifest, Progress())
+    assert not reused and shards.read_meta(store, key)["dtype"] == "uint8"
+    again, reused, _ = load_or_preprocess(store, dataset, manifest, Progress())
+    assert reused
+    for prepared in (fresh, again):
+        assert prepared.tensors.dtype == np.float32
+        np.testing.assert_array_equal(prepared.tensors, expected)
