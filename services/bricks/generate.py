@@ -211,7 +211,8 @@ def load_brick(
     suite: Path, signature: str, threads: int = 0
 ) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """A brick's callable (a torch module, or an onnxruntime session with ``threads``
-    intra-op threads for an ONNX brick) and inputs of its recorded shapes."""
+    intra-op threads for an ONNX brick) and inputs of its recorded shapes, as it takes
+    them: ``module(*inputs)``."""
     folder = bricks_dir(suite)
     description = json.loads((folder / f"{signature}.json").read_text())
     if description.get("framework") == "onnx":
@@ -219,7 +220,8 @@ def load_brick(
 
         return OnnxCallable(folder / f"{signature}.onnx", threads), onnx_inputs(description)
     module = unguarded(torch.export.load(folder / f"{signature}.pt2").module())
-    return module, brick_inputs(description)
+    # Its graph takes the inputs flattened (a layer fed a tuple gets each tensor apart).
+    return module, tuple(torch.utils._pytree.tree_leaves(brick_inputs(description)))
 
 
 def list_bricks(suite: Path, framework: str | None = None) -> list[str]:

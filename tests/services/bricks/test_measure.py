@@ -48,5 +48,20 @@ def test_a_brick_is_called_without_the_exported_input_check_and_computes_the_sam
     assert "_check_input_constraints_pre_hook" in [
         getattr(h, "__name__", "") for h in guarded._forward_pre_hooks.values()
     ]
+    # Nor does its graph call the guards function or flatten its inputs through pytree.
+    assert "_guards_fn" in guarded.code and "tree_flatten_spec" in guarded.code
+    assert "_guards_fn" not in fast.code and "tree_flatten_spec" not in fast.code
     with torch.inference_mode():
-        assert torch.equal(fast(example), guarded(example))
+        (output,) = fast(example)  # plain codegen: the graph's outputs as a tuple
+        assert torch.equal(output, guarded(example))
+
+
+def test_each_module_is_called_in_bursts_over_several_passes() -> None:
+    from services.bricks.measure import BurstSchedule
+
+    schedule = BurstSchedule.at_least([4, 7], queries=6)
+    calls = [schedule.module(k) for k in range(len(schedule))]
+    assert calls == [4, 4, 7, 7] * 3  # bursts of 2 (6 over up to 5 passes), 3 passes
+    many = BurstSchedule.at_least(range(200), queries=50)
+    assert (many.burst, many.passes, len(many)) == (10, 5, 200 * 50)
+    assert [many.module(k) for k in (0, 9, 10, 1999, 2000)] == [0, 0, 1, 199, 0]
