@@ -4,7 +4,9 @@ the bricks than every model, and how close is the constructed latency to the mea
 For each granularity H, a fresh suite is generated from every torch model of the
 catalogue (``services/bricks``), every brick is measured once through LoadGen
 SingleStream, and every model is measured end to end through the same harness with the
-same settings (one LoadGen run over all models, as the bricks get). Printed per H:
+same settings (one LoadGen run over all models, as the bricks get), just before and
+just after the bricks: the mean of both is the reference, so drift on the machine between
+the phases reaches both sides. Printed per H:
 layers, unique sequences (and their share), the seconds spent measuring the bricks vs
 measuring every model (the speedup), and per model the constructed / measured ratio for
 the sequential sum, the floor-corrected sum and the calibrated sum whose per-brick cost
@@ -57,10 +59,26 @@ def main() -> None:
     inputs = [model_input(n, image_size=args.image_size) for n in names]
 
     print(f"system {system_key(args.threads)}; image {args.image_size}; {settings}")
-    end_to_end = measure_models(inputs, settings)
+    before = measure_models(inputs, settings)
     for granularity in (int(h) for h in args.granularities.split(",")):
         with tempfile.TemporaryDirectory(prefix="benchstack-dlbricks-") as folder:
-            report_granularity(Path(folder), granularity, inputs, end_to_end, settings)
+            before = report_granularity(Path(folder), granularity, inputs, before, settings)
+
+
+def bracketed(before: dict[str, Timing], after: dict[str, Timing]) -> dict[str, Timing]:
+    """Each model's timing as the mean of the runs just before and just after the bricks:
+    the host's drift between the two phases (this machine's neighbours move latencies by
+    tens of per cent over minutes) reaches the bricks and the reference alike."""
+    return {
+        name: Timing(
+            median_ms=(before[name].median_ms + after[name].median_ms) / 2,
+            mean_ms=(before[name].mean_ms + after[name].mean_ms) / 2,
+            p90_ms=(before[name].p90_ms + after[name].p90_ms) / 2,
+            queries=before[name].queries + after[name].queries,
+            seconds=(before[name].seconds + after[name].seconds) / 2,
+        )
+        for name in before
+    }
 
 
 def measure_models(inputs: list[ModelInput], settings: MeasureSettings) -> dict[str, Timing]:
@@ -68,8 +86,11 @@ def measure_models(inputs: list[ModelInput], settings: MeasureSettings) -> dict[
     the bricks get, so both sides of the speedup pay the same set-up."""
     items = [(model.module.eval(), (model.example,)) for model in inputs]
     timings = dict(zip((m.name for m in inputs), time_modules(items, settings), strict=True))
-    for name, timing in timings.items():
-        print(f"  measured {name}: {timing.median_ms:.3f} ms ({timing.seconds:.1f} s)")
+    print(
+        "  measured every model: "
+        + ", ".join(f"{name} {t.median_ms:.1f} ms" for name, t in timings.items())
+        + f" ({sum(t.seconds for t in timings.values()):.1f} s)"
+    )
     return timings
 
 
@@ -77,9 +98,12 @@ def report_granularity(
     suite: Path,
     granularity: int,
     inputs: list[ModelInput],
-    end_to_end: dict[str, Timing],
+    before: dict[str, Timing],
     settings: MeasureSettings,
-) -> None:
+) -> dict[str, Timing]:
+    """Generate and measure the suite at ``granularity``, then every model again; score the
+    bricks against the models' timings bracketing them. Returns the models' timings after,
+    the next granularity's before."""
     usable = []
     start = time.perf_counter()
     for model in inputs:
@@ -90,6 +114,8 @@ def report_granularity(
             print(f"  H={granularity}: {model.name} left out: {exc}")
     generation_s = time.perf_counter() - start
     run = run_framework(suite, settings, "torch")  # the catalogue's models are torch
+    after = measure_models(inputs, settings)
+    end_to_end = bracketed(before, after)
     results = read_results(suite, run.system)
     recipes = {m.name: read_recipe(suite, m.name) for m in usable}
     layers = sum(r["layers"] for r in recipes.values())
@@ -100,9 +126,11 @@ def report_granularity(
         f"\nH={granularity}: {len(usable)} models, {layers} layers, {sequences} sequences, "
         f"{run.bricks} unique ({run.bricks / sequences:.1%}); generation {generation_s:.1f} s"
     )
+    drift = sum(after[m.name].seconds for m in usable) / sum(before[m.name].seconds for m in usable)
     print(
         f"  measuring: bricks {run.seconds:.1f} s vs every model {usable_e2e:.1f} s "
-        f"(speedup x{usable_e2e / run.seconds:.2f})"
+        f"(speedup x{usable_e2e / run.seconds:.2f}); every model took x{drift:.3f} as long "
+        "after the bricks as before (host drift; the mean of both is the reference)"
     )
     rows = score(recipes, results, measured)
     print(f"  {'model':<20} {'measured':>9} {'seq/meas':>9} {'floor/meas':>11} {'loo/meas':>9}")
@@ -111,6 +139,7 @@ def report_granularity(
     for label, column in (("sequential", 1), ("floor-corrected", 2), ("calibrated LOO", 3)):
         mean = geometric_mean(row[column] for row in rows.values())
         print(f"  geomean {label} / measured: {mean:.3f}")
+    return after
 
 
 def score(

@@ -126,6 +126,23 @@ def run_completed(payload: dict[str, Any]) -> None:
             log.info("run %s: the evaluation left AGGREGATING; not stored", message.run_id)
             return
         save_run(session, record)
+        if (evaluation.group_info or {}).get("kind") == "find-peak":
+            _continue_find_peak(session, evaluation)
+
+
+def _continue_find_peak(session: Session, evaluation: Evaluation) -> None:
+    """A find-peak member's run is stored: the search submits its next probe, if any
+    (services/api/find_peak.py; imported here only, as only this step submits)."""
+    from services.api.find_peak import continue_find_peak
+    from shared import worker_context
+
+    result = continue_find_peak(
+        session, runtime.settings(), worker_context.current().publish, evaluation
+    )
+    if isinstance(result, Evaluation):
+        log.info("find-peak %s: next probe %s", evaluation.group_id, result.id)
+    elif result is not None:
+        log.warning("find-peak %s stopped: %s", evaluation.group_id, result.message)
 
 
 def _store_outcome(

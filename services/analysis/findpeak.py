@@ -283,6 +283,48 @@ def search_peak(
     )
 
 
+class _ProbeNeeded(Exception):
+    def __init__(self, qps: float) -> None:
+        super().__init__(qps)
+        self.qps = qps
+
+
+def next_step(
+    probes: list[Probe],
+    *,
+    start_qps: float,
+    latency_bound_ms: float,
+    percentile: float = 99.0,
+    tolerance: float = 0.05,
+    max_probes: int = 12,
+) -> float | PeakResult:
+    """Where a search stands after ``probes`` (in the order run): the rate to probe next,
+    or the result once it is done. The search run through the service takes one step per
+    stored probe (services/api/find_peak.py); this replays ``search_peak`` over the
+    probes already run, so both searches are the same code and agree probe for probe."""
+    replay = iter(probes)
+
+    def probe(qps: float) -> Probe:
+        stored = next(replay, None)
+        if stored is None:
+            raise _ProbeNeeded(qps)
+        if not math.isclose(stored.qps, qps, rel_tol=1e-9):
+            raise ValueError(f"find-peak: probe {stored.qps:g} QPS stored where {qps:g} was due")
+        return stored
+
+    try:
+        return search_peak(
+            probe,
+            start_qps=start_qps,
+            latency_bound_ms=latency_bound_ms,
+            percentile=percentile,
+            tolerance=tolerance,
+            max_probes=max_probes,
+        )
+    except _ProbeNeeded as needed:
+        return needed.qps
+
+
 def find_peak(
     request: BenchRequest,
     run: RunFn,

@@ -14,12 +14,11 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.api.cancellation import cancel_evaluation
+from services.api.groups import group_members, submit_all
 from services.api.rejections import Rejection
-from services.api.submission import MAX_BATCH_SIZE, FanOut, SubmitRequest, snake_keys, submit
+from services.api.submission import MAX_BATCH_SIZE, SubmitRequest, snake_keys
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -115,32 +114,17 @@ def submit_sweep(
     if problem is not None:
         return problem
     group = {"id": str(uuid.uuid4()), "kind": "sweep", "parameter": parameter}
-    stored: list[Evaluation] = []
-    for value in values:
-        request = _point_request(base, parameter, value, group)
-        result = submit(session, settings, publish, owner_id=owner_id, request=request)
-        if isinstance(result, Rejection):
-            for evaluation in stored:
-                cancel_evaluation(session, owner_id=owner_id, evaluation_id=evaluation.id)
-            return result
-        assert not isinstance(result, FanOut)
-        stored.append(result)
+    requests = [_point_request(base, parameter, value, group) for value in values]
+    stored = submit_all(session, settings, publish, owner_id=owner_id, requests=requests)
+    if isinstance(stored, Rejection):
+        return stored
     return group["id"], stored
 
 
 def load_sweep(session: Session, *, owner_id: int, group_id: str) -> list[SweepPoint] | None:
     """The owner's sweep's points in value order, each with its run once stored."""
-    evaluations = session.scalars(
-        select(Evaluation).where(Evaluation.group_id == group_id, Evaluation.owner_id == owner_id)
-    ).all()
-    points = [e for e in evaluations if (e.group_info or {}).get("kind") == "sweep"]
-    if not points:
+    members = group_members(session, group_id, "sweep", owner_id=owner_id)
+    if not members:
         return None
-    runs = {
-        run.evaluation_id: run
-        for run in session.scalars(
-            select(Run).where(Run.evaluation_id.in_([e.id for e in points]))
-        ).all()
-    }
-    ordered = sorted(points, key=lambda e: float((e.group_info or {})["value"]))
-    return [SweepPoint(float((e.group_info or {})["value"]), e, runs.get(e.id)) for e in ordered]
+    ordered = sorted(members, key=lambda member: float((member[0].group_info or {})["value"]))
+    return [SweepPoint(float((e.group_info or {})["value"]), e, run) for e, run in ordered]

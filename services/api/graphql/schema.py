@@ -39,9 +39,11 @@ from services.api.graphql.errors import (
 from services.api.graphql.evaluations.mutations import EvaluationMutations
 from services.api.graphql.evaluations.queries import EvaluationQueries
 from services.api.graphql.evaluations.subscriptions import EvaluationSubscriptions
+from services.api.graphql.find_peak.schema import FindPeakMutations, FindPeakQueries
 from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
+from services.api.graphql.repeats.schema import RepeatsMutations, RepeatsQueries
 from services.api.graphql.sweeps.schema import SweepMutations, SweepQueries
 from services.api.observability import UNAVAILABLE
 from shared.settings import Settings
@@ -55,10 +57,15 @@ Query = merge_types(
         ComparisonQueries,
         BrickQueries,
         SweepQueries,
+        FindPeakQueries,
+        RepeatsQueries,
         AdviceQueries,
     ),
 )
-Mutation = merge_types("Mutation", (EvaluationMutations, ModelMutations, SweepMutations))
+Mutation = merge_types(
+    "Mutation",
+    (EvaluationMutations, ModelMutations, SweepMutations, FindPeakMutations, RepeatsMutations),
+)
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from services.aggregator.repository import get_run
-from services.analysis.findpeak import Probe, conclude, find_peak, judge, search_peak
+from services.analysis.findpeak import (
+    Probe,
+    conclude,
+    find_peak,
+    judge,
+    next_step,
+    search_peak,
+)
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import ScenarioConfig
@@ -233,3 +240,17 @@ def test_failed_samples_are_named_before_any_setting() -> None:
     curve = [_probe(32, False, "INVALID", "UNSTABLE", failed_samples=40)]
     result = conclude(curve, latency_bound_ms=50, percentile=99, bracket=(0, 32))
     assert result.advice[0] == "fix the backend first: 40 samples failed (see the probes' runs)"
+
+
+def test_the_service_search_takes_the_embedded_searchs_steps() -> None:
+    """next_step replays search_peak: the rate it asks for after each stored probe."""
+    assert next_step([], start_qps=100, latency_bound_ms=50) == 100
+    passed = [_probe(100, True, "VALID", "STABLE")]
+    assert next_step(passed, start_qps=100, latency_bound_ms=50) == 200
+    failed = [*passed, _probe(200, False, "VALID", "STABLE")]
+    assert next_step(failed, start_qps=100, latency_bound_ms=50) == 150
+    done = next_step(failed, start_qps=100, latency_bound_ms=50, max_probes=2)
+    assert not isinstance(done, float) and done.peak is not None and done.peak.qps == 100
+    with pytest.raises(ValueError, match="probe 300 QPS stored where 200 was due"):
+        wrong = [*passed, _probe(300, True, "VALID", "STABLE")]
+        next_step(wrong, start_qps=100, latency_bound_ms=50)

@@ -1,0 +1,122 @@
+"""A find-peak search as the API shows it: its settings, each probe judged against the
+bound beside its evaluation, and the peak (or why there is none) once it is done."""
+
+from __future__ import annotations
+
+import math
+
+import strawberry
+
+from services.analysis.findpeak import Probe
+from services.api.find_peak import FindPeakView
+from services.api.graphql.evaluations.types import EvaluationType
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+@strawberry.type(name="FindPeakProbe")
+class FindPeakProbeType:
+    qps: float
+    evaluation: EvaluationType
+    run_id: str | None
+    # Null until the probe's run is stored.
+    passed: bool | None
+    latency_ms: float | None
+    completed_qps: float | None
+    validity: str | None
+    stability: str | None
+    # Within bound and VALID and stability judged: a probe that can be the peak.
+    judged: bool | None
+    reason: str | None
+
+    @classmethod
+    def from_parts(
+        cls, qps: float, evaluation: EvaluationType, run_id: str | None, probe: Probe | None
+    ) -> FindPeakProbeType:
+        if probe is None:
+            return cls(
+                qps=qps,
+                evaluation=evaluation,
+                run_id=run_id,
+                passed=None,
+                latency_ms=None,
+                completed_qps=None,
+                validity=None,
+                stability=None,
+                judged=None,
+                reason=None,
+            )
+        return cls(
+            qps=qps,
+            evaluation=evaluation,
+            run_id=run_id,
+            passed=probe.passed,
+            latency_ms=_finite(probe.latency_ms),
+            completed_qps=_finite(probe.completed_qps),
+            validity=probe.validity,
+            stability=probe.stability,
+            judged=probe.judged,
+            reason=probe.reason,
+        )
+
+
+@strawberry.type(name="FindPeak")
+class FindPeakType:
+    group_id: str
+    latency_bound_ms: float
+    percentile: float
+    tolerance: float
+    max_probes: int
+    # "searching", "done" or "failed"
+    state: str
+    # done: "peak" or "no valid peak"; failed: why
+    verdict: str
+    # The start rate: the one given, or the Offline capacity estimate's throughput.
+    start_qps: float | None
+    estimate: EvaluationType | None
+    probes: list[FindPeakProbeType]
+    peak_qps: float | None
+    peak_latency_ms: float | None
+    peak_run_id: str | None
+    # Why there is no valid peak, or why it is below the highest rate within the bound.
+    reason: str
+    # Settings that would give a valid peak.
+    advice: list[str]
+
+    @classmethod
+    def from_view(cls, view: FindPeakView) -> FindPeakType:
+        estimate_rate = None
+        if view.settings.start_qps is not None:
+            estimate_rate = view.settings.start_qps
+        elif view.estimate is not None and view.estimate[1] is not None:
+            estimate_rate = view.estimate[1].samples_per_second
+        probes = [
+            FindPeakProbeType.from_parts(
+                float((e.group_info or {})["qps"]),
+                EvaluationType.from_row(e),
+                run.id if run is not None else None,
+                probe,
+            )
+            for e, run, probe in view.probes
+        ]
+        result = view.result
+        peak = result.peak if result is not None else None
+        return cls(
+            group_id=view.group_id,
+            latency_bound_ms=view.settings.latency_bound_ms,
+            percentile=view.settings.percentile,
+            tolerance=view.settings.tolerance,
+            max_probes=view.settings.max_probes,
+            state=view.state,
+            verdict=view.reason,
+            start_qps=estimate_rate,
+            estimate=EvaluationType.from_row(view.estimate[0]) if view.estimate else None,
+            probes=probes,
+            peak_qps=peak.qps if peak is not None else None,
+            peak_latency_ms=_finite(peak.latency_ms) if peak is not None else None,
+            peak_run_id=peak.run_id if peak is not None else None,
+            reason=result.reason if result is not None else "",
+            advice=list(result.advice) if result is not None else [],
+        )

@@ -1,0 +1,58 @@
+"""Evaluations submitted as one group (a sweep, repeats, a find-peak search): storing all
+of a group's evaluations or none, and reading a group's members back with their runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.api.cancellation import cancel_evaluation
+from services.api.rejections import Rejection
+from services.api.submission import FanOut, SubmitRequest, submit
+from shared.celery_app import Publisher
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
+from shared.settings import Settings
+
+
+def submit_all(
+    session: Session,
+    settings: Settings,
+    publish: Publisher,
+    *,
+    owner_id: int,
+    requests: Sequence[SubmitRequest],
+) -> list[Evaluation] | Rejection:
+    """Store and dispatch each request; all of them or none (a request refused after
+    others were stored cancels those)."""
+    stored: list[Evaluation] = []
+    for request in requests:
+        result = submit(session, settings, publish, owner_id=owner_id, request=request)
+        if isinstance(result, Rejection):
+            for evaluation in stored:
+                cancel_evaluation(session, owner_id=owner_id, evaluation_id=evaluation.id)
+            return result
+        assert not isinstance(result, FanOut)
+        stored.append(result)
+    return stored
+
+
+def group_members(
+    session: Session, group_id: str, kind: str, *, owner_id: int | None = None
+) -> list[tuple[Evaluation, Run | None]]:
+    """The group's evaluations of ``kind`` in the order they were submitted, each with its
+    run once stored; ``owner_id``: only that user's."""
+    query = select(Evaluation).where(Evaluation.group_id == group_id)
+    if owner_id is not None:
+        query = query.where(Evaluation.owner_id == owner_id)
+    evaluations = session.scalars(query.order_by(Evaluation.created_at)).all()
+    members = [e for e in evaluations if (e.group_info or {}).get("kind") == kind]
+    runs = {
+        run.evaluation_id: run
+        for run in session.scalars(
+            select(Run).where(Run.evaluation_id.in_([e.id for e in members]))
+        ).all()
+    }
+    return [(e, runs.get(e.id)) for e in members]
