@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from services.cli.errors import user_errors
+from services.cli.errors import err_console, user_errors
 from services.cli.render import figure, output_console
 from shared.settings import get_settings
 
@@ -111,6 +111,24 @@ def advise_command(
         None, help="Ask a benchstack API instead of the local database."
     ),
     token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token."),
+    measure: bool = typer.Option(
+        False,
+        "--measure",
+        help="With --server: first run find-peak on every live agent of the framework that "
+        "has no result for this bound, and wait for them.",
+    ),
+    framework: str | None = typer.Option(
+        None,
+        "--framework",
+        "-f",
+        help="With --measure: the agents' framework (default: the model's).",
+    ),
+    duration: float = typer.Option(10.0, help="With --measure: each probe's minimum duration, s."),
+    max_probes: int = typer.Option(8, help="With --measure: probes per search, 1..16."),
+    wait: float = typer.Option(3600.0, help="With --measure: give up waiting after this many s."),
+    start_qps: float | None = typer.Option(
+        None, help="With --measure: the first probe's rate (default: an Offline run's throughput)."
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """For each system that measured MODEL: the highest Server QPS under the bound (from
@@ -119,6 +137,14 @@ def advise_command(
     with user_errors():
         if server:
             advice = remote_advice(server, token, model, latency_bound_ms, percentile)
+            if measure:
+                options = (duration, max_probes, wait, start_qps)
+                if measure_missing(
+                    server, token, model, framework, advice, options, latency_bound_ms, percentile
+                ):
+                    advice = remote_advice(server, token, model, latency_bound_ms, percentile)
+        elif measure:
+            raise ValueError("--measure: runs find-peak on a stack's agents; give --server URL")
         else:
             advice = local_advice(model, latency_bound_ms, percentile)
     if as_json:
@@ -133,6 +159,62 @@ def advise_command(
             console.print(f"note: {escape(s['system'])}: {escape(note)}", soft_wrap=True)
         if s["command"]:
             console.print(f"  measure it: {escape(s['command'])}", soft_wrap=True)
+
+
+def measure_missing(
+    server: str,
+    token: str | None,
+    model: str,
+    framework: str | None,
+    advice: dict[str, Any],
+    options: tuple[float, int, float, float | None],
+    bound: float,
+    percentile: float,
+) -> bool:
+    """Run the missing find-peak searches through the stack; False when none was missing."""
+    from services.cli.remote_find_peak import (
+        check_measure_options,
+        follow_searches,
+        start_searches,
+        unmeasured_agents,
+    )
+    from shared.catalogue import resolve_model
+
+    duration, max_probes, wait, start_qps = options
+    check_measure_options(duration, max_probes, wait)
+    if framework is None:
+        try:
+            framework = resolve_model(model).framework.name
+        except Exception:
+            raise ValueError(
+                f"--framework: {model!r} is not in the catalogue here; name the agents' framework"
+            ) from None
+    agents = unmeasured_agents(server, token, framework, advice)
+    if not agents:
+        err_console.print(f"every live {framework} agent has a find-peak result for this bound")
+        return False
+    searches = start_searches(
+        server,
+        token,
+        model=model,
+        agents=agents,
+        bound=bound,
+        percentile=percentile,
+        duration_s=duration,
+        max_probes=max_probes,
+        start_qps=start_qps,
+    )
+    for search in searches:
+        err_console.print(f"find-peak on {search.agent_id}: group {search.group_id}")
+    follow_searches(
+        server,
+        token,
+        searches,
+        percentile=percentile,
+        wait_s=wait,
+        say=lambda line: err_console.print(escape(line), soft_wrap=True),
+    )
+    return True
 
 
 def register(app: typer.Typer) -> None:
