@@ -61,6 +61,9 @@ class RunInference(Message):
     # A training evaluation's options (services/training/options.TrainingOptions as JSON):
     # the worker times training steps instead of inference. None: inference.
     training: dict[str, Any] | None = None
+    # A training evaluation that is one rank of a data-parallel gang (services/api/
+    # training_scaling.py): {"gang", "rank", "world_size", "host_ranks"}. None: alone.
+    data_parallel: dict[str, Any] | None = None
 
 
 class RunCompleted(Message):

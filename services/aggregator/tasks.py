@@ -130,6 +130,21 @@ def run_completed(payload: dict[str, Any]) -> None:
             _continue_find_peak(session, evaluation)
 
 
+def _continue_training_scaling(session: Session, evaluation: Evaluation) -> None:
+    """A data-parallel rank's run is stored: once its gang is complete, the next world
+    size's gang is submitted (services/api/training_scaling.py)."""
+    from services.api.training_scaling import continue_training_scaling
+    from shared import worker_context
+
+    result = continue_training_scaling(
+        session, runtime.settings(), worker_context.current().publish, evaluation
+    )
+    if isinstance(result, list):
+        log.info("training scaling %s: next gang %s", evaluation.group_id, [e.id for e in result])
+    elif result is not None:
+        log.warning("training scaling %s stopped: %s", evaluation.group_id, result.message)
+
+
 def _continue_find_peak(session: Session, evaluation: Evaluation) -> None:
     """A find-peak member's run is stored: the search submits its next probe, if any
     (services/api/find_peak.py; imported here only, as only this step submits)."""
@@ -165,3 +180,5 @@ def _store_outcome(
         save_bricks_run(session, evaluation, message, document)
     else:
         save_training_run(session, evaluation, message, document)
+        if (evaluation.group_info or {}).get("kind") == "ddp":
+            _continue_training_scaling(session, evaluation)

@@ -47,7 +47,10 @@ def group_members(
     query = select(Evaluation).where(Evaluation.group_id == group_id)
     if owner_id is not None:
         query = query.where(Evaluation.owner_id == owner_id)
-    evaluations = session.scalars(query.order_by(Evaluation.created_at)).all()
+    # populate_existing: a caller that changed a member's state with a compare-and-set
+    # UPDATE (the aggregator) holds the row in its session as it was before.
+    ordered = query.order_by(Evaluation.created_at).execution_options(populate_existing=True)
+    evaluations = session.scalars(ordered).all()
     members = [e for e in evaluations if (e.group_info or {}).get("kind") == kind]
     runs = {
         run.evaluation_id: run

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
@@ -41,6 +42,7 @@ from services.inference.backends import registry
 from services.inference.loadgen.config import ScenarioConfig
 from services.scheduler.agents import find_agent
 from services.scheduler.constraints import (
+    AgentView,
     ConstraintError,
     Requirement,
     device_named,
@@ -99,6 +101,10 @@ class SubmitRequest:
     # {"id": ..., "kind": "sweep", "parameter": ..., "value": ...}. None: its own, or a
     # fan-out's (fan_out).
     group: dict[str, Any] | None = None
+    # A data-parallel gang (services/api/training_scaling.py): one training evaluation
+    # per rank on this many distinct matching agents, each pinned to its agent, with its
+    # rank and the ranks sharing its host in its group. None: one evaluation.
+    gang_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -461,6 +467,27 @@ def _requirement(
         return Rejection("InvalidInput", str(exc), field="constraints")
 
 
+def _gang(
+    agents: list[AgentView], size: int, group_info: dict[str, Any]
+) -> tuple[list[list[str]], list[dict[str, Any] | None]] | Rejection:
+    """Pins and groups of a gang of ``size`` ranks on distinct agents, in the order of their
+    ids (so a gang of two reuses the agent a gang of one ran on)."""
+    chosen = sorted(agents, key=lambda a: a.id)[:size]
+    if len(chosen) < size:
+        return Rejection(
+            "NoMatchingAgent",
+            f"worldSizes: {size} ranks need {size} live agents that can run this training; "
+            f"{len(agents)} match",
+            field="worldSizes",
+        )
+    on_host = Counter(a.hostname for a in chosen)
+    infos: list[dict[str, Any] | None] = [
+        {**group_info, "rank": rank, "host_ranks": on_host[agent.hostname]}
+        for rank, agent in enumerate(chosen)
+    ]
+    return [[f"agent={a.id}"] for a in chosen], infos
+
+
 def submit(
     session: Session,
     settings: Settings,
@@ -524,6 +551,12 @@ def submit(
         group_id = str(request.group["id"])
         group_info = {k: v for k, v in request.group.items() if k != "id"}
     pins = [[f"agent={a.id}"] for a in choice.agents] if request.fan_out else [[]]
+    infos: list[dict[str, Any] | None] = [group_info] * len(pins)
+    if request.gang_size is not None:
+        gang = _gang(choice.agents, request.gang_size, group_info or {})
+        if isinstance(gang, Rejection):
+            return gang
+        pins, infos = gang
     evaluations = [
         Evaluation(
             id=str(uuid.uuid4()),
@@ -545,9 +578,9 @@ def submit(
             bricks=bricks,
             training=training,
             group_id=group_id,
-            group_info=group_info,
+            group_info=info,
         )
-        for pin in pins
+        for pin, info in zip(pins, infos, strict=True)
     ]
     session.add_all(evaluations)
     # Commit before publishing: the scheduler must find the rows when the messages arrive.
@@ -578,6 +611,6 @@ def submit(
             session.commit()
             if broker_down:
                 UNAVAILABLE.labels(dependency="broker").inc()
-    if request.fan_out and group_id is not None:
+    if (request.fan_out or request.gang_size is not None) and group_id is not None:
         return FanOut(group_id=group_id, evaluations=evaluations)
     return evaluations[0]

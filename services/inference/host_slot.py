@@ -100,11 +100,13 @@ class HostSlot:
                         found.append(str(entry["run"]))
         return found
 
-    def _acquire(self, lock: TextIO, should_stop: Callable[[], bool], poll_s: float) -> float:
+    def _acquire(
+        self, lock: TextIO, should_stop: Callable[[], bool], poll_s: float, mode: int
+    ) -> float:
         started = time.monotonic()
         while True:
             try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(lock, mode | fcntl.LOCK_NB)
                 return time.monotonic() - started
             except BlockingIOError:
                 if should_stop():
@@ -118,13 +120,20 @@ class HostSlot:
         *,
         should_stop: Callable[[], bool] = lambda: False,
         poll_s: float = 0.2,
+        shared: bool = False,
     ) -> Iterator[HostUse]:
-        """Hold the host (when exclusive) while the block measures ``run_id``."""
+        """Hold the host (when exclusive) while the block measures ``run_id``.
+
+        ``shared``: for the ranks of one data-parallel gang that land on one host, which
+        must run at once (each waits for the others in the all-reduce): they hold the
+        lock together (LOCK_SH), and a measurement that wants the host alone waits for
+        all of them, as they wait for it. Their overlaps with one another are recorded."""
         self.active.mkdir(parents=True, exist_ok=True)
-        use = HostUse(exclusive=self.exclusive)
+        use = HostUse(exclusive=self.exclusive and not shared)
         with open(self.folder / "measure.lock", "a+") as lock:
             if self.exclusive:
-                use.waited_s = self._acquire(lock, should_stop, poll_s)
+                mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+                use.waited_s = self._acquire(lock, should_stop, poll_s, mode)
             mine = self.active / f"{run_id}.json"
             started = time.time()
             mine.write_text(json.dumps({"pid": os.getpid(), "started": started}))

@@ -191,7 +191,9 @@ def measure_without_dataset(
     # choice reads, so the same agent finds its own figures again.
     threads = backend_options(message, agent_settings).intra_op_threads or usable_cpus()
     store = runtime.store()
-    with host_slot().measuring(message.run_id) as host:
+    # The ranks of a data-parallel gang on one host must run together: they share it.
+    shared = message.data_parallel is not None
+    with host_slot().measuring(message.run_id, shared=shared) as host:
         announce_started()
         # Imported here: torch.export, the bricks' and the training modules are needed by
         # these evaluations only.
@@ -202,7 +204,7 @@ def measure_without_dataset(
         else:
             from services.training.stack_run import measure_training
 
-            kind, document = "training", measure_training(message, threads)
+            kind, document = "training", measure_training(message, threads, store)
     document["host"] = host.to_dict() | {"threads": threads}
     document["agent"] = {"id": agent_id, "settings": dict(agent_settings)}
     return store_outcome(store, prefix, kind, document)

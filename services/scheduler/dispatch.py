@@ -34,7 +34,19 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
         trace_level=evaluation.trace_level,
         bricks=evaluation.bricks,
         training=evaluation.training,
+        data_parallel=data_parallel_of(evaluation),
     )
+
+
+DATA_PARALLEL_KEYS = ("gang", "rank", "world_size", "host_ranks")
+
+
+def data_parallel_of(evaluation: Evaluation) -> dict[str, Any] | None:
+    """A data-parallel rank's place in its gang, from its group (kind "ddp"); None else."""
+    info = evaluation.group_info or {}
+    if info.get("kind") != "ddp":
+        return None
+    return {key: info[key] for key in DATA_PARALLEL_KEYS}
 
 
 def shard_message(

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.training.gang import train_in_gang
 from services.training.options import TrainingOptions
 from services.training.throughput import TrainingSettings, run
 from shared.environment import capture_environment
 from shared.manifest import parse_manifest
 from shared.messages import RunInference
+from shared.storage import ObjectStore
 
 # Architectures whose training name differs from the architecture's (data_sources reads
 # the channel count from the name).
@@ -41,14 +43,18 @@ def training_settings(message: RunInference, threads: int) -> TrainingSettings:
     )
 
 
-def measure_training(message: RunInference, threads: int) -> dict[str, Any]:
-    """Train and time; the document ``training.json`` holds."""
+def measure_training(message: RunInference, threads: int, store: ObjectStore) -> dict[str, Any]:
+    """Train and time, alone or as one rank of a data-parallel gang (training/gang.py); the
+    document ``training.json`` holds."""
     settings = training_settings(message, threads)
-    result = run(settings)
+    if message.data_parallel is not None:
+        figures = train_in_gang(settings, message.data_parallel, store)
+    else:
+        figures = run(settings).as_dict()
     return {
         "kind": "training",
         "model": parse_manifest(message.manifest).name,
         "options": TrainingOptions.model_validate(message.training).model_dump(mode="json"),
-        **result.as_dict(),
+        **figures,
         "environment": capture_environment(),
     }

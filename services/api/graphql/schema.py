@@ -45,6 +45,10 @@ from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
 from services.api.graphql.repeats.schema import RepeatsMutations, RepeatsQueries
 from services.api.graphql.sweeps.schema import SweepMutations, SweepQueries
+from services.api.graphql.training_scaling.schema import (
+    TrainingScalingMutations,
+    TrainingScalingQueries,
+)
 from services.api.observability import UNAVAILABLE
 from shared.settings import Settings
 
@@ -59,12 +63,20 @@ Query = merge_types(
         SweepQueries,
         FindPeakQueries,
         RepeatsQueries,
+        TrainingScalingQueries,
         AdviceQueries,
     ),
 )
 Mutation = merge_types(
     "Mutation",
-    (EvaluationMutations, ModelMutations, SweepMutations, FindPeakMutations, RepeatsMutations),
+    (
+        EvaluationMutations,
+        ModelMutations,
+        SweepMutations,
+        FindPeakMutations,
+        RepeatsMutations,
+        TrainingScalingMutations,
+    ),
 )
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
 

@@ -20,9 +20,11 @@ def _measure_in_thread(
     hold_s: float,
     uses: dict[str, HostUse],
     spans: dict[str, list[float]],
+    *,
+    gang: bool = False,
 ) -> threading.Thread:
     def body() -> None:
-        with slot.measuring(run_id, poll_s=0.02) as use:
+        with slot.measuring(run_id, poll_s=0.02, shared=gang) as use:
             spans[run_id] = [time.monotonic()]
             time.sleep(hold_s)
             spans[run_id].append(time.monotonic())
@@ -47,6 +49,29 @@ def test_exclusive_measurements_take_turns_and_record_no_overlap(tmp_path: Path)
     assert uses["second"].waited_s >= 0.2
     assert not uses["first"].overlapped_with and not uses["second"].overlapped_with
     assert uses["second"].to_dict()["overlapped"] is False
+
+
+def test_a_gangs_ranks_hold_the_host_together_and_a_lone_run_waits_for_them(
+    tmp_path: Path,
+) -> None:
+    """Two ranks of one data-parallel gang on one host must run at once (each waits for
+    the other in the all-reduce); a measurement that wants the host alone waits for both."""
+    slot = HostSlot(tmp_path, exclusive=True)
+    uses: dict[str, HostUse] = {}
+    spans: dict[str, list[float]] = {}
+    rank0 = _measure_in_thread(slot, "rank0", 0.4, uses, spans, gang=True)
+    time.sleep(0.1)
+    rank1 = _measure_in_thread(slot, "rank1", 0.4, uses, spans, gang=True)
+    time.sleep(0.1)
+    lone = _measure_in_thread(slot, "lone", 0.05, uses, spans)
+    for thread in (rank0, rank1, lone):
+        thread.join()
+    assert spans["rank1"][0] < spans["rank0"][1]  # together
+    assert uses["rank1"].waited_s < 0.1
+    assert spans["lone"][0] >= max(spans["rank0"][1], spans["rank1"][1])  # after both
+    assert "rank0" in uses["rank1"].overlapped_with
+    assert uses["rank0"].to_dict()["exclusive"] is False
+    assert uses["lone"].to_dict()["exclusive"] is True and not uses["lone"].overlapped_with
 
 
 def test_shared_measurements_record_each_other(tmp_path: Path) -> None:
