@@ -39,9 +39,10 @@ def test_a_sweep_submitted_from_the_form_completes_and_draws_its_curve(
     page.locator('input[name="duration"]').fill("0.2")
     page.locator('input[name="targetQps"]').fill("2000")
     page.locator('input[name="samples"]').fill("16")
+    page.locator('select[name="workflow"]').select_option("sweep")
     page.locator('select[name="sweepParameter"]').select_option("batch_size")
     page.locator('input[name="sweepValues"]').fill("1,2,4,8")
-    page.get_by_role("button", name="Submit evaluation").click()
+    page.get_by_role("button", name="Submit sweep").click()
     page.wait_for_url("**/#/sweeps/*")
     group_id = page.url.rsplit("/", 1)[1]
 

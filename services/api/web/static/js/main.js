@@ -1,13 +1,16 @@
 // Entry point: the token form and a hash router (#/, #/new, #/evaluations/<id>,
-// #/compare?ids=a,b or ?group=g, #/sweeps/<group>, #/agents, #/models).
+// #/compare?ids=a,b or ?group=g, #/sweeps/<group>, #/find-peak/<group>, #/repeats/<group>,
+// #/agents, #/models).
 // Each navigation aborts the previous view's signal so its timers and sockets stop.
 
 import { getToken, setToken } from "./api.js";
 import { renderAgents } from "./views/agents.js";
 import { renderCompare } from "./views/compare.js";
 import { renderDetail } from "./views/detail.js";
+import { renderFindPeak } from "./views/find_peak.js";
 import { renderList } from "./views/list.js";
 import { renderModels } from "./views/models.js";
+import { renderRepeats } from "./views/repeats.js";
 import { renderSubmit } from "./views/submit.js";
 import { renderSweep } from "./views/sweep.js";
 
@@ -34,6 +37,18 @@ const ROUTES = [
     nav: "list",
     title: "Sweep",
     render: (signal, id) => renderSweep(main, signal, id),
+  },
+  {
+    pattern: /^#\/find-peak\/([\w-]+)$/,
+    nav: "list",
+    title: "Find peak",
+    render: (signal, id) => renderFindPeak(main, signal, id),
+  },
+  {
+    pattern: /^#\/repeats\/([\w-]+)$/,
+    nav: "list",
+    title: "Repeats",
+    render: (signal, id) => renderRepeats(main, signal, id),
   },
   { pattern: /^#\/agents$/, nav: "agents", title: "Agents", render: (signal) => renderAgents(main, signal) },
   { pattern: /^#\/models$/, nav: "models", title: "Models", render: (signal) => renderModels(main, signal) },

@@ -47,6 +47,7 @@ mutation Submit($input: SubmitEvaluationInput!) {
   submitEvaluation(input: $input) {
     __typename
     ... on Evaluation { id state }
+    ... on Comparison { id }
     ... on UserError { message field }
   }
 }`;
@@ -135,6 +136,57 @@ query Sweep($id: String!) {
       value
       evaluation { id state reason modelName modelVersion framework scenario }
       samplesPerSecond latencyP50Ms latencyP90Ms latencyP99Ms validity stability modelKept
+    }
+  }
+}`;
+
+export const SUBMIT_FIND_PEAK = `
+mutation SubmitFindPeak($input: SubmitFindPeakInput!) {
+  submitFindPeak(input: $input) {
+    __typename
+    ... on FindPeak { groupId }
+    ... on UserError { message field }
+  }
+}`;
+
+export const FIND_PEAK = `
+query FindPeak($id: String!) {
+  findPeak(groupId: $id) {
+    groupId latencyBoundMs percentile tolerance maxProbes state verdict startQps
+    estimate { id state reason modelName modelVersion framework }
+    probes {
+      qps runId passed latencyMs completedQps validity stability judged reason
+      evaluation { id state reason modelName modelVersion framework agentId }
+    }
+    peakQps peakLatencyMs peakRunId reason advice
+  }
+}`;
+
+export const SUBMIT_REPEATS = `
+mutation SubmitRepeats($input: SubmitRepeatsInput!) {
+  submitRepeats(input: $input) {
+    __typename
+    ... on Repeats { groupId }
+    ... on UserError { message field }
+  }
+}`;
+
+const INTERVAL = "estimate low high reason";
+
+export const REPEATS = `
+query Repeats($id: String!) {
+  repeats(groupId: $id) {
+    groupId count agents
+    repeats {
+      index
+      evaluation { id state reason modelName modelVersion framework scenario agentId }
+      run { id validity stability samplesPerSecond metrics { name value unit } }
+    }
+    spread { name unit count min median max mean stdev cv }
+    confidence {
+      basis units level
+      samplesPerSecond { ${INTERVAL} } latencyMean { ${INTERVAL} } latencyP50 { ${INTERVAL} }
+      latencyP90 { ${INTERVAL} } latencyP99 { ${INTERVAL} }
     }
   }
 }`;

@@ -1,9 +1,10 @@
-// The submit form. The server is the judge of input (the form does not block on HTML
-// validation), and its typed errors are shown next to the field they name.
+// The submit form: one evaluation, a sweep, a find-peak search or repeats (the "Workflow"
+// select picks the mutation). The server is the judge of input (the form does not block on
+// HTML validation), and its typed errors are shown next to the field they name.
 
 import { gql, getToken } from "../api.js";
 import { field, h, replace } from "../dom.js";
-import { FORM_CHOICES, SUBMIT, SUBMIT_SWEEP } from "../queries.js";
+import { FORM_CHOICES, SUBMIT, SUBMIT_FIND_PEAK, SUBMIT_REPEATS, SUBMIT_SWEEP } from "../queries.js";
 import { needToken, notice } from "../widgets.js";
 
 const SCENARIOS = ["offline", "single-stream", "multi-stream", "server"];
@@ -14,18 +15,77 @@ const FIELD_OF = {
   version: "model",
   framework: "framework",
   frameworkVersion: "framework",
+  device: "device",
   scenario: "scenario",
   batchSize: "batchSize",
   dataset: "dataset",
   samples: "samples",
+  seed: "seed",
+  traceLevel: "traceLevel",
+  fanOut: "fanOut",
+  backendOptions: "backendOptions",
+  constraints: "constraints",
   "settings.min_duration_s": "duration",
   "settings.target_qps": "targetQps",
+  "settings.target_latency_ms": "targetLatencyMs",
+  "settings.latency_percentile": "latencyPercentile",
+  "settings.samples_per_query": "samplesPerQuery",
+  // An unmet agent term is named by its key (services/scheduler/constraints.py).
+  arch: "constraints",
+  gpu: "constraints",
+  host: "constraints",
+  hostname: "constraints",
+  memory: "constraints",
+  threads: "constraints",
+  cores: "constraints",
+  agent: "constraints",
+  // The workflows' own fields; "evaluation" is what a workflow refuses of the evaluation.
+  evaluation: "workflow",
   parameter: "sweepParameter",
   values: "sweepValues",
+  latencyBoundMs: "latencyBoundMs",
+  percentile: "percentile",
+  startQps: "startQps",
+  tolerance: "tolerance",
+  maxProbes: "maxProbes",
+  count: "count",
 };
+// Fields named with a key or an index after them: backendOptions.service_time_ms,
+// constraints.require[1].
+const PREFIXES = [["backendOptions.", "backendOptions"], ["constraints.", "constraints"]];
 
+function controlName(apiField) {
+  if (!apiField) return null;
+  if (FIELD_OF[apiField]) return FIELD_OF[apiField];
+  const prefix = PREFIXES.find(([p]) => apiField.startsWith(p));
+  return prefix ? prefix[1] : null;
+}
+
+const WORKFLOWS = [
+  ["one", "one evaluation", "Submit evaluation",
+    "One evaluation on one agent (or, with fan-out, one on each matching agent)."],
+  ["sweep", "sweep", "Submit sweep",
+    "One evaluation per value, run on one agent with the model loaded once; the curve draws as they finish."],
+  ["find-peak", "find peak", "Start find peak",
+    "Server runs, one evaluation per probe on one agent, doubling or halving the rate and then bisecting, " +
+    "until the highest QPS whose latency percentile stays within the bound is found. " +
+    "The search sets each probe's scenario, target QPS and latency settings."],
+  ["repeats", "repeats", "Submit repeats",
+    "The same evaluation several times, for each figure's run-to-run spread and its 95 % interval over the runs."],
+];
 // What a sweep may vary, as submitSweep names it (target QPS needs the server scenario).
-const SWEEPABLE = [["", "nothing: one evaluation"], ["batch_size", "batch size"], ["target_qps", "target QPS (server)"]];
+const SWEEPABLE = [["batch_size", "batch size"], ["target_qps", "target QPS (server)"]];
+// The percentiles LoadGen reports, which a find-peak bound may apply to.
+const PERCENTILES = ["50", "90", "95", "97", "99", "99.9"];
+// shared/tracing.py's TRACE_LEVELS (APPLICATION, an alias of MODEL, left out).
+const TRACE_LEVELS = [
+  ["NONE", "NONE: LoadGen only"],
+  ["MODEL", "MODEL: + steps"],
+  ["FRAMEWORK", "FRAMEWORK: + layers"],
+  ["LIBRARY", "LIBRARY: + kernels"],
+  ["SYSTEM", "SYSTEM: + CPU, memory"],
+  ["FULL", "FULL: all of them"],
+];
 
 export function renderSubmit(main, signal) {
   const heading = h("h1", { tabindex: "-1" }, "New evaluation");
@@ -47,6 +107,29 @@ export function renderSubmit(main, signal) {
   return heading;
 }
 
+// A wrapper shown (and its controls sent) only for these workflows.
+function only(workflows, node) {
+  node.dataset.workflows = workflows;
+  return node;
+}
+
+// A field across the whole fieldset: a long text and its long hint.
+function wide(node) {
+  node.classList.add("wide");
+  return node;
+}
+
+function checkbox(label, control, { hint = "" } = {}) {
+  const id = `f-${control.name}`;
+  control.id = id;
+  const hintId = hint ? `${id}-hint` : "";
+  control.setAttribute("aria-describedby", [hintId, `${id}-error`].filter(Boolean).join(" "));
+  return h("div", { class: "field check", "data-field": control.name },
+    h("div", { class: "check-row" }, control, h("label", { for: id }, label)),
+    hint ? h("p", { class: "hint", id: hintId }, hint) : null,
+    h("p", { class: "field-error", id: `${id}-error`, hidden: true }));
+}
+
 function form({ models, agents }) {
   const model = h("select", { name: "model", required: true },
     models.map((m) => h("option", { value: `${m.name}@${m.version}` }, `${m.name} ${m.version} (${m.framework})`)));
@@ -54,6 +137,9 @@ function form({ models, agents }) {
   const framework = h("input", { name: "framework", list: "framework-choices", placeholder: "the model's own", autocomplete: "off" });
   const scenario = h("select", { name: "scenario" }, SCENARIOS.map((s) => h("option", { value: s }, s)));
   const number = (name, value, extra = {}) => h("input", { name, type: "number", inputmode: "decimal", value, ...extra });
+  const text = (name, placeholder) => h("input", { name, placeholder, autocomplete: "off", spellcheck: "false" });
+  const workflow = h("select", { name: "workflow" }, WORKFLOWS.map(([value, label]) => h("option", { value }, label)));
+  const workflowHint = () => WORKFLOWS.find(([value]) => value === workflow.value)[3];
 
   const summary = h("div", { class: "form-errors", tabindex: "-1", hidden: true });
   const submitButton = h("button", { type: "submit" }, "Submit evaluation");
@@ -66,26 +152,79 @@ function form({ models, agents }) {
       field("Model", model),
       field("Framework", framework, { hint: frameworks.length ? `Live agents serve: ${frameworks.join(", ")}` : "No live agent right now." }),
       h("datalist", { id: "framework-choices" }, frameworks.map((f) => h("option", { value: f })))),
+    h("fieldset", { class: "workflow" },
+      h("legend", {}, "Workflow"),
+      field("Workflow", workflow, { hint: workflowHint() }),
+      only("sweep", field("Sweep over", h("select", { name: "sweepParameter" },
+        SWEEPABLE.map(([value, label]) => h("option", { value }, label))))),
+      only("sweep", field("Values", text("sweepValues", "e.g. 1,2,4,8"),
+        { hint: "Comma-separated; replaces the batch size or target QPS below." })),
+      only("find-peak", field("Latency bound (ms)", number("latencyBoundMs", "", { min: 0, step: "any", placeholder: "e.g. 200" }),
+        { hint: "The highest latency a probe may have at the percentile." })),
+      only("find-peak", field("Percentile", h("select", { name: "percentile" },
+        PERCENTILES.map((p) => h("option", { value: p, selected: p === "99" }, `p${p}`))))),
+      only("find-peak", field("Start QPS", number("startQps", "", { min: 0, step: "any", placeholder: "measured" }),
+        { hint: "Empty: an Offline run comes first and its throughput is the start rate." })),
+      only("find-peak", field("Tolerance", number("tolerance", "0.05", { min: 0, max: 1, step: "any" }),
+        { hint: "Stop when the bracket is this narrow, relative (0.05: 5 %)." })),
+      only("find-peak", field("Most probes", number("maxProbes", "12", { min: 1, step: 1 }),
+        { hint: "At most this many Server runs." })),
+      only("repeats", field("Runs", number("count", "3", { min: 2, step: 1 }),
+        { hint: "How many times it runs: 2 to 20." }))),
     h("fieldset", {},
       h("legend", {}, "How to run it"),
-      field("Scenario", scenario),
+      only("one sweep repeats", field("Scenario", scenario)),
       field("Batch size", number("batchSize", "1", { min: 1, step: 1 })),
       field("Duration (s)", number("duration", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
-        { hint: "LoadGen's minimum duration." }),
-      field("Target QPS", number("targetQps", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
-        { hint: "Expected (offline) or offered (server) queries per second." })),
+        { hint: "LoadGen's minimum duration (per probe for find peak)." }),
+      only("one sweep repeats", field("Target QPS", number("targetQps", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
+        { hint: "Expected (offline) or offered (server) queries per second." }))),
     h("fieldset", {},
-      h("legend", {}, "Sweep"),
-      field("Sweep over", h("select", { name: "sweepParameter" },
-        SWEEPABLE.map(([value, text]) => h("option", { value }, text))),
-        { hint: "One evaluation per value, run on one agent with the model loaded once; the curve draws as they finish." }),
-      field("Values", h("input", { name: "sweepValues", placeholder: "e.g. 1,2,4,8", autocomplete: "off" }),
-        { hint: "Comma-separated; replaces the batch size or target QPS above." })),
+      h("legend", {}, "Server and multi-stream settings"),
+      only("one sweep repeats", field("Target latency (ms)", number("targetLatencyMs", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
+        { hint: "Server: the latency bound LoadGen judges the run by." })),
+      only("one sweep repeats", field("Latency percentile", number("latencyPercentile", "", { min: 0, max: 100, step: "any", placeholder: "LoadGen's default" }),
+        { hint: "The percentile that bound applies to, e.g. 99." })),
+      field("Samples per query", number("samplesPerQuery", "", { min: 1, step: 1, placeholder: "8" }),
+        { hint: "Multi-stream: samples in each query." })),
     h("fieldset", {},
       h("legend", {}, "Data"),
       field("Dataset", h("select", { name: "dataset" }, h("option", { value: "synthetic" }, "synthetic"))),
-      field("Samples", number("samples", "64", { min: 1, step: 1 }))),
+      field("Samples", number("samples", "64", { min: 1, step: 1 })),
+      field("Seed", number("seed", "", { min: 0, step: 1, placeholder: "0" }),
+        { hint: "The dataset's seed." })),
+    h("fieldset", {},
+      h("legend", {}, "Agent, backend and tracing"),
+      field("Device", text("device", "cpu"), { hint: "Default: a device= constraint's, else cpu." }),
+      field("Trace level", h("select", { name: "traceLevel" },
+        TRACE_LEVELS.map(([value, label]) => h("option", { value }, label))),
+        { hint: "Each level above NONE adds its own traced pass." }),
+      only("one", checkbox("Fan out", h("input", { type: "checkbox", name: "fanOut", value: "yes" }),
+        { hint: "Run on every live agent that meets the constraints, one evaluation each, and compare them." })),
+      wide(field("Constraints", text("constraints", "e.g. gpu, arch=x86_64, memory>=16GiB"),
+        { hint: "Agent terms that must all hold, comma-separated: framework>=version, arch=, gpu or !gpu, " +
+          "device=, host=, memory>=, threads=, cores>=, agent=." })),
+      wide(field("Backend options", text("backendOptions", "e.g. service_time_ms=2"),
+        { hint: "The backend's own options as key=value, comma-separated; numbers are sent as numbers." }))),
     h("div", { class: "actions" }, submitButton));
+
+  const sync = () => {
+    const chosen = workflow.value;
+    for (const part of el.querySelectorAll("[data-workflows]")) {
+      const on = part.dataset.workflows.split(" ").includes(chosen);
+      part.hidden = !on;
+      // Disabled controls are left out of FormData: a hidden field is never sent.
+      for (const control of part.querySelectorAll("input, select")) control.disabled = !on;
+    }
+    el.querySelector("#f-workflow-hint").textContent = workflowHint();
+    submitButton.textContent = buttonText();
+  };
+  const buttonText = () => WORKFLOWS.find(([value]) => value === workflow.value)[2];
+  workflow.addEventListener("change", () => {
+    clearErrors(el, summary);
+    sync();
+  });
+  sync();
 
   el.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -94,32 +233,80 @@ function form({ models, agents }) {
     submitButton.textContent = "Submitting…";
     try {
       const data = new FormData(el);
-      const parameter = String(data.get("sweepParameter") ?? "");
-      if (parameter) {
-        const values = String(data.get("sweepValues") ?? "").split(",").map((v) => v.trim()).filter(Boolean).map(Number);
-        const sweep = { evaluation: toInput(data), parameter, values };
-        const result = (await gql(SUBMIT_SWEEP, { input: sweep })).submitSweep;
-        if (result.__typename === "Sweep") {
-          window.location.hash = `#/sweeps/${result.groupId}`;
-          return;
-        }
-        showError(el, summary, result);
+      const [destination, error] = await send(String(data.get("workflow")), data);
+      if (destination) {
+        window.location.hash = destination;
         return;
       }
-      const result = (await gql(SUBMIT, { input: toInput(data) })).submitEvaluation;
-      if (result.__typename === "Evaluation") {
-        window.location.hash = `#/evaluations/${result.id}`;
-        return;
-      }
-      showError(el, summary, result);
+      showError(el, summary, error);
     } catch (err) {
-      showError(el, summary, { __typename: "Error", message: err.message, field: "" });
+      showError(el, summary, { __typename: "Error", message: err.message, field: err.field ?? "" });
     } finally {
       submitButton.disabled = false;
-      submitButton.textContent = "Submit evaluation";
+      submitButton.textContent = buttonText();
     }
   });
   return el;
+}
+
+// A problem the form finds before sending (a value it cannot put in the request), shown by
+// its field as the API's errors are.
+class FormError extends Error {
+  constructor(field, message) {
+    super(`${field}: ${message}`);
+    this.field = field;
+  }
+}
+
+// Submits the chosen workflow; answers [where to go, null] or [null, the UserError].
+async function send(workflow, data) {
+  const text = (name) => String(data.get(name) ?? "").trim();
+  const num = (name) => (text(name) === "" ? undefined : Number(text(name)));
+  const required = (name, what) => {
+    if (num(name) === undefined) throw new FormError(name, `give ${what}`);
+    return num(name);
+  };
+  const evaluation = toInput(data);
+  if (workflow === "sweep") {
+    const values = text("sweepValues").split(",").map((v) => v.trim()).filter(Boolean).map(Number);
+    const input = { evaluation, parameter: text("sweepParameter"), values };
+    const result = (await gql(SUBMIT_SWEEP, { input })).submitSweep;
+    return result.__typename === "Sweep" ? [`#/sweeps/${result.groupId}`, null] : [null, result];
+  }
+  if (workflow === "find-peak") {
+    const input = {
+      evaluation,
+      latencyBoundMs: required("latencyBoundMs", "the latency bound in ms"),
+      percentile: Number(text("percentile")),
+    };
+    if (num("startQps") !== undefined) input.startQps = num("startQps");
+    if (num("tolerance") !== undefined) input.tolerance = num("tolerance");
+    if (num("maxProbes") !== undefined) input.maxProbes = Math.trunc(num("maxProbes"));
+    const result = (await gql(SUBMIT_FIND_PEAK, { input })).submitFindPeak;
+    return result.__typename === "FindPeak" ? [`#/find-peak/${result.groupId}`, null] : [null, result];
+  }
+  if (workflow === "repeats") {
+    const input = { evaluation, count: Math.trunc(required("count", "how many runs, 2 to 20")) };
+    const result = (await gql(SUBMIT_REPEATS, { input })).submitRepeats;
+    return result.__typename === "Repeats" ? [`#/repeats/${result.groupId}`, null] : [null, result];
+  }
+  const result = (await gql(SUBMIT, { input: evaluation })).submitEvaluation;
+  if (result.__typename === "Evaluation") return [`#/evaluations/${result.id}`, null];
+  if (result.__typename === "Comparison") return [`#/compare?group=${encodeURIComponent(result.id)}`, null];
+  return [null, result];
+}
+
+// "a=1, b=x" -> {a: 1, b: "x"}: numbers become numbers, as `--option` does on the CLI.
+function backendOptions(value) {
+  const options = {};
+  for (const pair of value.split(",").map((p) => p.trim()).filter(Boolean)) {
+    const at = pair.indexOf("=");
+    const key = at > 0 ? pair.slice(0, at).trim() : "";
+    if (!key) throw new FormError("backendOptions", `“${pair}” must look like key=value, e.g. service_time_ms=2`);
+    const raw = pair.slice(at + 1).trim();
+    options[key] = raw !== "" && Number.isFinite(Number(raw)) ? Number(raw) : raw;
+  }
+  return options;
 }
 
 function toInput(data) {
@@ -128,12 +315,27 @@ function toInput(data) {
   const num = (name) => (text(name) === "" ? undefined : Number(text(name)));
   const [model, version] = text("model").split("@");
   const settings = {};
-  if (num("duration") !== undefined) settings.minDurationS = num("duration");
-  if (num("targetQps") !== undefined) settings.targetQps = num("targetQps");
-  const input = { model, version, scenario: text("scenario"), dataset: text("dataset"), settings };
+  for (const [name, key] of [
+    ["duration", "minDurationS"],
+    ["targetQps", "targetQps"],
+    ["targetLatencyMs", "targetLatencyMs"],
+    ["latencyPercentile", "latencyPercentile"],
+    ["samplesPerQuery", "samplesPerQuery"],
+  ]) {
+    if (num(name) !== undefined) settings[key] = num(name);
+  }
+  const input = { model, version, dataset: text("dataset"), settings };
+  if (text("scenario")) input.scenario = text("scenario");
   if (text("framework")) input.framework = text("framework");
+  if (text("device")) input.device = text("device");
   if (num("batchSize") !== undefined) input.batchSize = Math.trunc(num("batchSize"));
   if (num("samples") !== undefined) input.samples = Math.trunc(num("samples"));
+  if (num("seed") !== undefined) input.seed = Math.trunc(num("seed"));
+  if (text("traceLevel")) input.traceLevel = text("traceLevel");
+  const require = text("constraints").split(",").map((t) => t.trim()).filter(Boolean);
+  if (require.length) input.constraints = { require };
+  if (text("backendOptions")) input.backendOptions = backendOptions(text("backendOptions"));
+  if (data.get("fanOut")) input.fanOut = true;
   return input;
 }
 
@@ -148,8 +350,10 @@ function clearErrors(form, summary) {
 }
 
 function showError(form, summary, error) {
-  const name = FIELD_OF[error.field];
-  const wrapper = name ? form.querySelector(`[data-field="${name}"]`) : null;
+  const name = controlName(error.field);
+  const found = name ? form.querySelector(`[data-field="${name}"]`) : null;
+  // A field of another workflow is hidden: its error stays in the summary.
+  const wrapper = found && !found.closest("[hidden]") ? found : null;
   const kind = error.__typename === "Error" ? "Error" : error.__typename;
   const where = error.field ? ` in field “${error.field}”` : "";
   // The API's messages start with the field's name; it is already shown in bold.
