@@ -70,7 +70,7 @@ def _problem(search: SearchSettings, base: SubmitRequest) -> Rejection | None:
     if not (math.isfinite(bound) and 0 < bound <= MAX_LATENCY_BOUND_MS):
         return Rejection(
             "InvalidInput",
-            f"latencyBoundMs: {bound:g}; accepted: above 0 up to {MAX_LATENCY_BOUND_MS:g} ms",
+            f"latencyBoundMs: {bound:g}; accepted: above 0 up to {MAX_LATENCY_BOUND_MS:,.0f} ms",
             field="latencyBoundMs",
         )
     try:
