@@ -34,8 +34,8 @@ def submit_all(
             for evaluation in stored:
                 cancel_evaluation(session, owner_id=owner_id, evaluation_id=evaluation.id)
             return result
-        assert not isinstance(result, FanOut)
-        stored.append(result)
+        # A pinned request (SubmitRequest.gang_size) comes back as its group's evaluations.
+        stored.extend(result.evaluations if isinstance(result, FanOut) else [result])
     return stored
 
 

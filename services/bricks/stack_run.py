@@ -28,12 +28,9 @@ from shared import runtime
 from shared.environment import capture_environment
 from shared.manifest import parse_manifest
 from shared.messages import RunInference
-from shared.storage import ObjectStore
 
 
-def measure_bricks(
-    message: RunInference, store: ObjectStore, prefix: str, threads: int
-) -> dict[str, Any]:
+def measure_bricks(message: RunInference, threads: int) -> dict[str, Any]:
     """Generate, measure what is missing on this system, construct; returns the document
     written to ``bricks.json`` (the caller holds the host while this runs)."""
     options = BrickOptions.model_validate(message.bricks)

@@ -200,7 +200,7 @@ def measure_without_dataset(
         if message.bricks is not None:
             from services.bricks.stack_run import measure_bricks
 
-            kind, document = "bricks", measure_bricks(message, store, prefix, threads)
+            kind, document = "bricks", measure_bricks(message, threads)
         else:
             from services.training.stack_run import measure_training
 

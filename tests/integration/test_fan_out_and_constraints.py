@@ -113,7 +113,7 @@ def _finish(client: GraphQLClient, evaluation_id: str, timeout_s: float = 60) ->
 
 
 def test_fan_out_over_two_agents_returns_one_comparison(
-    stack: EphemeralStack, fleet: GraphQLClient
+    stack: EphemeralStack, fleet: GraphQLClient, tmp_path: Path
 ) -> None:
     created = fleet(SUBMIT, {"input": {**QUICK, "constraints": THREADED, "fanOut": True}})
     created = created["submitEvaluation"]
@@ -143,14 +143,48 @@ def test_fan_out_over_two_agents_returns_one_comparison(
     # The same comparison as a CLI table.
     from services.cli.main import app
 
+    table = tmp_path / "comparison.csv"
     result = CliRunner().invoke(
         app,
-        ["compare", created["id"], "--server", stack.api_url, "--token", str(fleet.token)],
+        [
+            "compare", created["id"], "--server", stack.api_url, "--token", str(fleet.token),
+            "--csv", str(table),
+        ],
         env={"COLUMNS": "200"},
-    )
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "samples/s" in result.output and "VALID" in result.output
     assert all(r["agentId"] in result.output for r in rows), result.output
+    # The pair is judged figure by figure: they differ beyond their intervals, or not, or
+    # the reason none can be said (an interval missing) is given.
+    verdicts = [line for line in result.output.splitlines() if " vs " in line]
+    assert verdicts, result.output
+    assert all(
+        any(v in line for v in ("differ", "within their intervals", "cannot say"))
+        for line in verdicts
+    ), verdicts
+    # The CSV holds one line per agent with the figures the API gave.
+    import csv
+
+    with table.open(newline="") as fh:
+        written = list(csv.DictReader(fh))
+    assert f"wrote 2 rows to {table}" in result.output
+    assert sorted(r["agent"] for r in written) == sorted(r["agentId"] for r in rows)
+    by_agent = {r["agentId"]: r for r in rows}
+    for line in written:
+        row = by_agent[line["agent"]]
+        assert line["group_id"] == created["id"] and line["validity"] == row["validity"]
+        assert float(line["samples_per_second"]) == pytest.approx(row["samplesPerSecond"])
+        assert int(line["threads"]) == row["threads"]
+    # The samples/s verdict follows from the intervals the CSV holds.
+    (throughput,) = [line for line in verdicts if "samples" in line.split(":")[0]]
+    bounds = [(line["samples_per_second_low"], line["samples_per_second_high"]) for line in written]
+    if all(low and high for low, high in bounds):
+        (low_a, high_a), (low_b, high_b) = [(float(lo), float(hi)) for lo, hi in bounds]
+        apart = high_a < low_b or high_b < low_a
+        assert ("differ" in throughput) == apart, (throughput, bounds)
+    else:
+        assert "cannot say" in throughput, (throughput, bounds)
 
 
 def test_a_thread_constraint_routes_to_the_matching_worker_only(fleet: GraphQLClient) -> None:

@@ -92,7 +92,7 @@ def test_advise_measures_the_missing_agents_then_names_the_cheaper_one(
             "--duration",
             "1",
             "--max-probes",
-            "2",
+            "1",
             "--json",
         ],
         env={"COLUMNS": "200"},

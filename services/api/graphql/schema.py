@@ -44,6 +44,7 @@ from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
 from services.api.graphql.repeats.schema import RepeatsMutations, RepeatsQueries
+from services.api.graphql.submission_pair.schema import PairMutations, PairQueries
 from services.api.graphql.sweeps.schema import SweepMutations, SweepQueries
 from services.api.graphql.training_scaling.schema import (
     TrainingScalingMutations,
@@ -64,6 +65,7 @@ Query = merge_types(
         FindPeakQueries,
         RepeatsQueries,
         TrainingScalingQueries,
+        PairQueries,
         AdviceQueries,
     ),
 )
@@ -76,6 +78,7 @@ Mutation = merge_types(
         FindPeakMutations,
         RepeatsMutations,
         TrainingScalingMutations,
+        PairMutations,
     ),
 )
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
