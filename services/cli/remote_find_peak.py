@@ -1,5 +1,5 @@
 """`benchstack advise --server URL --measure`: run find-peak through the stack on every live
-agent of a framework that has no find-peak result for the bound, and wait for them.
+agent of a framework that has no valid peak for the bound, and wait for them.
 
 Each search is the service's (GraphQL submitFindPeak, services/api/find_peak.py), pinned
 to its agent with an ``agent=ID`` constraint; its probes are stored runs, which is what
@@ -62,8 +62,9 @@ def check_measure_options(duration_s: float, max_probes: int, wait_s: float) -> 
 def unmeasured_agents(
     server: str, token: str | None, framework: str, advice: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """Live agents serving ``framework`` that have no find-peak result in ``advice``."""
-    measured = {s["machine"] for s in advice["systems"] if s["status"] != "no find-peak result"}
+    """Live agents serving ``framework`` without a valid peak for the bound in ``advice``:
+    never searched, or searched with no probe judged (a longer --duration may give one)."""
+    measured = {s["machine"] for s in advice["systems"] if s["status"] == "meets the bound"}
     agents = graphql(server, token, AGENTS_QUERY)["agents"]
     return [a for a in agents if a["framework"] == framework and a["id"] not in measured]
 

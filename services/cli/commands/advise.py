@@ -114,8 +114,8 @@ def advise_command(
     measure: bool = typer.Option(
         False,
         "--measure",
-        help="With --server: first run find-peak on every live agent of the framework that "
-        "has no result for this bound, and wait for them.",
+        help="With --server: first run find-peak on every live agent of the framework "
+        "without a valid peak for this bound, and wait for them.",
     ),
     framework: str | None = typer.Option(
         None,
@@ -191,7 +191,7 @@ def measure_missing(
             ) from None
     agents = unmeasured_agents(server, token, framework, advice)
     if not agents:
-        err_console.print(f"every live {framework} agent has a find-peak result for this bound")
+        err_console.print(f"every live {framework} agent has a valid peak for this bound")
         return False
     searches = start_searches(
         server,
