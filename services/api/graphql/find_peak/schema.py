@@ -15,11 +15,10 @@ from services.api.graphql.errors import (
     InvalidScenarioSettings,
     NoMatchingAgent,
     UnknownModel,
-    from_rejection,
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
 from services.api.graphql.find_peak.types import FindPeakType
-from services.api.observability import REJECTIONS, SUBMISSIONS
+from services.api.graphql.group_submission import read_back, submitted
 from services.api.rejections import Rejection
 
 SubmitFindPeakResult = Annotated[
@@ -72,9 +71,7 @@ def _submit(deps: ApiDeps, owner_id: int, data: SubmitFindPeakInput) -> FindPeak
         if isinstance(result, Rejection):
             return result
     found = _find_peak(deps, owner_id, result[0])
-    if found is None:  # committed by submit_find_peak a moment ago
-        raise RuntimeError(f"find-peak {result[0]} vanished after its commit")
-    return found
+    return read_back(found, "find-peak", result[0])
 
 
 @strawberry.type
@@ -86,12 +83,7 @@ class FindPeakMutations:
     async def submit_find_peak(
         self, info: strawberry.Info, input: SubmitFindPeakInput
     ) -> SubmitFindPeakResult:
-        owner = info.context.require_user()
-        result = await in_thread(_submit, info.context.deps, owner, input)
-        if isinstance(result, Rejection):
-            REJECTIONS.labels(result.kind).inc()
-            return from_rejection(result)
-        SUBMISSIONS.inc()
+        result: SubmitFindPeakResult = await submitted(info, _submit, input)
         return result
 
 

@@ -13,11 +13,10 @@ from services.api.graphql.errors import (
     InvalidScenarioSettings,
     NoMatchingAgent,
     UnknownModel,
-    from_rejection,
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
+from services.api.graphql.group_submission import read_back, submitted
 from services.api.graphql.repeats.types import RepeatsType
-from services.api.observability import REJECTIONS, SUBMISSIONS
 from services.api.rejections import Rejection
 from services.api.repeats import load_repeats, submit_repeats
 
@@ -58,9 +57,7 @@ def _submit(deps: ApiDeps, owner_id: int, data: SubmitRepeatsInput) -> RepeatsTy
         if isinstance(result, Rejection):
             return result
     found = _repeats(deps, owner_id, result[0])
-    if found is None:  # committed by submit_repeats a moment ago
-        raise RuntimeError(f"repeats {result[0]} vanished after their commit")
-    return found
+    return read_back(found, "repeats", result[0])
 
 
 @strawberry.type
@@ -72,12 +69,7 @@ class RepeatsMutations:
     async def submit_repeats(
         self, info: strawberry.Info, input: SubmitRepeatsInput
     ) -> SubmitRepeatsResult:
-        owner = info.context.require_user()
-        result = await in_thread(_submit, info.context.deps, owner, input)
-        if isinstance(result, Rejection):
-            REJECTIONS.labels(result.kind).inc()
-            return from_rejection(result)
-        SUBMISSIONS.inc()
+        result: SubmitRepeatsResult = await submitted(info, _submit, input)
         return result
 
 

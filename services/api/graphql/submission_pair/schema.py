@@ -14,11 +14,10 @@ from services.api.graphql.errors import (
     InvalidScenarioSettings,
     NoMatchingAgent,
     UnknownModel,
-    from_rejection,
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
+from services.api.graphql.group_submission import read_back, submitted
 from services.api.graphql.submission_pair.types import PairType
-from services.api.observability import REJECTIONS, SUBMISSIONS
 from services.api.rejections import Rejection
 from services.api.submission_pair import load_pair, submit_pair
 
@@ -47,9 +46,7 @@ def _submit(deps: ApiDeps, owner_id: int, data: SubmitEvaluationInput) -> PairTy
         if isinstance(result, Rejection):
             return result
     found = _pair(deps, owner_id, result[0])
-    if found is None:  # committed by submit_pair a moment ago
-        raise RuntimeError(f"pair {result[0]} vanished after its commit")
-    return found
+    return read_back(found, "pair", result[0])
 
 
 @strawberry.type
@@ -61,12 +58,7 @@ class PairMutations:
     async def submit_accuracy_performance_pair(
         self, info: strawberry.Info, input: SubmitEvaluationInput
     ) -> SubmitPairResult:
-        owner = info.context.require_user()
-        result = await in_thread(_submit, info.context.deps, owner, input)
-        if isinstance(result, Rejection):
-            REJECTIONS.labels(result.kind).inc()
-            return from_rejection(result)
-        SUBMISSIONS.inc()
+        result: SubmitPairResult = await submitted(info, _submit, input)
         return result
 
 

@@ -13,11 +13,10 @@ from services.api.graphql.errors import (
     InvalidScenarioSettings,
     NoMatchingAgent,
     UnknownModel,
-    from_rejection,
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
+from services.api.graphql.group_submission import read_back, submitted
 from services.api.graphql.sweeps.types import SweepPointType, SweepType
-from services.api.observability import REJECTIONS, SUBMISSIONS
 from services.api.rejections import Rejection
 from services.api.sweeps import load_sweep, submit_sweep
 
@@ -69,9 +68,7 @@ def _submit(deps: ApiDeps, owner_id: int, data: SubmitSweepInput) -> SweepType |
             return result
     group_id, _ = result
     found = _sweep(deps, owner_id, group_id)
-    if found is None:  # committed by submit_sweep a moment ago
-        raise RuntimeError(f"sweep {group_id} vanished after its commit")
-    return found
+    return read_back(found, "sweep", group_id)
 
 
 @strawberry.type
@@ -83,12 +80,7 @@ class SweepMutations:
     async def submit_sweep(
         self, info: strawberry.Info, input: SubmitSweepInput
     ) -> SubmitSweepResult:
-        owner = info.context.require_user()
-        result = await in_thread(_submit, info.context.deps, owner, input)
-        if isinstance(result, Rejection):
-            REJECTIONS.labels(result.kind).inc()
-            return from_rejection(result)
-        SUBMISSIONS.inc()
+        result: SubmitSweepResult = await submitted(info, _submit, input)
         return result
 
 

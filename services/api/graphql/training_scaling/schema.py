@@ -14,11 +14,10 @@ from services.api.graphql.errors import (
     InvalidScenarioSettings,
     NoMatchingAgent,
     UnknownModel,
-    from_rejection,
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
+from services.api.graphql.group_submission import read_back, submitted
 from services.api.graphql.training_scaling.types import TrainingScalingType
-from services.api.observability import REJECTIONS, SUBMISSIONS
 from services.api.rejections import Rejection
 from services.api.training_scaling import load_training_scaling, submit_training_scaling
 
@@ -62,9 +61,7 @@ def _submit(
         if isinstance(result, Rejection):
             return result
     found = _scaling(deps, owner_id, result[0])
-    if found is None:  # committed by submit_training_scaling a moment ago
-        raise RuntimeError(f"training scaling {result[0]} vanished after its commit")
-    return found
+    return read_back(found, "training scaling", result[0])
 
 
 @strawberry.type
@@ -76,12 +73,7 @@ class TrainingScalingMutations:
     async def submit_training_scaling(
         self, info: strawberry.Info, input: SubmitTrainingScalingInput
     ) -> SubmitTrainingScalingResult:
-        owner = info.context.require_user()
-        result = await in_thread(_submit, info.context.deps, owner, input)
-        if isinstance(result, Rejection):
-            REJECTIONS.labels(result.kind).inc()
-            return from_rejection(result)
-        SUBMISSIONS.inc()
+        result: SubmitTrainingScalingResult = await submitted(info, _submit, input)
         return result
 
 
