@@ -126,38 +126,30 @@ def run_completed(payload: dict[str, Any]) -> None:
             log.info("run %s: the evaluation left AGGREGATING; not stored", message.run_id)
             return
         save_run(session, record)
-        if (evaluation.group_info or {}).get("kind") == "find-peak":
-            _continue_find_peak(session, evaluation)
+        _continue_group(session, evaluation)
 
 
-def _continue_training_scaling(session: Session, evaluation: Evaluation) -> None:
-    """A data-parallel rank's run is stored: once its gang is complete, the next world
-    size's gang is submitted (services/api/training_scaling.py)."""
+def _continue_group(session: Session, evaluation: Evaluation) -> None:
+    """A member's run is stored: a group that submits its members one after another (a
+    find-peak search, a training scaling's gangs) submits its next member, if any
+    (services/api/find_peak.py, training_scaling.py; imported here only, as only this step
+    submits)."""
+    from services.api.find_peak import continue_find_peak
+    from services.api.rejections import Rejection
     from services.api.training_scaling import continue_training_scaling
     from shared import worker_context
 
-    result = continue_training_scaling(
+    continuations = {"find-peak": continue_find_peak, "ddp": continue_training_scaling}
+    kind = str((evaluation.group_info or {}).get("kind"))
+    if kind not in continuations:
+        return
+    result = continuations[kind](
         session, runtime.settings(), worker_context.current().publish, evaluation
     )
-    if isinstance(result, list):
-        log.info("training scaling %s: next gang %s", evaluation.group_id, [e.id for e in result])
+    if isinstance(result, Rejection):
+        log.warning("%s %s stopped: %s", kind, evaluation.group_id, result.message)
     elif result is not None:
-        log.warning("training scaling %s stopped: %s", evaluation.group_id, result.message)
-
-
-def _continue_find_peak(session: Session, evaluation: Evaluation) -> None:
-    """A find-peak member's run is stored: the search submits its next probe, if any
-    (services/api/find_peak.py; imported here only, as only this step submits)."""
-    from services.api.find_peak import continue_find_peak
-    from shared import worker_context
-
-    result = continue_find_peak(
-        session, runtime.settings(), worker_context.current().publish, evaluation
-    )
-    if isinstance(result, Evaluation):
-        log.info("find-peak %s: next probe %s", evaluation.group_id, result.id)
-    elif result is not None:
-        log.warning("find-peak %s stopped: %s", evaluation.group_id, result.message)
+        log.info("%s %s: next member(s) submitted", kind, evaluation.group_id)
 
 
 def _store_outcome(
@@ -180,5 +172,4 @@ def _store_outcome(
         save_bricks_run(session, evaluation, message, document)
     else:
         save_training_run(session, evaluation, message, document)
-        if (evaluation.group_info or {}).get("kind") == "ddp":
-            _continue_training_scaling(session, evaluation)
+        _continue_group(session, evaluation)

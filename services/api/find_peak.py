@@ -23,7 +23,13 @@ from sqlalchemy.orm import Session
 
 from services.analysis.figures import percentile_key
 from services.analysis.findpeak import PeakResult, Probe, judge, next_step
-from services.api.groups import group_members
+from services.api.groups import (
+    group_members,
+    request_of,
+    stop_group,
+    stopped_reason,
+    stored_request,
+)
 from services.api.rejections import Rejection
 from services.api.submission import FanOut, SubmitRequest, snake_keys, submit
 from shared.celery_app import Publisher
@@ -97,13 +103,6 @@ def _problem(search: SearchSettings, base: SubmitRequest) -> Rejection | None:
     return None
 
 
-def _request_dict(base: SubmitRequest) -> dict[str, Any]:
-    stored = asdict(base)
-    stored.pop("group")
-    stored["settings"] = snake_keys(dict(base.settings)) if isinstance(base.settings, dict) else {}
-    return stored
-
-
 def _probe_request(
     base: SubmitRequest, group: dict[str, Any], search: SearchSettings, qps: float
 ) -> SubmitRequest:
@@ -150,7 +149,7 @@ def submit_find_peak(
         "id": group_id,
         "kind": KIND,
         "search": asdict(search),
-        "request": _request_dict(base),
+        "request": stored_request(base),
     }
     first = (
         _probe_request(base, group, search, search.start_qps)
@@ -223,10 +222,9 @@ def load_find_peak(
         return FindPeakView(
             group_id, search, "failed", f"{first.state}: {first.reason}", estimate, probes, None
         )
-    infos = [e.group_info or {} for e, _ in members]
-    stopped = [str(info["stopped"]) for info in infos if "stopped" in info]
+    stopped = stopped_reason(members)
     if stopped:
-        reason = f"the next probe was refused: {stopped[0]}"
+        reason = f"the next probe was refused: {stopped}"
         return FindPeakView(group_id, search, "failed", reason, estimate, probes, None)
     if estimate is not None and estimate[1] is not None and not estimate[1].samples_per_second:
         reason = "the Offline capacity estimate completed no samples; see its run"
@@ -253,8 +251,7 @@ def continue_find_peak(
     step = _step(view.settings, view.estimate, judged)
     if not isinstance(step, float):
         return None
-    stored = dict((evaluation.group_info or {})["request"])
-    base = SubmitRequest(**stored)
+    base = request_of(evaluation)
     if evaluation.agent_id:
         require = list((base.constraints or {}).get("require", []))
         base = replace(
@@ -265,7 +262,7 @@ def continue_find_peak(
         "id": view.group_id,
         "kind": KIND,
         "search": asdict(view.settings),
-        "request": stored,
+        "request": (evaluation.group_info or {})["request"],
     }
     result = submit(
         session,
@@ -276,7 +273,5 @@ def continue_find_peak(
     )
     assert not isinstance(result, FanOut)
     if isinstance(result, Rejection):
-        # Said where the search is read from: the member whose run asked for this probe.
-        evaluation.group_info = {**(evaluation.group_info or {}), "stopped": result.message}
-        session.commit()
+        stop_group(session, evaluation, result.message)
     return result

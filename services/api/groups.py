@@ -4,13 +4,15 @@ of a group's evaluations or none, and reading a group's members back with their 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.api.cancellation import cancel_evaluation
 from services.api.rejections import Rejection
-from services.api.submission import FanOut, SubmitRequest, submit
+from services.api.submission import FanOut, SubmitRequest, snake_keys, submit
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -59,3 +61,36 @@ def group_members(
         ).all()
     }
     return [(e, runs.get(e.id)) for e in members]
+
+
+# A group that submits its members one after another (a find-peak search, a training
+# scaling) keeps the request it was made from in each member's group, and says there why
+# it stopped when a next member was refused (the agent left).
+
+
+def stored_request(base: SubmitRequest) -> dict[str, Any]:
+    """``base`` as a group keeps it, to submit the next members from: without its group
+    and pinning, scenario settings in snake_case."""
+    stored = asdict(base)
+    stored.pop("group")
+    stored.pop("gang_size")
+    stored["settings"] = snake_keys(dict(base.settings)) if isinstance(base.settings, dict) else {}
+    return stored
+
+
+def request_of(evaluation: Evaluation) -> SubmitRequest:
+    """The request the member's group was made from (``stored_request``)."""
+    return SubmitRequest(**(evaluation.group_info or {})["request"])
+
+
+def stop_group(session: Session, evaluation: Evaluation, why: str) -> None:
+    """Record on ``evaluation`` (the member whose run asked for the next one) why the group
+    could not go on; ``stopped_reason`` reads it back."""
+    evaluation.group_info = {**(evaluation.group_info or {}), "stopped": why}
+    session.commit()
+
+
+def stopped_reason(members: Sequence[tuple[Evaluation, Run | None]]) -> str:
+    """Why the group stopped (``stop_group``); empty when it did not."""
+    infos = [e.group_info or {} for e, _ in members]
+    return next((str(info["stopped"]) for info in infos if "stopped" in info), "")

@@ -17,12 +17,18 @@ whether the ranks' trained weights agree.
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from services.api.groups import group_members
+from services.api.groups import (
+    group_members,
+    request_of,
+    stop_group,
+    stopped_reason,
+    stored_request,
+)
 from services.api.rejections import Rejection
 from services.api.submission import FanOut, SubmitRequest, submit
 from shared.celery_app import Publisher
@@ -123,14 +129,11 @@ def submit_training_scaling(
     if problem is not None:
         return problem
     ordered = sorted(world_sizes)
-    stored_request = asdict(base)
-    stored_request.pop("group")
-    stored_request.pop("gang_size")
     group = {
         "id": str(uuid.uuid4()),
         "kind": KIND,
         "world_sizes": ordered,
-        "request": stored_request,
+        "request": stored_request(base),
     }
     result = submit(
         session,
@@ -206,9 +209,7 @@ def load_training_scaling(
         sizes[str(member["gang"])] = int(member["world_size"])
     points = [_point(sizes[gang], gang, ranks) for gang, ranks in gangs.items()]
     points.sort(key=lambda point: point.world_size)
-    infos = [e.group_info or {} for e, _ in members]
-    stopped = next((str(i["stopped"]) for i in infos if "stopped" in i), "")
-    return ScalingView(group_id, world_sizes, _with_scaling(points), stopped)
+    return ScalingView(group_id, world_sizes, _with_scaling(points), stopped_reason(members))
 
 
 def continue_training_scaling(
@@ -231,7 +232,7 @@ def continue_training_scaling(
         "world_sizes": view.world_sizes,
         "request": info["request"],
     }
-    base = SubmitRequest(**info["request"])
+    base = request_of(evaluation)
     result = submit(
         session,
         settings,
@@ -240,9 +241,7 @@ def continue_training_scaling(
         request=_gang_request(base, group, view.world_sizes, index),
     )
     if isinstance(result, Rejection):
-        # Said where the scaling is read from: the rank whose run asked for the next gang.
-        evaluation.group_info = {**info, "stopped": result.message}
-        session.commit()
+        stop_group(session, evaluation, result.message)
         return result
     assert isinstance(result, FanOut)
     return result.evaluations

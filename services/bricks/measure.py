@@ -96,10 +96,11 @@ class ModulesBackend(Backend):
         self.measuring = False
         self.order: list[int] = []
         self._output = np.zeros((1, 1), np.float32)
-        # Inference mode is per thread; LoadGen calls predict from its own thread, so the
-        # mode is entered once there and kept (a `with` per call cost ~5 us of a ~50 us
-        # floor). The guard lives as long as this backend.
-        self._inference_threads: dict[int, Any] = {}
+        # Inference mode is per thread; LoadGen calls predict from a thread of each run, so
+        # the mode is entered once per thread and kept (a `with` per call cost ~5 us of a
+        # ~50 us floor). Thread-local, not keyed by thread id: a later run's thread may get
+        # an ended one's id, and must enter the mode itself.
+        self._thread = threading.local()
 
     def version(self) -> str:
         return str(torch.__version__)
@@ -112,11 +113,10 @@ class ModulesBackend(Backend):
         self.order = []
 
     def _inference_mode(self) -> None:
-        thread = threading.get_ident()
-        if thread not in self._inference_threads:
+        if getattr(self._thread, "guard", None) is None:
             guard = torch.inference_mode()
             guard.__enter__()
-            self._inference_threads[thread] = guard
+            self._thread.guard = guard  # kept with the thread; it ends with the run
 
     def predict(self, batch: np.ndarray) -> np.ndarray:
         self._inference_mode()

@@ -65,3 +65,27 @@ def test_each_module_is_called_in_bursts_over_several_passes() -> None:
     many = BurstSchedule.at_least(range(200), queries=50)
     assert (many.burst, many.passes, len(many)) == (10, 5, 200 * 50)
     assert [many.module(k) for k in (0, 9, 10, 1999, 2000)] == [0, 0, 1, 199, 0]
+
+
+def test_every_thread_that_calls_the_bricks_runs_them_in_inference_mode() -> None:
+    """LoadGen calls from a new thread each run; a later thread may reuse an ended one's
+    id and must still enter inference mode itself."""
+    import threading
+
+    import numpy as np
+
+    from services.bricks.measure import ModulesBackend
+
+    seen: list[bool] = []
+
+    class Probe(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(torch.is_inference_mode_enabled())
+            return x
+
+    backend = ModulesBackend([(Probe(), (torch.zeros(1),))])
+    for _ in range(3):
+        thread = threading.Thread(target=backend.predict, args=(np.zeros((1, 1), np.float32),))
+        thread.start()
+        thread.join()
+    assert seen == [True, True, True]
