@@ -116,7 +116,9 @@ def train_rank(
         model = build_model(settings.model).to(device).train()
         model = DistributedDataParallel(model, device_ids=[local] if cuda else None)
         # Each rank its own data, as each worker would read its own shard.
-        steps, data = timed_steps(settings, model, batch_source(settings, seed=rank), device)
+        steps, data = timed_steps(
+            settings, model, batch_source(settings, seed=rank, device=str(device)), device
+        )
         # Parameters only: buffers such as BatchNorm's running statistics are updated by
         # each rank's last forward pass on its own data (DDP broadcasts them at the next).
         digest = hashlib.sha256()

@@ -80,9 +80,10 @@ def timed_steps(
     autocast_dtype = torch.bfloat16 if settings.precision == "bf16" else None
 
     def fetch() -> tuple[Any, Any]:
-        # Synthetic batches are made each step too, so data time is measured alike.
-        cpu_images, cpu_labels = next_batch()
-        return cpu_images.to(device), cpu_labels.to(device)
+        # A folder's batches are read and copied here each step: that time is the data
+        # share. Synthetic ones already sit on the device, so .to() returns them as they are.
+        images, labels = next_batch()
+        return images.to(device), labels.to(device)
 
     def train_step(batch: tuple[Any, Any]) -> None:
         images, labels = batch
@@ -103,10 +104,12 @@ def channels_of(model_name: str) -> int:
     return 1 if model_name == "digits" else 3
 
 
-def batch_source(settings: TrainingSettings, seed: int = 0) -> BatchSource:
+def batch_source(settings: TrainingSettings, seed: int = 0, device: str = "cpu") -> BatchSource:
     channels, classes = channels_of(settings.model), 10
     if settings.data == "synthetic":
-        return synthetic(settings.batch_size, channels, settings.image_size, classes, seed=seed)
+        return synthetic(
+            settings.batch_size, channels, settings.image_size, classes, seed=seed, device=device
+        )
     return image_folder(
         Path(settings.data), settings.batch_size, channels, settings.image_size, classes
     )
@@ -120,7 +123,9 @@ def run(settings: TrainingSettings) -> TrainingResult:
     model = build_model(settings.model).to(device).train()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    step_seconds, data_seconds = timed_steps(settings, model, batch_source(settings), device)
+    step_seconds, data_seconds = timed_steps(
+        settings, model, batch_source(settings, device=str(device)), device
+    )
     # ru_maxrss is in KiB on Linux.
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     cuda_peak = int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
