@@ -83,12 +83,34 @@ def type_table(profile: dict[str, Any]) -> Table:
     return table
 
 
-def library_table(profile: dict[str, Any], top_n: int) -> Table:
-    table = Table(title="Library calls (LIBRARY pass), mean per iteration")
-    for column in ("call", "kind", "mean ms"):
+def short_kernel_name(name: str, width: int = 96) -> str:
+    """A CUDA kernel's name without its return type and parameter list (C++ demangled
+    names run to hundreds of characters); template arguments stay, cut at ``width``."""
+    if name.startswith(("Memcpy", "Memset")):
+        return name  # CUPTI's copy names read as they are ("Memcpy HtoD (Pageable -> Device)")
+    name = name.removeprefix("void ")
+    depth = 0
+    for index, char in enumerate(name):
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if char == "(" and depth == 0 and index > 0:
+            name = name[:index]
+            break
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def library_table(profile: dict[str, Any], top_n: int, kind: str) -> Table:
+    title = (
+        "Library calls (LIBRARY pass), mean per iteration"
+        if kind == "library"
+        else "GPU kernels and copies (LIBRARY pass), device time per iteration"
+    )
+    table = Table(title=title)
+    for column in ("call" if kind == "library" else "kernel", "mean ms"):
         table.add_column(column, justify="right" if column == "mean ms" else "left")
-    for row in profile["library_ops"][:top_n]:
-        table.add_row(escape(row["name"]), row["kind"], _ms(row["mean_ms"]))
+    rows = [row for row in profile["library_ops"] if row["kind"] == kind]
+    for row in rows[:top_n]:
+        name = row["name"] if kind == "library" else short_kernel_name(row["name"])
+        table.add_row(escape(name), _ms(row["mean_ms"]))
     return table
 
 
@@ -115,8 +137,16 @@ def print_profile(
             f"{coverage['model_ms']:.3f} ms = {coverage['ratio']:.1%} "
             f"(median over the {coverage['level']} pass's iterations)"
         )
-    if profile["library_ops"]:
-        console.print(library_table(profile, top_n))
+    for kind in ("library", "gpu"):
+        if any(row["kind"] == kind for row in profile["library_ops"]):
+            console.print(library_table(profile, top_n, kind))
+    gpu = profile.get("gpu_time")
+    if gpu:
+        console.print(
+            f"GPU busy: {gpu['busy_ms']:.3f} ms of model {gpu['model_ms']:.3f} ms = "
+            f"{gpu['busy_share']:.1%} (copies {gpu['copy_ms']:.3f} ms, "
+            f"{gpu['kernels_per_iteration']:.0f} device ops per iteration; LIBRARY pass medians)"
+        )
     for key, value in profile.get("system", {}).items():
         console.print(f"system {key}: mean {value['mean']:.1f}, max {value['max']:.1f}")
     for note in profile.get("notes", []):

@@ -99,15 +99,62 @@ def coverage(profile: Profile) -> dict[str, Any] | None:
 
 
 def library_ops(profile: Profile) -> list[dict[str, Any]]:
-    """LIBRARY pass: operators and kernels by name, mean time per iteration, slowest first."""
+    """LIBRARY pass: operators and kernels by name, mean time per iteration, slowest first.
+
+    Each kind keeps its own top rows: a CPU operator's time includes the launches of its
+    kernels, so one ranking of both would push every GPU kernel off the table.
+    """
     rows = []
     for category in ("library", "gpu"):
         spans = _pass_spans(profile, "LIBRARY", category)
         iterations = max(1, len({int(s.args["iteration"]) for s in spans}))
-        for name, by_iteration in _per_iteration(spans).items():
-            total = sum(by_iteration.values())
-            rows.append({"name": name, "kind": category, "mean_ms": total / iterations / 1e6})
-    return sorted(rows, key=lambda r: r["mean_ms"], reverse=True)[: TOP_N * 2]
+        kind_rows = [
+            {"name": name, "kind": category, "mean_ms": sum(by.values()) / iterations / 1e6}
+            for name, by in _per_iteration(spans).items()
+        ]
+        rows.extend(sorted(kind_rows, key=lambda r: r["mean_ms"], reverse=True)[: TOP_N * 2])
+    return rows
+
+
+def busy_ns(spans: list[Span]) -> int:
+    """Time covered by the spans' union: kernels on concurrent streams count once."""
+    busy, reach = 0, None
+    for span in sorted(spans, key=lambda s: s.start_ns):
+        if reach is None or span.start_ns >= reach:
+            busy += span.duration_ns
+            reach = span.end_ns
+        elif span.end_ns > reach:
+            busy += span.end_ns - reach
+            reach = span.end_ns
+    return busy
+
+
+def gpu_time(profile: Profile) -> dict[str, Any] | None:
+    """LIBRARY pass on a GPU: device busy time per iteration against the model's time.
+
+    A share well below 1 says the GPU waits on the host (launches, copies, Python); the
+    medians are over the pass's iterations. None when no device work was traced.
+    """
+    device = _pass_spans(profile, "LIBRARY", "gpu")
+    forwards = _pass_spans(profile, "LIBRARY", "model")
+    if not device or not forwards:
+        return None
+    by_iteration: dict[int, list[Span]] = defaultdict(list)
+    for span in device:
+        by_iteration[int(span.args["iteration"])].append(span)
+    busy, copies, shares = [], [], []
+    for forward in forwards:
+        spans = by_iteration.get(int(forward.args["iteration"]), [])
+        busy.append(busy_ns(spans))
+        copies.append(sum(s.duration_ns for s in spans if s.name.startswith(("Memcpy", "Memset"))))
+        shares.append(busy[-1] / forward.duration_ns if forward.duration_ns else 0.0)
+    return {
+        "busy_ms": float(np.median(busy)) / 1e6,
+        "copy_ms": float(np.median(copies)) / 1e6,
+        "model_ms": float(np.median([f.duration_ns for f in forwards])) / 1e6,
+        "busy_share": float(np.median(shares)),
+        "kernels_per_iteration": len(device) / len(forwards),
+    }
 
 
 def system_summary(profile: Profile) -> dict[str, Any]:
@@ -142,6 +189,7 @@ def summarise(profile: Profile, top_n: int = TOP_N) -> dict[str, Any]:
         "by_type": by_type(rows),
         "coverage": coverage(profile),
         "library_ops": library_ops(profile),
+        "gpu_time": gpu_time(profile),
         "system": system_summary(profile),
         "notes": profile.notes,
     }

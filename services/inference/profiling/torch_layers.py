@@ -4,6 +4,11 @@ Hooks on every module give the layer hierarchy (``layer1`` > ``layer1.0`` >
 ``layer1.0.conv1``) with module names and types, the shapes of each call's inputs and the
 bytes of its outputs. Times are benchstack's own clock read in the hooks, so layer spans
 nest inside the iteration span without any alignment.
+
+On a GPU, kernels run after the hook that launched them returns, so an unsynchronised hook
+times the launch, not the layer. The hooks synchronise the device on each side of every
+module call there: the pass runs slower than the NONE pass, but each layer's span holds its
+kernels' execution (the per-kernel view is the LIBRARY pass's).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import torch
 from services.inference.backends.base import Backend
 from services.inference.profiling.instruments import Instrument, Window, spans_within
 from services.inference.profiling.spans import Span, now_ns
+from services.inference.profiling.torch_library import gpu_in_use
 
 
 def unhookable(backend: Backend) -> str:
@@ -56,6 +62,7 @@ class TorchLayers(Instrument):
         self._handles: list[Any] = []
         self._open: list[tuple[int, list[list[int]]]] = []
         self._recorded: list[Span] = []
+        self._synchronise = torch.cuda.synchronize if gpu_in_use(backend) else None
 
     def __enter__(self) -> TorchLayers:
         for name, module in self.model.named_modules():
@@ -79,10 +86,14 @@ class TorchLayers(Instrument):
         self._handles.clear()
 
     def _pre_hook(self, module: torch.nn.Module, inputs: Any) -> None:
+        if self._synchronise is not None:
+            self._synchronise()  # the work launched before this layer is not its time
         self._open.append((now_ns(), shapes_of(inputs)))
 
     def _post_hook(self, name: str, kind: str, leaf: bool) -> Any:
         def hook(module: torch.nn.Module, inputs: Any, output: Any) -> None:
+            if self._synchronise is not None:
+                self._synchronise()  # wait for the kernels this layer launched
             end = now_ns()
             start, shapes = self._open.pop()
             self._recorded.append(
@@ -100,3 +111,11 @@ class TorchLayers(Instrument):
 
     def spans(self, windows: list[Window]) -> list[Span]:
         return spans_within(self._recorded, windows)
+
+    def notes(self) -> list[str]:
+        if self._synchronise is None:
+            return []
+        return [
+            "FRAMEWORK on a GPU: the device is synchronised around every module call so each "
+            "layer's time holds its kernels; this pass's model time is above the NONE pass's"
+        ]

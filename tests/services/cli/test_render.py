@@ -25,3 +25,16 @@ def test_results_piped_keeps_every_cell_whole(data_dir: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "tiny-cnn:0.1.0" in result.stdout and "offline/performance" in result.stdout
     assert "…" not in result.stdout
+
+
+def test_kernel_names_lose_their_return_type_and_parameters() -> None:
+    from services.cli.profile_render import short_kernel_name
+
+    name = "void implicit_convolve_sgemm<float, float, 1024>(int, int, float const*)"
+    assert short_kernel_name(name) == "implicit_convolve_sgemm<float, float, 1024>"
+    # A lambda's parentheses inside template arguments are not the parameter list.
+    nested = "void at::native::kernel<4, at::native::f(int)::{lambda(float)#1}>(int, float)"
+    assert short_kernel_name(nested) == nested[len("void ") : -len("(int, float)")]
+    copy = "Memcpy HtoD (Pageable -> Device)"
+    assert short_kernel_name(copy) == copy
+    assert len(short_kernel_name("k" * 300, width=50)) == 50

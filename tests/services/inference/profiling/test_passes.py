@@ -85,6 +85,22 @@ def test_torch_library_traces_cuda_kernels_with_correlation_ids(
     profile = profile_backend(backend, _batch(), "LIBRARY", ITERATIONS)
     kernels = [s for s in profile.spans if s.category == "gpu"]
     assert kernels and all("correlation" in k.args for k in kernels)
+    summary = summarise(profile)
+    assert any(row["kind"] == "gpu" for row in summary["library_ops"])
+    gpu = summary["gpu_time"]
+    assert 0 < gpu["busy_ms"] <= gpu["model_ms"] and 0 < gpu["busy_share"] <= 1
+    print(f"digits_cnn on cuda: GPU busy {gpu['busy_share']:.1%} of the LIBRARY pass's model time")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA layers need a GPU (none here)")
+def test_framework_layers_on_a_gpu_hold_their_kernels(digits_manifest: ModelManifest) -> None:
+    backend = create_backend("torch", BackendOptions(device="cuda"))
+    backend.load(digits_manifest)
+    summary = summarise(profile_backend(backend, _batch(), "FRAMEWORK", ITERATIONS))
+    # Synchronised hooks: the layers account for most of the model time, not just launches.
+    print(f"digits_cnn on cuda: FRAMEWORK coverage {summary['coverage']['ratio']:.1%}")
+    assert summary["coverage"]["ratio"] > 0.5
+    assert any("synchronised around every module call" in note for note in summary["notes"])
 
 
 def test_system_pass_samples_cpu_and_memory(digits_manifest: ModelManifest) -> None:
