@@ -152,6 +152,8 @@ class WarmUp:
     single_latency_s: float
     # Samples/s through LoadGen + SUT + backend from a short Offline probe, when one ran.
     calibrated_samples_per_s: float | None = None
+    # The warm-up batch, which the SUT's worker threads run again in their own threads.
+    batch: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def samples_per_s(self, batch_size: int) -> float:
         if self.calibrated_samples_per_s:
@@ -199,7 +201,7 @@ def warm_up(backend: Backend, qsl: TensorQSL, batch_size: int, iterations: int =
             f"{type(exc).__name__}: {message}"
         ) from exc
     qsl.unload([])
-    return WarmUp(batch_latency_s=batch_latency, single_latency_s=single_latency)
+    return WarmUp(batch_latency_s=batch_latency, single_latency_s=single_latency, batch=batch)
 
 
 def _start_test(
@@ -215,6 +217,7 @@ def _start_test(
     progress: ProgressCallback | None = None,
     phase: Phase = "measuring",
     samples_per_query: int = 1,
+    warm_batch: np.ndarray | None = None,
 ) -> BatchingSUT:
     import mlperf_loadgen as lg
 
@@ -225,6 +228,7 @@ def _start_test(
         scenario=scenario,
         workers=workers,
         keep_outputs=keep_outputs,
+        warm_batch=warm_batch,
     )
     log_settings = lg.LogSettings()
     log_settings.log_output.outdir = str(log_dir)
@@ -352,5 +356,6 @@ def run_loadgen(
         log_dir=log_dir,
         progress=progress,
         samples_per_query=config.samples_per_query,
+        warm_batch=measured.batch,
     )
     return LoadGenResult(log_dir=log_dir, stats=sut.stats, outputs=sut.outputs, warm_up=measured)
