@@ -26,6 +26,7 @@ from services.api.graphql.advice.queries import AdviceQueries
 from services.api.graphql.agents.queries import AgentQueries
 from services.api.graphql.bricks.queries import BrickQueries
 from services.api.graphql.comparisons.queries import ComparisonQueries
+from services.api.graphql.datasets.queries import DatasetQueries
 from services.api.graphql.errors import (
     AlreadyFinished,
     InvalidInput,
@@ -59,6 +60,7 @@ Query = merge_types(
         EvaluationQueries,
         ModelQueries,
         AgentQueries,
+        DatasetQueries,
         ComparisonQueries,
         BrickQueries,
         SweepQueries,

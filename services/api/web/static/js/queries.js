@@ -40,6 +40,7 @@ export const FORM_CHOICES = `
 query FormChoices {
   models { name version framework description origin }
   agents { framework device }
+  datasets { name images more classes }
 }`;
 
 export const SUBMIT = `

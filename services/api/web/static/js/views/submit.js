@@ -130,7 +130,13 @@ function checkbox(label, control, { hint = "" } = {}) {
     h("p", { class: "field-error", id: `${id}-error`, hidden: true }));
 }
 
-function form({ models, agents }) {
+// "imagenet/val (5,000 images, 1,000 classes)": what a dataset choice says it holds.
+function datasetLabel(d) {
+  const images = `${d.images.toLocaleString("en")}${d.more ? "+" : ""} image${d.images === 1 && !d.more ? "" : "s"}`;
+  return `${d.name} (${images}${d.classes ? `, ${d.classes.toLocaleString("en")} classes` : ""})`;
+}
+
+function form({ models, agents, datasets }) {
   const model = h("select", { name: "model", required: true },
     models.map((m) => h("option", { value: `${m.name}@${m.version}` }, `${m.name} ${m.version} (${m.framework})`)));
   const frameworks = [...new Set(agents.map((a) => a.framework))].sort();
@@ -189,7 +195,12 @@ function form({ models, agents }) {
         { hint: "Multi-stream: samples in each query." })),
     h("fieldset", {},
       h("legend", {}, "Data"),
-      field("Dataset", h("select", { name: "dataset" }, h("option", { value: "synthetic" }, "synthetic"))),
+      field("Dataset", h("select", { name: "dataset" },
+        h("option", { value: "synthetic" }, "synthetic (random photo-like images, made per seed)"),
+        datasets.map((d) => h("option", { value: d.name }, datasetLabel(d)))),
+        { hint: datasets.length
+          ? "Synthetic, or an image folder in the datasets folder the workers share."
+          : "No image folders in the datasets folder the workers share yet: synthetic only." }),
       field("Samples", number("samples", "64", { min: 1, step: 1 })),
       field("Seed", number("seed", "", { min: 0, step: 1, placeholder: "0" }),
         { hint: "The dataset's seed." })),

@@ -1,0 +1,80 @@
+"""The image folders a submission can name: what lies in the datasets folder the API and
+the workers share (``settings.datasets_dir``; compose mounts one volume in both).
+
+Listed for the web form's dataset select and the ``datasets`` query. The walk is bounded:
+folders two levels down at most (``imagenet`` and ``imagenet/val``), MAX_FOLDERS folders,
+and image counting stops at COUNT_CAP per folder, so a huge tree costs a bounded time.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.preprocess.datasets import IMAGE_SUFFIXES
+
+MAX_DEPTH = 2
+MAX_FOLDERS = 100
+COUNT_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class DatasetFolder:
+    # As a submission names it: the path inside the datasets folder, with "/".
+    name: str
+    # Images found, up to COUNT_CAP; ``more`` says the count stopped there.
+    images: int
+    more: bool
+    # Sub-folders holding images directly: the classes when the folder is labelled.
+    classes: int
+
+
+def _is_image(entry: os.DirEntry[str]) -> bool:
+    return entry.is_file() and os.path.splitext(entry.name)[1].lower() in IMAGE_SUFFIXES
+
+
+def count_images(root: Path, cap: int = COUNT_CAP) -> tuple[int, bool, int]:
+    """(images up to ``cap``, whether more remain, sub-folders holding images)."""
+    images, classes = 0, 0
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # unreadable: counted as empty rather than failing the listing
+        found = sum(1 for entry in entries if _is_image(entry))
+        if found and folder != root:
+            classes += 1
+        images += found
+        if images >= cap:
+            return cap, True, classes
+        pending.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+    return images, False, classes
+
+
+def list_datasets(datasets_dir: Path, max_folders: int = MAX_FOLDERS) -> list[DatasetFolder]:
+    """Folders holding images, by name; nothing when the datasets folder does not exist."""
+    root = Path(datasets_dir).expanduser()
+    if not root.is_dir():
+        return []
+    candidates: list[Path] = []
+    level = [root]
+    for _ in range(MAX_DEPTH):
+        level = sorted(
+            Path(e.path)
+            for folder in level
+            for e in os.scandir(folder)
+            if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+        )
+        candidates.extend(level)
+    found: list[DatasetFolder] = []
+    for folder in sorted(candidates, key=lambda p: p.relative_to(root).as_posix()):
+        if len(found) >= max_folders:
+            break
+        images, more, classes = count_images(folder)
+        if images:
+            name = folder.relative_to(root).as_posix()
+            found.append(DatasetFolder(name, images, more, classes))
+    return found
