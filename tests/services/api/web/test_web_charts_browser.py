@@ -5,6 +5,7 @@ each page go to /tmp/web-shots/."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from services.analysis.confidence import Interval, differ
 from tests.integration.conftest import GraphQLClient
 from tests.support.ephemeral import EphemeralStack
 
@@ -34,6 +36,7 @@ query($id: String!) {
       latencySample(limit: 2000) { totalCount latenciesMs downsampled }
       traceTimeline(limit: 400) { totalSpans spans { name } }
       layers { name }
+      confidence { samplesPerSecond { low high reason } }
     }
   }
 }
@@ -97,7 +100,7 @@ def test_run_charts_compare_agents_and_models(
     traced_id = submit(client, batchSize=1, traceLevel="MODEL")
     other_id = submit(client, batchSize=2)
     traced = finished(client, traced_id)
-    finished(client, other_id)
+    other = finished(client, other_id)
     (run,) = traced["runs"]
     sample = run["latencySample"]
     windows = run["report"]["stability"]["windows"]
@@ -133,6 +136,18 @@ def test_run_charts_compare_agents_and_models(
     # The null backend records no layer table, and the page says so instead of a chart.
     expect(page.locator('[aria-labelledby="layers-title"]')).to_contain_text("No layer table")
     expect(page.get_by_role("heading", name="Latency distribution")).to_contain_text("VALID")
+    # The headline's throughput carries its stored 95 % interval (or says it has none).
+    interval = run["confidence"]["samplesPerSecond"]
+    shown = page.locator('[data-metric="samples_per_second"] .figure-interval')
+    if interval["low"] is None:
+        expect(shown).to_have_text("no 95 % interval")
+    else:
+        expect(shown).to_have_text(re.compile(r"^95 % \[[\d,.]+, [\d,.]+\]$"))
+        bracket = shown.inner_text().split("[")[1].rstrip("]")
+        low = float(bracket.split(", ")[0].replace(",", ""))
+        assert low == pytest.approx(interval["low"], abs=0.06)
+    # Advice names the form's fields, not the CLI's flags (the API's text serves both).
+    expect(page.locator('[data-role="interval-basis"]')).not_to_contain_text("--")
     page.screenshot(path=str(SHOTS / "run.png"), full_page=True)
 
     # Compare: picked on the list, the differing batch size marked, both curves overlaid.
@@ -150,6 +165,13 @@ def test_run_charts_compare_agents_and_models(
     assert overlaid.evaluate("el => el.querySelectorAll('.scatterlayer .trace').length") == 2
     assert bars(rendered(page, "compare-throughput")) == 2
     assert bars(rendered(page, "compare-p99")) == 2
+    # Whether the two throughputs differ beyond their intervals, judged as the CLI does.
+    first, second = (
+        Interval(None, **r["confidence"]["samplesPerSecond"]) for r in (run, other["runs"][0])
+    )
+    verdict, _ = differ(first, second)
+    beyond = page.locator('tr[data-metric="samples_per_second"] [data-beyond]')
+    expect(beyond).to_have_attribute("data-beyond", verdict)
     page.screenshot(path=str(SHOTS / "compare.png"), full_page=True)
 
     # The same comparison from its URL alone, as someone it was shared with opens it.

@@ -51,3 +51,49 @@ export function latestRun(evaluation) {
   const runs = evaluation?.runs ?? [];
   return runs.length ? runs[runs.length - 1] : null;
 }
+
+// A metric's 95 % interval in the run's confidence (GraphQL Confidence), or null.
+const INTERVAL_KEYS = {
+  samples_per_second: "samplesPerSecond",
+  latency_mean: "latencyMean",
+  latency_p50: "latencyP50",
+  latency_p90: "latencyP90",
+  latency_p99: "latencyP99",
+};
+
+export function intervalOf(run, name) {
+  const key = INTERVAL_KEYS[name];
+  return key && run?.confidence ? run.confidence[key] ?? null : null;
+}
+
+// "[38.4, 42.0]" for an interval given; null where none is (its reason says why).
+export function intervalText(interval, digits = 1) {
+  if (!interval || interval.low === null || interval.low === undefined) return null;
+  return `[${number(interval.low, digits)}, ${number(interval.high, digits)}]`;
+}
+
+// Two systems' figure, as the CLI's compare judges it (services/analysis/confidence.differ).
+export function differVerdict(a, b) {
+  if (!intervalText(a) || !intervalText(b)) {
+    const missing = !intervalText(a) ? a : b;
+    return ["cannot say", missing?.reason || "no interval"];
+  }
+  if (a.high < b.low || b.high < a.low) return ["differ", "the intervals do not overlap"];
+  return ["within their intervals", "the intervals overlap"];
+}
+
+// The API's advice names the CLI's flags (its messages serve both); on the page, the form
+// field a user would change instead. Flags the form lacks stay as they are.
+const FORM_FIELDS = {
+  "--duration": "Duration (s)",
+  "--target-qps": "Target QPS",
+  "--batch-size": "Batch size",
+  "--samples-per-query": "Samples per query",
+  "--latency-bound-ms": "Latency bound (ms)",
+  "--start-qps": "Start QPS",
+  "--samples": "Samples",
+};
+
+export function inFormWords(text) {
+  return String(text ?? "").replace(/--[a-z][a-z-]*/g, (flag) => (FORM_FIELDS[flag] ? `the form's “${FORM_FIELDS[flag]}”` : flag));
+}

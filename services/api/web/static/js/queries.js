@@ -1,5 +1,16 @@
 // Every GraphQL document the UI sends, in one place so schema changes are easy to follow.
 
+const INTERVAL = "estimate low high reason";
+
+// A run's 95 % intervals, shown beside its figures.
+const CONFIDENCE = `
+  confidence {
+    basis units level
+    samplesPerSecond { ${INTERVAL} } latencyP50 { ${INTERVAL} }
+    latencyP90 { ${INTERVAL} } latencyP99 { ${INTERVAL} }
+  }
+`;
+
 const RUN_SUMMARY = `
   id validity samplesPerSecond
   metrics { name value unit }
@@ -26,6 +37,7 @@ query Evaluation($id: String!) {
     runs {
       ${RUN_SUMMARY}
       frameworkVersion scenario mode batchSize dataset preprocessReused environment
+      ${CONFIDENCE}
       logs { name url }
     }
   }
@@ -89,6 +101,7 @@ query Compared($id: String!, $points: Int!) {
       id validity stability samplesPerSecond frameworkVersion
       metrics { name value unit }
       settings
+      ${CONFIDENCE}
       latencySample(limit: $points) { totalCount latenciesMs cumulativeFractions downsampled method }
     }
   }
@@ -171,8 +184,6 @@ mutation SubmitRepeats($input: SubmitRepeatsInput!) {
     ... on UserError { message field }
   }
 }`;
-
-const INTERVAL = "estimate low high reason";
 
 export const REPEATS = `
 query Repeats($id: String!) {

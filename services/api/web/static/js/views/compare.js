@@ -6,7 +6,9 @@
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
 import { CDF_AXES, SERIES, cdfTrace, chartBox, plot } from "../charts.js";
-import { DASH, latestRun, metric, number, scenarioName, shortId, stability } from "../format.js";
+import {
+  DASH, differVerdict, intervalOf, intervalText, latestRun, metric, number, scenarioName, shortId, stability,
+} from "../format.js";
 import { COMPARED, GROUP, LATENCY_POINTS } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 
@@ -165,22 +167,43 @@ function settingsCard(evaluations, settings, keys, differs, labels) {
 
 function figuresCard(evaluations, labels) {
   const runs = evaluations.map(latestRun);
+  // Each later evaluation against the first, as the CLI's compare judges a pair.
+  const versus = runs.slice(1).map((run, i) => [run, labels[i + 1]]);
+  const verdictCell = (name) => h("td", { class: "beyond" },
+    versus.map(([run, label]) => {
+      const [verdict, why] = differVerdict(intervalOf(runs[0], name), intervalOf(run, name));
+      const tone = verdict === "differ" ? "tone-warn" : verdict === "cannot say" ? "tone-muted" : "tone-ok";
+      return h("div", { "data-versus": label, "data-beyond": verdict, title: why },
+        versus.length > 1 ? `${label}: ` : null, h("span", { class: `badge ${tone}` }, verdict));
+    }));
   const figureRow = ([name, label, digits]) =>
     h("tr", { "data-metric": name },
       h("th", { scope: "row" }, label),
-      runs.map((run) => h("td", { class: "num" }, number(metric(run, name)?.value, digits))));
+      runs.map((run) => {
+        const interval = intervalOf(run, name);
+        const shown = intervalText(interval, digits);
+        return h("td", { class: "num" }, number(metric(run, name)?.value, digits),
+          h("div", { class: "small muted", "data-interval": shown ? "yes" : "no", title: interval?.reason || null },
+            shown ?? "no interval"));
+      }),
+      verdictCell(name));
+  const blank = () => h("td", {});
   return h("section", { class: "card", "aria-labelledby": "figures-title" },
     h("h2", { id: "figures-title" }, "Figures and verdicts"),
     h("div", { class: "table-wrap" },
       h("table", { class: "compare-table figures-table" },
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Figure"), columnHeads(evaluations, labels))),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Figure"), columnHeads(evaluations, labels),
+          h("th", { scope: "col" }, `Beyond the 95 % intervals? (vs ${labels[0]})`))),
         h("tbody", {},
           h("tr", { "data-verdict": "validity" }, h("th", { scope: "row" }, "LoadGen validity"),
-            runs.map((run) => h("td", {}, verdictBadge(run?.validity, "LoadGen validity")))),
+            runs.map((run) => h("td", {}, verdictBadge(run?.validity, "LoadGen validity"))), blank()),
           h("tr", { "data-verdict": "stability" }, h("th", { scope: "row" }, "Stability"),
-            runs.map((run) => h("td", {}, verdictBadge(stability(run) ?? run?.stability, "stability")))),
+            runs.map((run) => h("td", {}, verdictBadge(stability(run) ?? run?.stability, "stability"))), blank()),
           FIGURES.map(figureRow)))),
-    h("p", { class: "small muted" }, "An INVALID or UNSTABLE figure is not a result to quote; in the bar charts below its bar is hatched."));
+    h("p", { class: "small muted" },
+      "Under each figure its 95 % interval (a bootstrap over the run's stability windows; latencies on the SUT's clock). ",
+      "“differ” means the two intervals do not overlap; hover a verdict or a missing interval for why. ",
+      "An INVALID or UNSTABLE figure is not a result to quote; in the bar charts below its bar is hatched."));
 }
 
 function verdictText(run) {

@@ -2,7 +2,9 @@
 
 import { ApiError, fetchBlob, gql, getToken, subscribe } from "../api.js";
 import { h, replace } from "../dom.js";
-import { DASH, bytes, isFinal, latestRun, metric, number, scenarioName, shortId, stability, when } from "../format.js";
+import {
+  DASH, bytes, inFormWords, intervalOf, intervalText, isFinal, latestRun, metric, number, scenarioName, shortId, stability, when,
+} from "../format.js";
 import { CANCEL, EVALUATION, EVALUATION_UPDATES } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 import { runChartCards } from "./run_charts.js";
@@ -157,15 +159,27 @@ function headline(run) {
   // The verdicts sit in the title itself: a figure is never shown without them.
   const title = h("span", {}, "Headline ",
     verdictBadge(run.validity, "LoadGen validity"), " ", verdictBadge(stability(run) ?? "STABILITY UNKNOWN", "stability"));
+  const missing = [];
+  const figures = HEADLINE.map(([name, label, digits]) => {
+    const m = metric(run, name);
+    const interval = intervalOf(run, name);
+    const shown = intervalText(interval, digits);
+    if (m && !shown && interval?.reason) missing.push(`${label}: ${inFormWords(interval.reason)}`);
+    return h("div", { class: "figure", "data-metric": name },
+      h("div", { class: "figure-label" }, label),
+      h("div", { class: "figure-value" }, number(m?.value, digits), m && m.unit !== "samples/s" ? h("span", { class: "unit" }, ` ${m.unit}`) : null),
+      m ? h("div", { class: "figure-interval", "data-interval": shown ? "yes" : "no", title: interval?.reason || null },
+        shown ? `95 % ${shown}` : "no 95 % interval") : null);
+  });
+  const confidence = run.confidence;
   return card(title, "headline-title",
-    h("div", { class: "figures" },
-      HEADLINE.map(([name, label, digits]) => {
-        const m = metric(run, name);
-        return h("div", { class: "figure", "data-metric": name },
-          h("div", { class: "figure-label" }, label),
-          h("div", { class: "figure-value" }, number(m?.value, digits), m && m.unit !== "samples/s" ? h("span", { class: "unit" }, ` ${m.unit}`) : null));
-      })),
-    h("p", { class: "small muted" }, "Shown with LoadGen's validity and the run's stability below; an INVALID or UNSTABLE figure is not a result to quote."));
+    h("div", { class: "figures" }, figures),
+    h("p", { class: "small muted" }, "Shown with LoadGen's validity and the run's stability below; an INVALID or UNSTABLE figure is not a result to quote."),
+    confidence
+      ? h("p", { class: "small muted", "data-role": "interval-basis" },
+        `95 % intervals: a bootstrap over the run's ${confidence.units} ${confidence.basis}; latencies on the SUT's clock.`,
+        missing.length ? h("ul", { class: "interval-reasons" }, missing.map((why) => h("li", {}, why))) : null)
+      : h("p", { class: "small muted" }, "No 95 % intervals: this run was stored without them (an accuracy run, or one from before they were computed)."));
 }
 
 function validity(run) {
@@ -181,7 +195,7 @@ function validity(run) {
       ["Early stopping", check(v.early_stopping_met)],
     ]),
     reasons.length
-      ? h("div", {}, h("h3", {}, "Why it is INVALID"), h("ul", { class: "reasons" }, reasons.map((r) => h("li", {}, r))))
+      ? h("div", {}, h("h3", {}, "Why it is INVALID"), h("ul", { class: "reasons" }, reasons.map((r) => h("li", {}, inFormWords(r)))))
       : null);
 }
 

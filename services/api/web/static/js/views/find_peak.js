@@ -5,7 +5,7 @@
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
 import { SERIES, chartBox, plot } from "../charts.js";
-import { DASH, number, shortId } from "../format.js";
+import { DASH, inFormWords, number, shortId } from "../format.js";
 import { FIND_PEAK } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 
@@ -137,7 +137,7 @@ function adviceList(search) {
   if (!search.advice.length) return null;
   return h("div", {},
     h("h3", {}, "What would give a valid peak"),
-    h("ul", { class: "advice" }, search.advice.map((a) => h("li", {}, a))));
+    h("ul", { class: "advice" }, search.advice.map((a) => h("li", {}, inFormWords(a)))));
 }
 
 function startLine(search) {

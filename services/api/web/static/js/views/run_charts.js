@@ -5,7 +5,7 @@
 import { gql } from "../api.js";
 import { h, replace } from "../dom.js";
 import { CDF_AXES, SERIES, cdfTrace, chartBox, plot } from "../charts.js";
-import { number, stability } from "../format.js";
+import { inFormWords, number, stability } from "../format.js";
 import { LATENCY_POINTS, RUN_CHARTS, TRACE_SPANS } from "../queries.js";
 import { notice, verdictBadge } from "../widgets.js";
 
@@ -90,7 +90,7 @@ function windowsCard(run, windows) {
     h("p", { class: "small muted" },
       `${s.rule ?? ""} Throughput spread ${spread(s.throughput_spread)}, latency spread ${spread(s.latency_spread)}; `,
       `the last ${s.judged_windows ?? windows.length} of ${windows.length} windows are judged (faded: not judged).`),
-    s.reasons?.length ? h("ul", { class: "reasons" }, s.reasons.map((r) => h("li", {}, r))) : null);
+    s.reasons?.length ? h("ul", { class: "reasons" }, s.reasons.map((r) => h("li", {}, inFormWords(r)))) : null);
   plot(box, [
     {
       type: "bar", name: "Throughput (samples/s)", x: labels, y: windows.map((w) => w.samples_per_second),

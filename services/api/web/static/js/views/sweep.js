@@ -55,11 +55,13 @@ function view(sweep) {
   const first = sweep.points[0]?.evaluation;
   const finished = sweep.points.filter((p) => isFinal(p.evaluation.state)).length;
   const loads = `model loaded ${sweep.modelLoads} time${sweep.modelLoads === 1 ? "" : "s"}`;
+  const kept = sweep.modelLoads === 0
+    ? "(every point ran on a model an earlier run had left loaded)"
+    : "(the others ran on the model kept loaded)";
   return [
     h("p", { class: "muted" },
       `${first ? `${first.modelName} ${first.modelVersion} on ${first.framework}, ` : ""}` +
-      `over ${label.toLowerCase()}: ${finished} of ${sweep.points.length} points done; ${loads} ` +
-      "(the others ran on the model kept loaded)."),
+      `over ${label.toLowerCase()}: ${finished} of ${sweep.points.length} points done; ${loads} ${kept}.`),
     h("section", { class: "card" },
       h("h2", {}, "Curve"),
       chartBox("sweep-curve", `Throughput against p99 latency, one point per ${label.toLowerCase()}`),
