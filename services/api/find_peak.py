@@ -236,6 +236,16 @@ def load_find_peak(
     return FindPeakView(group_id, search, "searching", "", estimate, probes, None)
 
 
+def _threads_used(view: FindPeakView, evaluation: Evaluation) -> int | None:
+    """The intra-op threads ``evaluation``'s stored run used (its report's framework)."""
+    members = [(e, r) for e, r, _ in view.probes]
+    if view.estimate is not None:
+        members.append(view.estimate)
+    run = next((r for e, r in members if e.id == evaluation.id and r is not None), None)
+    threads = ((run.report or {}).get("framework") or {}).get("intra_op_threads") if run else None
+    return int(threads) if isinstance(threads, int) and threads >= 1 else None
+
+
 def continue_find_peak(
     session: Session, settings: Settings, publish: Publisher, evaluation: Evaluation
 ) -> Evaluation | Rejection | None:
@@ -252,6 +262,10 @@ def continue_find_peak(
     if not isinstance(step, float):
         return None
     base = request_of(evaluation)
+    if base.threads is None:
+        # The agent chose this run's threads for its load; the next probes keep them, so
+        # the search measures one system (advice groups probes by their settings).
+        base = replace(base, threads=_threads_used(view, evaluation))
     if evaluation.agent_id:
         require = list((base.constraints or {}).get("require", []))
         base = replace(

@@ -66,6 +66,7 @@ from shared.tracing import TRACE_LEVELS, tracer
 MAX_BATCH_SIZE = 4096
 MAX_DEVICE_CHARS = 50  # evaluations.device: String(50)
 MAX_SEED = 2**31 - 1  # evaluations.seed: Integer
+MAX_THREADS = 256  # intra-op threads an evaluation may ask for
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ class SubmitRequest:
     # keys "hostname" and "framework_version" (a PEP 440 specifier on the framework).
     constraints: dict[str, Any] = dc_field(default_factory=dict)
     backend_options: Any = dc_field(default_factory=dict)
+    # Intra-op threads over the agent's setting; None: the agent's, else chosen by it.
+    threads: int | None = None
     # One evaluation on every matching agent, grouped for comparison, instead of one.
     fan_out: bool = False
     # A DLBricks evaluation's options (services/bricks/options.BrickOptions); None: a
@@ -291,6 +294,8 @@ def _check_simple_fields(
         problem = _out_of_range("samples", request.samples, 1, settings.max_samples)
     if problem is None:
         problem = _out_of_range("seed", request.seed, 0, MAX_SEED)
+    if problem is None and request.threads is not None:
+        problem = _out_of_range("threads", request.threads, 1, MAX_THREADS)
     if problem is not None:
         return problem
     if request.trace_level not in TRACE_LEVELS:
@@ -575,6 +580,7 @@ def submit(
             # Stored as terms only: the scheduler re-reads them with the manifest's own.
             constraints={"require": [*texts, *pin]},
             backend_options=request.backend_options,
+            threads=request.threads,
             bricks=bricks,
             training=training,
             group_id=group_id,

@@ -68,15 +68,16 @@ CANCEL_POLL_S = 1.0
 
 
 def backend_options(message: RunInference, agent_settings: dict[str, Any]) -> BackendOptions:
-    """The agent's settings apply to every run it measures; the Triton server's address
-    falls back to the deployment's (BENCHSTACK_TRITON_URL) when the submission names none."""
+    """The agent's settings apply to every run it measures, except the threads an
+    evaluation asks for itself; the Triton server's address falls back to the deployment's
+    (BENCHSTACK_TRITON_URL) when the submission names none."""
     extra = dict(message.backend_options)
     triton_url = runtime.settings().triton_url
     if message.framework == "triton" and "url" not in extra and triton_url:
         extra["url"] = triton_url
     return BackendOptions(
         device=message.device,
-        intra_op_threads=int(agent_settings.get("intra_op_threads", 0)),
+        intra_op_threads=message.threads or int(agent_settings.get("intra_op_threads", 0)),
         extra=extra,
     )
 

@@ -31,6 +31,7 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
         scenario=evaluation.scenario,
         manifest=evaluation.manifest,
         backend_options=evaluation.backend_options or {},
+        threads=evaluation.threads,
         trace_level=evaluation.trace_level,
         bricks=evaluation.bricks,
         training=evaluation.training,

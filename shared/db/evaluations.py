@@ -79,6 +79,10 @@ class Evaluation(Base):
     trace_level: Mapped[str] = mapped_column(String(20), default="NONE")
     constraints: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     backend_options: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # Intra-op threads asked for this evaluation (over the agent's own setting); None: the
+    # agent's setting, else chosen for the scenario and the free CPUs. A find-peak pins its
+    # probes to the first probe's count, so one search measures one system.
+    threads: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # A DLBricks evaluation's settings (granularity, image_size, queries, min_duration_s):
     # the model is cut into bricks and measured brick by brick, with no dataset. None: an
     # inference evaluation.

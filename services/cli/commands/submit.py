@@ -47,6 +47,9 @@ def submit(
     dataset: str = typer.Option("synthetic"),
     samples: int = typer.Option(64, min=1),
     seed: int = typer.Option(0),
+    threads: int | None = typer.Option(
+        None, help="Intra-op threads for this run, over the agent's own setting (1..256)."
+    ),
     trace_level: str = typer.Option(
         "NONE", "--trace-level", help="NONE | MODEL | FRAMEWORK | LIBRARY | SYSTEM | FULL."
     ),
@@ -77,6 +80,7 @@ def submit(
         "dataset": dataset,
         "samples": samples,
         "seed": seed,
+        "threads": threads,
         "traceLevel": trace_level.upper(),
         "constraints": {"require": require} if require else None,
         "fanOut": fan_out,

@@ -85,6 +85,15 @@ def test_dataset_outside_the_datasets_folder_is_refused(api: Api, dataset: str) 
     assert_nothing_enqueued(api, token)
 
 
+def test_threads_asked_for_are_stored_with_the_evaluation(api: Api) -> None:
+    api.add_agent()
+    token = api.token("alice")
+    asked = submit(api, token, threads=2)
+    assert asked["__typename"] == "Evaluation", asked
+    assert stored(api, asked["id"]).threads == 2
+    assert stored(api, submit(api, token)["id"]).threads is None
+
+
 def test_dataset_names_resolve_inside_the_datasets_folder(api: Api) -> None:
     api.add_agent()
     token = api.token("alice")
@@ -106,6 +115,8 @@ def test_dataset_names_resolve_inside_the_datasets_folder(api: Api) -> None:
         ({"batchSize": 4097}, "batchSize"),
         ({"batchSize": 0}, "batchSize"),
         ({"seed": -1}, "seed"),
+        ({"threads": 0}, "threads"),
+        ({"threads": 257}, "threads"),
         ({"device": "c" * 60}, "device"),
         ({"model": "m" * 300}, "model"),
         ({"version": "1" * 150}, "version"),

@@ -11,8 +11,9 @@ from shared.settings import Settings
 AGENT_SETTINGS = {"intra_op_threads": 3}
 
 
-def _message(framework: str, **options: object) -> RunInference:
+def _message(framework: str, threads: int | None = None, **options: object) -> RunInference:
     return RunInference(
+        threads=threads,
         evaluation_id="e",
         run_id="r",
         shard_keys=[],
@@ -34,6 +35,12 @@ def deployment(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("deployment")
 def test_the_agents_threads_apply_to_every_backend() -> None:
     assert tasks.backend_options(_message("torch"), AGENT_SETTINGS).intra_op_threads == 3
+
+
+@pytest.mark.usefixtures("deployment")
+def test_threads_the_evaluation_asks_for_win_over_the_agents() -> None:
+    assert tasks.backend_options(_message("torch", threads=1), AGENT_SETTINGS).intra_op_threads == 1
+    assert tasks.backend_options(_message("torch", threads=1), {}).intra_op_threads == 1
 
 
 @pytest.mark.usefixtures("deployment")

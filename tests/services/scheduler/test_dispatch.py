@@ -42,6 +42,8 @@ def test_inference_is_asked_for_the_rows_run_with_its_settings() -> None:
     )
     assert (stored.run_id, stored.backend_options) == ("r-9", {"x": 1})
     assert stored.trace_level == "FRAMEWORK"  # the worker profiles at the level asked for
+    assert message.threads is None  # the agent's setting, else its choice
+    assert inference_message(_evaluation(threads=3), []).threads == 3
 
 
 def test_a_shard_message_names_the_shard_and_how_to_prepare_it() -> None:

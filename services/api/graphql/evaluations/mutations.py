@@ -95,6 +95,9 @@ class SubmitEvaluationInput:
     trace_level: str = "NONE"
     constraints: AgentConstraints | None = None
     backend_options: JSON | None = None
+    # Intra-op threads for this evaluation, over the agent's own setting (1..256); null:
+    # the agent's setting, else chosen for the scenario and the free CPUs.
+    threads: int | None = None
     # Run on every live agent that satisfies the constraints, one evaluation each; the
     # result is a Comparison, also readable later with compare(groupId).
     fan_out: bool = False
@@ -131,6 +134,7 @@ def to_request(data: SubmitEvaluationInput) -> SubmitRequest:
         trace_level=data.trace_level,
         constraints=constraints,
         backend_options=data.backend_options if data.backend_options is not None else {},
+        threads=data.threads,
         fan_out=data.fan_out,
         bricks=None if data.bricks is None else vars(data.bricks),
         training=None if data.training is None else vars(data.training),

@@ -199,6 +199,9 @@ class EvaluationType:
     dataset: str
     samples: int | None
     trace_level: str
+    # Intra-op threads the submission asked for (a find-peak's probes: the first probe's);
+    # null: the agent's setting or its choice, which each run's environment records.
+    threads: int | None
     constraints: JSON
     queue: str
     agent_id: str | None
@@ -247,6 +250,7 @@ class EvaluationType:
             dataset=row.dataset,
             samples=row.dataset_count,
             trace_level=row.trace_level,
+            threads=row.threads,
             constraints=to_json(row.constraints),
             queue=row.queue,
             agent_id=row.agent_id,

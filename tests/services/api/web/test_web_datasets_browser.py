@@ -1,5 +1,5 @@
 """The form's dataset select lists the image folders the workers share, and a run on one
-chosen there reads that folder."""
+chosen there reads that folder (with the threads the form asked for)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def test_a_dataset_chosen_in_the_form_is_the_one_run(
     resnet = page.locator('select[name="model"] option', has_text=re.compile(r"^resnet18 "))
     page.get_by_label("Model").select_option(resnet.first.get_attribute("value"))
     dataset.select_option("web-photos")
-    for name, value in {"framework": "null", "duration": "0.3", "samples": "5"}.items():
+    fields = {"framework": "null", "duration": "0.3", "samples": "5", "threads": "1"}
+    for name, value in fields.items():
         page.fill(f'.submit-form [name="{name}"]', value)
     page.get_by_label("Scenario").select_option("offline")
     page.get_by_role("button", name="Submit evaluation").click()
@@ -51,6 +52,7 @@ def test_a_dataset_chosen_in_the_form_is_the_one_run(
     expect(page.locator('.status-state[data-state="SUCCEEDED"]')).to_be_visible(timeout=60_000)
     # The stored evaluation names the folder the workers read.
     expect(page.locator("main")).to_contain_text("web-photos")
+    expect(page.locator("main")).to_contain_text("1 (asked)")  # the form's Threads
     cdf = page.locator('[data-chart="latency-cdf"]')
     expect(cdf).to_have_attribute("data-rendered", "yes", timeout=30_000)
     page.screenshot(path=SCREENSHOT, full_page=True)

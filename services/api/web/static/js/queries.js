@@ -32,7 +32,7 @@ export const EVALUATION = `
 query Evaluation($id: String!) {
   evaluation(id: $id) {
     id state reason done modelName modelVersion framework device scenario batchSize
-    dataset samples traceLevel queue agentId shardsTotal shardsReady preprocessReused
+    dataset samples traceLevel threads queue agentId shardsTotal shardsReady preprocessReused
     createdAt updatedAt finishedAt
     runs {
       ${RUN_SUMMARY}

@@ -147,6 +147,7 @@ function overview(e) {
     ["Scenario", scenarioName(e.scenario)],
     ["Scenario settings", settings || DASH],
     ["Batch size", String(e.batchSize)],
+    ["Threads", e.threads ? `${e.threads} (asked)` : "the agent's setting or its choice"],
     ["Dataset", `${e.dataset}${e.samples ? `, ${e.samples} samples` : ""}`],
     ["Agent", e.agentId ?? DASH],
     ["Submitted", when(e.createdAt)],

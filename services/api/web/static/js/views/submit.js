@@ -21,6 +21,7 @@ const FIELD_OF = {
   dataset: "dataset",
   samples: "samples",
   seed: "seed",
+  threads: "threads",
   traceLevel: "traceLevel",
   fanOut: "fanOut",
   backendOptions: "backendOptions",
@@ -207,6 +208,8 @@ function form({ models, agents, datasets }) {
     h("fieldset", {},
       h("legend", {}, "Agent, backend and tracing"),
       field("Device", text("device", "cpu"), { hint: "Default: a device= constraint's, else cpu." }),
+      field("Threads", number("threads", "", { min: 1, step: 1, placeholder: "the agent's" }),
+        { hint: "Intra-op threads for this run, over the agent's setting (a find peak keeps the first probe's)." }),
       field("Trace level", h("select", { name: "traceLevel" },
         TRACE_LEVELS.map(([value, label]) => h("option", { value }, label))),
         { hint: "Each level above NONE adds its own traced pass." }),
@@ -342,6 +345,7 @@ function toInput(data) {
   if (num("batchSize") !== undefined) input.batchSize = Math.trunc(num("batchSize"));
   if (num("samples") !== undefined) input.samples = Math.trunc(num("samples"));
   if (num("seed") !== undefined) input.seed = Math.trunc(num("seed"));
+  if (num("threads") !== undefined) input.threads = Math.trunc(num("threads"));
   if (text("traceLevel")) input.traceLevel = text("traceLevel");
   const require = text("constraints").split(",").map((t) => t.trim()).filter(Boolean);
   if (require.length) input.constraints = { require };
