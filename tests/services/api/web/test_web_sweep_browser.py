@@ -59,7 +59,11 @@ def test_a_sweep_submitted_from_the_form_completes_and_draws_its_curve(
     # The page polls until every point is done, then draws all four on the curve.
     # (A locator wait: wait_for_function's polling evaluates strings, which the page's
     # content security policy refuses.)
-    expect(page.locator('[data-chart="sweep-curve"]')).to_have_attribute("data-points", "4")
+    curve = page.locator('[data-chart="sweep-curve"]')
+    expect(curve).to_have_attribute("data-points", "4")
+    # Offline latencies are queue positions: its curve is throughput against batch size.
+    assert curve.evaluate("el => el.data[0].x") == [1, 2, 4, 8]
+    assert curve.evaluate("el => el.data[0].y") == [p["samplesPerSecond"] for p in sweep["points"]]
     expect(page.locator("table[data-sweep-points] tbody tr")).to_have_count(4)
     expect(page.locator("table[data-sweep-points] tbody")).not_to_contain_text("QUEUED")
     loads = sweep["modelLoads"]

@@ -4,7 +4,7 @@
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
 import { SERIES, chartBox, plot } from "../charts.js";
-import { DASH, isFinal, number, shortId } from "../format.js";
+import { DASH, isFinal, number, scenarioName, shortId } from "../format.js";
 import { SWEEP } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 
@@ -36,7 +36,7 @@ export function renderSweep(main, signal, groupId) {
         replace(body, ...view(sweep));
         const box = body.querySelector('[data-chart="sweep-curve"]');
         const done = sweep.points.filter((p) => p.samplesPerSecond != null && p.latencyP99Ms != null);
-        if (box && done.length) await plot(box, curve(sweep, done), curveAxes());
+        if (box && done.length) await plot(box, curve(sweep, done), curveAxes(sweep));
       }
       body.setAttribute("aria-busy", "false");
       if (!sweep.points.every((p) => isFinal(p.evaluation.state))) {
@@ -64,10 +64,16 @@ function view(sweep) {
       `over ${label.toLowerCase()}: ${finished} of ${sweep.points.length} points done; ${loads} ${kept}.`),
     h("section", { class: "card" },
       h("h2", {}, "Curve"),
-      chartBox("sweep-curve", `Throughput against p99 latency, one point per ${label.toLowerCase()}`),
+      chartBox("sweep-curve", offline(sweep)
+        ? `Throughput against ${label.toLowerCase()}, one point per value`
+        : `Throughput against p99 latency, one point per ${label.toLowerCase()}`),
       h("p", { class: "hint" },
         "Each point is one run, labelled with its value; a hollow point's run is not VALID and STABLE, " +
-        "so its figures are not results to quote.")),
+        "so its figures are not results to quote." +
+        (offline(sweep)
+          ? " Offline issues every sample at once, so a latency is a sample's place in the queue, not the " +
+            "system's: the curve is throughput against the swept value (latencies stay in the table)."
+          : ""))),
     h("section", { class: "card" },
       h("h2", {}, "Points"),
       table(sweep, label)),
@@ -94,12 +100,18 @@ function quotable(p) {
   return p.validity === "VALID" && p.stability === "STABLE";
 }
 
+// Offline latencies are queue positions: its curve is throughput against the swept value.
+function offline(sweep) {
+  return scenarioName(sweep.points[0]?.evaluation.scenario) === "offline";
+}
+
 function curve(sweep, points) {
+  const byValue = offline(sweep);
   return [{
     type: "scatter",
     mode: "lines+markers+text",
     name: LABEL[sweep.parameter] ?? sweep.parameter,
-    x: points.map((p) => p.latencyP99Ms),
+    x: points.map((p) => (byValue ? p.value : p.latencyP99Ms)),
     y: points.map((p) => p.samplesPerSecond),
     text: points.map((p) => number(p.value, 0)),
     textposition: "top center",
@@ -109,13 +121,16 @@ function curve(sweep, points) {
       color: points.map((p) => (quotable(p) ? SERIES[0] : "rgba(0,0,0,0)")),
       line: { color: SERIES[0], width: 2 },
     },
-    hovertemplate: "%{text}: %{y:.1f} samples/s at p99 %{x:.3f} ms<extra></extra>",
+    hovertemplate: byValue
+      ? "%{text}: %{y:.1f} samples/s<extra></extra>"
+      : "%{text}: %{y:.1f} samples/s at p99 %{x:.3f} ms<extra></extra>",
   }];
 }
 
-function curveAxes() {
+function curveAxes(sweep) {
+  const label = LABEL[sweep.parameter] ?? sweep.parameter;
   return {
-    xaxis: { title: { text: "p99 latency (ms)" } },
+    xaxis: offline(sweep) ? { title: { text: label }, type: "log", dtick: Math.LN2 / Math.LN10 } : { title: { text: "p99 latency (ms)" } },
     yaxis: { title: { text: "Samples/s" }, rangemode: "tozero" },
   };
 }
