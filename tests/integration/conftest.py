@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from services.stack.manager import default_services
+from services.stack.manager import ENTRY_MODULE, ServiceSpec, default_services
 from tests.support.ephemeral import EphemeralStack
 
 pytestmark = pytest.mark.integration
@@ -183,3 +185,38 @@ def torch_client(torch_stack: EphemeralStack) -> GraphQLClient:
     with session_scope(torch_stack.database_url) as session:
         token = create_token(session, user_name="torch-user", label="test")
     return GraphQLClient(torch_stack.api_url, token)
+
+
+def _threaded_agents(client: GraphQLClient) -> set[int]:
+    agents = client("{ agents { framework settings } }")["agents"]
+    return {
+        a["settings"].get("intra_op_threads", 0)
+        for a in agents
+        if a["framework"] == "null" and a["settings"].get("intra_op_threads")
+    }
+
+
+@pytest.fixture(scope="module")
+def fleet(
+    stack: EphemeralStack, client_for: Callable[[str], GraphQLClient]
+) -> Iterator[GraphQLClient]:
+    """The session's stack plus two inference workers with 1 and 2 threads."""
+    worker = [sys.executable, "-m", ENTRY_MODULE, "worker", "inference"]
+    specs = [
+        ServiceSpec(
+            f"inference-t{n}",
+            [*worker, "--framework", "null", "--framework", "onnxruntime", "--threads", str(n)],
+        )
+        for n in (1, 2)
+    ]
+    extra = stack.start_services(specs, name="threaded")
+    client = client_for("fleet-owner")
+    try:
+        deadline = time.monotonic() + 60
+        while _threaded_agents(client) != {1, 2}:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"threaded workers did not register:\n{stack.logs()}")
+            time.sleep(0.3)
+        yield client
+    finally:
+        extra.stop(grace_s=10)

@@ -6,9 +6,7 @@ settings (1 and 2 intra-op threads), as two machines of a fleet would.
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from services.stack.manager import ENTRY_MODULE, ServiceSpec
 from shared.environment import gpu_info
 from tests.integration.conftest import GraphQLClient
 from tests.support.ephemeral import EphemeralStack
@@ -56,41 +53,6 @@ QUICK = {
 }
 # The two threaded workers are the only agents with a thread setting: threads>=1 picks both.
 THREADED = {"require": ["threads>=1"]}
-
-
-def _threaded_agents(client: GraphQLClient) -> set[int]:
-    agents = client("{ agents { framework settings } }")["agents"]
-    return {
-        a["settings"].get("intra_op_threads", 0)
-        for a in agents
-        if a["framework"] == "null" and a["settings"].get("intra_op_threads")
-    }
-
-
-@pytest.fixture(scope="module")
-def fleet(
-    stack: EphemeralStack, client_for: Callable[[str], GraphQLClient]
-) -> Iterator[GraphQLClient]:
-    """The session's stack plus two inference workers with 1 and 2 threads."""
-    worker = [sys.executable, "-m", ENTRY_MODULE, "worker", "inference"]
-    specs = [
-        ServiceSpec(
-            f"inference-t{n}",
-            [*worker, "--framework", "null", "--framework", "onnxruntime", "--threads", str(n)],
-        )
-        for n in (1, 2)
-    ]
-    extra = stack.start_services(specs, name="threaded")
-    client = client_for("fleet-owner")
-    try:
-        deadline = time.monotonic() + 60
-        while _threaded_agents(client) != {1, 2}:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"threaded workers did not register:\n{stack.logs()}")
-            time.sleep(0.3)
-        yield client
-    finally:
-        extra.stop(grace_s=10)
 
 
 def _wait(client: GraphQLClient, group_id: str, timeout_s: float = 60) -> dict[str, Any]:

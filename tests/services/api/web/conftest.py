@@ -12,6 +12,7 @@ import pytest
 
 from tests.integration.conftest import (  # noqa: F401  (fixtures and hook, re-used by name)
     client_for,
+    fleet,
     make_token,
     pytest_runtest_makereport,
     running_stack,

@@ -7,7 +7,7 @@ import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
 import { CDF_AXES, SERIES, cdfTrace, chartBox, plot } from "../charts.js";
 import {
-  DASH, differVerdict, intervalOf, intervalText, latestRun, metric, number, scenarioName, shortId, stability,
+  DASH, differVerdict, isFinal, intervalOf, intervalText, latestRun, metric, number, scenarioName, shortId, stability,
 } from "../format.js";
 import { COMPARED, GROUP, LATENCY_POINTS } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
@@ -16,6 +16,8 @@ export const MAX_COMPARED = 8;
 const ID = /^[\w-]{1,64}$/;
 // Fewer points per curve than on a run's page: up to eight curves share one chart.
 const POINTS_PER_CURVE = Math.min(LATENCY_POINTS, 1000);
+// How often the page looks again while some evaluations are not finished.
+const POLL_MS = 1500;
 
 const FIGURES = [
   ["samples_per_second", "Samples/s", 1],
@@ -58,6 +60,12 @@ async function load(body, signal, params) {
     return;
   }
   replace(body, notice(`Loading ${ids.length} evaluations…`));
+  await refresh(body, signal, ids, notes, "");
+}
+
+// Fetches the evaluations and redraws when anything changed; while some are not finished
+// (a fan-out just submitted), it looks again every POLL_MS, so the page fills in as they end.
+async function refresh(body, signal, ids, notes, drawn) {
   let found;
   try {
     found = await Promise.all(ids.map((id) => gql(COMPARED, { id, points: POINTS_PER_CURVE })));
@@ -68,12 +76,16 @@ async function load(body, signal, params) {
   if (signal.aborted) return;
   const evaluations = found.map((d) => d.evaluation).filter(Boolean);
   const missing = ids.filter((id) => !evaluations.some((e) => e.id === id));
-  if (missing.length) notes.push(`Not visible to you (or no such evaluation): ${missing.join(", ")}.`);
+  const shown = missing.length ? [...notes, `Not visible to you (or no such evaluation): ${missing.join(", ")}.`] : notes;
   if (!evaluations.length) {
-    replace(body, ...notes.map((n) => notice(n, "error")));
+    replace(body, ...shown.map((n) => notice(n, "error")));
     return;
   }
-  render(body, evaluations, notes);
+  const state = JSON.stringify(evaluations);
+  if (state !== drawn) render(body, evaluations, shown);
+  if (!evaluations.every((e) => isFinal(e.state))) {
+    setTimeout(() => signal.aborted || refresh(body, signal, ids, notes, state), POLL_MS);
+  }
 }
 
 // The ids in the URL, or the fan-out group's; at most MAX_COMPARED, saying so when cut.
@@ -137,9 +149,18 @@ function render(body, evaluations, notes) {
     ...notes.map((n) => notice(n, "error")),
     h("p", { class: "small muted" }, `${evaluations.length} evaluations. `, share,
       " (copy it to share; the people you share it with see only their own evaluations)."),
+    unfinished(evaluations),
     settingsCard(evaluations, settings, keys, differs, labels),
     figuresCard(evaluations, labels),
     chartsCard(evaluations, labels));
+}
+
+function unfinished(evaluations) {
+  const done = evaluations.filter((e) => isFinal(e.state)).length;
+  if (done === evaluations.length) return null;
+  const line = notice(`${done} of ${evaluations.length} finished; this page updates as the others finish.`);
+  line.dataset.pending = String(evaluations.length - done);
+  return line;
 }
 
 function columnHeads(evaluations, labels) {
