@@ -49,6 +49,8 @@ def test_a_fan_out_from_the_form_opens_its_comparison(
     cdf = page.locator('[data-chart="compare-cdf"]')
     expect(cdf).to_have_attribute("data-rendered", "yes")
     assert cdf.evaluate("el => el.querySelectorAll('.scatterlayer .trace').length") == len(rows)
+    threads_row = page.locator('tr[data-setting="Threads"]')
+    expect(threads_row).to_have_attribute("data-differs", "yes")  # 1 and 2: what sets them apart
     agent_row = page.locator('tr[data-setting="Agent"]')
     expect(agent_row).to_have_attribute("data-differs", "yes")
     for agent in agents:

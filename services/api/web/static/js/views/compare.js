@@ -128,9 +128,16 @@ function settingsOf(e) {
     ["Batch size", String(e.batchSize)],
     ["Dataset", `${e.dataset}${e.samples ? `, ${e.samples} samples` : ""}`],
     ["Trace level", e.traceLevel],
+    // The intra-op threads the agent applied to the run (the evaluation's own when asked).
+    ["Threads", appliedThreads(run)],
     ["Agent", e.agentId ?? DASH],
   );
   return new Map(pairs.map(([k, v]) => [k, v ?? DASH]));
+}
+
+function appliedThreads(run) {
+  const threads = run?.settings?.backend_options?.intra_op_threads;
+  return threads ? String(threads) : DASH;
 }
 
 function render(body, evaluations, notes) {
