@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.inference.loadgen import sut as sut_module
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.sut import MAX_WARMED_SIZES, BatchingSUT, warm_sizes
 from shared.catalogue import resolve_model
@@ -30,13 +31,27 @@ def _recording_backend(calls: list[tuple[str, int]]) -> Backend:
 
 
 def test_server_warms_every_size_dynamic_batching_can_form() -> None:
-    assert warm_sizes("server", 4) == [1, 2, 3, 4]
+    assert warm_sizes("server", 4) == [4, 1, 2, 3]  # the cap first, then small ones up
+    assert warm_sizes("server", 1) == [1]
     assert warm_sizes("offline", 4) == [4]
     cap = MAX_WARMED_SIZES + 36
-    assert warm_sizes("server", cap) == [*range(1, MAX_WARMED_SIZES + 1), cap]
+    assert warm_sizes("server", cap) == [cap, *range(1, MAX_WARMED_SIZES + 1)]
 
 
-@pytest.mark.parametrize(("scenario", "sizes"), [("server", [1, 2, 3, 4]), ("offline", [4])])
+def test_warming_stops_at_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sut_module, "WARM_BUDGET_S", 0.0)
+    calls: list[tuple[str, int]] = []
+    qsl = TensorQSL.from_array(np.zeros((8, 1, 32, 32), dtype=np.float32))
+    warm = np.zeros((4, 1, 32, 32), dtype=np.float32)
+    sut = BatchingSUT(
+        _recording_backend(calls), qsl, batch_size=4, scenario="server", warm_batch=warm
+    )
+    sut.construct()
+    sut.destroy()
+    assert [size for _, size in calls] == [4]  # the cap always; nothing past the budget
+
+
+@pytest.mark.parametrize(("scenario", "sizes"), [("server", [4, 1, 2, 3]), ("offline", [4])])
 def test_every_worker_thread_is_warm_when_construct_returns(
     scenario: str, sizes: list[int]
 ) -> None:
