@@ -34,16 +34,21 @@ def _is_image(entry: os.DirEntry[str]) -> bool:
     return entry.is_file() and os.path.splitext(entry.name)[1].lower() in IMAGE_SUFFIXES
 
 
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    """The folder's entries; none when it cannot be read (the listing goes on without it)."""
+    try:
+        return list(os.scandir(folder))
+    except OSError:
+        return []
+
+
 def count_images(root: Path, cap: int = COUNT_CAP) -> tuple[int, bool, int]:
     """(images up to ``cap``, whether more remain, sub-folders holding images)."""
     images, classes = 0, 0
     pending = [root]
     while pending:
         folder = pending.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue  # unreadable: counted as empty rather than failing the listing
+        entries = _entries(folder)
         found = sum(1 for entry in entries if _is_image(entry))
         if found and folder != root:
             classes += 1
@@ -65,7 +70,7 @@ def list_datasets(datasets_dir: Path, max_folders: int = MAX_FOLDERS) -> list[Da
         level = sorted(
             Path(e.path)
             for folder in level
-            for e in os.scandir(folder)
+            for e in _entries(folder)
             if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
         )
         candidates.extend(level)
