@@ -296,7 +296,14 @@ def test_cancel_ends_the_measurement_and_frees_the_agent(
     from shared.db.session import session_scope
 
     ivan = client_for("ivan")
-    long_run = submit(ivan, seed=603, settings={"minDurationS": 50, "targetQps": 2000})
+    # 1 ms a sample for 110,000 samples: without a service time the null backend ends this
+    # "long" run in about 2 s, inside the sleep below, and the cancel would find it done.
+    long_run = submit(
+        ivan,
+        seed=603,
+        settings={"minDurationS": 50, "targetQps": 2000},
+        backendOptions={"service_time_ms": 1},
+    )
 
     def row(evaluation_id: str) -> Evaluation:
         with session_scope(stack.database_url) as session:
