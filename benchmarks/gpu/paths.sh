@@ -5,6 +5,9 @@
 # ONNX Runtime and TensorRT where their CUDA builds are missing. Prepare with wheels.sh; on
 # the device: `bash benchmarks/gpu/paths.sh` carrying .whl. DEV=cpu dry-runs it anywhere.
 DEV=${DEV:-cuda}
+# A CPU dry-run shortens training: STEPS=3 IMAGE=32 DEV=cpu bash benchmarks/gpu/paths.sh
+STEPS=${STEPS:-30}
+IMAGE=${IMAGE:-224}
 OUT=${OUT:-/tmp/benchstack-gpu}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 BENCHSTACK_DATA_DIR=/tmp/benchstack-gpu-data
 if [ -d .whl ] && [ "$DEV" = cuda ]; then
@@ -22,13 +25,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | head
 python3 -c "import torch, onnxruntime as o; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.device_count()); print('onnxruntime', o.__version__, o.get_available_providers())"
 python3 -c "import tensorrt; print('tensorrt', tensorrt.__version__)" 2>&1 | tail -1
 
-step GPU tests
-timeout 240 python3 -m pytest -q -rs -p no:cacheprovider --timeout 120 -s \
+step "GPU tests, Keras aside: the image has no TensorFlow"
+timeout 240 python3 -m pytest -q -rs -p no:cacheprovider -p no:warnings --timeout 120 -s -k "not keras" \
   tests/shared/test_devices.py tests/services/inference/profiling \
   tests/services/inference/backends/tensorrt tests/services/inference/backends/onnxruntime \
   tests/services/inference/backends/torch tests/services/inference/loadgen \
   tests/services/training/test_data_sources.py tests/services/training/test_scaling.py 2>&1 \
-  | grep -v -i warn | tail -20
+  | tail -20
 
 step bench resnet18 Offline batch 32: $DEV, then the CPU side by side
 $BS bench resnet18 --device "$DEV" --scenario offline --batch-size 32 --samples 256 --duration 8 --json > "$OUT/offline_$DEV.json"; echo rc=$?
@@ -44,12 +47,12 @@ $BS find-peak resnet18 --device "$DEV" --latency-bound-ms 10 --batch-size 8 --du
 step profile resnet18 LIBRARY $DEV
 $BS profile resnet18 --device "$DEV" --trace-level LIBRARY --iterations 5 --top 6 --trace "$OUT/trace_library_$DEV.json" 2>&1 | tail -40
 
-step train resnet18 224 px: batch 64 and 256, fp32 and bf16, then DDP with one rank
+step train resnet18 $IMAGE px: batch 64 and 256, fp32 and bf16, then DDP with one rank
 for args in "--batch-size 64" "--batch-size 64 --precision bf16" "--batch-size 256" "--batch-size 256 --precision bf16"; do
   echo "train $args"
-  timeout 150 python3 -m services.cli.main train resnet18 --steps 30 --image-size 224 $args 2>&1 | grep -E "images/s|data share|CUDA|rror"
+  timeout 150 python3 -m services.cli.main train resnet18 --steps "$STEPS" --image-size "$IMAGE" $args 2>&1 | grep -E "images/s|data share|CUDA|rror"
 done
-timeout 150 python3 -m services.cli.main train resnet18 --steps 30 --batch-size 64 --image-size 224 --workers 1 2>&1 | tail -4
+timeout 150 python3 -m services.cli.main train resnet18 --steps "$STEPS" --batch-size 64 --image-size "$IMAGE" --workers 1 2>&1 | tail -4
 
 step ONNX Runtime and TensorRT on $DEV: a clear refusal where the CUDA build is missing
 $BS bench resnet18 --framework onnxruntime --device "$DEV" --scenario offline --samples 32 --duration 2 2>&1 | tail -2
