@@ -15,7 +15,12 @@ import pytest
 from services.aggregator.repository import get_run
 from services.analysis.environment import diff_environments
 from services.analysis.repeats import Spread
-from services.analysis.rerun import compare, request_from_run, rerun_stored
+from services.analysis.rerun import (
+    SMALLEST_CHANGE_OF_INTEREST,
+    compare,
+    request_from_run,
+    rerun_stored,
+)
 from services.analysis.sweep import expand, parse_values
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
@@ -118,7 +123,17 @@ def test_rerun_of_a_steady_run_is_within_noise(settings: Settings) -> None:
     request = replace(request, scenario=request.scenario.model_copy(update={"min_duration_s": 1.5}))
     original = run_bench(request, settings)
     comparison = rerun_stored(original["run_id"][:8], settings)
-    assert comparison.verdict == "within noise", comparison.to_dict()
+    # The same system is never judged changed.
+    assert comparison.verdict != "outside noise", comparison.to_dict()
+    wide = [f for f in comparison.figures if f.band > SMALLEST_CHANGE_OF_INTEREST]
+    if wide:
+        # A loaded host (CI's 2 cores under the whole suite) can widen a band past what a
+        # user cares about: the verdict then says inconclusive and names the band.
+        print("rerun bands widened by the host:", [(f.name, round(f.band, 3)) for f in wide])
+        assert comparison.verdict == "inconclusive", comparison.to_dict()
+        assert all("noise band" in f.explanation for f in wide)
+    else:
+        assert comparison.verdict == "within noise", comparison.to_dict()
     assert comparison.original_run == original["run_id"]
     # Same process, same machine: nothing that matters to the figures changed.
     assert not [d for d in comparison.environment_diff if not d.startswith("memory")]
