@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from services.analysis.advice import system_of
 from services.analysis.figures import percentile_key
 from services.analysis.findpeak import PeakResult, Probe, judge, next_step
 from services.api.groups import (
@@ -237,13 +238,14 @@ def load_find_peak(
 
 
 def _threads_used(view: FindPeakView, evaluation: Evaluation) -> int | None:
-    """The intra-op threads ``evaluation``'s stored run used (its report's framework)."""
+    """The intra-op threads ``evaluation``'s stored run applied, read as advice reads a
+    run's system (``advice.system_of``), so pinned probes are one system to it."""
     members = [(e, r) for e, r, _ in view.probes]
     if view.estimate is not None:
         members.append(view.estimate)
     run = next((r for e, r in members if e.id == evaluation.id and r is not None), None)
-    threads = ((run.report or {}).get("framework") or {}).get("intra_op_threads") if run else None
-    return int(threads) if isinstance(threads, int) and threads >= 1 else None
+    threads = system_of(run.report or {})[2]["threads"] if run is not None else 0
+    return threads or None
 
 
 def continue_find_peak(

@@ -5,6 +5,7 @@ sources wrap them as tensors, the Keras path takes them as they are."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,15 +68,7 @@ def synthetic(
         )
         for _ in range(pool)
     ]
-    position = 0
-
-    def next_batch() -> tuple[Any, Any]:
-        nonlocal position
-        batch = batches[position % pool]
-        position += 1
-        return batch
-
-    return next_batch
+    return itertools.cycle(batches).__next__
 
 
 def synthetic_arrays(
@@ -91,15 +84,7 @@ def synthetic_arrays(
         )
         for _ in range(pool)
     ]
-    position = 0
-
-    def next_batch() -> tuple[np.ndarray, np.ndarray]:
-        nonlocal position
-        batch = batches[position % pool]
-        position += 1
-        return batch
-
-    return next_batch
+    return itertools.cycle(batches).__next__
 
 
 def folder_arrays(

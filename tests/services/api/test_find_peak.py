@@ -9,8 +9,9 @@ from shared.db.models import Run
 
 def _view(estimate_threads: int | None, probe_threads: int | None) -> FindPeakView:
     def run(threads: int | None) -> Run:
-        framework = {} if threads is None else {"intra_op_threads": threads}
-        return Run(id="r", report={"framework": framework})
+        # As the aggregator stores a run: the threads the agent applied, in its settings.
+        options = {} if threads is None else {"intra_op_threads": threads}
+        return Run(id="r", report={"settings": {"backend_options": options}})
 
     estimate = (Evaluation(id="estimate"), run(estimate_threads))
     probe = (Evaluation(id="probe"), run(probe_threads), None)

@@ -16,6 +16,7 @@ import pytest
 from services.analysis.confidence import Interval, differ
 from tests.integration.conftest import GraphQLClient
 from tests.support.ephemeral import EphemeralStack
+from tests.support.web import sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -108,9 +109,7 @@ def test_run_charts_compare_agents_and_models(
     assert sample["totalCount"] > 0 and not sample["downsampled"]
     assert windows and spans
 
-    page.goto("/")
-    page.get_by_label("API token").fill(token)
-    page.get_by_role("button", name="Save token").click()
+    sign_in(page, token)
 
     # A run's page: every chart drawn from what is stored.
     page.goto(f"/#/evaluations/{traced_id}")

@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from tests.support.ephemeral import EphemeralStack
+from tests.support.web import sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -34,9 +35,7 @@ def test_a_dataset_chosen_in_the_form_is_the_one_run(
 
     _photos(stack.data_dir / "datasets" / "web-photos" / "cats", 3)
     _photos(stack.data_dir / "datasets" / "web-photos" / "dogs", 2)
-    page.goto("/")
-    page.get_by_label("API token").fill(make_token("dana-web"))
-    page.get_by_role("button", name="Save token").click()
+    sign_in(page, make_token("dana-web"))
     page.get_by_role("link", name="New evaluation").first.click()
     dataset = page.get_by_label("Dataset")
     expect(dataset).to_contain_text("web-photos (5 images, 2 classes)")

@@ -11,6 +11,7 @@ import pytest
 
 from tests.integration.conftest import GraphQLClient
 from tests.support.ephemeral import EphemeralStack
+from tests.support.web import sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
@@ -25,9 +26,7 @@ def test_a_fan_out_from_the_form_opens_its_comparison(
     from playwright.sync_api import expect
 
     token = make_token("fay-fan-out")
-    page.goto("/")
-    page.get_by_label("API token").fill(token)
-    page.get_by_role("button", name="Save token").click()
+    sign_in(page, token)
     page.get_by_role("link", name="New evaluation").first.click()
     resnet = page.locator('select[name="model"] option', has_text=re.compile(r"^resnet18 "))
     page.get_by_label("Model").select_option(resnet.first.get_attribute("value"))

@@ -15,6 +15,7 @@ import pytest
 
 from tests.integration.conftest import GraphQLClient
 from tests.support.ephemeral import EphemeralStack
+from tests.support.web import sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -42,9 +43,7 @@ FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
 def open_form(page: Any, token: str) -> None:
     from playwright.sync_api import expect
 
-    page.goto("/")
-    page.get_by_label("API token").fill(token)
-    page.get_by_role("button", name="Save token").click()
+    sign_in(page, token)
     page.goto("/#/new")
     model = page.locator('select[name="model"]')
     expect(model).to_contain_text("resnet18")

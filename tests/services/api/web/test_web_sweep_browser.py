@@ -13,6 +13,7 @@ import pytest
 
 from tests.integration.conftest import GraphQLClient
 from tests.support.ephemeral import EphemeralStack
+from tests.support.web import sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -30,9 +31,7 @@ def test_a_sweep_submitted_from_the_form_completes_and_draws_its_curve(
     from playwright.sync_api import expect
 
     token = make_token("gina-sweep")
-    page.goto("/")
-    page.get_by_label("API token").fill(token)
-    page.get_by_role("button", name="Save token").click()
+    sign_in(page, token)
     page.goto("/#/new")
     page.locator('select[name="model"]').select_option(label="resnet18 1.0.0 (torch)")
     page.locator('input[name="framework"]').fill("null")
