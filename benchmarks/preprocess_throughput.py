@@ -1,7 +1,9 @@
 """benchstack preprocessing vs torchvision's PIL pipeline, side by side, one core.
 
-The images are synthetic but photo-like (smooth gradients, shapes and noise, JPEG quality
-90), generated deterministically: no real photos can be downloaded here. Both pipelines
+Three sets of JPEGs: photo-like ones (smooth gradients, shapes and noise, JPEG quality 90,
+generated deterministically) at 500x375 and 12 MP, and scikit-learn's two real photos
+(640x427, saved with little compression; no other real photos can be downloaded here),
+each set --images files. Both pipelines
 produce Resize(256) + CenterCrop(224) + ToTensor + Normalize (ImageNet mean/std) and are
 timed in interleaved rounds so load from other processes falls on both alike.
 
@@ -15,7 +17,9 @@ models on real photos in both modes.
 "benchstack fast" is what a preprocess worker does per shard: its stored form, the planar
 8-bit crops (pipeline.deferred_normalize), normalized where the shard is loaded, in the
 QSL's untimed load callback. "fast+finish" times that normalize too, so the row compares
-the whole work to float tensors with torchvision's.
+the whole work to float tensors with torchvision's. "(full decode alone)" decodes each
+JPEG whole and does nothing else: its ratio is the ceiling of any pipeline that decodes
+every pixel. Each ratio is the median of the rounds' ratios, with the rounds' range.
 """
 
 from __future__ import annotations
@@ -23,14 +27,17 @@ from __future__ import annotations
 import argparse
 import io
 import multiprocessing
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
+from statistics import median
 
 import numpy as np
+import simplejpeg
 import torch
 from PIL import Image, ImageDraw
 
@@ -118,12 +125,7 @@ def main() -> None:
     specs = {name: benchstack_spec(name) for name in ("reference", "fast")}
     tv = torchvision_pipeline()
     with tempfile.TemporaryDirectory() as tmp:
-        for label, (width, height) in SIZES.items():
-            paths = []
-            for i in range(args.images):
-                path = Path(tmp) / f"{width}x{height}-{i}.jpg"
-                path.write_bytes(photo_like_jpeg(width, height, seed=i))
-                paths.append(path)
+        for label, paths in image_sets(Path(tmp), args.images).items():
             print(f"{label}, one core, {args.images} images x {args.rounds} rounds:")
             compare_rates(paths, specs, tv, args.rounds)
             processes = usable_cpus()
@@ -139,20 +141,56 @@ def main() -> None:
         print_top5(specs)
 
 
+def image_sets(folder: Path, count: int) -> dict[str, list[Path]]:
+    """``count`` JPEGs per set: the photo-like ones at each size in SIZES, and scikit-learn's
+    two real photos (640x427, 197 and 143 kB: little compression, so much more entropy
+    decoding per pixel than the photo-like ones) copied in turn."""
+    import sklearn
+
+    sets: dict[str, list[Path]] = {}
+    for label, (width, height) in SIZES.items():
+        sets[label] = []
+        for i in range(count):
+            path = folder / f"{width}x{height}-{i}.jpg"
+            path.write_bytes(photo_like_jpeg(width, height, seed=i))
+            sets[label].append(path)
+    photos = sorted((Path(sklearn.__file__).parent / "datasets" / "images").glob("*.jpg"))
+    real = f"real photos 640x427 ({', '.join(p.name for p in photos)})"
+    sets[real] = []
+    for i in range(count):
+        path = folder / f"real-{i}-{photos[i % len(photos)].name}"
+        shutil.copyfile(photos[i % len(photos)], path)
+        sets[real].append(path)
+    return sets
+
+
 def print_interleaved_rates(
     pipelines: dict[str, Callable[[], object]], images: int, rounds: int
 ) -> None:
     """Time each pipeline (one pass over ``images`` images) in interleaved rounds, so load
-    from other processes falls on all alike; print images/s and the ratio to torchvision."""
-    totals = dict.fromkeys(pipelines, 0.0)
+    from other processes falls on all alike; print images/s over all rounds and the ratio
+    to torchvision: the median of the rounds' ratios (each round's pipelines ran next to
+    each other), with the lowest and highest round's, the spread this host's noise gave."""
+    seconds: dict[str, list[float]] = {name: [] for name in pipelines}
     for _ in range(rounds):
         for name, run in pipelines.items():
             start = time.perf_counter()
             run()
-            totals[name] += time.perf_counter() - start
-    rates = {name: images * rounds / seconds for name, seconds in totals.items()}
-    for name, rate in rates.items():
-        print(f"  {name:<21} {rate:7.1f} img/s  x{rate / rates['torchvision']:.2f} torchvision")
+            seconds[name].append(time.perf_counter() - start)
+    baseline = seconds["torchvision"]
+    for name, times in seconds.items():
+        rate = images * rounds / sum(times)
+        ratios = [tv / own for tv, own in zip(baseline, times, strict=True)]
+        spread = f" (rounds x{min(ratios):.2f} to x{max(ratios):.2f})" if rounds > 1 else ""
+        print(f"  {name:<26} {rate:7.1f} img/s  x{median(ratios):.2f} torchvision{spread}")
+
+
+def decode_alone(paths: list[Path]) -> None:
+    """Every pixel of each JPEG decoded by libjpeg-turbo with its fast settings, nothing
+    else: the floor of any pipeline that decodes whole images, so its ratio to
+    torchvision is the ceiling of theirs."""
+    for path in paths:
+        simplejpeg.decode_jpeg(path.read_bytes(), fastdct=True, fastupsample=True)
 
 
 def compare_rates(
@@ -171,6 +209,7 @@ def compare_rates(
         pipelines[f"benchstack {name}"] = partial(preprocess_batch, samples, spec, stored=True)
     # The fast shard normalized as the QSL's load callback does, timed here all the same.
     pipelines["benchstack fast+finish"] = partial(preprocess_batch, samples, specs["fast"])
+    pipelines["(full decode alone)"] = partial(decode_alone, paths)
     print_interleaved_rates(pipelines, len(paths), rounds)
 
 

@@ -18,10 +18,11 @@ from services.preprocess.ops import (
     BATCH_OPS,
     FAST_BATCH_OPS,
     DecodeError,
+    crop_size,
     decode_one,
     normalize_planar,
     normalize_to_nchw,
-    resize_crop_planar,
+    resize_crop_into,
 )
 from shared.manifest import (
     CenterCropStep,
@@ -115,53 +116,111 @@ def preprocess_batch(
     ``stored``: the form a shard keeps (``deferred_normalize``): 8-bit crops where the
     fused path runs, otherwise the finished tensors."""
     decode = _decode_step(spec)
+    budget = max_image_pixels or get_settings().max_image_pixels
+    planar_steps = _planar_steps(spec) if spec.fidelity == "fast" else None
+    if planar_steps is not None:
+        streamed = _fused_fast_path(samples, spec, decode, planar_steps, budget, stored)
+        if streamed is not None:
+            return streamed
+    return _step_by_step(samples, spec, decode, budget)
+
+
+def _read_and_decode(
+    sample: Sample,
+    decode: DecodeStep,
+    budget: int,
+    *,
+    resize: ResizeStep | None,
+    fast: bool,
+    resize_now: bool,
+) -> np.ndarray:
+    """One sample's pixels; DecodeError for a file that cannot be read or decoded."""
+    try:
+        data = sample.path.read_bytes()
+    except OSError as exc:
+        raise DecodeError(sample.id, f"cannot read file: {exc.strerror or exc}") from exc
+    return decode_one(
+        data,
+        decode,
+        name=sample.id,
+        max_pixels=budget,
+        resize=resize,
+        fast=fast,
+        resize_now=resize_now,
+    )
+
+
+def _fused_fast_path(
+    samples: Sequence[Sample],
+    spec: Input,
+    decode: DecodeStep,
+    steps: tuple[ResizeStep, CenterCropStep, NormalizeStep],
+    budget: int,
+    stored: bool,
+) -> tuple[np.ndarray | None, list[Sample], list[SampleError]] | None:
+    """decode -> resize -> center_crop -> normalize -> NCHW, the common classification
+    spec, one image at a time: each is decoded, resized and cropped into its row of one
+    planar 8-bit array (ops.resize_crop_into) before the next is decoded, so a batch holds
+    one decoded image at a time, not all of them (the allocator reuses its memory instead
+    of faulting in fresh pages for each), then normalized in one pass (finish) unless the
+    shard keeps the 8-bit form. None when an image is not 8-bit with the first one's
+    channels (the steps one by one handle it)."""
+    resize, crop, _ = steps
+    out: np.ndarray | None = None
+    kept: list[Sample] = []
+    errors: list[SampleError] = []
+    first: np.ndarray | None = None
+    for sample in samples:
+        try:
+            image = _read_and_decode(
+                sample, decode, budget, resize=resize, fast=True, resize_now=False
+            )
+        except DecodeError as exc:
+            errors.append(SampleError(sample.id, exc.reason))
+            continue
+        first = image if first is None else first
+        if not _fits_fused_path(image, first):
+            return None
+        if out is None:
+            crop_h, crop_w = crop_size(image, resize, crop)
+            out = np.empty((len(samples), image.shape[2], crop_h, crop_w), dtype=np.uint8)
+        resize_crop_into(out[len(kept)], image, resize, crop)
+        kept.append(sample)
+    if out is None:
+        return None, kept, errors
+    cropped = out[: len(kept)]
+    array = cropped if stored else finish(cropped, spec)
+    if array.shape[1:] != tuple(spec.shape):
+        raise ValueError(shape_mismatch(0, array.shape[1:], tuple(spec.shape)))
+    return array, kept, errors
+
+
+def _step_by_step(
+    samples: Sequence[Sample], spec: Input, decode: DecodeStep, budget: int
+) -> tuple[np.ndarray | None, list[Sample], list[SampleError]]:
+    """Each manifest step in turn over the whole batch (Input.fidelity picks the ops)."""
     resize = _resize_after_decode(spec)
     fast = spec.fidelity == "fast"
     ops = FAST_BATCH_OPS if fast else BATCH_OPS
-    # The fused path resizes after decode itself, so decode leaves the image whole.
-    planar = fast and _planar_steps(spec) is not None
-    budget = max_image_pixels or get_settings().max_image_pixels
     images: list[np.ndarray] = []
     kept: list[Sample] = []
     errors: list[SampleError] = []
     for sample in samples:
         try:
-            data = sample.path.read_bytes()
             images.append(
-                decode_one(
-                    data,
-                    decode,
-                    name=sample.id,
-                    max_pixels=budget,
-                    resize=resize,
-                    fast=fast,
-                    resize_now=not planar,
-                )
+                _read_and_decode(sample, decode, budget, resize=resize, fast=fast, resize_now=True)
             )
             kept.append(sample)
         except DecodeError as exc:
             errors.append(SampleError(sample.id, exc.reason))
-        except OSError as exc:
-            errors.append(SampleError(sample.id, f"cannot read file: {exc.strerror or exc}"))
     if not images:
         return None, kept, errors
-    planar_steps = _planar_steps(spec) if fast and _one_kind(images) else None
-    if planar_steps is not None:
-        # decode -> resize -> center_crop -> normalize -> NCHW, the common classification
-        # spec, as two fused passes (ops.resize_crop_planar, ops.normalize_planar).
-        resize_step, crop_step, _ = planar_steps  # finish() normalizes
-        cropped = resize_crop_planar(images, resize_step, crop_step)
-        array = cropped if stored else finish(cropped, spec)
-        if array.shape[1:] != tuple(spec.shape):
-            raise ValueError(shape_mismatch(0, array.shape[1:], tuple(spec.shape)))
-        return array, kept, errors
     batch: list[np.ndarray] | np.ndarray = images
     steps = list(spec.steps)
     fused: set[int] = set()  # steps already applied by the one before them
     for index, step in enumerate(steps):
-        # The resize straight after decode was applied to each image as it was decoded,
-        # unless decode left it to the fused path (which these images could not take).
-        if step.op == "decode" or (step is resize and not planar) or index in fused:
+        # The resize straight after decode was applied to each image as it was decoded.
+        if step.op == "decode" or step is resize or index in fused:
             continue
         after = steps[index + 1] if index + 1 < len(steps) else None
         nchw_next = isinstance(after, LayoutStep) and after.order == "NCHW"
@@ -197,9 +256,10 @@ def _planar_steps(spec: Input) -> tuple[ResizeStep, CenterCropStep, NormalizeSte
     return resize, crop, normalize
 
 
-def _one_kind(images: list[np.ndarray]) -> bool:
-    """8-bit images of one channel count: what the fused path takes (what decode gives)."""
-    return all(i.dtype == np.uint8 and i.shape[2] == images[0].shape[2] for i in images)
+def _fits_fused_path(image: np.ndarray, first: np.ndarray) -> bool:
+    """8-bit pixels with the batch's first image's channels: what the fused path takes
+    (what decode gives)."""
+    return image.dtype == np.uint8 and image.shape[2] == first.shape[2]
 
 
 # Fewer chunks than this per process: the pool's start-up (an interpreter per process,

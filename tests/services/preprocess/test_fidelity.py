@@ -19,6 +19,7 @@ from services.preprocess.ops import (
     layout,
     normalize,
     normalize_to_nchw,
+    resize_crop_into,
     resize_fast,
 )
 from services.preprocess.pipeline import preprocess, preprocess_batch
@@ -81,6 +82,40 @@ def test_the_fused_fast_path_gives_the_separate_fast_steps_bits_on_real_photos()
     )
     assert fused is not None and fused.flags.c_contiguous
     assert np.array_equal(fused, separate)
+
+
+@pytest.mark.parametrize(
+    ("height", "width"),
+    [(375, 500), (500, 375), (427, 640), (300, 257), (999, 1000), (224, 224), (150, 200)],
+)
+def test_resizing_only_up_to_the_crop_gives_the_whole_resize_bits(height: int, width: int) -> None:
+    """resize_crop_into computes the resize only up to the crop's far edges; each pixel it
+    keeps must be the whole resize's, downscaling, upscaling or neither."""
+    resize_step = ResizeStep(op="resize", size=256, method="bilinear")
+    crop = CenterCropStep(op="center_crop", size=[224, 224])
+    rng = np.random.default_rng(height * width)
+    # Texture at every frequency, where a shifted grid or a cut filter window would show.
+    image = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    whole = center_crop(resize_fast([image], resize_step), crop)[0].transpose(2, 0, 1)
+    out = np.zeros((3, 224, 224), dtype=np.uint8)
+    resize_crop_into(out, image, resize_step, crop)
+    assert np.array_equal(out, whole)
+
+
+def test_the_fused_fast_path_skips_a_bad_file_and_keeps_the_rows_in_order(
+    tmp_path: Path,
+) -> None:
+    spec = benchstack_spec("fast")
+    photos = photo_samples()
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"\xff\xd8 not a jpeg")
+    mixed = [photos[0], Sample(id="bad.jpg", path=bad, label=None), photos[1]]
+    got, kept, errors = preprocess_batch(mixed, spec, stored=True)
+    alone, _, _ = preprocess_batch(photos, spec, stored=True)
+    assert got is not None and got.dtype == np.uint8
+    assert [s.id for s in kept] == [photos[0].id, photos[1].id]
+    assert [e.sample_id for e in errors] == ["bad.jpg"]
+    assert np.array_equal(got, alone)
 
 
 def test_fast_mode_changes_no_prediction_of_the_trained_digits_model(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def test_chunks_that_came_back_in_different_forms_are_all_finished(
     samples = photo_samples()
     plain = preprocess(samples, spec, batch_size=1)
     calls = iter([True, False])  # the first chunk fuses, the second does not
-    monkeypatch.setattr(pipeline, "_one_kind", lambda images: next(calls))
+    monkeypatch.setattr(pipeline, "_fits_fused_path", lambda image, first: next(calls))
     mixed = preprocess(samples, spec, batch_size=1, stored=True)
     assert mixed.tensors.dtype == plain.tensors.dtype == np.float32
     assert np.array_equal(mixed.tensors, plain.tensors)
