@@ -72,6 +72,15 @@ export function intervalText(interval, digits = 1) {
   return `[${number(interval.low, digits)}, ${number(interval.high, digits)}]`;
 }
 
+// The interval a verdict may use: none for a run LoadGen did not judge VALID, whatever
+// was computed, as in the CLI's compare (services/cli/comparison._interval).
+export function judgedIntervalOf(run, name) {
+  if (run?.validity && run.validity !== "VALID") {
+    return { low: null, high: null, reason: `${run.validity}: LoadGen did not judge it` };
+  }
+  return intervalOf(run, name);
+}
+
 // Two systems' figure, as the CLI's compare judges it (services/analysis/confidence.differ).
 export function differVerdict(a, b) {
   if (!intervalText(a) || !intervalText(b)) {

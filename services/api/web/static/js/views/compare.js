@@ -7,7 +7,7 @@ import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
 import { CDF_AXES, SERIES, cdfTrace, chartBox, plot } from "../charts.js";
 import {
-  DASH, differVerdict, isFinal, intervalOf, intervalText, latestRun, metric, number, scenarioName, shortId, stability,
+  DASH, differVerdict, isFinal, intervalOf, intervalText, judgedIntervalOf, latestRun, metric, number, scenarioName, shortId, stability,
 } from "../format.js";
 import { COMPARED, GROUP, LATENCY_POINTS } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
@@ -199,7 +199,7 @@ function figuresCard(evaluations, labels) {
   const versus = runs.slice(1).map((run, i) => [run, labels[i + 1]]);
   const verdictCell = (name) => h("td", { class: "beyond" },
     versus.map(([run, label]) => {
-      const [verdict, why] = differVerdict(intervalOf(runs[0], name), intervalOf(run, name));
+      const [verdict, why] = differVerdict(judgedIntervalOf(runs[0], name), judgedIntervalOf(run, name));
       const tone = verdict === "differ" ? "tone-warn" : verdict === "cannot say" ? "tone-muted" : "tone-ok";
       return h("div", { "data-versus": label, "data-beyond": verdict, title: why },
         versus.length > 1 ? `${label}: ` : null, h("span", { class: `badge ${tone}` }, verdict));
