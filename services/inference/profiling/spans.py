@@ -82,6 +82,10 @@ class SpanRecorder:
             self.spans.append(span)
 
 
+# GPU tracks get thread ids apart from any OS thread id (torch_library gives them;
+# trace_events names them, and must not import torch to read this).
+GPU_TRACK_BASE = 1 << 40
+
 # Profilers export rounded times (Kineto: microseconds with three decimals), so a child
 # may end a rounding step past its parent; up to this much is clamped, more is left.
 ROUNDING_SLACK_NS = 2_000

@@ -26,16 +26,13 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from services.inference.backends.base import Backend
 from services.inference.profiling.instruments import Instrument, Window
-from services.inference.profiling.spans import Span, clamp_to_parents
+from services.inference.profiling.spans import GPU_TRACK_BASE, Span, clamp_to_parents
 
 FORWARD_MARK = "benchstack::forward#"
 LAYER_MARK = "layer::"
 # Kineto categories kept: operators, our annotations, and device work.
 CPU_CATEGORIES = {"cpu_op", "user_annotation", "cuda_runtime"}
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
-# GPU tracks get thread ids apart from any OS thread id.
-GPU_TRACK_BASE = 1 << 40
-
 
 def gpu_in_use(backend: Backend) -> bool:
     return backend.options.device.startswith("cuda") and torch.cuda.is_available()

@@ -13,8 +13,8 @@ from collections import defaultdict
 from typing import Any
 
 from services.inference.profiling.passes import CLOCK_METHOD, Profile
+from services.inference.profiling.spans import GPU_TRACK_BASE
 from services.inference.profiling.summary import SUMMARY_METHOD
-from services.inference.profiling.torch_library import GPU_TRACK_BASE
 
 TRACE_FILE = "trace.json"
 REQUIRED_KEYS = ("ph", "ts", "pid", "tid")
