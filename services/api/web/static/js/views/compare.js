@@ -148,7 +148,7 @@ function render(body, evaluations, notes) {
   // aside, which is long and differs in every fan-out).
   const telling = [...differs].filter((k) => k !== "Agent").slice(0, 2);
   const labels = evaluations.map((e, i) => {
-    const extra = telling.map((k) => `${k.replace(/^scenario\./, "")}=${settings[i].get(k)}`).join(", ");
+    const extra = telling.map((k) => `${k.replace(/^scenario\./, "")}=${settings[i].get(k) ?? DASH}`).join(", ");
     return extra ? `${shortId(e.id)} (${extra})` : shortId(e.id);
   });
   const share = h("a", { href: compareUrl(evaluations.map((e) => e.id)), class: "share-link" }, "Link to this comparison");
