@@ -34,6 +34,7 @@ LAYER_MARK = "layer::"
 CPU_CATEGORIES = {"cpu_op", "user_annotation", "cuda_runtime"}
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
 
+
 def gpu_in_use(backend: Backend) -> bool:
     return backend.options.device.startswith("cuda") and torch.cuda.is_available()
 

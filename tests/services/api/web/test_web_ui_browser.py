@@ -108,3 +108,30 @@ def test_submit_follow_list_and_errors(
     expect(page).to_have_url(re.compile(r"#/evaluations/"))
     page.get_by_role("button", name="Cancel evaluation").click()
     expect(page.locator('.status-state[data-state="CANCELLED"]')).to_be_visible()
+
+
+def test_a_token_saved_in_one_tab_shows_in_the_others(
+    page: Any, make_token: Callable[[str], str]
+) -> None:
+    """localStorage is shared by a site's tabs, so another tab already sends a token
+    saved in this one; its header says so and its view reloads, and forgetting the token
+    in one tab likewise shows "No token" in the other (it said "No token" until reload)."""
+    from playwright.sync_api import expect
+
+    other = page.context.new_page()
+    page.goto("/")
+    other.goto("/")
+    expect(other.locator("#token-status")).to_have_text("No token")
+    expect(other.get_by_text("Paste your API token in the field at the top right")).to_be_visible()
+
+    page.get_by_label("API token").fill(make_token("alice-tabs"))
+    page.get_by_role("button", name="Save token").click()
+    expect(other.locator("#token-status")).to_have_text("Token saved")
+    expect(other.get_by_label("API token")).to_have_value(
+        page.get_by_label("API token").input_value()
+    )
+    expect(other.get_by_text("Paste your API token in the field at the top right")).to_have_count(0)
+
+    page.get_by_role("button", name="Forget").click()
+    expect(other.locator("#token-status")).to_have_text("No token")
+    expect(other.get_by_label("API token")).to_have_value("")

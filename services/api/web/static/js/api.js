@@ -1,7 +1,7 @@
 // The API client: GraphQL over HTTP for queries and mutations, graphql-transport-ws
 // (the protocol Strawberry speaks) for subscriptions. The token lives in localStorage.
 
-const TOKEN_KEY = "benchstack.token";
+export const TOKEN_KEY = "benchstack.token";
 
 export function getToken() {
   return localStorage.getItem(TOKEN_KEY) ?? "";

@@ -3,7 +3,7 @@
 // #/agents, #/models).
 // Each navigation aborts the previous view's signal so its timers and sockets stop.
 
-import { getToken, setToken } from "./api.js";
+import { TOKEN_KEY, getToken, setToken } from "./api.js";
 import { renderAgents } from "./views/agents.js";
 import { renderCompare } from "./views/compare.js";
 import { renderDetail } from "./views/detail.js";
@@ -93,6 +93,14 @@ function setUpToken() {
     setToken("");
   });
   window.addEventListener("tokenchange", () => {
+    show();
+    route({ focus: false });
+  });
+  // A token saved or forgotten in another tab of this site: localStorage is shared, so
+  // this tab's requests already use it; its header and view follow.
+  window.addEventListener("storage", (event) => {
+    if (event.key !== null && event.key !== TOKEN_KEY) return;
+    input.value = getToken();
     show();
     route({ focus: false });
   });
