@@ -172,11 +172,11 @@ class Input(_Strict):
     shape: tuple[int, ...]
     steps: list[PreprocessStep] = Field(default_factory=list)
     # "reference": the same bits as torchvision's PIL pipeline (Resize, CenterCrop,
-    # ToTensor, Normalize). "fast": JPEGs decoded by libjpeg-turbo with its fast integer
-    # IDCT and plain chroma upsampling (at 1/2, 1/4 or 1/8 scale where the resize needs no
-    # more), bilinear resizes by torch's 8-bit SIMD kernel where torch is installed; pixels
-    # differ from the reference by a few levels (benchmarks/preprocess_throughput.py
-    # prints by how much, and checks that top-5 classes do not change).
+    # ToTensor, Normalize). "fast": JPEGs decoded by libjpeg-turbo through simplejpeg to
+    # the reference's pixels (the same settings and DCT scale), bilinear resizes by
+    # torch's 8-bit SIMD kernel where torch is installed, only up to the crop; its pixels
+    # are at most one level from the reference's (benchmarks/preprocess_throughput.py
+    # prints by how much, and whether top-5 classes change).
     fidelity: Literal["reference", "fast"] = "reference"
 
     @field_validator("steps", mode="before")

@@ -77,10 +77,11 @@ def decode_one(
     """Decode one image; ``name`` (its file) is what errors say.
 
     The size is read from the header and checked against ``max_pixels`` before any pixel
-    is decoded. ``fast`` decodes JPEGs with libjpeg-turbo's fast settings
-    (``_decode_jpeg_fast``); everything else goes through Pillow as torchvision's
-    pipeline does. With ``resize_now``, Pillow applies ``resize`` to the image it decoded
-    (the same operation as the resize step, without two copies through an array).
+    is decoded. ``fast`` decodes JPEGs with libjpeg-turbo through simplejpeg
+    (``_decode_jpeg_fast``: Pillow's pixels, without its per-image overhead); everything
+    else goes through Pillow as torchvision's pipeline does. With ``resize_now``, Pillow
+    applies ``resize`` to the image it decoded (the same operation as the resize step,
+    without two copies through an array).
     """
     if fast and data[:2] == JPEG_MAGIC:
         array = _decode_jpeg_fast(data, step, name=name, max_pixels=max_pixels, resize=resize)
@@ -103,17 +104,20 @@ def _over_budget(name: str, full: tuple[int, int], scaled: tuple[int, int], budg
     )
 
 
-def _fast_scale(full_h: int, full_w: int, resize: ResizeStep | None) -> tuple[int, int]:
-    """(min height, min width) to ask libjpeg-turbo for: the resize's target where the
-    image is at least twice as large, else the full size. Its IDCT has SIMD code for 1/2,
-    1/4 and 1/8 scale only; measured, 5/8 decoded slower than the full size (1.62 vs
-    1.45 ms for a 640x427 photo)."""
+def _dct_denominator(full_h: int, full_w: int, resize: ResizeStep | None) -> int:
+    """N of the 1/N scale (8, 4, 2 or 1) to decode a JPEG at before ``resize``: Pillow's
+    draft rule for a draft of DRAFT_MARGIN times the target (the largest N that leaves
+    the image at least that large), which the reference mode uses, so both modes decode
+    the same pixels. libjpeg-turbo's IDCT has SIMD code for these scales only. Decoding
+    down to the target itself, as this mode once did, filters as a 4x4 IDCT does, not as
+    an antialiased resize: it moved the logits of a batch-norm-calibrated random model
+    (benchmarks/preprocess_throughput.py) by up to 1.17 on a 512x600 photo, against 0.02
+    at most over six real photos with this rule."""
     if resize is None:
-        return full_h, full_w
+        return 1
     target_h, target_w = resize.target_size(full_h, full_w)
-    if full_h >= 2 * target_h and full_w >= 2 * target_w:
-        return target_h, target_w
-    return full_h, full_w
+    ratio = min(full_w // (target_w * DRAFT_MARGIN), full_h // (target_h * DRAFT_MARGIN))
+    return next((denominator for denominator in (8, 4, 2) if ratio >= denominator), 1)
 
 
 def _decode_jpeg_fast(
@@ -125,19 +129,22 @@ def _decode_jpeg_fast(
         full_h, full_w, _, _ = simplejpeg.decode_jpeg_header(data)
     except ValueError as exc:
         raise DecodeError(name, f"cannot decode image: {exc}") from exc
-    min_h, min_w = _fast_scale(full_h, full_w, resize)
-    # The largest scale libjpeg-turbo could pick for these minimums is the full size, so
-    # the budget is checked on the smallest size it may decode to, then on the result.
-    _over_budget(name, (full_w, full_h), (min_w, min_h), max_pixels)
+    denominator = _dct_denominator(full_h, full_w, resize)
+    scaled_h, scaled_w = -(-full_h // denominator), -(-full_w // denominator)
+    _over_budget(name, (full_w, full_h), (scaled_w, scaled_h), max_pixels)
     colorspace = {"RGB": "RGB", "BGR": "BGR", "L": "GRAY"}[step.color_mode]
     try:
+        # libjpeg-turbo's accurate IDCT and smooth chroma upsampling, as Pillow decodes:
+        # the same pixels, for 3 to 10 % more time than its fast settings, which put
+        # chroma edges up to 119 levels off (photo-like 4:2:0 JPEG). The smallest scale
+        # at least scaled_h x scaled_w is 1/denominator itself.
         array = simplejpeg.decode_jpeg(
             data,
             colorspace=colorspace,
-            fastdct=True,
-            fastupsample=True,
-            min_height=min_h,
-            min_width=min_w,
+            fastdct=False,
+            fastupsample=False,
+            min_height=scaled_h,
+            min_width=scaled_w,
         )
     except ValueError as exc:
         raise DecodeError(name, f"cannot decode image: {exc}") from exc
