@@ -164,6 +164,25 @@ class TopKStep(_Strict):
 PostprocessStep = Annotated[SoftmaxStep | TopKStep, Field(discriminator="op")]
 
 
+Fidelity = Literal["reference", "fast"]
+FIDELITIES: tuple[Fidelity, ...] = ("reference", "fast")
+
+
+def as_fidelity(value: str) -> Fidelity:
+    """``value`` as one of FIDELITIES; ValueError otherwise."""
+    for fidelity in FIDELITIES:
+        if value == fidelity:
+            return fidelity
+    raise ValueError(f"{value!r} is not accepted; accepted: {', '.join(FIDELITIES)}")
+
+
+def stored_fidelity(manifest: dict[str, Any]) -> str:
+    """The first input's fidelity in a stored manifest (ModelManifest.to_dict()), its
+    default when unset."""
+    inputs = manifest.get("inputs") or [{}]
+    return str(inputs[0].get("fidelity", "reference"))
+
+
 class Input(_Strict):
     modality: Literal["image", "tensor"] = "image"
     layer_name: str = "input"
@@ -177,7 +196,7 @@ class Input(_Strict):
     # torch's 8-bit SIMD kernel where torch is installed, only up to the crop; its pixels
     # are at most one level from the reference's (benchmarks/preprocess_throughput.py
     # prints by how much, and whether top-5 classes change).
-    fidelity: Literal["reference", "fast"] = "reference"
+    fidelity: Fidelity = "reference"
 
     @field_validator("steps", mode="before")
     @classmethod
@@ -397,6 +416,12 @@ class ModelManifest(_Strict):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
+
+    def with_fidelity(self, fidelity: Fidelity) -> ModelManifest:
+        """This manifest with every input prepared in ``fidelity`` mode: what a submission's
+        ``preprocessing`` asks for, stored with its runs so a rerun prepares alike."""
+        inputs = [spec.model_copy(update={"fidelity": fidelity}) for spec in self.inputs]
+        return self.model_copy(update={"inputs": inputs})
 
 
 # ---------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from shared import queues, runtime
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
+from shared.manifest import stored_fidelity
 from shared.messages import RunCompleted
 from shared.run_report import BackendSettings, Measurement, RunSettings, assemble_report
 from shared.storage import ObjectNotFound, ObjectStore
@@ -77,6 +78,7 @@ def build_record(evaluation: Evaluation, message: RunCompleted, store: ObjectSto
             "failed": measurement.input_errors,
         },
         preprocessing={
+            "fidelity": stored_fidelity(evaluation.manifest),
             "reused": evaluation.preprocess_reused,
             "shards": [s.key for s in evaluation.shards],
         },

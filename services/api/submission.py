@@ -55,7 +55,13 @@ from services.training.options import TrainingOptions
 from shared import queues
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
-from shared.manifest import ManifestError, ModelManifest, parse_manifest_text
+from shared.manifest import (
+    FIDELITIES,
+    ManifestError,
+    ModelManifest,
+    as_fidelity,
+    parse_manifest_text,
+)
 from shared.messages import EvaluationRequested
 from shared.settings import Settings
 from shared.tracing import TRACE_LEVELS, tracer
@@ -87,6 +93,9 @@ class SubmitRequest:
     samples: int | None = 64
     seed: int = 0
     trace_level: str = "NONE"
+    # Input.fidelity over the manifest's own (stored in the evaluation's manifest); None:
+    # the manifest's.
+    preprocessing: str | None = None
     # {"require": [terms of services.scheduler.constraints]}, plus the older structured
     # keys "hostname" and "framework_version" (a PEP 440 specifier on the framework).
     constraints: dict[str, Any] = dc_field(default_factory=dict)
@@ -305,6 +314,13 @@ def _check_simple_fields(
             field="traceLevel",
             accepted=list(TRACE_LEVELS),
         )
+    if request.preprocessing is not None and request.preprocessing not in FIDELITIES:
+        return Rejection(
+            "InvalidInput",
+            f"preprocessing: {request.preprocessing!r}; accepted: {', '.join(FIDELITIES)}",
+            field="preprocessing",
+            accepted=list(FIDELITIES),
+        )
     if len(device) > MAX_DEVICE_CHARS:
         return Rejection(
             "InvalidInput",
@@ -519,6 +535,8 @@ def submit(
     problem = _check_simple_fields(request, settings, framework, device)
     if problem is not None:
         return problem
+    if request.preprocessing is not None:
+        manifest = manifest.with_fidelity(as_fidelity(request.preprocessing))
     bricks = bricks_options(request, framework, manifest)
     if isinstance(bricks, Rejection):
         return bricks

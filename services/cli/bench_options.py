@@ -21,8 +21,20 @@ from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import SCENARIOS, ScenarioConfig
 from services.inference.profiling.levels import TraceLevelError, parse_trace_level
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
+from shared.manifest import Fidelity, as_fidelity
 
 PROFILES = ("quick", "official")
+
+
+def parse_fidelity(value: str | None, *, field: str) -> Fidelity | None:
+    """A preprocessing mode as typed (any case), or None; anything else exits naming
+    ``field``."""
+    if value is None:
+        return None
+    try:
+        return as_fidelity(value.lower())
+    except ValueError as exc:
+        fail([f"{field}: {exc}"])
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -70,6 +82,7 @@ class BenchOptions:
     option: list[str] = field(default_factory=list)
     trace_level: str = "NONE"
     profile_iterations: int = DEFAULT_ITERATIONS
+    preprocessing: str | None = None
 
     def request(self) -> embedded.BenchRequest:
         """The validated request; a bad option exits with its name and what it accepts."""
@@ -79,6 +92,7 @@ class BenchOptions:
             )
         if self.profile not in PROFILES:
             fail([f"--profile: {self.profile!r} is not accepted; accepted: {', '.join(PROFILES)}"])
+        preprocessing = parse_fidelity(self.preprocessing, field="--preprocessing")
         try:
             trace_level = parse_trace_level(self.trace_level, field="--trace-level")
         except TraceLevelError as exc:
@@ -120,6 +134,7 @@ class BenchOptions:
             workers=self.workers,
             trace_level=trace_level,
             profile_iterations=self.profile_iterations,
+            preprocessing=preprocessing,
         )
 
 
@@ -146,6 +161,12 @@ TRACE_LEVEL = typer.Option(
 )
 PROFILE_ITERATIONS = typer.Option(
     DEFAULT_ITERATIONS, min=1, help="Iterations of each profiling pass."
+)
+PREPROCESSING = typer.Option(
+    None,
+    "--preprocessing",
+    help="reference (torchvision's bits) | fast (the same decoded pixels, torch's 8-bit "
+    "resize: at most one level off, several times quicker); default: the manifest's.",
 )
 DEVICE = typer.Option("cpu", help="cpu | cuda | cuda:N")
 THREADS = typer.Option(0, help="Intra-op threads (0: the framework's default).")

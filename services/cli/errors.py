@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -27,7 +28,7 @@ def validation_lines(exc: ValidationError, prefix: str = "") -> list[str]:
     return lines
 
 
-def fail(lines: list[str]) -> None:
+def fail(lines: list[str]) -> NoReturn:
     for line in lines:
         # Messages may come from a server or a file: never read them as Rich markup.
         err_console.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)

@@ -165,14 +165,16 @@ def report_table(report: dict[str, Any]) -> Table:
     for warning in report.get("warnings") or []:
         table.add_row("[yellow]warning[/]", escape(warning))
     prep = report["preprocessing"]
-    table.add_row(
-        "preprocessing",
+    done = (
         "reused cached shard"
         if prep.get("reused")
         else f"{figure(prep.get('seconds'), '.2f')} s"
         if prep.get("seconds") is not None
-        else f"{len(prep.get('shards') or [])} shards by the preprocess workers",
+        else f"{len(prep.get('shards') or [])} shards by the preprocess workers"
     )
+    # Runs stored before the mode was recorded name none.
+    mode = f"{prep['fidelity']}, " if prep.get("fidelity") else ""
+    table.add_row("preprocessing", mode + done)
     if "summary" in (report.get("logs") or {}) or report.get("logs"):
         table.add_row("LoadGen logs", report["logs"].get("mlperf_log_summary.txt", ""))
     return table

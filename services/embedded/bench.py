@@ -44,7 +44,7 @@ from shared.catalogue import resolve_model
 from shared.db.session import session_scope
 from shared.environment import capture_environment
 from shared.host_load import usable_cpus
-from shared.manifest import ModelManifest
+from shared.manifest import Fidelity, ModelManifest
 from shared.manifest_checks import check_manifest
 from shared.run_report import BackendSettings, RunSettings, assemble_report, attempt_prefix
 from shared.settings import Settings
@@ -73,6 +73,8 @@ class BenchRequest:
     # Above NONE, leveled profiling passes follow the (uninstrumented) LoadGen run.
     trace_level: str = "NONE"
     profile_iterations: int = DEFAULT_ITERATIONS
+    # Input.fidelity for every input, over the manifest's own; None: the manifest's.
+    preprocessing: Fidelity | None = None
 
 
 @dataclass
@@ -127,6 +129,8 @@ def run_bench(
     progress = progress or Progress()
     run_id = request.run_id or str(uuid.uuid4())
     manifest = request.manifest or resolve_model(request.model)
+    if request.preprocessing is not None:
+        manifest = manifest.with_fidelity(request.preprocessing)
     framework = request.framework or manifest.framework.name
     # What `manifest validate` checks, refused the same way before anything loads.
     check_manifest(manifest, hash_files=False)
@@ -230,7 +234,12 @@ def run_bench(
             "samples": len(prepared.tensors),
             "failed": [str(e) for e in prepared.errors],
         },
-        preprocessing={"seconds": prep_seconds, "reused": reused, "shard": shard},
+        preprocessing={
+            "fidelity": manifest.inputs[0].fidelity,
+            "seconds": prep_seconds,
+            "reused": reused,
+            "shard": shard,
+        },
         logs=keys,
         log_locations={name: store.describe(key) for name, key in keys.items()},
         log_prefix=prefix,

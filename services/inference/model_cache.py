@@ -83,7 +83,8 @@ def model_key(framework: str, options: BackendOptions, manifest: ModelManifest) 
         files.append((field, stat.st_size, stat.st_mtime_ns, stat.st_ino))
     document = {
         "framework": framework,
-        "manifest": manifest.to_dict(),
+        # How inputs are prepared (Input.fidelity) changes no loaded model.
+        "manifest": manifest.with_fidelity("reference").to_dict(),
         "base_dir": manifest.base_dir,
         "files": files,
         "options": asdict(options)

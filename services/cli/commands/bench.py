@@ -20,6 +20,7 @@ from services.cli.bench_options import (
     FRAMEWORK,
     MODEL,
     OPTION,
+    PREPROCESSING,
     PROFILE,
     PROFILE_ITERATIONS,
     SAMPLES,
@@ -78,6 +79,7 @@ def bench(
     as_json: bool = AS_JSON,
     trace_level: str = TRACE_LEVEL,
     profile_iterations: int = PROFILE_ITERATIONS,
+    preprocessing: str | None = PREPROCESSING,
 ) -> None:
     """Benchmark a model on this machine under an MLPerf scenario (embedded mode)."""
     if submission and repeats > 1:
@@ -108,6 +110,7 @@ def bench(
         option=option,
         trace_level=trace_level,
         profile_iterations=profile_iterations,
+        preprocessing=preprocessing,
     ).request()
     settings = get_settings()
     stderr = Console(stderr=True)

@@ -53,6 +53,12 @@ def submit(
     trace_level: str = typer.Option(
         "NONE", "--trace-level", help="NONE | MODEL | FRAMEWORK | LIBRARY | SYSTEM | FULL."
     ),
+    preprocessing: str | None = typer.Option(
+        None,
+        "--preprocessing",
+        help="reference (torchvision's bits) | fast (at most one level off, several times "
+        "quicker to prepare); default: the manifest's.",
+    ),
     server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
     token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN"),
     wait: bool = typer.Option(True, help="Follow progress until the evaluation ends."),
@@ -82,6 +88,7 @@ def submit(
         "seed": seed,
         "threads": threads,
         "traceLevel": trace_level.upper(),
+        "preprocessing": preprocessing,
         "constraints": {"require": require} if require else None,
         "fanOut": fan_out,
     }

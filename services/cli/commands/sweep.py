@@ -19,6 +19,7 @@ from services.cli.bench_options import (
     FRAMEWORK,
     MODEL,
     OPTION,
+    PREPROCESSING,
     PROFILE,
     SAMPLES,
     SEED,
@@ -110,6 +111,7 @@ def sweep(
     workers: int = WORKERS,
     option: list[str] = OPTION,
     as_json: bool = AS_JSON,
+    preprocessing: str | None = PREPROCESSING,
 ) -> None:
     """Run one benchmark per value of one setting; print and store the curve."""
     given = {
@@ -136,6 +138,7 @@ def sweep(
         threads=threads,
         workers=workers,
         option=option,
+        preprocessing=preprocessing,
     ).request()
     settings = get_settings()
     console = output_console()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from services.api.auth import hash_token
 from shared.db.accounts import ApiToken
 from shared.db.evaluation_repo import transition
+from shared.db.evaluations import Evaluation
 from shared.db.session import session_scope
 from shared.db.states import EvaluationState
 from tests.services.api.conftest import Api
@@ -53,6 +54,7 @@ def test_rejections_are_typed_and_publish_nothing(
         ({"framework": "torch"}, "NoMatchingAgent", "framework"),
         ({"framework": "caffe"}, "InvalidInput", "framework"),
         ({"traceLevel": "LOUD"}, "InvalidInput", "traceLevel"),
+        ({"preprocessing": "turbo"}, "InvalidInput", "preprocessing"),
         ({"model": None, "manifest": "name: [oops"}, "InvalidManifest", "manifest"),
     ]
     for overrides, typename, field in cases:
@@ -61,6 +63,31 @@ def test_rejections_are_typed_and_publish_nothing(
         assert (result["__typename"], result["field"]) == (typename, field), result
     assert api.publisher.sent == []
     assert api.data(token, "{ evaluations { totalCount } }")["evaluations"]["totalCount"] == 0
+
+
+def test_preprocessing_is_stored_in_the_evaluations_manifest(
+    api: Api, submit_query: Callable[[], str]
+) -> None:
+    """The scheduler, the preprocess worker and a rerun all read the stored manifest, so
+    the mode asked for is what prepares the shards (their keys hash the input spec)."""
+    api.add_agent()
+    token = api.token("alice")
+    ids = {}
+    for mode in ("fast", "reference", None):
+        overrides = {} if mode is None else {"preprocessing": mode}
+        result = api.data(token, submit_query(), {"input": {**QUICK, **overrides}})
+        ids[mode] = result["submitEvaluation"]["id"]
+    query = "query($id: String!) { evaluation(id: $id) { preprocessing } }"
+    shown = {mode: api.data(token, query, {"id": i})["evaluation"] for mode, i in ids.items()}
+    assert shown == {
+        "fast": {"preprocessing": "fast"},
+        "reference": {"preprocessing": "reference"},
+        None: {"preprocessing": "reference"},  # resnet18's manifest leaves the default
+    }
+    with session_scope(api.settings.effective_database_url) as session:
+        stored = session.get(Evaluation, ids["fast"])
+        assert stored is not None
+        assert [spec["fidelity"] for spec in stored.manifest["inputs"]] == ["fast"]
 
 
 def test_unmet_framework_version_is_named(api: Api, submit_query: Callable[[], str]) -> None:

@@ -116,6 +116,21 @@ def test_runs_are_stored_listed_and_shown(data_dir: Path) -> None:
     assert missing.returncode == 1 and "no run matches" in missing.stderr
 
 
+def test_preprocessing_fast_prepares_its_own_shard_and_says_so(data_dir: Path) -> None:
+    reference = bench_json(data_dir, TINY, "--duration", "0.3", "--samples", "8")
+    fast = bench_json(
+        data_dir, TINY, "--duration", "0.3", "--samples", "8", "--preprocessing", "fast"
+    )
+    assert reference["preprocessing"]["fidelity"] == "reference"
+    assert fast["preprocessing"]["fidelity"] == "fast"
+    # Another input spec, another shard: the reference one is not reused for it.
+    assert not fast["preprocessing"]["reused"]
+    assert fast["preprocessing"]["shard"] != reference["preprocessing"]["shard"]
+    shown = benchstack(data_dir, "show", fast["run_id"][:8])
+    assert shown.returncode == 0, shown.stderr
+    assert "fast, " in next(line for line in shown.stdout.splitlines() if "preprocessing" in line)
+
+
 def _one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr

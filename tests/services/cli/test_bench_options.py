@@ -45,6 +45,10 @@ def test_what_a_command_does_not_offer_keeps_its_default() -> None:
         (BenchOptions(model="m", scenario="batch"), "--scenario: 'batch' is not accepted"),
         (BenchOptions(model="m", profile="fast"), "--profile: 'fast' is not accepted"),
         (BenchOptions(model="m", option=["novalue"]), "--option: 'novalue' must look like"),
+        (
+            BenchOptions(model="m", preprocessing="turbo"),
+            "--preprocessing: 'turbo' is not accepted; accepted: reference, fast",
+        ),
     ],
 )
 def test_a_bad_option_exits_naming_it(
@@ -53,6 +57,11 @@ def test_a_bad_option_exits_naming_it(
     with pytest.raises(typer.Exit):
         options.request()
     assert named in capsys.readouterr().err
+
+
+def test_preprocessing_is_read_in_any_case_and_left_to_the_manifest_when_absent() -> None:
+    assert BenchOptions(model="m", preprocessing="FAST").request().preprocessing == "fast"
+    assert BenchOptions(model="m").request().preprocessing is None
 
 
 def test_backend_option_values_that_look_like_numbers_are_numbers() -> None:

@@ -137,6 +137,15 @@ def test_the_key_changes_with_options_manifest_and_the_file_on_disk(tmp_path: Pa
     assert key != model_key("onnxruntime", one_thread, manifest())
 
 
+def test_the_preprocessing_mode_stays_out_of_the_key() -> None:
+    """A fast-preprocessed run and a reference one load the same model: one entry."""
+    manifest = tensor_manifest(framework="null", source={"architecture": "null:zeros"}, shape=(3,))
+    options = BackendOptions()
+    fast = manifest.with_fidelity("fast")
+    assert fast.inputs[0].fidelity == "fast" and fast.base_dir == manifest.base_dir
+    assert model_key("null", options, fast) == model_key("null", options, manifest)
+
+
 def test_threads_stay_out_of_the_key_where_each_run_applies_its_own() -> None:
     manifest = tensor_manifest(framework="null", source={"architecture": "null:zeros"}, shape=(3,))
     one, two = BackendOptions(intra_op_threads=1), BackendOptions(intra_op_threads=2)

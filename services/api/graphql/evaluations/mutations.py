@@ -93,6 +93,9 @@ class SubmitEvaluationInput:
     samples: int | None = 64
     seed: int = 0
     trace_level: str = "NONE"
+    # Input.fidelity for the model's inputs: "reference" (torchvision's bits) or "fast"
+    # (the same decoded pixels, torch's 8-bit resize); null: the manifest's own.
+    preprocessing: str | None = None
     constraints: AgentConstraints | None = None
     backend_options: JSON | None = None
     # Intra-op threads for this evaluation, over the agent's own setting (1..256); null:
@@ -132,6 +135,7 @@ def to_request(data: SubmitEvaluationInput) -> SubmitRequest:
         samples=data.samples,
         seed=data.seed,
         trace_level=data.trace_level,
+        preprocessing=data.preprocessing,
         constraints=constraints,
         backend_options=data.backend_options if data.backend_options is not None else {},
         threads=data.threads,

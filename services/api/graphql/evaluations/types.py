@@ -30,6 +30,7 @@ from services.api.run_charts import (
 from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
 from shared.db.states import FINAL_STATE_NAMES, EvaluationState
+from shared.manifest import stored_fidelity
 
 
 @strawberry.enum(name="EvaluationState")
@@ -199,6 +200,9 @@ class EvaluationType:
     dataset: str
     samples: int | None
     trace_level: str
+    # How the model's images are prepared: the stored manifest's Input.fidelity
+    # ("reference": torchvision's bits; "fast": at most one level off).
+    preprocessing: str
     # Intra-op threads the submission asked for (a find-peak's probes: the first probe's);
     # null: the agent's setting or its choice, which each run's environment records.
     threads: int | None
@@ -250,6 +254,7 @@ class EvaluationType:
             dataset=row.dataset,
             samples=row.dataset_count,
             trace_level=row.trace_level,
+            preprocessing=stored_fidelity(row.manifest),
             threads=row.threads,
             constraints=to_json(row.constraints),
             queue=row.queue,

@@ -62,10 +62,13 @@ def test_submit_follow_list_and_errors(
     page.get_by_label("Model").select_option(resnet.first.get_attribute("value"))
     fill_form(page, framework="null", batchSize="1", duration="0.3", targetQps="2000", samples="16")
     page.get_by_label("Scenario").select_option("offline")
+    page.get_by_label("Preprocessing").select_option("fast")
     page.get_by_role("button", name="Submit evaluation").click()
     expect(page).to_have_url(re.compile(r"#/evaluations/[0-9a-f-]{36}$"))
     evaluation_id = page.url.rsplit("/", 1)[1]
     expect(page.locator('.status-state[data-state="SUCCEEDED"]')).to_be_visible(timeout=40_000)
+    overview = page.locator("dl").filter(has_text="Preprocessing")
+    expect(overview.locator("dd").filter(has_text=re.compile(r"^fast$"))).to_have_count(1)
     samples_per_second = page.locator('[data-metric="samples_per_second"] .figure-value')
     expect(samples_per_second).to_have_text(re.compile(r"^[\d,]+(\.\d)?$"))
     assert float(samples_per_second.inner_text().replace(",", "")) > 0

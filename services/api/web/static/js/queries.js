@@ -32,8 +32,8 @@ export const EVALUATION = `
 query Evaluation($id: String!) {
   evaluation(id: $id) {
     id state reason done modelName modelVersion framework device scenario batchSize
-    dataset samples traceLevel threads queue agentId shardsTotal shardsReady preprocessReused
-    createdAt updatedAt finishedAt
+    dataset samples traceLevel preprocessing threads queue agentId shardsTotal shardsReady
+    preprocessReused createdAt updatedAt finishedAt
     runs {
       ${RUN_SUMMARY}
       frameworkVersion scenario mode batchSize dataset preprocessReused environment

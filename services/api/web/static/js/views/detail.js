@@ -149,6 +149,7 @@ function overview(e) {
     ["Batch size", String(e.batchSize)],
     ["Threads", e.threads ? `${e.threads} (asked)` : "the agent's setting or its choice"],
     ["Dataset", `${e.dataset}${e.samples ? `, ${e.samples} samples` : ""}`],
+    ["Preprocessing", e.preprocessing],
     ["Agent", e.agentId ?? DASH],
     ["Submitted", when(e.createdAt)],
     ["Finished", when(e.finishedAt)],
