@@ -6,6 +6,8 @@ import hashlib
 import io
 import json
 import multiprocessing
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -118,11 +120,21 @@ def preprocess_batch(
     decode = _decode_step(spec)
     budget = max_image_pixels or get_settings().max_image_pixels
     planar_steps = _planar_steps(spec) if spec.fidelity == "fast" else None
-    if planar_steps is not None:
+    if planar_steps is not None and _torch_importable():
         streamed = _fused_fast_path(samples, spec, decode, planar_steps, budget, stored)
         if streamed is not None:
             return streamed
     return _step_by_step(samples, spec, decode, budget)
+
+
+def _torch_importable() -> bool:
+    """Whether the fused path's resize (torch's 8-bit kernel) can run; without torch the
+    fast mode goes step by step, resizing with Pillow."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _read_and_decode(
@@ -326,12 +338,26 @@ def _prepared_chunks(
             yield preprocess_batch(chunk, spec, max_image_pixels=budget, stored=stored)
         return
     # Forked, as torch's DataLoader workers are on Linux: a spawned process re-imports the
-    # caller's __main__ and pays an interpreter start; the children only decode and
-    # compute, touching no lock another thread of the caller might hold.
+    # caller's __main__ and pays an interpreter start. Each child keeps torch to one
+    # thread, as DataLoader's do (_one_thread_each).
     context = multiprocessing.get_context("fork" if "fork" in _START_METHODS else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_one_thread_each
+    ) as pool:
         prepare = partial(preprocess_batch, spec=spec, max_image_pixels=budget, stored=stored)
         yield from pool.map(prepare, chunks)
+
+
+def _one_thread_each() -> None:
+    """A pool child's start: torch on one thread. A child forked after the caller ran
+    torch ops on several threads inherits OpenMP's record of a thread pool whose threads
+    it does not have, and its first parallel region (the fast resize) waited on them for
+    good; one thread runs no parallel region. One process per core wants one thread."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+    else:  # read when the fast path first imports it
+        os.environ["OMP_NUM_THREADS"] = "1"
 
 
 def spec_digest(spec: Input) -> str:

@@ -5,6 +5,7 @@ model."""
 from __future__ import annotations
 
 import io
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -241,3 +242,15 @@ def test_fast_mode_decodes_other_formats_as_the_reference_does() -> None:
     decode = DecodeStep(op="decode")
     fast = decode_one(buffer.getvalue(), decode, name="png", max_pixels=100, fast=True)
     assert np.array_equal(fast, decode_one(buffer.getvalue(), decode, name="png", max_pixels=100))
+
+
+def test_without_torch_the_fast_mode_resizes_with_pillow_to_the_reference_bits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A machine with ONNX Runtime or TensorFlow only: the fast mode still runs (its
+    decode is the reference's, and Pillow resizes), so its tensors are the reference's."""
+    reference, _, _ = preprocess_batch(photo_samples(), benchstack_spec("reference"))
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    fast, _, _ = preprocess_batch(photo_samples(), benchstack_spec("fast"), stored=True)
+    assert fast is not None and reference is not None
+    assert fast.dtype == reference.dtype and np.array_equal(fast, reference)
