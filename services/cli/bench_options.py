@@ -166,7 +166,7 @@ PREPROCESSING = typer.Option(
     None,
     "--preprocessing",
     help="reference (torchvision's bits) | fast (the same decoded pixels, torch's 8-bit "
-    "resize: at most one level off, several times quicker); default: the manifest's.",
+    "resize: at most one level off, 2 to 3 times quicker); default: the manifest's.",
 )
 DEVICE = typer.Option("cpu", help="cpu | cuda | cuda:N")
 THREADS = typer.Option(0, help="Intra-op threads (0: the framework's default).")

@@ -56,7 +56,7 @@ def submit(
     preprocessing: str | None = typer.Option(
         None,
         "--preprocessing",
-        help="reference (torchvision's bits) | fast (at most one level off, several times "
+        help="reference (torchvision's bits) | fast (at most one level off, 2 to 3 times "
         "quicker to prepare); default: the manifest's.",
     ),
     server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
