@@ -45,6 +45,7 @@ fi
 
 log "lint and types"
 python3 -m ruff check .
+python3 -m ruff format --check .
 python3 -m mypy shared services benchmarks
 
 log "test suite"
