@@ -177,7 +177,7 @@ def print_interleaved_rates(
     baseline = seconds["torchvision"]
     for name, times in seconds.items():
         rate = images * rounds / sum(times)
-        ratios = [tv / own for tv, own in zip(baseline, times, strict=True)]
+        ratios = round_ratios(baseline, times)
         spread = f" (rounds x{min(ratios):.2f} to x{max(ratios):.2f})" if rounds > 1 else ""
         print(f"  {name:<26} {rate:7.1f} img/s  x{median(ratios):.2f} torchvision{spread}")
 
@@ -375,10 +375,8 @@ def print_each_real_photo(
             "decode": partial(decode_alone, paths),
         }
         seconds = time_interleaved(pipelines, rounds)
-        fast = median(t / f for t, f in zip(seconds["torchvision"], seconds["fast"], strict=True))
-        ceiling = median(
-            t / d for t, d in zip(seconds["torchvision"], seconds["decode"], strict=True)
-        )
+        fast = median(round_ratios(seconds["torchvision"], seconds["fast"]))
+        ceiling = median(round_ratios(seconds["torchvision"], seconds["decode"]))
         fast_ratios.append(fast)
         per_image = median(seconds["torchvision"]) / copies * 1e3
         print(
@@ -392,6 +390,12 @@ def print_each_real_photo(
             f"lowest x{min(fast_ratios):.2f}, highest x{max(fast_ratios):.2f}; "
             f"{at_target} of {len(fast_ratios)} at x2.5 or more"
         )
+
+
+def round_ratios(baseline: list[float], own: list[float]) -> list[float]:
+    """How many times faster than the baseline each round was (the two ran side by side
+    within a round, so host drift between rounds cancels)."""
+    return [base / mine for base, mine in zip(baseline, own, strict=True)]
 
 
 def run_each(pipeline: Callable[[Path], torch.Tensor], paths: list[Path]) -> None:

@@ -166,6 +166,7 @@ PostprocessStep = Annotated[SoftmaxStep | TopKStep, Field(discriminator="op")]
 
 Fidelity = Literal["reference", "fast"]
 FIDELITIES: tuple[Fidelity, ...] = ("reference", "fast")
+DEFAULT_FIDELITY: Fidelity = "reference"
 
 
 def as_fidelity(value: str) -> Fidelity:
@@ -180,7 +181,7 @@ def stored_fidelity(manifest: dict[str, Any]) -> str:
     """The first input's fidelity in a stored manifest (ModelManifest.to_dict()), its
     default when unset."""
     inputs = manifest.get("inputs") or [{}]
-    return str(inputs[0].get("fidelity", "reference"))
+    return str(inputs[0].get("fidelity", DEFAULT_FIDELITY))
 
 
 class Input(_Strict):
@@ -196,7 +197,7 @@ class Input(_Strict):
     # torch's 8-bit SIMD kernel where torch is installed, only up to the crop; its pixels
     # are at most one level from the reference's (benchmarks/preprocess_throughput.py
     # prints by how much, and whether top-5 classes change).
-    fidelity: Fidelity = "reference"
+    fidelity: Fidelity = DEFAULT_FIDELITY
 
     @field_validator("steps", mode="before")
     @classmethod
