@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import multiprocessing
 import shutil
 import tempfile
@@ -46,13 +47,14 @@ import torch
 from PIL import Image, ImageDraw
 
 from services.preprocess.datasets import Sample
-from services.preprocess.pipeline import preprocess, preprocess_batch
+from services.preprocess.pipeline import pool_size, preprocess, preprocess_batch
 from shared.host_load import usable_cpus
 from shared.manifest import Input
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 BATCH_PER_TASK = 8  # images a pool process prepares per task, in both pipelines
+ALL_CORES_BYTES = 32 * 1024 * 1024  # of JPEG files per all-cores pass
 TARGET_RATIO = 2.5  # issue 11: fast / torchvision per core
 SIZES = {"photo 500x375": (500, 375), "12 MP 4000x3000": (4000, 3000)}
 
@@ -134,14 +136,8 @@ def main() -> None:
             print(f"{label}, one core, {args.images} images x {args.rounds} rounds:")
             compare_rates(paths, specs, tv, args.rounds)
             processes = usable_cpus()
-            if processes > 1 and len(paths) >= 2 * processes * BATCH_PER_TASK:
-                print(f"{label}, all {processes} cores (pool start-up included):")
-                compare_all_cores(paths, specs, args.rounds, processes)
-            elif processes > 1:
-                print(
-                    f"{label}, all cores: skipped, --images {len(paths)} is under "
-                    f"{2 * processes * BATCH_PER_TASK} (two batches of {BATCH_PER_TASK} per core)"
-                )
+            if processes > 1:
+                compare_all_cores(label, paths, specs, args.rounds, processes)
             print_differences(paths, specs, tv)
         photos = real_photos()
         print_each_real_photo(photos, specs, tv, Path(tmp), args.images, args.rounds)
@@ -238,11 +234,21 @@ def _torchvision_one(path: Path) -> torch.Tensor:
 
 
 def compare_all_cores(
-    paths: list[Path], specs: dict[str, Input], rounds: int, processes: int
+    label: str, paths: list[Path], specs: dict[str, Input], rounds: int, processes: int
 ) -> None:
     """Images per second with ``processes`` processes each: torchvision's pipeline mapped
-    over a forked pool, benchstack's preprocess(processes=N); pool start-up included."""
-    samples = [Sample(id=p.name, path=p, label=None) for p in paths]
+    over a forked pool, benchstack's preprocess(processes=N), which starts as many as the
+    work pays for (pipeline.pool_size); pool start-up included. The set is passed over
+    as many times as makes ALL_CORES_BYTES of files, a dataset worth a pool."""
+    passes = max(1, math.ceil(ALL_CORES_BYTES / sum(p.stat().st_size for p in paths)))
+    paths = paths * passes
+    samples = [Sample(id=f"{i}-{p.name}", path=p, label=None) for i, p in enumerate(paths)]
+    chunks = math.ceil(len(samples) / BATCH_PER_TASK)
+    used = pool_size(samples, processes, chunks)
+    print(
+        f"{label}, all {processes} cores, the set {passes} times ({len(paths)} images; "
+        f"benchstack starts {used} processes; pool start-up included):"
+    )
     fork = multiprocessing.get_context("fork")
 
     def torchvision_pool() -> None:

@@ -29,6 +29,17 @@ class Sample:
 
 
 @dataclass(frozen=True)
+class SampleError:
+    """Why one sample could not be prepared; the others go on."""
+
+    sample_id: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.sample_id}: {self.message}"
+
+
+@dataclass(frozen=True)
 class Dataset:
     name: str
     root: Path

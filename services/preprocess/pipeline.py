@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
-import multiprocessing
-import os
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import numpy as np
 
-from services.preprocess.datasets import DatasetError, Sample
+from services.preprocess.datasets import DatasetError, Sample, SampleError
 from services.preprocess.ops import (
     BATCH_OPS,
     FAST_BATCH_OPS,
@@ -26,6 +24,7 @@ from services.preprocess.ops import (
     normalize_to_nchw,
     resize_crop_into,
 )
+from services.preprocess.pool import SharedRows, prepared_chunks
 from shared.manifest import (
     CenterCropStep,
     DecodeStep,
@@ -39,15 +38,6 @@ from shared.settings import get_settings
 
 # "2": large JPEGs decoded at a reduced scale before their resize (draft mode).
 PREPROCESS_VERSION = "2"  # bump when an op's output changes, so cached shards are not reused
-
-
-@dataclass(frozen=True)
-class SampleError:
-    sample_id: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.sample_id}: {self.message}"
 
 
 @dataclass
@@ -112,16 +102,19 @@ def preprocess_batch(
     *,
     max_image_pixels: int | None = None,
     stored: bool = False,
+    rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray | None, list[Sample], list[SampleError]]:
     """Decode each sample (errors per file), then apply the batch ops in manifest order.
 
     ``stored``: the form a shard keeps (``deferred_normalize``): 8-bit crops where the
-    fused path runs, otherwise the finished tensors."""
+    fused path runs, otherwise the finished tensors.
+    ``rows``: one row per sample, which the fused path's 8-bit crops are written into
+    (the result is then a view of its first rows) when they fit it; otherwise unused."""
     decode = _decode_step(spec)
     budget = max_image_pixels or get_settings().max_image_pixels
     planar_steps = _planar_steps(spec) if spec.fidelity == "fast" else None
     if planar_steps is not None and _torch_importable():
-        streamed = _fused_fast_path(samples, spec, decode, planar_steps, budget, stored)
+        streamed = _fused_fast_path(samples, spec, decode, planar_steps, budget, stored, rows)
         if streamed is not None:
             return streamed
     return _step_by_step(samples, spec, decode, budget)
@@ -169,6 +162,7 @@ def _fused_fast_path(
     steps: tuple[ResizeStep, CenterCropStep, NormalizeStep],
     budget: int,
     stored: bool,
+    rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray | None, list[Sample], list[SampleError]] | None:
     """decode -> resize -> center_crop -> normalize -> NCHW, the common classification
     spec, one image at a time: each is decoded, resized and cropped into its row of one
@@ -195,7 +189,11 @@ def _fused_fast_path(
             return None
         if out is None:
             crop_h, crop_w = crop_size(image, resize, crop)
-            out = np.empty((len(samples), image.shape[2], crop_h, crop_w), dtype=np.uint8)
+            shape = (len(samples), image.shape[2], crop_h, crop_w)
+            if rows is not None and rows.shape == shape and rows.dtype == np.uint8:
+                out = rows
+            else:
+                out = np.empty(shape, dtype=np.uint8)
         resize_crop_into(out[len(kept)], image, resize, crop)
         kept.append(sample)
     if out is None:
@@ -274,9 +272,13 @@ def _fits_fused_path(image: np.ndarray, first: np.ndarray) -> bool:
     return image.dtype == np.uint8 and image.shape[2] == first.shape[2]
 
 
-# Fewer chunks than this per process: the pool's start-up (an interpreter per process,
-# importing numpy and Pillow, ~0.3 s here) costs more than it saves.
+# A pool's start (forking processes that have imported numpy, Pillow and perhaps torch:
+# ~25 ms here for two) pays only with at least this many chunks per process, and this many
+# bytes of image files per process: about what one core decodes in that time (JPEG decode
+# time follows the compressed bytes, which are mostly entropy-decoded). Measured here with
+# 64 photo-size JPEGs (2.7 MB): two processes x0.84 of one; with 512, x1.5.
 MIN_CHUNKS_PER_PROCESS = 2
+MIN_BYTES_PER_PROCESS = 4 * 1024 * 1024
 
 
 def preprocess(
@@ -294,18 +296,23 @@ def preprocess(
 
     ``max_image_pixels``: the per-image pixel budget; default the setting's.
     ``processes``: chunks of ``batch_size`` samples are prepared by that many processes
-    (results in the samples' order, ``progress`` as each chunk ends).
+    (results in the samples' order, ``progress`` as each chunk ends). Every chunk writes
+    its tensors into its rows of one buffer, shared with the pool's processes
+    (services/preprocess/pool.py), which is the result when no sample failed: no copy
+    through a pipe, no join at the end.
     ``stored``: the tensors in a shard's stored form (``preprocess_batch``); ``finish``
     turns them into the model's."""
     chunks = [samples[start : start + batch_size] for start in range(0, len(samples), batch_size)]
     budget = max_image_pixels or get_settings().max_image_pixels
-    workers = min(processes, len(chunks) // MIN_CHUNKS_PER_PROCESS)
+    workers = pool_size(samples, processes, len(chunks))
+    shared = SharedRows.allocate(len(samples), tuple(spec.shape), _usual_dtype(spec, stored))
+    prepare = partial(preprocess_batch, spec=spec, max_image_pixels=budget, stored=stored)
     parts: list[np.ndarray] = []
     ids: list[str] = []
     labels: list[int | None] = []
     errors: list[SampleError] = []
     for chunk, (array, kept, chunk_errors) in zip(
-        chunks, _prepared_chunks(chunks, spec, budget, workers, stored), strict=True
+        chunks, prepared_chunks(chunks, prepare, workers, shared), strict=True
     ):
         errors.extend(chunk_errors)
         if array is not None:
@@ -319,45 +326,42 @@ def preprocess(
     if len({part.dtype for part in parts}) > 1:
         # A chunk that could not take the fused path came back finished; so must the rest.
         parts = [finish(part, spec) for part in parts]
-    tensors = (
-        np.concatenate(parts) if parts else np.empty((0, *spec.shape), dtype=spec.element_type)
-    )
-    return Prepared(tensors=tensors, ids=ids, labels=labels, errors=errors)
+    return Prepared(tensors=_joined(parts, spec, shared), ids=ids, labels=labels, errors=errors)
 
 
-_START_METHODS = multiprocessing.get_all_start_methods()
-ChunkResult = tuple[np.ndarray | None, list[Sample], list[SampleError]]
-
-
-def _prepared_chunks(
-    chunks: list[Sequence[Sample]], spec: Input, budget: int, workers: int, stored: bool
-) -> Iterator[ChunkResult]:
-    """Each chunk's result, in order: here, or from a pool of ``workers`` processes."""
+def pool_size(samples: Sequence[Sample], processes: int, chunks: int) -> int:
+    """How many processes to prepare ``samples`` with, at most ``processes``: as many as
+    the work pays a process for (MIN_CHUNKS_PER_PROCESS, MIN_BYTES_PER_PROCESS); one
+    (no pool) when it pays for fewer than two."""
+    workers = min(processes, chunks // MIN_CHUNKS_PER_PROCESS)
     if workers <= 1:
-        for chunk in chunks:
-            yield preprocess_batch(chunk, spec, max_image_pixels=budget, stored=stored)
-        return
-    # Forked, as torch's DataLoader workers are on Linux: a spawned process re-imports the
-    # caller's __main__ and pays an interpreter start. Each child keeps torch to one
-    # thread, as DataLoader's do (_one_thread_each).
-    context = multiprocessing.get_context("fork" if "fork" in _START_METHODS else "spawn")
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_one_thread_each
-    ) as pool:
-        prepare = partial(preprocess_batch, spec=spec, max_image_pixels=budget, stored=stored)
-        yield from pool.map(prepare, chunks)
+        return 1
+    total = 0
+    for sample in samples:
+        with contextlib.suppress(OSError):  # an unreadable file is reported by its chunk
+            total += sample.path.stat().st_size
+        if total >= workers * MIN_BYTES_PER_PROCESS:
+            return workers
+    return max(1, total // MIN_BYTES_PER_PROCESS)
 
 
-def _one_thread_each() -> None:
-    """A pool child's start: torch on one thread. A child forked after the caller ran
-    torch ops on several threads inherits OpenMP's record of a thread pool whose threads
-    it does not have, and its first parallel region (the fast resize) waited on them for
-    good; one thread runs no parallel region. One process per core wants one thread."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
-    else:  # read when the fast path first imports it
-        os.environ["OMP_NUM_THREADS"] = "1"
+def _usual_dtype(spec: Input, stored: bool) -> np.dtype[Any]:
+    """The dtype a chunk's tensors come in, but for a chunk the fused path cannot take:
+    8-bit crops in the stored form of the fused fast path, else the spec's type."""
+    fused = spec.fidelity == "fast" and _planar_steps(spec) is not None and _torch_importable()
+    return np.dtype(np.uint8 if fused and stored else spec.element_type)
+
+
+def _joined(parts: list[np.ndarray], spec: Input, shared: SharedRows) -> np.ndarray:
+    """One array of every prepared sample. When every chunk wrote all its samples into
+    the shared rows, those rows are the result as they are (no copy)."""
+    if not parts:
+        return np.empty((0, *spec.shape), dtype=spec.element_type)
+    if sum(len(part) for part in parts) == shared.count:
+        rows = shared.rows()
+        if all(np.may_share_memory(part, rows) for part in parts):
+            return rows
+    return np.concatenate(parts)
 
 
 def spec_digest(spec: Input) -> str:

@@ -18,6 +18,7 @@ SCRIPT = textwrap.dedent(
 
     from benchmarks.preprocess_throughput import benchstack_spec, photo_like_jpeg
     from services.preprocess.datasets import Sample
+    from services.preprocess import pipeline
     from services.preprocess.pipeline import preprocess
 
     folder = Path(sys.argv[1])
@@ -27,6 +28,7 @@ SCRIPT = textwrap.dedent(
         path.write_bytes(photo_like_jpeg(500, 375, seed=i))
         samples.append(Sample(id=path.name, path=path, label=None))
     spec = benchstack_spec("fast")
+    pipeline.MIN_BYTES_PER_PROCESS = 0  # a pool even for these few small files
     torch.set_num_threads(2)
     # The parent's first fast batch starts OpenMP's thread pool (the resize runs on it).
     preprocess(samples, spec, batch_size=4, processes=1, stored=True)
