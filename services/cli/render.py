@@ -168,7 +168,7 @@ def report_table(report: dict[str, Any]) -> Table:
     done = (
         "reused cached shard"
         if prep.get("reused")
-        else f"{figure(prep.get('seconds'), '.2f')} s"
+        else f"{figure(prep.get('seconds'), '.2f')} s{_preprocess_rate(prep)}"
         if prep.get("seconds") is not None
         else f"{len(prep.get('shards') or [])} shards by the preprocess workers"
     )
@@ -178,6 +178,16 @@ def report_table(report: dict[str, Any]) -> Table:
     if "summary" in (report.get("logs") or {}) or report.get("logs"):
         table.add_row("LoadGen logs", report["logs"].get("mlperf_log_summary.txt", ""))
     return table
+
+
+def _preprocess_rate(prep: dict[str, Any]) -> str:
+    """' (N images/s, P processes)' for a run that recorded both; runs stored before
+    these were recorded, or whose time is zero, get nothing."""
+    samples, processes, seconds = prep.get("samples"), prep.get("processes"), prep.get("seconds")
+    if not samples or not processes or not seconds:
+        return ""
+    noun = "process" if processes == 1 else "processes"
+    return f" ({samples / seconds:,.0f} images/s, {processes} {noun})"
 
 
 def _performance_rows(table: Table, report: dict[str, Any]) -> None:

@@ -239,6 +239,9 @@ def run_bench(
             "seconds": prep_seconds,
             "reused": reused,
             "shard": shard,
+            # How the seconds were spent: samples and processes (none when reused).
+            "samples": len(dataset.samples),
+            "processes": None if reused else prepared.processes,
         },
         logs=keys,
         log_locations={name: store.describe(key) for name, key in keys.items()},

@@ -46,6 +46,7 @@ class Prepared:
     ids: list[str]
     labels: list[int | None]
     errors: list[SampleError] = field(default_factory=list)
+    processes: int = 1  # that prepared them (pool_size)
 
 
 # An all-bad dataset's error lists this many files and reasons, then a count of the rest.
@@ -326,7 +327,8 @@ def preprocess(
     if len({part.dtype for part in parts}) > 1:
         # A chunk that could not take the fused path came back finished; so must the rest.
         parts = [finish(part, spec) for part in parts]
-    return Prepared(tensors=_joined(parts, spec, shared), ids=ids, labels=labels, errors=errors)
+    tensors = _joined(parts, spec, shared)
+    return Prepared(tensors=tensors, ids=ids, labels=labels, errors=errors, processes=workers)
 
 
 def pool_size(samples: Sequence[Sample], processes: int, chunks: int) -> int:

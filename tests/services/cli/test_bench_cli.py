@@ -106,6 +106,9 @@ def test_runs_are_stored_listed_and_shown(data_dir: Path) -> None:
     second = bench_json(data_dir, TINY, "--duration", "0.3", "--samples", "8")
     assert not first["preprocessing"]["reused"]
     assert second["preprocessing"]["reused"]  # same files, same steps: the shard is reused
+    # 8 small images are not worth a pool; a reused shard was prepared by no process.
+    assert first["preprocessing"]["samples"] == 8 and first["preprocessing"]["processes"] == 1
+    assert second["preprocessing"]["processes"] is None
     listed = json.loads(benchstack(data_dir, "results", "--json").stdout)
     assert {r["run_id"] for r in listed} == {first["run_id"], second["run_id"]}
     shown = benchstack(data_dir, "show", first["run_id"][:8], "--json")
@@ -128,7 +131,9 @@ def test_preprocessing_fast_prepares_its_own_shard_and_says_so(data_dir: Path) -
     assert fast["preprocessing"]["shard"] != reference["preprocessing"]["shard"]
     shown = benchstack(data_dir, "show", fast["run_id"][:8])
     assert shown.returncode == 0, shown.stderr
-    assert "fast, " in next(line for line in shown.stdout.splitlines() if "preprocessing" in line)
+    row = next(line for line in shown.stdout.splitlines() if "preprocessing" in line)
+    seconds = fast["preprocessing"]["seconds"]
+    assert f"fast, {seconds:.2f} s ({8 / seconds:,.0f} images/s, 1 process)" in row
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
