@@ -13,9 +13,13 @@ from celery import signals
 
 from shared import worker_context
 from shared.celery_app import make_celery, publisher
+from shared.memory_pages import prefer_ordinary_pages
 from shared.settings import get_settings
 from shared.tracing import install_celery_propagation, setup_tracing
 
+# A worker writes whole shards of tensors at a time: without numpy's huge-page advice,
+# several times faster where the kernel compacts memory for it (shared/memory_pages.py).
+prefer_ordinary_pages()
 app = make_celery(get_settings(), include_tasks=True)
 install_celery_propagation()
 

@@ -8,6 +8,11 @@ import pkgutil
 import typer
 
 from services.cli import commands
+from shared.memory_pages import prefer_ordinary_pages
+
+# Large fresh arrays (a dataset's tensors) are written several times faster without
+# numpy's huge-page advice on kernels that compact memory for it (shared/memory_pages.py).
+prefer_ordinary_pages()
 
 app = typer.Typer(
     name="benchstack",
