@@ -50,6 +50,7 @@ from services.preprocess.datasets import Sample
 from services.preprocess.pipeline import pool_size, preprocess, preprocess_batch
 from shared.host_load import usable_cpus
 from shared.manifest import Input
+from shared.memory_pages import prefer_ordinary_pages
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -129,6 +130,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    prefer_ordinary_pages()  # as benchstack's own processes run (shared/memory_pages.py)
     specs = {name: benchstack_spec(name) for name in ("reference", "fast")}
     tv = torchvision_pipeline()
     with tempfile.TemporaryDirectory() as tmp:
