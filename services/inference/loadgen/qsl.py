@@ -24,16 +24,27 @@ class TensorQSL:
         self._staged: np.ndarray | None = None
         self._row_of: np.ndarray = np.full(total_count, -1, dtype=np.int64)
         self._handle: Any = None
+        # Every sample already in RAM, row i holding sample i (from_array), or None.
+        self._resident: np.ndarray | None = None
 
     @classmethod
     def from_array(cls, tensors: np.ndarray, performance_count: int | None = None) -> TensorQSL:
         count = len(tensors)
-        return cls(count, performance_count or count, lambda idx: tensors[np.asarray(idx)])
+        qsl = cls(count, performance_count or count, lambda idx: tensors[np.asarray(idx)])
+        qsl._resident = np.ascontiguousarray(tensors)
+        return qsl
 
     def load(self, indices: Sequence[int]) -> None:
-        self._staged = np.ascontiguousarray(self._fetch(indices))
+        wanted = np.asarray(indices, dtype=np.int64)
         self._row_of[:] = -1
-        self._row_of[np.asarray(indices, dtype=np.int64)] = np.arange(len(indices))
+        if self._resident is not None:
+            # Already in RAM in sample order: served where they are. Copying the loaded
+            # set took 0.16 s per load for 1024 images in float32 (three loads a run).
+            self._staged = self._resident
+            self._row_of[wanted] = wanted
+            return
+        self._staged = np.ascontiguousarray(self._fetch(indices))
+        self._row_of[wanted] = np.arange(len(wanted))
 
     def unload(self, indices: Sequence[int]) -> None:
         self._staged = None
@@ -43,7 +54,11 @@ class TensorQSL:
         """A batch of loaded samples (a copy), in the order given."""
         if self._staged is None:
             raise RuntimeError("QSL: samples requested before LoadGen loaded them")
-        return self._staged[self._row_of[np.asarray(indices, dtype=np.int64)]]
+        rows = self._row_of[np.asarray(indices, dtype=np.int64)]
+        if rows.size and rows.min() < 0:  # -1 would silently index the last loaded row
+            missing = [int(i) for i, row in zip(indices, rows, strict=True) if row < 0]
+            raise RuntimeError(f"QSL: samples {missing[:5]} requested but not loaded")
+        return self._staged[rows]
 
     def construct(self) -> Any:
         import mlperf_loadgen as lg

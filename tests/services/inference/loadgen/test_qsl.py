@@ -1,0 +1,56 @@
+"""TensorQSL: what LoadGen's load callback stages, and what a batch gathers from it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from services.inference.loadgen.qsl import TensorQSL
+
+
+def _samples(count: int) -> np.ndarray:
+    # Sample i is filled with i, so a gathered row names the sample it came from.
+    return np.arange(count, dtype=np.float32)[:, None, None].repeat(4, axis=1).repeat(3, axis=2)
+
+
+def test_samples_in_ram_are_served_where_they_are() -> None:
+    tensors = _samples(6)
+    qsl = TensorQSL.from_array(tensors)
+    qsl.load([5, 0, 3, 1, 4, 2])  # LoadGen's order need not be the samples'
+    batch = qsl.gather([3, 3, 0, 5])
+    assert batch[:, 0, 0].tolist() == [3, 3, 0, 5]
+    # The loaded set is the caller's array, not a copy of it; a batch is a copy.
+    assert np.shares_memory(qsl._staged, tensors)
+    assert not np.shares_memory(batch, tensors)
+
+
+def test_fetched_samples_are_staged_in_the_order_loaded() -> None:
+    tensors = _samples(6)
+    asked: list[list[int]] = []
+
+    def fetch(indices: Sequence[int]) -> np.ndarray:
+        asked.append(list(indices))
+        return tensors[np.asarray(indices)]
+
+    qsl = TensorQSL(6, 3, fetch)
+    qsl.load([4, 1, 2])
+    assert asked == [[4, 1, 2]]
+    assert qsl.gather([2, 4])[:, 0, 0].tolist() == [2, 4]
+
+
+@pytest.mark.parametrize("resident", [True, False], ids=["in RAM", "fetched"])
+def test_a_sample_not_loaded_is_an_error_not_another_samples_row(resident: bool) -> None:
+    tensors = _samples(6)
+    qsl = (
+        TensorQSL.from_array(tensors, performance_count=3)
+        if resident
+        else TensorQSL(6, 3, lambda idx: tensors[np.asarray(idx)])
+    )
+    qsl.load([0, 1, 2])
+    with pytest.raises(RuntimeError, match=r"samples \[5\] requested but not loaded"):
+        qsl.gather([1, 5])
+    qsl.unload([0, 1, 2])
+    with pytest.raises(RuntimeError, match="before LoadGen loaded them"):
+        qsl.gather([1])
