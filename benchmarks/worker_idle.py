@@ -127,6 +127,9 @@ def main() -> None:
     stack = EphemeralStack(
         heartbeat_s=Settings.model_fields["agent_heartbeat_seconds"].default,
         s3_in_own_process=True,
+        # Shards of the size users get, not the tests' 8 samples: with 1024 samples those
+        # were 128 shards, whose metadata and tensors every run fetched one object at a time.
+        extra_env={"BENCHSTACK_SHARD_SAMPLES": str(Settings.model_fields["shard_samples"].default)},
     )
     stack.start_servers()
     try:
