@@ -54,3 +54,27 @@ def test_a_sample_not_loaded_is_an_error_not_another_samples_row(resident: bool)
     qsl.unload([0, 1, 2])
     with pytest.raises(RuntimeError, match="before LoadGen loaded them"):
         qsl.gather([1])
+
+
+def test_the_same_set_loaded_again_is_fetched_once_another_set_afresh() -> None:
+    tensors = _samples(6)
+    asked: list[list[int]] = []
+
+    def fetch(indices: Sequence[int]) -> np.ndarray:
+        asked.append(list(indices))
+        return tensors[np.asarray(indices)]
+
+    qsl = TensorQSL(6, 6, fetch)
+    qsl.load([0, 1, 2, 3])  # a run's calibration test
+    qsl.unload([0, 1, 2, 3])
+    qsl.load([3, 1, 0, 2])  # the run itself: the same set, in LoadGen's order
+    assert asked == [[0, 1, 2, 3]]
+    assert qsl.gather([2, 3, 0])[:, 0, 0].tolist() == [2, 3, 0]
+    with pytest.raises(RuntimeError, match=r"samples \[4\]"):
+        qsl.gather([4])
+    qsl.unload([3, 1, 0, 2])
+    qsl.load([4, 5])
+    assert asked == [[0, 1, 2, 3], [4, 5]]
+    assert qsl.gather([5, 4])[:, 0, 0].tolist() == [5, 4]
+    with pytest.raises(RuntimeError, match=r"samples \[0\]"):
+        qsl.gather([0])
