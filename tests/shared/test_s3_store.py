@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 
 import pytest
 
 from shared.settings import Settings
 from shared.storage import ObjectNotFound, make_store
-from tests.support.ephemeral import free_port
+from tests.support.s3 import moto_s3
 
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop()
+    with moto_s3() as address:
+        yield address
 
 
 def _settings(endpoint: str, bucket: str) -> Settings:

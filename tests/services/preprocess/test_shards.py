@@ -3,7 +3,6 @@ labels, errors and fetched samples come back in the samples' order across shards
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from services.preprocess.shards import ShardSet, write_shard
 from shared.manifest import Input
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store
-from tests.support.ephemeral import free_port
+from tests.support.s3 import moto_s3
 
 SPEC = Input.model_validate(
     {"shape": (1, 2, 2), "steps": [{"decode": {}}, {"layout": {"order": "NCHW"}}]}
@@ -26,14 +25,8 @@ SHARDS, PER_SHARD = 20, 3
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop()
+    with moto_s3() as address:
+        yield address
 
 
 def _store(kind: str, tmp_path: Path, endpoint: str) -> ObjectStore:
