@@ -13,7 +13,7 @@ from typing import Any
 
 from celery import Celery
 
-from shared import queues
+from shared import broker_transport, queues
 from shared.messages import Message
 from shared.settings import Settings
 
@@ -47,6 +47,7 @@ def visibility_timeout_seconds(settings: Settings) -> float:
 def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker_url,
+        **_transport(settings.broker_url),
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -64,6 +65,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_hijack_root_logger": False,
         "enable_utc": True,
     }
+
+
+def _transport(broker_url: str) -> dict[str, str]:
+    """Redis through kombu's transport mended not to kill a worker that loses the broker
+    with tasks under way (shared/broker_transport.py); any other broker as Celery picks."""
+    scheme = broker_url.split("://", 1)[0]
+    return {"broker_transport": broker_transport.DOTTED_PATH} if scheme == "redis" else {}
 
 
 def make_celery(settings: Settings, *, include_tasks: bool = False) -> Celery:

@@ -1,0 +1,41 @@
+"""The mended Redis transport: a worker whose broker goes away with tasks under way
+reconnects instead of shutting down (the whole story: tests/integration/test_chaos.py's
+Redis restart)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from kombu.common import ignore_errors
+
+from shared.broker_transport import Channel, Transport
+from shared.celery_app import make_celery
+from shared.settings import Settings
+
+REDIS = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+
+def test_redis_brokers_use_the_mended_transport_and_others_celerys() -> None:
+    app = make_celery(Settings(broker_url=REDIS))
+    with app.connection_for_write() as connection:
+        assert isinstance(connection.transport, Transport)
+        channel = connection.channel()
+        assert isinstance(channel, Channel)
+        assert channel.client.ping()
+    memory = make_celery(Settings(broker_url="memory://"))
+    with memory.connection_for_write() as connection:
+        assert not isinstance(connection.transport, Transport)
+
+
+def test_a_closed_connection_is_a_connection_error_that_celerys_close_ignores() -> None:
+    app = make_celery(Settings(broker_url=REDIS))
+    connection = app.connection_for_write()
+    channel = connection.channel()
+    # What Celery's consumer leaves once the broker is gone: a transport with no client.
+    channel.connection.client = None
+    with pytest.raises(connection.connection_errors, match="already closed"):
+        channel._connparams()
+    # Celery closes the broken connection so; kombu's own transport raised AttributeError
+    # here, which escaped and shut the worker down.
+    ignore_errors(connection, channel._connparams)
