@@ -63,9 +63,6 @@ class SharedRows:
         flat = np.frombuffer(self.buffer, dtype=self.dtype, count=values)
         return flat.reshape(self.count, *self.row_shape)
 
-    def buffer_view(self) -> np.ndarray:
-        return np.frombuffer(self.buffer, dtype=np.uint8)
-
     def takes(self, array: np.ndarray) -> bool:
         return array.dtype == self.dtype and array.shape[1:] == self.row_shape
 
@@ -87,13 +84,12 @@ def prepared_chunks(
         return
     # Forked, as torch's DataLoader workers are on Linux: a spawned process re-imports the
     # caller's __main__, pays an interpreter start and could not share the mapping.
-    fork = FORK_AVAILABLE
-    context = multiprocessing.get_context("fork" if fork else "spawn")
+    context = multiprocessing.get_context("fork" if FORK_AVAILABLE else "spawn")
     with ProcessPoolExecutor(
         max_workers=workers,
         mp_context=context,
         initializer=_start_child,
-        initargs=(shared if fork else None,),
+        initargs=(shared if FORK_AVAILABLE else None,),
     ) as pool:
         results = pool.map(partial(_prepare_in_child, prepare), starts, chunks)
         for start, (tensors, kept, errors) in zip(starts, results, strict=True):
@@ -126,7 +122,7 @@ def _prepare_in_child(
     if _SHARED is None:
         return prepare(chunk)
     tensors, kept, errors = _into_rows(prepare, _SHARED, start, chunk)
-    if tensors is not None and np.may_share_memory(tensors, _SHARED.buffer_view()):
+    if tensors is not None and _SHARED.takes(tensors):  # now in its rows there
         return len(tensors), kept, errors
     return tensors, kept, errors
 
