@@ -24,6 +24,27 @@ def pid_alive(pid: int) -> bool:
     return status != "Z"
 
 
+def this_command_line() -> str:
+    """This process's command line as /proc has it, to recognise it later by pid."""
+    try:
+        return Path("/proc/self/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def same_process(pid: int, command: str) -> bool:
+    """Whether ``pid`` still runs the command recorded for it (``this_command_line``), not
+    a process that got the pid after it ended; an empty record or no /proc trusts the pid."""
+    if not pid_alive(pid):
+        return False
+    if not command:
+        return True
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace") == command
+    except OSError:
+        return True
+
+
 def exit_text(code: int | None) -> str:
     """How a process ended, as a person reads it: -9 is "was killed by SIGKILL"."""
     if code is None:

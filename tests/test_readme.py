@@ -126,6 +126,20 @@ def _user_env(data_dir: str) -> dict[str, str]:
     return env
 
 
+def _supervisors(data_dir: str) -> list[int]:
+    """Pids of supervisor processes `up -d` left for this data folder."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                command = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"services.stack.supervisor" in command and data_dir.encode() in command:
+                found.append(int(proc.name))
+    return found
+
+
 def _runs(database_url: str) -> list[dict[str, Any]]:
     from sqlalchemy import create_engine, text
 
@@ -168,12 +182,17 @@ def test_readme_service_section_runs_as_written(servers: dict[str, str]) -> None
             result = shell.run(line)
             if line.startswith("benchstack submit"):
                 submitted = result.stdout
+            if line.startswith("benchstack ps"):
+                listed = result.stdout
+        assert re.search(r"inference\s+running\s+\d+", listed), listed
+        assert "supervisor pid" in listed, listed
         # submit exits non-zero unless the evaluation SUCCEEDED; its figures are printed.
         assert re.search(r"run \w+: [0-9.]+ samples/s", submitted), submitted
         (run,) = _runs(servers["BENCHSTACK_DATABASE_URL"])
         assert run["state"] == "SUCCEEDED" and run["samples_per_second"] > 0, run
         assert run["id"][:8] in shell.transcript[-2], "results --server lists the run"
         assert "stopped" in shell.transcript[-1]
+        assert not _supervisors(servers["BENCHSTACK_DATA_DIR"]), "down stops the supervisor"
 
         for line in fan_out:
             shell.run(line)

@@ -15,13 +15,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from shared.processes import pid_alive
+from shared.processes import pid_alive, same_process
 
 ENTRY_MODULE = "services.stack.entry"
+SUPERVISOR_MODULE = "services.stack.supervisor"
 READY_FILE_ENV = "BENCHSTACK_READY_FILE"  # read by services.stack.entry.announce_ready
 
 
@@ -36,6 +36,11 @@ class RunningService:
     name: str
     pid: int
     log: str
+    # What the supervisor needs to start it again (empty in pid files of older versions).
+    argv: list[str] = field(default_factory=list)
+    started_at: float = 0.0  # time.time() of its latest start
+    restarts: int = 0
+    gave_up: str = ""  # why the supervisor left it down, once it has
 
 
 def default_services(
@@ -88,16 +93,29 @@ class Stack:
         self.pid_file = data_dir / "stack" / "pids.json"
         # Workers announce here that they consume (services.stack.readiness).
         self.ready_dir = data_dir / "stack" / "ready"
+        # Who restarts dead services: a foreground `up`, or the process `up -d` leaves.
+        self.supervisor_file = data_dir / "stack" / "supervisor.json"
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     def recorded(self) -> list[RunningService]:
         """Every service the pid file names, alive or not."""
-        if not self.pid_file.exists():
+        try:
+            entries = json.loads(self.pid_file.read_text())
+        except FileNotFoundError:
             return []
-        return [RunningService(**e) for e in json.loads(self.pid_file.read_text())]
+        return [RunningService(**e) for e in entries]
+
+    def record(self, services: list[RunningService]) -> None:
+        """Replace the pid file in one step, so a reader never sees half of it."""
+        partial = self.pid_file.with_suffix(".tmp")
+        partial.write_text(json.dumps([asdict(s) for s in services], indent=2))
+        os.replace(partial, self.pid_file)
+
+    def is_running(self, service: RunningService) -> bool:
+        return pid_alive(service.pid) and _is_ours(service.pid)
 
     def running(self) -> list[RunningService]:
-        return [e for e in self.recorded() if pid_alive(e.pid) and _is_ours(e.pid)]
+        return [e for e in self.recorded() if self.is_running(e)]
 
     def dead(self) -> list[RunningService]:
         """Services the pid file names that are no longer running (they died on their own)."""
@@ -112,34 +130,109 @@ class Stack:
             return child.poll()
         return None if pid_alive(service.pid) else -1
 
+    def child_exit_code(self, service: RunningService) -> int | None:
+        """The exit code of a service this process started, once it exited."""
+        child = self._children.get(service.pid)
+        return None if child is None else child.poll()
+
     def start(
         self, specs: list[ServiceSpec], env: dict[str, str] | None = None
     ) -> list[RunningService]:
         if self.running():
             names = ", ".join(s.name for s in self.running())
             raise RuntimeError(f"the stack is already running ({names}); `benchstack down` first")
+        self.stop_supervisor()  # one left by a stack whose services all died
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.ready_dir.mkdir(parents=True, exist_ok=True)
         for stale in self.ready_dir.glob("*.json"):
             stale.unlink()
-        started: list[RunningService] = []
-        for spec in specs:
-            log_path = self.log_dir / f"{spec.name}.log"
-            ready = {READY_FILE_ENV: str(self.ready_dir / f"{spec.name}.json")}
-            with log_path.open("ab") as log:
-                process = subprocess.Popen(
-                    spec.argv,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                    env={**os.environ, **(env or {}), **ready},
-                )
-            self._children[process.pid] = process
-            started.append(RunningService(spec.name, process.pid, str(log_path)))
-        self.pid_file.write_text(json.dumps([asdict(s) for s in started], indent=2))
+        started = [
+            self._spawn(RunningService(spec.name, 0, "", argv=spec.argv), env) for spec in specs
+        ]
+        self.record(started)
         return started
+
+    def _spawn(self, service: RunningService, env: dict[str, str] | None = None) -> RunningService:
+        log_path = self.log_dir / f"{service.name}.log"
+        ready = {READY_FILE_ENV: str(self.ready_dir / f"{service.name}.json")}
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                service.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, **(env or {}), **ready},
+            )
+        self._children[process.pid] = process
+        return replace(service, pid=process.pid, log=str(log_path), started_at=time.time())
+
+    def restart(self, service: RunningService, note: str) -> RunningService:
+        """Start a dead service again with its recorded argv, appending to its log after
+        ``note``; whatever its old process group left behind (a prefork child, a
+        measurement child) is killed first, so it cannot hold the new one's resources."""
+        if not pid_alive(service.pid):  # else its pid is another process's now, and its group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(service.pid, signal.SIGKILL)
+        self._reap()
+        with Path(service.log).open("a") as log:
+            log.write(f"\n--- benchstack: {note} ---\n")
+        restarted = self._spawn(replace(service, restarts=service.restarts + 1))
+        self.update(restarted)
+        return restarted
+
+    def update(self, service: RunningService) -> None:
+        """Replace the pid file's entry of the service by that name."""
+        self.record([service if e.name == service.name else e for e in self.recorded()])
+
+    def claim_supervision(self, pid: int, command: str) -> None:
+        """Record who restarts dead services, for `down` to stop first: a supervisor left
+        running would restart what `down` stops. ``command`` is its /proc command line."""
+        self.supervisor_file.write_text(json.dumps({"pid": pid, "command": command}))
+
+    def start_supervisor(self) -> int:
+        """Leave a supervisor process behind (`up -d`), logging to ``supervisor.log``."""
+        argv = [sys.executable, "-m", SUPERVISOR_MODULE, "--data-dir", str(self.data_dir)]
+        with (self.log_dir / "supervisor.log").open("ab") as log:
+            process = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._children[process.pid] = process
+        # Popen returns once exec succeeded, so /proc already shows this argv for it.
+        self.claim_supervision(process.pid, "\0".join(argv) + "\0")
+        return process.pid
+
+    def supervisor_pid(self) -> int | None:
+        """The recorded supervisor's pid while that very process runs."""
+        try:
+            entry = json.loads(self.supervisor_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        pid = int(entry["pid"])
+        return pid if same_process(pid, entry.get("command", "")) else None
+
+    def stop_supervisor(self, *, wait_s: float = 20.0) -> None:
+        """Stop the supervisor and wait for it to end. A foreground `up` stops the stack
+        itself on SIGTERM, which is why this waits longer than a service's grace."""
+        pid = self.supervisor_pid()
+        if pid is not None and pid != os.getpid():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + wait_s
+            while pid_alive(pid) and time.monotonic() < deadline:
+                self._reap()
+                time.sleep(0.05)
+            if pid_alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        if pid is None or pid != os.getpid():
+            with contextlib.suppress(FileNotFoundError):
+                self.supervisor_file.unlink()
 
     def _reap(self) -> None:
         for pid, process in list(self._children.items()):
@@ -148,6 +241,7 @@ class Stack:
 
     def stop(self, *, grace_s: float = 15.0) -> list[str]:
         """Stop every service; returns the names of those that needed SIGKILL."""
+        self.stop_supervisor(wait_s=grace_s + 5)
         services = self.running()
         for service in services:
             with contextlib.suppress(ProcessLookupError):
@@ -165,27 +259,10 @@ class Stack:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(service.pid, signal.SIGKILL)
         self._reap()
-        with contextlib.suppress(FileNotFoundError):
-            self.pid_file.unlink()
+        for done in (self.pid_file, self.supervisor_file):
+            with contextlib.suppress(FileNotFoundError):
+                done.unlink()
         return killed
-
-    def watch(self, on_exit: Callable[[RunningService, int], None], poll_s: float = 0.5) -> None:
-        """Block until interrupted or stopped (`benchstack down` removes the pid file),
-        reporting any service that exits on its own."""
-        reported: set[int] = set()
-        while self.pid_file.exists():
-            for service in self.running_children():
-                code = self._children[service.pid].poll()
-                if code is not None and service.pid not in reported:
-                    reported.add(service.pid)
-                    on_exit(service, code)
-            time.sleep(poll_s)
-
-    def running_children(self) -> list[RunningService]:
-        if not self.pid_file.exists():
-            return []
-        entries = [RunningService(**e) for e in json.loads(self.pid_file.read_text())]
-        return [e for e in entries if e.pid in self._children]
 
 
 def wait_for_http(url: str, *, timeout_s: float = 60.0) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
 from typing import Any
 
 import typer
@@ -82,18 +84,25 @@ def up(
         help="Inference intra-op threads (0: default); a list (1,2) starts one agent each.",
     ),
     detach: bool = typer.Option(False, "--detach", "-d", help="Return once every service is up."),
+    restart: bool = typer.Option(
+        True,
+        help="Start again a service that exits on its own (`-d`: a supervisor process does).",
+    ),
     timeout: float = typer.Option(180.0, min=1, max=3600, help="Seconds to wait for readiness."),
 ) -> None:
     """Start the API and every worker as local processes (logs under data_dir/logs).
 
     A service is reported started only when it answers: the API its /readyz, each worker
     a Celery ping. If one dies or does not answer, its log's last lines are shown, the
-    others are stopped and the exit code is 1."""
+    others are stopped and the exit code is 1. Once up, a service that exits is started
+    again, with a doubling delay, unless it keeps dying within a minute of each restart
+    (services.stack.supervisor)."""
     from services.stack.manager import Stack, default_services
-    from services.stack.readiness import log_tail, wait_until_ready
+    from services.stack.readiness import wait_until_ready
+    from services.stack.supervisor import Event, StackSupervisor
     from shared.celery_app import make_celery
     from shared.db.migrations import upgrade_head
-    from shared.processes import exit_text
+    from shared.processes import this_command_line
 
     settings = get_settings()
     counts = _thread_counts(threads)
@@ -137,23 +146,30 @@ def up(
         fail([f"up: {', '.join(failed)} did not start; the stack was stopped"])
     console.print(f"API ready: {url}/graphql")
     if detach:
+        if restart:
+            pid = stack.start_supervisor()
+            console.print(f"supervisor   pid {pid:<7} restarts a service that exits on its own")
         return
     console.print("Ctrl-C stops the stack.")
 
     def _terminate(*_: Any) -> None:
         raise KeyboardInterrupt
 
-    def _died(service: Any, code: int) -> None:
+    def _report(event: Event) -> None:
+        if not event.log_tail:
+            console.print(escape(event.text))
+            return
         console.print(
-            f"[red]{service.name} {exit_text(code)}; last lines of {service.log}:[/]\n"
-            + escape(log_tail(service.log))
+            f"[red]{escape(event.text)}[/]; last lines of its log:\n" + escape(event.log_tail)
         )
 
     # Both explicitly: a shell may start `up` with SIGINT ignored (e.g. in the background).
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
+    # `down` from another terminal stops this process first, which then stops the stack.
+    stack.claim_supervision(os.getpid(), this_command_line())
     try:
-        stack.watch(_died)
+        StackSupervisor(stack, _report, restart=restart).run(threading.Event())
     except KeyboardInterrupt:
         console.print("stopping ...")
         dead = [s.name for s in stack.dead()]
@@ -186,7 +202,66 @@ def down() -> None:
         + (f" (killed: {', '.join(killed)})" if killed else "")
     )
     for service in dead:
-        console.print(f"[red]{service.name} had died before `down`; see {service.log}[/]")
+        why = f" ({service.gave_up})" if service.gave_up else ""
+        console.print(
+            f"[red]{service.name} had died before `down`{escape(why)}; see {service.log}[/]"
+        )
+
+
+def ps() -> None:
+    """Show the services `benchstack up` started: state, pid, time up, restarts, log.
+
+    Exits 1 when any of them is not running (or no stack is), so scripts can check."""
+    import time
+
+    from rich.table import Table
+
+    from services.cli.render import output_console
+    from services.stack.manager import Stack
+
+    stack = Stack(get_settings().data_dir)
+    services = stack.recorded()
+    if not services:
+        console.print(f"no stack is running (none recorded in {stack.pid_file})")
+        raise typer.Exit(1)
+    supervisor = stack.supervisor_pid()
+    table = Table("service", "state", "pid", "up", "restarts", "log", box=None)
+    for service in services:
+        running = stack.is_running(service)
+        if running:
+            state, up_for = "running", _ago(time.time() - service.started_at, service.started_at)
+        elif service.gave_up:
+            state, up_for = f"[red]down: {escape(service.gave_up)}[/]", ""
+        elif supervisor is not None:
+            state, up_for = "[yellow]restarting[/]", ""
+        else:
+            state, up_for = "[red]down (no supervisor)[/]", ""
+        table.add_row(
+            service.name,
+            state,
+            str(service.pid) if running else "",
+            up_for,
+            str(service.restarts),
+            service.log,
+        )
+    output_console(highlight=False).print(table)
+    if supervisor is None:
+        console.print(
+            "no supervisor: a service that exits stays down "
+            "(`up --no-restart`, or the supervisor was stopped)"
+        )
+    else:
+        console.print(f"supervisor pid {supervisor}: restarts a service that exits on its own")
+    if not all(stack.is_running(s) for s in services):
+        raise typer.Exit(1)
+
+
+def _ago(seconds: float, started_at: float) -> str:
+    if not started_at:
+        return "?"  # a pid file written by an older benchstack
+    from services.stack.supervisor import duration_text
+
+    return duration_text(seconds)
 
 
 def register(app: typer.Typer) -> None:
@@ -194,3 +269,4 @@ def register(app: typer.Typer) -> None:
     app.command("worker")(worker)
     app.command("up")(up)
     app.command("down")(down)
+    app.command("ps")(ps)

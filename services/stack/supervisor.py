@@ -1,0 +1,170 @@
+"""Keeping the local stack up: start again a service that exits on its own.
+
+`benchstack up` starts each service once, but a worker can still end later: the kernel's
+out-of-memory killer, a bug, a broker loss Celery calls unrecoverable. Its queue then waits
+for ever. The supervisor starts a dead service again with the command line it was started
+with, appending to the same log, after a delay that doubles while it keeps dying young. A
+service that dies within ``stable_s`` of each of ``max_quick_restarts`` restarts in a row
+is left down and marked so in the pid file: a crash loop is a bug to read in the log, and
+restarting it for ever would only hide it.
+
+A foreground `up` supervises in its own loop; `up -d` leaves this module running as a
+process (`python -m services.stack.supervisor --data-dir D`). Either is recorded in
+``stack/supervisor.json``, and `down` stops it before the services (``Stack.stop``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from services.stack.manager import RunningService, Stack
+from services.stack.readiness import log_tail
+from shared.processes import exit_text
+
+POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    first_delay_s: float = 1.0
+    max_delay_s: float = 30.0
+    # A service that ran this long had recovered: its next death starts the count again.
+    stable_s: float = 60.0
+    max_quick_restarts: int = 5
+
+    def delay_s(self, quick_deaths: int) -> float:
+        """1, 2, 4 ... seconds before the restart that follows the n-th quick death."""
+        return min(self.max_delay_s, self.first_delay_s * 2 ** max(quick_deaths - 1, 0))
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something the supervisor did, for `up` to print or the supervisor log to keep."""
+
+    service: str
+    text: str
+    log_tail: str = ""  # the dead service's last log lines, with its death
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class StackSupervisor:
+    def __init__(
+        self,
+        stack: Stack,
+        report: Callable[[Event], None],
+        policy: RestartPolicy | None = None,
+        *,
+        restart: bool = True,
+    ) -> None:
+        self.stack = stack
+        self.report = report
+        self.policy = policy or RestartPolicy()
+        self.restarts = restart  # False: only report deaths (`up --no-restart`)
+        self._quick_deaths: dict[str, int] = {}
+        self._restart_due: dict[str, float] = {}  # service name -> time.monotonic()
+
+    def poll(self) -> None:
+        """Look at every recorded service once: note a new death, restart one whose delay
+        has passed, give up on a crash loop."""
+        for service in self.stack.recorded():
+            if service.gave_up or self.stack.is_running(service):
+                continue
+            due = self._restart_due.get(service.name)
+            if due is None:
+                self._died(service)
+            elif time.monotonic() >= due:
+                del self._restart_due[service.name]
+                self._restart(service)
+
+    def _died(self, service: RunningService) -> None:
+        code = self.stack.child_exit_code(service)
+        how = "exited" if code is None else exit_text(code)  # not our child: its code is not ours
+        lived_s = time.time() - service.started_at if service.started_at else 0.0
+        if lived_s >= self.policy.stable_s:
+            quick = 0
+        else:
+            quick = self._quick_deaths.get(service.name, 0) + 1
+        self._quick_deaths[service.name] = quick
+        tail = log_tail(service.log)
+        died = f"{service.name} {how} after {duration_text(lived_s)}"
+        if not self.restarts:
+            self._give_up(service, f"{died}; not restarted: `up --no-restart`", tail)
+        elif not service.argv:
+            reason = "its command line is not recorded (started by an older benchstack)"
+            self._give_up(service, f"{died}; not restarted: {reason}", tail)
+        elif quick > self.policy.max_quick_restarts:
+            reason = (
+                f"died within {duration_text(self.policy.stable_s)} of each of its last "
+                f"{self.policy.max_quick_restarts} restarts"
+            )
+            self._give_up(service, f"{died}; left down: {reason}", tail)
+        else:
+            delay = self.policy.delay_s(quick)
+            self._restart_due[service.name] = time.monotonic() + delay
+            self.report(Event(service.name, f"{died}; restarting in {delay:g} s", tail))
+
+    def _give_up(self, service: RunningService, text: str, tail: str) -> None:
+        self.stack.update(replace(service, gave_up=text.split("; ", 1)[1]))
+        self.report(Event(service.name, text, tail))
+
+    def _restart(self, service: RunningService) -> None:
+        when = datetime.now(UTC).isoformat(timespec="seconds")
+        restarted = self.stack.restart(
+            service, f"restart {service.restarts + 1} by the supervisor at {when}"
+        )
+        self.report(
+            Event(
+                service.name,
+                f"restarted {service.name}, pid {restarted.pid} (restart {restarted.restarts})",
+            )
+        )
+
+    def run(self, stop: threading.Event, poll_s: float = POLL_S) -> None:
+        """Supervise until ``stop`` is set or the stack's pid file is gone (`down`)."""
+        while not stop.is_set() and self.stack.pid_file.exists():
+            self.poll()
+            stop.wait(poll_s)
+
+
+def _print_event(event: Event) -> None:
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    print(f"{stamp} {event.text}", flush=True)
+    if event.log_tail:
+        print(f"last lines of {event.service}'s log:\n{event.log_tail}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m services.stack.supervisor")
+    parser.add_argument("--data-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+
+    def _stop(*_: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    stack = Stack(args.data_dir)
+    print(f"supervising the stack in {args.data_dir}", flush=True)
+    StackSupervisor(stack, _print_event).run(stop)
+    print("supervisor stopped", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

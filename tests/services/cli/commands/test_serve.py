@@ -1,0 +1,72 @@
+"""`benchstack ps` as a user runs it, over real processes a Stack started."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from services.stack.manager import ENTRY_MODULE, ServiceSpec, Stack
+
+
+def benchstack(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "services.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def _service(name: str, code: str) -> ServiceSpec:
+    return ServiceSpec(name, [sys.executable, "-c", code, ENTRY_MODULE])
+
+
+def _row(output: str, service: str) -> str:
+    return next(line.strip() for line in output.splitlines() if line.strip().startswith(service))
+
+
+def test_ps_without_a_stack(tmp_path: Path) -> None:
+    result = benchstack(tmp_path, "ps")
+    assert result.returncode == 1
+    assert "no stack is running" in result.stdout
+
+
+def test_ps_names_each_state_and_exits_1_while_one_is_down(tmp_path: Path) -> None:
+    stack = Stack(tmp_path)
+    serving, ended, broken = stack.start(
+        [
+            _service("serving", "import time\ntime.sleep(60)\n"),
+            _service("ended", "pass\n"),
+            _service("broken", "pass\n"),
+        ]
+    )
+    try:
+        stack.update(replace(broken, restarts=5, gave_up="left down: died within 60 s"))
+        deadline = time.monotonic() + 10
+        while stack.child_exit_code(ended) is None or stack.child_exit_code(broken) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+        result = benchstack(tmp_path, "ps")
+        assert result.returncode == 1, result.stdout
+        assert re.match(
+            rf"serving\s+running\s+{serving.pid}\s+\d+ s\s+0\s", _row(result.stdout, "serving")
+        )
+        assert "down (no supervisor)" in _row(result.stdout, "ended")
+        assert "down: left down: died within 60 s" in _row(result.stdout, "broken")
+        assert "no supervisor: a service that exits stays down" in result.stdout
+
+        supervisor = stack.start_supervisor()
+        time.sleep(0.2)  # it restarts "ended" after its first delay, 1 s, not before
+        result = benchstack(tmp_path, "ps")
+        assert "restarting" in _row(result.stdout, "ended"), result.stdout
+        assert f"supervisor pid {supervisor}" in result.stdout
+    finally:
+        stack.stop(grace_s=5)

@@ -1,0 +1,162 @@
+"""The supervisor starts again a service that exits, gives up on a crash loop, and never
+restarts what `down` stops. Real processes throughout."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from services.stack.manager import ENTRY_MODULE, RunningService, ServiceSpec, Stack
+from services.stack.supervisor import Event, RestartPolicy, StackSupervisor
+from shared.processes import pid_alive
+
+FAST = RestartPolicy(first_delay_s=0.05, max_delay_s=0.2, stable_s=60, max_quick_restarts=2)
+
+
+def _service(name: str, code: str) -> ServiceSpec:
+    # The entry module's name in argv marks the process as ours for the pid-file guard.
+    return ServiceSpec(name, [sys.executable, "-c", code, ENTRY_MODULE])
+
+
+def _fails_once(marker: Path) -> ServiceSpec:
+    """Exits with code 3 the first time, then runs until stopped."""
+    code = (
+        "import pathlib, sys, time\n"
+        f"marker = pathlib.Path({str(marker)!r})\n"
+        "if not marker.exists():\n"
+        "    marker.touch(); print('first start: failing', flush=True); sys.exit(3)\n"
+        "print('second start: serving', flush=True); time.sleep(60)\n"
+    )
+    return _service("flaky", code)
+
+
+def _sleeper(name: str) -> ServiceSpec:
+    return _service(name, "import time\nprint('serving', flush=True)\ntime.sleep(60)\n")
+
+
+def _until(check: Callable[[], bool], step: Callable[[], None], timeout_s: float = 15) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        step()
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    stack = Stack(tmp_path)
+    yield stack
+    stack.stop(grace_s=2)
+
+
+def _entry(stack: Stack, name: str) -> RunningService:
+    return next(s for s in stack.recorded() if s.name == name)
+
+
+def test_a_service_that_exits_is_started_again(stack: Stack, tmp_path: Path) -> None:
+    events: list[Event] = []
+    stack.start([_fails_once(tmp_path / "marker"), _sleeper("steady")])
+    first_pid = _entry(stack, "flaky").pid
+    supervisor = StackSupervisor(stack, events.append, FAST)
+    _until(lambda: _entry(stack, "flaky").restarts == 1, supervisor.poll)
+    restarted = _entry(stack, "flaky")
+    assert restarted.pid != first_pid and stack.is_running(restarted)
+    assert restarted.argv == _fails_once(tmp_path / "marker").argv
+    assert events[0].text.startswith("flaky exited with code 3 after 0 s; restarting in 0.05 s")
+    assert "first start: failing" in events[0].log_tail
+    assert events[1].text == f"restarted flaky, pid {restarted.pid} (restart 1)"
+    _until(lambda: "second start" in Path(restarted.log).read_text(), lambda: None)
+    log = Path(restarted.log).read_text()
+    assert (
+        log.index("first start")
+        < log.index("restart 1 by the supervisor")
+        < log.index("second start")
+    )
+    assert _entry(stack, "steady").restarts == 0  # the others are left alone
+
+
+def test_a_crash_loop_is_left_down_and_says_why(stack: Stack) -> None:
+    events: list[Event] = []
+    stack.start([_service("broken", "import sys\nprint('bad config', flush=True)\nsys.exit(2)\n")])
+    supervisor = StackSupervisor(stack, events.append, FAST)
+    _until(lambda: bool(_entry(stack, "broken").gave_up), supervisor.poll)
+    broken = _entry(stack, "broken")
+    assert broken.restarts == FAST.max_quick_restarts
+    assert broken.gave_up == "left down: died within 60 s of each of its last 2 restarts"
+    assert "bad config" in events[-1].log_tail
+    supervisor.poll()  # nothing more happens to it
+    time.sleep(0.3)
+    supervisor.poll()
+    assert _entry(stack, "broken").restarts == FAST.max_quick_restarts
+
+
+def test_the_delay_doubles_while_it_dies_young() -> None:
+    policy = RestartPolicy(first_delay_s=1, max_delay_s=5)
+    assert [policy.delay_s(n) for n in range(6)] == [1, 1, 2, 4, 5, 5]
+
+
+def test_a_service_that_had_recovered_starts_its_count_again(stack: Stack) -> None:
+    events: list[Event] = []
+    stack.start([_service("short", "import sys\nsys.exit(1)\n")])
+    # stable_s=0: every death counts as one after a recovery, so it is never a crash loop.
+    policy = RestartPolicy(first_delay_s=0.01, stable_s=0, max_quick_restarts=1)
+    supervisor = StackSupervisor(stack, events.append, policy)
+    _until(lambda: _entry(stack, "short").restarts >= 4, supervisor.poll)
+    assert not _entry(stack, "short").gave_up
+
+
+def test_no_restart_only_reports(stack: Stack) -> None:
+    events: list[Event] = []
+    stack.start([_service("once", "import sys\nsys.exit(4)\n")])
+    supervisor = StackSupervisor(stack, events.append, FAST, restart=False)
+    _until(lambda: bool(_entry(stack, "once").gave_up), supervisor.poll)
+    assert _entry(stack, "once").restarts == 0
+    assert events[0].text.endswith("not restarted: `up --no-restart`")
+
+
+def test_the_supervisor_process_restarts_what_it_did_not_start_and_down_stops_it(
+    stack: Stack,
+) -> None:
+    stack.start([_sleeper("worker")])
+    supervisor_pid = stack.start_supervisor()
+    assert stack.supervisor_pid() == supervisor_pid
+    first = _entry(stack, "worker")
+    os.killpg(first.pid, signal.SIGKILL)  # as the out-of-memory killer would
+
+    _until(lambda: _entry(stack, "worker").restarts == 1, lambda: stack.child_exit_code(first))
+    worker = _entry(stack, "worker")
+    _until(lambda: stack.is_running(worker), lambda: None)
+
+    assert stack.stop(grace_s=5) == []  # stops the supervisor first, then the services
+    assert not pid_alive(supervisor_pid) and not pid_alive(worker.pid)
+    assert stack.supervisor_pid() is None and not stack.pid_file.exists()
+    supervisor_log = (stack.log_dir / "supervisor.log").read_text()
+    assert "worker exited after" in supervisor_log and "restarted worker" in supervisor_log
+    assert "supervisor stopped" in supervisor_log
+
+
+def test_run_ends_when_down_removed_the_pid_file(stack: Stack) -> None:
+    stack.start([_sleeper("worker")])
+    supervisor = StackSupervisor(stack, lambda _: None, FAST)
+    runner = threading.Thread(target=supervisor.run, args=(threading.Event(), 0.05))
+    runner.start()
+    stack.pid_file.unlink()
+    runner.join(timeout=5)
+    assert not runner.is_alive()
+
+
+def test_a_recycled_supervisor_pid_is_not_stopped(stack: Stack) -> None:
+    # The pid is this test's own process, recorded with another command line: it is not
+    # the supervisor any more, and `down` must not signal it.
+    stack.supervisor_file.parent.mkdir(parents=True)
+    stack.claim_supervision(os.getpid(), "python -m services.stack.supervisor\0")
+    assert stack.supervisor_pid() is None
+    stack.stop_supervisor()
+    assert not stack.supervisor_file.exists()
