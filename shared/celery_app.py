@@ -71,7 +71,9 @@ def _transport(broker_url: str) -> dict[str, str]:
     """Redis through kombu's transport mended not to kill a worker that loses the broker
     with tasks under way (shared/broker_transport.py); any other broker as Celery picks."""
     scheme = broker_url.split("://", 1)[0]
-    return {"broker_transport": broker_transport.DOTTED_PATH} if scheme == "redis" else {}
+    # rediss:// is the same transport over TLS: kombu reads the TLS options from the URL.
+    mended = scheme in ("redis", "rediss")
+    return {"broker_transport": broker_transport.DOTTED_PATH} if mended else {}
 
 
 def make_celery(settings: Settings, *, include_tasks: bool = False) -> Celery:

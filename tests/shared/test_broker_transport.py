@@ -5,13 +5,16 @@ Redis restart)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from kombu.common import ignore_errors
+from redis.connection import SSLConnection
 
 from shared.broker_transport import Channel, Transport
 from shared.celery_app import make_celery
 from shared.settings import Settings
+from tests.support.own_servers import OwnRedis
 
 REDIS = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
@@ -39,3 +42,20 @@ def test_a_closed_connection_is_a_connection_error_that_celerys_close_ignores() 
     # Celery closes the broken connection so; kombu's own transport raised AttributeError
     # here, which escaped and shut the worker down.
     ignore_errors(connection, channel._connparams)
+
+
+def test_a_tls_broker_gets_the_mended_transport_and_keeps_its_tls(tmp_path: Path) -> None:
+    # The server speaks TLS only and clients must verify its certificate, so the ping
+    # fails if the transport dropped the rediss:// URL's TLS options.
+    server = OwnRedis(tls_dir=tmp_path)
+    server.start()
+    try:
+        app = make_celery(Settings(broker_url=server.url))
+        with app.connection_for_write() as connection:
+            assert isinstance(connection.transport, Transport)
+            channel = connection.channel()
+            assert isinstance(channel, Channel)
+            assert channel.client.ping()
+            assert issubclass(channel.client.connection_pool.connection_class, SSLConnection)
+    finally:
+        server.stop()

@@ -43,18 +43,39 @@ class OwnRedis:
     restarted broker without AOF would."""
 
     port: int = field(default_factory=free_port)
+    # Serve TLS only, with a self-signed certificate for 127.0.0.1 made in this folder.
+    tls_dir: Path | None = None
     _process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}"
+        if self.tls_dir is None:
+            return f"redis://127.0.0.1:{self.port}"
+        ca = self.tls_dir / "cert.pem"
+        return f"rediss://127.0.0.1:{self.port}?ssl_cert_reqs=required&ssl_ca_certs={ca}"
+
+    def _listen(self) -> list[str]:
+        if self.tls_dir is None:
+            return ["--port", str(self.port)]
+        cert, key = self.tls_dir / "cert.pem", self.tls_dir / "key.pem"
+        if not cert.exists():
+            self_signed = [
+                *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+                *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
+                *("-keyout", str(key), "-out", str(cert)),
+            ]
+            subprocess.run(self_signed, check=True, capture_output=True)
+        return [
+            *("--port", "0", "--tls-port", str(self.port), "--tls-auth-clients", "no"),
+            *("--tls-cert-file", str(cert), "--tls-key-file", str(key)),
+            *("--tls-ca-cert-file", str(cert)),
+        ]
 
     def start(self) -> None:
         self._process = subprocess.Popen(
             [
                 "redis-server",
-                "--port",
-                str(self.port),
+                *self._listen(),
                 "--bind",
                 "127.0.0.1",
                 "--save",
