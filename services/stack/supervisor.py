@@ -104,30 +104,36 @@ class StackSupervisor:
         tail = log_tail(service.log)
         died = f"{service.name} {how} after {duration_text(lived_s)}"
         if not self.restarts:
-            self._give_up(service, f"{died}; not restarted: `up --no-restart`", tail)
+            self._give_up(service, died, "not restarted: `up --no-restart`", tail)
         elif not service.argv:
             reason = "its command line is not recorded (started by an older benchstack)"
-            self._give_up(service, f"{died}; not restarted: {reason}", tail)
+            self._give_up(service, died, f"not restarted: {reason}", tail)
         elif quick > self.policy.max_quick_restarts:
             reason = (
                 f"died within {duration_text(self.policy.stable_s)} of each of its last "
                 f"{self.policy.max_quick_restarts} restarts"
             )
-            self._give_up(service, f"{died}; left down: {reason}", tail)
+            self._give_up(service, died, f"left down: {reason}", tail)
         else:
             delay = self.policy.delay_s(quick)
             self._restart_due[service.name] = time.monotonic() + delay
             self.report(Event(service.name, f"{died}; restarting in {delay:g} s", tail))
 
-    def _give_up(self, service: RunningService, text: str, tail: str) -> None:
-        self.stack.update(replace(service, gave_up=text.split("; ", 1)[1]))
-        self.report(Event(service.name, text, tail))
+    def _give_up(self, service: RunningService, died: str, why: str, tail: str) -> None:
+        self.stack.update(replace(service, gave_up=why))
+        self.report(Event(service.name, f"{died}; {why}", tail))
 
     def _restart(self, service: RunningService) -> None:
         when = datetime.now(UTC).isoformat(timespec="seconds")
-        restarted = self.stack.restart(
-            service, f"restart {service.restarts + 1} by the supervisor at {when}"
-        )
+        try:
+            restarted = self.stack.restart(
+                service, f"restart {service.restarts + 1} by the supervisor at {when}"
+            )
+        except OSError as exc:  # its interpreter or log folder is gone: say so, keep the rest
+            why = f"could not be restarted: {exc}"
+            self.stack.update(replace(service, gave_up=why))
+            self.report(Event(service.name, f"{service.name} {why}"))
+            return
         self.report(
             Event(
                 service.name,

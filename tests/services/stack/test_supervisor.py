@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,17 @@ def test_a_recycled_supervisor_pid_is_not_stopped(stack: Stack) -> None:
     assert stack.supervisor_pid() is None
     stack.stop_supervisor()
     assert not stack.supervisor_file.exists()
+
+
+def test_a_service_that_cannot_be_started_again_is_left_down_with_the_error(
+    stack: Stack, tmp_path: Path
+) -> None:
+    events: list[Event] = []
+    gone = tmp_path / "venv-removed" / "python"
+    stack.start([_service("once", "pass\n")])
+    once = _entry(stack, "once")
+    stack.update(replace(once, argv=[str(gone), "-c", "pass"]))  # as if its venv was deleted
+    supervisor = StackSupervisor(stack, events.append, FAST)
+    _until(lambda: bool(_entry(stack, "once").gave_up), supervisor.poll)
+    assert _entry(stack, "once").gave_up.startswith("could not be restarted: [Errno 2]")
+    assert events[-1].text.startswith("once could not be restarted: [Errno 2]")
