@@ -11,6 +11,23 @@ from pathlib import Path
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
 
+def benchstack(
+    data_dir: Path, *args: str, columns: int = 200, timeout_s: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """The CLI in embedded mode (its own data folder, no server's database or object
+    store), as in a terminal ``columns`` wide, so tables are not cut."""
+    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": str(columns)}
+    for name in ("BENCHSTACK_DATABASE_URL", "BENCHSTACK_S3_ENDPOINT"):
+        env.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "services.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout_s,
+    )
+
+
 def piped(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI with stdout and stderr both pipes and no COLUMNS: as under `| less` or in CI."""
     env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir)}

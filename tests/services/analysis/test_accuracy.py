@@ -4,10 +4,8 @@ a damaged labels file or weights file must give."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +32,7 @@ from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope
 from shared.manifest import load_manifest
 from shared.settings import Settings
+from tests.support.cli import benchstack
 
 
 def plain_torch_loop(test_dir: Path, weights: Path) -> tuple[float, dict[str, int]]:
@@ -108,17 +107,6 @@ def _copy_model(digits: DigitsArtifacts, target: Path) -> Path:
     return target / "digits_cnn.yaml"
 
 
-def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
 def _error_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith("error:")]
 
@@ -128,7 +116,7 @@ def test_corrupted_labels_file_is_one_line_naming_the_field(
 ) -> None:
     manifest = _copy_model(digits, tmp_path)
     (tmp_path / "labels.txt").write_bytes(b"0\n1\n2\n\xff\xfe\n4\n5\n6\n7\n8\n9\n")
-    result = _cli(
+    result = benchstack(
         tmp_path / "data", "bench", str(manifest), "--mode", "accuracy",
         "--dataset", str(digits.test_dir), "--samples", "20", "--duration", "0.1",
     )  # fmt: skip
@@ -167,7 +155,9 @@ def test_mismatched_weights_sha256_is_one_line_naming_the_field(
     data = yaml.safe_load(manifest.read_text())
     data["source"]["weights"]["sha256"] = "0" * 64
     manifest.write_text(yaml.safe_dump(data))
-    result = _cli(tmp_path / "data", "bench", str(manifest), "--samples", "8", "--duration", "0.1")
+    result = benchstack(
+        tmp_path / "data", "bench", str(manifest), "--samples", "8", "--duration", "0.1"
+    )
     assert result.returncode == 1
     lines = _error_lines(result)
     assert len(lines) == 1, result.stderr
@@ -255,7 +245,7 @@ def test_a_subset_of_classes_without_labels_file_warns_in_report_and_cli(
     dataset = tmp_path / "three-digits"
     for name in ("3", "5", "7"):
         shutil.copytree(digits.test_dir / name, dataset / name)
-    result = _cli(
+    result = benchstack(
         tmp_path / "data", "bench", str(manifest), "--mode", "accuracy", "--dataset",
         str(dataset), "--samples", "1000", "--json",
     )  # fmt: skip

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,16 +24,9 @@ from services.inference.backends.base import BackendOptions
 from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope
 from shared.settings import Settings
+from tests.support.cli import benchstack
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
-
-
-def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
 
 
 def null_request(service_ms: float = 2.0, **scenario: Any) -> BenchRequest:
@@ -50,7 +40,7 @@ def null_request(service_ms: float = 2.0, **scenario: Any) -> BenchRequest:
 
 
 def test_batch_size_sweep_prints_and_stores_a_curve(data_dir: Path) -> None:
-    result = _cli(
+    result = benchstack(
         data_dir, "sweep", TINY, "-f", "null", "-o", "service_time_ms=2",
         "--batch-sizes", "1,2,4,8,16", "--duration", "0.3", "--samples", "16", "--json",
     )  # fmt: skip
@@ -63,7 +53,7 @@ def test_batch_size_sweep_prints_and_stores_a_curve(data_dir: Path) -> None:
     assert all(p["validity"] in {"VALID", "INVALID"} for p in points)
     assert all(p["stability"] in {"STABLE", "UNSTABLE", "INSUFFICIENT"} for p in points)
     assert (data_dir / "objects" / "sweeps" / f"{curve['id']}.json").exists()
-    listed = json.loads(_cli(data_dir, "results", "--json").stdout)
+    listed = json.loads(benchstack(data_dir, "results", "--json").stdout)
     assert {p["run_id"] for p in points} <= {r["run_id"] for r in listed}
 
 
@@ -87,7 +77,7 @@ def test_spread_is_min_median_max_and_cv() -> None:
 
 
 def test_repeats_give_a_spread_per_figure(data_dir: Path) -> None:
-    result = _cli(
+    result = benchstack(
         data_dir, "bench", TINY, "-f", "null", "-o", "service_time_ms=2", "--duration", "0.3",
         "--samples", "16", "--batch-size", "4", "--repeats", "3", "--json",
     )  # fmt: skip

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +13,9 @@ import yaml
 
 from services.inference.profiling.trace_events import trace_problems
 from shared.loadgen_logs import parse_summary
+from tests.support.cli import benchstack
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
-
-
-def benchstack(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
-    env.pop("BENCHSTACK_DATABASE_URL", None)
-    env.pop("BENCHSTACK_S3_ENDPOINT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
 
 
 def bench_json(data_dir: Path, *args: str) -> dict[str, Any]:

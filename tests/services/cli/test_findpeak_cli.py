@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.cli import benchstack
 
 # 10 ms per query on two workers (200/s at most); 60 and 120/s stay well within a 100 ms
 # p99, but 1 s at those rates is 60-120 samples, far below the 500 the stability rule
@@ -18,16 +17,8 @@ SHORT_PROBES = (
 )  # fmt: skip
 
 
-def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "250"}
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        capture_output=True, text=True, env=env, timeout=180,
-    )  # fmt: skip
-
-
 def test_short_probes_print_no_valid_peak_with_the_reason_and_a_duration(data_dir: Path) -> None:
-    result = _cli(data_dir, *SHORT_PROBES)
+    result = benchstack(data_dir, *SHORT_PROBES)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert "no valid peak" in lines
@@ -42,7 +33,7 @@ def test_short_probes_print_no_valid_peak_with_the_reason_and_a_duration(data_di
 
 
 def test_json_carries_the_same_verdict_reason_and_advice(data_dir: Path) -> None:
-    result = _cli(data_dir, *SHORT_PROBES, "--json")
+    result = benchstack(data_dir, *SHORT_PROBES, "--json")
     assert result.returncode == 1, result.stderr
     payload = json.loads(result.stdout)
     assert payload["verdict"] == "no valid peak" and payload["peak"] is None

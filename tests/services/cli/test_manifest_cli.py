@@ -3,29 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.support.cli import benchstack
+
 TINY = Path("tests/fixtures/tiny_cnn.yaml")
-
-
-def benchstack(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
-    env.pop("BENCHSTACK_DATABASE_URL", None)
-    env.pop("BENCHSTACK_S3_ENDPOINT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
 
 
 def error_lines(result: subprocess.CompletedProcess[str]) -> list[str]:

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from services.stack.manager import ENTRY_MODULE, ServiceSpec, Stack
-
-
-def benchstack(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+from tests.support.cli import benchstack
 
 
 def _service(name: str, code: str) -> ServiceSpec:
