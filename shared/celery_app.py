@@ -8,6 +8,8 @@ not hoard queued work, and routes taken from ``shared.queues``.
 
 from __future__ import annotations
 
+import logging
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +18,8 @@ from celery import Celery
 from shared import broker_transport, queues
 from shared.messages import Message
 from shared.settings import Settings
+
+log = logging.getLogger(__name__)
 
 # How every part publishes: (task name, message, queue or None for the task's route). The
 # API and each worker are handed one at start-up; tests hand them one that records.
@@ -67,13 +71,28 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _transport(broker_url: str) -> dict[str, str]:
+def _transport(broker_url: str) -> dict[str, Any]:
     """Redis through kombu's transport mended not to kill a worker that loses the broker
     with tasks under way (shared/broker_transport.py); any other broker as Celery picks."""
-    scheme = broker_url.split("://", 1)[0]
-    # rediss:// is the same transport over TLS: kombu reads the TLS options from the URL.
-    mended = scheme in ("redis", "rediss")
-    return {"broker_transport": broker_transport.DOTTED_PATH} if mended else {}
+    scheme, _, rest = broker_url.partition("://")
+    if scheme == "redis":
+        return {"broker_transport": broker_transport.DOTTED_PATH}
+    if scheme != "rediss":
+        return {}
+    # The same transport over TLS; kombu reads the TLS options from the URL's query. Named
+    # by its dotted path, kombu no longer knows the scheme meant TLS, so a URL without TLS
+    # options gets here what kombu gives it (TLS, certificate not verified, with kombu's
+    # warning) rather than a plain connection to a TLS port.
+    if "ssl_cert_reqs=" in rest:
+        return {"broker_transport": broker_transport.DOTTED_PATH}
+    log.warning(
+        "broker_url: rediss:// without ssl_cert_reqs: the broker's certificate is not "
+        "verified; add ?ssl_cert_reqs=required (and ssl_ca_certs=...) to verify it"
+    )
+    return {
+        "broker_transport": broker_transport.DOTTED_PATH,
+        "broker_use_ssl": {"ssl_cert_reqs": ssl.CERT_NONE},
+    }
 
 
 def make_celery(settings: Settings, *, include_tasks: bool = False) -> Celery:

@@ -44,13 +44,18 @@ def test_a_closed_connection_is_a_connection_error_that_celerys_close_ignores() 
     ignore_errors(connection, channel._connparams)
 
 
-def test_a_tls_broker_gets_the_mended_transport_and_keeps_its_tls(tmp_path: Path) -> None:
-    # The server speaks TLS only and clients must verify its certificate, so the ping
-    # fails if the transport dropped the rediss:// URL's TLS options.
+@pytest.mark.parametrize("verified", [True, False], ids=["ca-verified", "no-tls-options"])
+def test_a_tls_broker_gets_the_mended_transport_and_keeps_its_tls(
+    tmp_path: Path, verified: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The server speaks TLS only, so the ping fails if the transport dropped the TLS
+    # options, or, for a bare rediss:// URL, connected without TLS at all (kombu turns
+    # TLS on for the scheme only when the transport is its own 'rediss').
     server = OwnRedis(tls_dir=tmp_path)
     server.start()
+    url = server.url if verified else f"rediss://127.0.0.1:{server.port}/0"
     try:
-        app = make_celery(Settings(broker_url=server.url))
+        app = make_celery(Settings(broker_url=url))
         with app.connection_for_write() as connection:
             assert isinstance(connection.transport, Transport)
             channel = connection.channel()
@@ -59,3 +64,5 @@ def test_a_tls_broker_gets_the_mended_transport_and_keeps_its_tls(tmp_path: Path
             assert issubclass(channel.client.connection_pool.connection_class, SSLConnection)
     finally:
         server.stop()
+    unverified = [r.message for r in caplog.records if "not verified" in r.message]
+    assert bool(unverified) != verified, unverified
