@@ -24,6 +24,17 @@ def pid_alive(pid: int) -> bool:
     return status != "Z"
 
 
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (/proc/<pid>/stat field 22): with the
+    pid, it names one process for good, whatever it later writes into its command line
+    (Celery's setproctitle) and whichever process gets the pid after it. None without /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[19])  # fields[0] is field 3, the state
+
+
 def this_command_line() -> str:
     """This process's command line as /proc has it, to recognise it later by pid."""
     try:

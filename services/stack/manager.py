@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from shared.processes import pid_alive, same_process
+from shared.processes import pid_alive, same_process, start_ticks
 
 ENTRY_MODULE = "services.stack.entry"
 SUPERVISOR_MODULE = "services.stack.supervisor"
@@ -39,6 +39,7 @@ class RunningService:
     # What the supervisor needs to start it again (empty in pid files of older versions).
     argv: list[str] = field(default_factory=list)
     started_at: float = 0.0  # time.time() of its latest start
+    start_ticks: int | None = None  # shared.processes.start_ticks: which process the pid is
     restarts: int = 0
     gave_up: str = ""  # why the supervisor left it down, once it has
 
@@ -112,7 +113,11 @@ class Stack:
         os.replace(partial, self.pid_file)
 
     def is_running(self, service: RunningService) -> bool:
-        return pid_alive(service.pid) and _is_ours(service.pid)
+        if not pid_alive(service.pid):
+            return False
+        if service.start_ticks is not None:  # exact, and blind to a rewritten command line
+            return start_ticks(service.pid) == service.start_ticks
+        return _is_ours(service.pid)  # a pid file of an older benchstack
 
     def running(self) -> list[RunningService]:
         return [e for e in self.recorded() if self.is_running(e)]
@@ -138,10 +143,12 @@ class Stack:
     def start(
         self, specs: list[ServiceSpec], env: dict[str, str] | None = None
     ) -> list[RunningService]:
+        # One left by a stack whose services all died; stopped first, so that it cannot
+        # restart one of them after the check below.
+        self.stop_supervisor()
         if self.running():
             names = ", ".join(s.name for s in self.running())
             raise RuntimeError(f"the stack is already running ({names}); `benchstack down` first")
-        self.stop_supervisor()  # one left by a stack whose services all died
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.ready_dir.mkdir(parents=True, exist_ok=True)
@@ -166,12 +173,20 @@ class Stack:
                 env={**os.environ, **(env or {}), **ready},
             )
         self._children[process.pid] = process
-        return replace(service, pid=process.pid, log=str(log_path), started_at=time.time())
+        return replace(
+            service,
+            pid=process.pid,
+            log=str(log_path),
+            started_at=time.time(),
+            start_ticks=start_ticks(process.pid),
+        )
 
     def restart(self, service: RunningService, note: str) -> RunningService:
         """Start a dead service again with its recorded argv, appending to its log after
         ``note``; whatever its old process group left behind (a prefork child, a
-        measurement child) is killed first, so it cannot hold the new one's resources."""
+        measurement child) is killed first, so it cannot hold the new one's resources.
+        A process that could not be recorded (the entry or the whole pid file went: `down`)
+        is stopped again, never left running unlisted."""
         if not pid_alive(service.pid):  # else its pid is another process's now, and its group
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(service.pid, signal.SIGKILL)
@@ -179,17 +194,44 @@ class Stack:
         with Path(service.log).open("a") as log:
             log.write(f"\n--- benchstack: {note} ---\n")
         restarted = self._spawn(replace(service, restarts=service.restarts + 1))
-        self.update(restarted)
+        try:
+            recorded = self.update(restarted)
+        except BaseException:
+            self._kill_group(restarted.pid)
+            raise
+        if not recorded:
+            self._kill_group(restarted.pid)
+            raise RuntimeError(f"{service.name} is no longer in {self.pid_file}")
         return restarted
 
-    def update(self, service: RunningService) -> None:
-        """Replace the pid file's entry of the service by that name."""
-        self.record([service if e.name == service.name else e for e in self.recorded()])
+    def _kill_group(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        child = self._children.pop(pid, None)
+        if child is not None:
+            child.wait()
 
-    def claim_supervision(self, pid: int, command: str) -> None:
-        """Record who restarts dead services, for `down` to stop first: a supervisor left
-        running would restart what `down` stops. ``command`` is its /proc command line."""
-        self.supervisor_file.write_text(json.dumps({"pid": pid, "command": command}))
+    def update(self, service: RunningService) -> bool:
+        """Replace the pid file's entry of the service by that name; False when the file
+        or the entry is gone (nothing is written then)."""
+        recorded = self.recorded()
+        if not any(e.name == service.name for e in recorded):
+            return False
+        self.record([service if e.name == service.name else e for e in recorded])
+        return True
+
+    def claim_supervision(self, pid: int, command: str, *, restarts: bool = True) -> None:
+        """Record who watches the services, for `down` to stop first (a supervisor left
+        running would restart what `down` stops) and for `ps` to describe. ``command`` is
+        its /proc command line; ``restarts`` False: it only reports (`up --no-restart`)."""
+        entry = {"pid": pid, "command": command, "restarts": restarts}
+        self.supervisor_file.write_text(json.dumps(entry))
+
+    def supervisor_restarts(self) -> bool | None:
+        """Whether the running supervisor restarts dead services; None when none runs."""
+        if self.supervisor_pid() is None:
+            return None
+        return bool(json.loads(self.supervisor_file.read_text()).get("restarts", True))
 
     def start_supervisor(self) -> int:
         """Leave a supervisor process behind (`up -d`), logging to ``supervisor.log``."""

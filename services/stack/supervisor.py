@@ -16,9 +16,9 @@ process (`python -m services.stack.supervisor --data-dir D`). Either is recorded
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -31,6 +31,7 @@ from services.stack.readiness import log_tail
 from shared.processes import exit_text
 
 POLL_S = 0.5
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,9 @@ class StackSupervisor:
             self.stack.update(replace(service, gave_up=why))
             self.report(Event(service.name, f"{service.name} {why}"))
             return
+        except RuntimeError as exc:  # its entry went meanwhile (`down`): nothing to keep up
+            self.report(Event(service.name, f"{service.name} not restarted: {exc}"))
+            return
         self.report(
             Event(
                 service.name,
@@ -141,11 +145,20 @@ class StackSupervisor:
             )
         )
 
-    def run(self, stop: threading.Event, poll_s: float = POLL_S) -> None:
-        """Supervise until ``stop`` is set or the stack's pid file is gone (`down`)."""
-        while not stop.is_set() and self.stack.pid_file.exists():
-            self.poll()
-            stop.wait(poll_s)
+    def run(self, stopping: Callable[[], bool], poll_s: float = POLL_S) -> None:
+        """Supervise until ``stopping()`` (a flag a signal handler sets: nothing that takes
+        a lock there) or until the stack's pid file is gone (`down`). One poll that fails
+        (a full disk refusing the pid file) is reported and the next one tried: the
+        supervisor is what keeps the rest alive, so it must not be the first to go."""
+        while not stopping() and self.stack.pid_file.exists():
+            try:
+                self.poll()
+            except Exception as exc:
+                log.exception("supervisor: a pass over the services failed")
+                self.report(Event("supervisor", f"supervisor: a pass failed ({exc}); going on"))
+            deadline = time.monotonic() + poll_s
+            while not stopping() and time.monotonic() < deadline:
+                time.sleep(min(0.05, poll_s))
 
 
 def _print_event(event: Event) -> None:
@@ -159,16 +172,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m services.stack.supervisor")
     parser.add_argument("--data-dir", type=Path, required=True)
     args = parser.parse_args(argv)
-    stop = threading.Event()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    stop = [False]
 
     def _stop(*_: Any) -> None:
-        stop.set()
+        stop[0] = True
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     stack = Stack(args.data_dir)
     print(f"supervising the stack in {args.data_dir}", flush=True)
-    StackSupervisor(stack, _print_event).run(stop)
+    StackSupervisor(stack, _print_event).run(lambda: stop[0])
     print("supervisor stopped", flush=True)
 
 

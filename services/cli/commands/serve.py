@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 from typing import Any
 
 import typer
@@ -151,9 +150,12 @@ def up(
             console.print(f"supervisor   pid {pid:<7} restarts a service that exits on its own")
         return
     console.print("Ctrl-C stops the stack.")
+    stopping = [False]
 
     def _terminate(*_: Any) -> None:
-        raise KeyboardInterrupt
+        # Only a flag: raising here could land between starting a restarted service and
+        # recording it, and `stop` would then miss that process.
+        stopping[0] = True
 
     def _report(event: Event) -> None:
         if not event.log_tail:
@@ -167,18 +169,18 @@ def up(
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
     # `down` from another terminal stops this process first, which then stops the stack.
-    stack.claim_supervision(os.getpid(), this_command_line())
-    try:
-        StackSupervisor(stack, _report, restart=restart).run(threading.Event())
-    except KeyboardInterrupt:
-        console.print("stopping ...")
-        dead = [s.name for s in stack.dead()]
-        killed = stack.stop()
-        console.print(
-            "stopped"
-            + (f" (killed: {', '.join(killed)})" if killed else "")
-            + (f"; had died before: {', '.join(dead)}" if dead else "")
-        )
+    stack.claim_supervision(os.getpid(), this_command_line(), restarts=restart)
+    StackSupervisor(stack, _report, restart=restart).run(lambda: stopping[0])
+    if not stopping[0]:
+        return  # the pid file went: stopped by an older `down` that does not signal
+    console.print("stopping ...")
+    dead = [s.name for s in stack.dead()]
+    killed = stack.stop()
+    console.print(
+        "stopped"
+        + (f" (killed: {', '.join(killed)})" if killed else "")
+        + (f"; had died before: {', '.join(dead)}" if dead else "")
+    )
 
 
 def down() -> None:
@@ -189,6 +191,7 @@ def down() -> None:
     running = stack.running()
     dead = stack.dead()
     if not running:
+        stack.stop_supervisor()  # one may be waiting to restart the dead
         console.print(
             "no stack is running"
             + (f" ({', '.join(s.name for s in dead)} had died)" if dead else "")
@@ -225,6 +228,7 @@ def ps() -> None:
         console.print(f"no stack is running (none recorded in {stack.pid_file})")
         raise typer.Exit(1)
     supervisor = stack.supervisor_pid()
+    restarts = stack.supervisor_restarts()
     table = Table("service", "state", "pid", "up", "restarts", "log", box=None)
     for service in services:
         running = stack.is_running(service)
@@ -232,8 +236,10 @@ def ps() -> None:
             state, up_for = "running", _ago(time.time() - service.started_at, service.started_at)
         elif service.gave_up:
             state, up_for = f"[red]down: {escape(service.gave_up)}[/]", ""
-        elif supervisor is not None:
+        elif restarts:
             state, up_for = "[yellow]restarting[/]", ""
+        elif supervisor is not None:
+            state, up_for = "[red]down (`up --no-restart`)[/]", ""
         else:
             state, up_for = "[red]down (no supervisor)[/]", ""
         table.add_row(
@@ -250,8 +256,10 @@ def ps() -> None:
             "no supervisor: a service that exits stays down "
             "(`up --no-restart`, or the supervisor was stopped)"
         )
-    else:
+    elif restarts:
         console.print(f"supervisor pid {supervisor}: restarts a service that exits on its own")
+    else:
+        console.print(f"supervisor pid {supervisor}: reports deaths only (`up --no-restart`)")
     if not all(stack.is_running(s) for s in services):
         raise typer.Exit(1)
 

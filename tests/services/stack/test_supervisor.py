@@ -4,6 +4,7 @@ restarts what `down` stops. Real processes throughout."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -16,7 +17,7 @@ import pytest
 
 from services.stack.manager import ENTRY_MODULE, RunningService, ServiceSpec, Stack
 from services.stack.supervisor import Event, RestartPolicy, StackSupervisor
-from shared.processes import pid_alive
+from shared.processes import pid_alive, start_ticks
 
 FAST = RestartPolicy(first_delay_s=0.05, max_delay_s=0.2, stable_s=60, max_quick_restarts=2)
 
@@ -70,7 +71,7 @@ def test_a_service_that_exits_is_started_again(stack: Stack, tmp_path: Path) -> 
     restarted = _entry(stack, "flaky")
     assert restarted.pid != first_pid and stack.is_running(restarted)
     assert restarted.argv == _fails_once(tmp_path / "marker").argv
-    assert events[0].text.startswith("flaky exited with code 3 after 0 s; restarting in 0.05 s")
+    assert re.match(r"flaky exited with code 3 after \d+ s; restarting in 0.05 s", events[0].text)
     assert "first start: failing" in events[0].log_tail
     assert events[1].text == f"restarted flaky, pid {restarted.pid} (restart 1)"
     _until(lambda: "second start" in Path(restarted.log).read_text(), lambda: None)
@@ -106,11 +107,18 @@ def test_the_delay_doubles_while_it_dies_young() -> None:
 def test_a_service_that_had_recovered_starts_its_count_again(stack: Stack) -> None:
     events: list[Event] = []
     stack.start([_service("short", "import sys\nsys.exit(1)\n")])
-    # stable_s=0: every death counts as one after a recovery, so it is never a crash loop.
-    policy = RestartPolicy(first_delay_s=0.01, stable_s=0, max_quick_restarts=1)
+    policy = RestartPolicy(first_delay_s=0.01, stable_s=60, max_quick_restarts=1)
     supervisor = StackSupervisor(stack, events.append, policy)
-    _until(lambda: _entry(stack, "short").restarts >= 4, supervisor.poll)
+    _until(lambda: _entry(stack, "short").restarts == 1, supervisor.poll)  # one quick death
+    # As if the restarted process had run for 1000 s before dying: its death is not quick
+    # and the count starts again, so the next quick death is restarted, not given up on.
+    stack.update(replace(_entry(stack, "short"), started_at=time.time() - 1000))
+    _until(lambda: _entry(stack, "short").restarts == 2, supervisor.poll)
+    assert re.match(r"short exited with code 1 after \d+ min; restarting", events[-2].text)
+    _until(lambda: _entry(stack, "short").restarts == 3, supervisor.poll)
     assert not _entry(stack, "short").gave_up
+    _until(lambda: bool(_entry(stack, "short").gave_up), supervisor.poll)  # two quick ones
+    assert _entry(stack, "short").restarts == 3
 
 
 def test_no_restart_only_reports(stack: Stack) -> None:
@@ -146,7 +154,7 @@ def test_the_supervisor_process_restarts_what_it_did_not_start_and_down_stops_it
 def test_run_ends_when_down_removed_the_pid_file(stack: Stack) -> None:
     stack.start([_sleeper("worker")])
     supervisor = StackSupervisor(stack, lambda _: None, FAST)
-    runner = threading.Thread(target=supervisor.run, args=(threading.Event(), 0.05))
+    runner = threading.Thread(target=supervisor.run, args=(lambda: False, 0.05))
     runner.start()
     stack.pid_file.unlink()
     runner.join(timeout=5)
@@ -175,3 +183,44 @@ def test_a_service_that_cannot_be_started_again_is_left_down_with_the_error(
     _until(lambda: bool(_entry(stack, "once").gave_up), supervisor.poll)
     assert _entry(stack, "once").gave_up.startswith("could not be restarted: [Errno 2]")
     assert events[-1].text.startswith("once could not be restarted: [Errno 2]")
+
+
+def test_a_pass_that_fails_is_reported_and_the_next_one_runs(stack: Stack) -> None:
+    events: list[Event] = []
+    stack.start([_sleeper("worker")])
+    good = stack.pid_file.read_text()
+    stack.pid_file.write_text("{ not json")  # what a full disk could leave
+    supervisor = StackSupervisor(stack, events.append, FAST)
+    try:
+        # Ends once three passes have failed: a failed pass did not end the loop.
+        supervisor.run(lambda: len(events) >= 3, poll_s=0.01)
+    finally:
+        stack.pid_file.write_text(good)
+    assert [e.service for e in events] == ["supervisor"] * 3
+    assert events[0].text.startswith("supervisor: a pass failed (")
+
+
+def test_a_restart_that_cannot_be_recorded_is_stopped_again(stack: Stack) -> None:
+    (first,) = stack.start([_service("once", "pass\n")])
+    _until(lambda: stack.child_exit_code(first) is not None, lambda: None)
+    stack.record([])  # `down` removed it meanwhile
+    with pytest.raises(RuntimeError, match="no longer in"):
+        stack.restart(first, "restart 1")
+    assert stack.running() == [] and not any(pid_alive(p) for p in stack._children)
+
+
+def test_a_recycled_service_pid_is_not_running(stack: Stack) -> None:
+    # Our own pid with another start time: the process recorded is gone, and whatever
+    # runs under its pid now is not it, even with the entry module in its command line.
+    mine = RunningService("worker", os.getpid(), "log", argv=["x"], start_ticks=1)
+    assert not stack.is_running(mine)
+    assert stack.is_running(replace(mine, start_ticks=start_ticks(os.getpid())))
+
+
+def test_start_stops_a_supervisor_left_by_a_stack_whose_services_died(stack: Stack) -> None:
+    (gone,) = stack.start([_service("gone", "pass\n")])
+    _until(lambda: stack.child_exit_code(gone) is not None, lambda: None)
+    supervisor = stack.start_supervisor()  # restarts "gone" after 1 s, were it let
+    stack.start([_sleeper("fresh")])
+    assert not pid_alive(supervisor)
+    assert [s.name for s in stack.recorded()] == ["fresh"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -9,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from services.stack.manager import ENTRY_MODULE, ServiceSpec, Stack
+from shared.processes import this_command_line
 from tests.support.cli import benchstack
 
 
@@ -51,10 +53,16 @@ def test_ps_names_each_state_and_exits_1_while_one_is_down(tmp_path: Path) -> No
         assert "down: left down: died within 60 s" in _row(result.stdout, "broken")
         assert "no supervisor: a service that exits stays down" in result.stdout
 
-        supervisor = stack.start_supervisor()
-        time.sleep(0.2)  # it restarts "ended" after its first delay, 1 s, not before
+        # This test process stands for the supervisor (a real one would restart "ended").
+        stack.claim_supervision(os.getpid(), this_command_line())
         result = benchstack(tmp_path, "ps")
         assert "restarting" in _row(result.stdout, "ended"), result.stdout
-        assert f"supervisor pid {supervisor}" in result.stdout
+        assert f"supervisor pid {os.getpid()}: restarts a service" in result.stdout
+
+        stack.claim_supervision(os.getpid(), this_command_line(), restarts=False)
+        result = benchstack(tmp_path, "ps")
+        assert "down (`up --no-restart`)" in _row(result.stdout, "ended"), result.stdout
+        assert "reports deaths only" in result.stdout
+        stack.supervisor_file.unlink()  # so that stop() does not signal this process
     finally:
         stack.stop(grace_s=5)
