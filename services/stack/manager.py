@@ -41,6 +41,7 @@ class RunningService:
     started_at: float = 0.0  # time.time() of its latest start
     start_ticks: int | None = None  # shared.processes.start_ticks: which process the pid is
     restarts: int = 0
+    last_exit: str = ""  # how it last ended on its own, e.g. "was killed by SIGKILL ..."
     gave_up: str = ""  # why the supervisor left it down, once it has
 
 

@@ -103,6 +103,9 @@ class StackSupervisor:
             quick = self._quick_deaths.get(service.name, 0) + 1
         self._quick_deaths[service.name] = quick
         tail = log_tail(service.log)
+        when = datetime.now(UTC).strftime("%H:%M:%S UTC")
+        service = replace(service, last_exit=f"{how} after {duration_text(lived_s)} at {when}")
+        self.stack.update(service)
         died = f"{service.name} {how} after {duration_text(lived_s)}"
         if not self.restarts:
             self._give_up(service, died, "not restarted: `up --no-restart`", tail)

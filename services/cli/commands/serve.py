@@ -212,7 +212,8 @@ def down() -> None:
 
 
 def ps() -> None:
-    """Show the services `benchstack up` started: state, pid, time up, restarts, log.
+    """Show the services `benchstack up` started: state, pid, time up, restarts, how each
+    last ended on its own, and its log.
 
     Exits 1 when any of them is not running (or no stack is), so scripts can check."""
     import time
@@ -229,7 +230,7 @@ def ps() -> None:
         raise typer.Exit(1)
     supervisor = stack.supervisor_pid()
     restarts = stack.supervisor_restarts()
-    table = Table("service", "state", "pid", "up", "restarts", "log", box=None)
+    table = Table("service", "state", "pid", "up", "restarts", "last exit", "log", box=None)
     for service in services:
         running = stack.is_running(service)
         if running:
@@ -248,6 +249,7 @@ def ps() -> None:
             str(service.pid) if running else "",
             up_for,
             str(service.restarts),
+            escape(service.last_exit),
             service.log,
         )
     output_console(highlight=False).print(table)

@@ -71,6 +71,7 @@ def test_a_service_that_exits_is_started_again(stack: Stack, tmp_path: Path) -> 
     restarted = _entry(stack, "flaky")
     assert restarted.pid != first_pid and stack.is_running(restarted)
     assert restarted.argv == _fails_once(tmp_path / "marker").argv
+    assert re.match(r"exited with code 3 after \d+ s at \d\d:\d\d:\d\d UTC$", restarted.last_exit)
     assert re.match(r"flaky exited with code 3 after \d+ s; restarting in 0.05 s", events[0].text)
     assert "first start: failing" in events[0].log_tail
     assert events[1].text == f"restarted flaky, pid {restarted.pid} (restart 1)"
