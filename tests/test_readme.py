@@ -10,18 +10,23 @@ temporary folder so the run never touches ``~/.benchstack``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from shared.processes import pid_alive
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -126,18 +131,22 @@ def _user_env(data_dir: str) -> dict[str, str]:
     return env
 
 
-def _supervisors(data_dir: str) -> list[int]:
-    """Pids of supervisor processes `up -d` left for this data folder."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                command = (proc / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"services.stack.supervisor" in command and data_dir.encode() in command:
-                found.append(int(proc.name))
-    return found
+def _stack_file(data_dir: str, name: str) -> Any:
+    return json.loads((Path(data_dir) / "stack" / name).read_text())
+
+
+def _killed_and_restarted(data_dir: str, service: str) -> dict[str, Any]:
+    """SIGKILL ``service`` as the out-of-memory killer would; its entry once `up -d`'s
+    supervisor has started it again."""
+    (entry,) = [e for e in _stack_file(data_dir, "pids.json") if e["name"] == service]
+    os.killpg(entry["pid"], signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while True:
+        (now,) = [e for e in _stack_file(data_dir, "pids.json") if e["name"] == service]
+        if now["restarts"] == entry["restarts"] + 1:
+            return dict(now)
+        assert time.monotonic() < deadline, now
+        time.sleep(0.2)
 
 
 def _runs(database_url: str) -> list[dict[str, Any]]:
@@ -184,6 +193,12 @@ def test_readme_service_section_runs_as_written(servers: dict[str, str]) -> None
                 submitted = result.stdout
             if line.startswith("benchstack ps"):
                 listed = result.stdout
+                data_dir = servers["BENCHSTACK_DATA_DIR"]
+                supervisor = _stack_file(data_dir, "supervisor.json")["pid"]
+                # What the README promises of a worker that dies: started again, and
+                # told how it ended; the rest of the block runs on the restarted one.
+                restarted = _killed_and_restarted(data_dir, "preprocess")
+                assert restarted["last_exit"].startswith("was killed by SIGKILL"), restarted
         assert re.search(r"inference\s+running\s+\d+", listed), listed
         assert "supervisor pid" in listed, listed
         # submit exits non-zero unless the evaluation SUCCEEDED; its figures are printed.
@@ -192,7 +207,7 @@ def test_readme_service_section_runs_as_written(servers: dict[str, str]) -> None
         assert run["state"] == "SUCCEEDED" and run["samples_per_second"] > 0, run
         assert run["id"][:8] in shell.transcript[-2], "results --server lists the run"
         assert "stopped" in shell.transcript[-1]
-        assert not _supervisors(servers["BENCHSTACK_DATA_DIR"]), "down stops the supervisor"
+        assert not pid_alive(supervisor), "down stops the supervisor `up -d` left"
 
         for line in fan_out:
             shell.run(line)

@@ -21,7 +21,6 @@ from pathlib import Path
 from shared.processes import pid_alive, same_process, start_ticks
 
 ENTRY_MODULE = "services.stack.entry"
-SUPERVISOR_MODULE = "services.stack.supervisor"
 READY_FILE_ENV = "BENCHSTACK_READY_FILE"  # read by services.stack.entry.announce_ready
 
 
@@ -144,11 +143,11 @@ class Stack:
     def start(
         self, specs: list[ServiceSpec], env: dict[str, str] | None = None
     ) -> list[RunningService]:
-        # One left by a stack whose services all died; stopped first, so that it cannot
-        # restart one of them after the check below.
-        self.stop_supervisor()
-        if self.running():
-            names = ", ".join(s.name for s in self.running())
+        # A live supervisor is the `up` that owns the stack, even while every service is
+        # down (restarting, or given up): it would restart them beside the new ones.
+        supervisor = self.supervisor_pid()
+        if self.running() or supervisor is not None:
+            names = ", ".join(s.name for s in self.running()) or f"supervisor pid {supervisor}"
             raise RuntimeError(f"the stack is already running ({names}); `benchstack down` first")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
@@ -233,22 +232,6 @@ class Stack:
         if self.supervisor_pid() is None:
             return None
         return bool(json.loads(self.supervisor_file.read_text()).get("restarts", True))
-
-    def start_supervisor(self) -> int:
-        """Leave a supervisor process behind (`up -d`), logging to ``supervisor.log``."""
-        argv = [sys.executable, "-m", SUPERVISOR_MODULE, "--data-dir", str(self.data_dir)]
-        with (self.log_dir / "supervisor.log").open("ab") as log:
-            process = subprocess.Popen(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        self._children[process.pid] = process
-        # Popen returns once exec succeeded, so /proc already shows this argv for it.
-        self.claim_supervision(process.pid, "\0".join(argv) + "\0")
-        return process.pid
 
     def supervisor_pid(self) -> int | None:
         """The recorded supervisor's pid while that very process runs."""

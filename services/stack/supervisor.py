@@ -8,23 +8,19 @@ service that dies within ``stable_s`` of each of ``max_quick_restarts`` restarts
 is left down and marked so in the pid file: a crash loop is a bug to read in the log, and
 restarting it for ever would only hide it.
 
-A foreground `up` supervises in its own loop; `up -d` leaves this module running as a
-process (`python -m services.stack.supervisor --data-dir D`). Either is recorded in
-``stack/supervisor.json``, and `down` stops it before the services (``Stack.stop``).
+The `up` process that started the services supervises them, in the foreground or, with
+`-d`, left behind in the background (services/stack/detach.py), so every service is its
+child and its exit code is known. It is recorded in ``stack/supervisor.json``, and `down`
+stops it before the services (``Stack.stop``); on that SIGTERM it stops them itself.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import signal
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
 from services.stack.manager import RunningService, Stack
 from services.stack.readiness import log_tail
@@ -95,7 +91,8 @@ class StackSupervisor:
 
     def _died(self, service: RunningService) -> None:
         code = self.stack.child_exit_code(service)
-        how = "exited" if code is None else exit_text(code)  # not our child: its code is not ours
+        # None for a service this process did not start (a stack recorded by another `up`).
+        how = "exited" if code is None else exit_text(code)
         lived_s = time.time() - service.started_at if service.started_at else 0.0
         if lived_s >= self.policy.stable_s:
             quick = 0
@@ -162,32 +159,3 @@ class StackSupervisor:
             deadline = time.monotonic() + poll_s
             while not stopping() and time.monotonic() < deadline:
                 time.sleep(min(0.05, poll_s))
-
-
-def _print_event(event: Event) -> None:
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    print(f"{stamp} {event.text}", flush=True)
-    if event.log_tail:
-        print(f"last lines of {event.service}'s log:\n{event.log_tail}", flush=True)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m services.stack.supervisor")
-    parser.add_argument("--data-dir", type=Path, required=True)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    stop = [False]
-
-    def _stop(*_: Any) -> None:
-        stop[0] = True
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    stack = Stack(args.data_dir)
-    print(f"supervising the stack in {args.data_dir}", flush=True)
-    StackSupervisor(stack, _print_event).run(lambda: stop[0])
-    print("supervisor stopped", flush=True)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from datetime import UTC, datetime
 from typing import Any
 
 import typer
@@ -85,7 +86,7 @@ def up(
     detach: bool = typer.Option(False, "--detach", "-d", help="Return once every service is up."),
     restart: bool = typer.Option(
         True,
-        help="Start again a service that exits on its own (`-d`: a supervisor process does).",
+        help="Start again a service that exits on its own (else only report its death).",
     ),
     timeout: float = typer.Option(180.0, min=1, max=3600, help="Seconds to wait for readiness."),
 ) -> None:
@@ -96,6 +97,7 @@ def up(
     others are stopped and the exit code is 1. Once up, a service that exits is started
     again, with a doubling delay, unless it keeps dying within a minute of each restart
     (services.stack.supervisor)."""
+    from services.stack.detach import fork_and_wait
     from services.stack.manager import Stack, default_services
     from services.stack.readiness import wait_until_ready
     from services.stack.supervisor import Event, StackSupervisor
@@ -105,6 +107,8 @@ def up(
 
     settings = get_settings()
     counts = _thread_counts(threads)
+    # With -d, the rest runs in a child that stays behind as the services' parent.
+    detaching = fork_and_wait() if detach else None
     # Migrate once up front, so five services do not race to do it.
     upgrade_head(settings.effective_database_url)
     stack = Stack(settings.data_dir)
@@ -144,12 +148,7 @@ def up(
         stack.stop()
         fail([f"up: {', '.join(failed)} did not start; the stack was stopped"])
     console.print(f"API ready: {url}/graphql")
-    if detach:
-        if restart:
-            pid = stack.start_supervisor()
-            console.print(f"supervisor   pid {pid:<7} restarts a service that exits on its own")
-        return
-    console.print("Ctrl-C stops the stack.")
+    watching = "restarts a service that exits on its own" if restart else "reports deaths only"
     stopping = [False]
 
     def _terminate(*_: Any) -> None:
@@ -158,18 +157,27 @@ def up(
         stopping[0] = True
 
     def _report(event: Event) -> None:
+        stamp = datetime.now(UTC).strftime("%H:%M:%S UTC")
         if not event.log_tail:
-            console.print(escape(event.text))
+            console.print(f"{stamp} {escape(event.text)}")
             return
         console.print(
-            f"[red]{escape(event.text)}[/]; last lines of its log:\n" + escape(event.log_tail)
+            f"{stamp} [red]{escape(event.text)}[/]; last lines of its log:\n"
+            + escape(event.log_tail)
         )
 
     # Both explicitly: a shell may start `up` with SIGINT ignored (e.g. in the background).
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
-    # `down` from another terminal stops this process first, which then stops the stack.
+    # `down` from another terminal stops this process first, which then stops the stack;
+    # recorded before `up -d` returns, so a `down` right after it finds this process.
     stack.claim_supervision(os.getpid(), this_command_line(), restarts=restart)
+    if detaching is not None:
+        supervisor_log = stack.log_dir / "supervisor.log"
+        console.print(f"supervisor   pid {os.getpid():<7} {watching} (log: {supervisor_log})")
+        detaching.ready(supervisor_log)
+    else:
+        console.print(f"Ctrl-C stops the stack; meanwhile this process {watching}.")
     StackSupervisor(stack, _report, restart=restart).run(lambda: stopping[0])
     if not stopping[0]:
         return  # the pid file went: stopped by an older `down` that does not signal

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -131,25 +132,23 @@ def test_no_restart_only_reports(stack: Stack) -> None:
     assert events[0].text.endswith("not restarted: `up --no-restart`")
 
 
-def test_the_supervisor_process_restarts_what_it_did_not_start_and_down_stops_it(
-    stack: Stack,
-) -> None:
+def _stand_in_supervisor(stack: Stack) -> subprocess.Popen[bytes]:
+    """A process recorded as the supervisor, as `up` records itself."""
+    code = "import time\ntime.sleep(60)\n"
+    process = subprocess.Popen([sys.executable, "-c", code])
+    command = "\0".join([sys.executable, "-c", code]) + "\0"
+    stack.claim_supervision(process.pid, command)
+    return process
+
+
+def test_down_stops_the_supervisor_before_the_services(stack: Stack) -> None:
     stack.start([_sleeper("worker")])
-    supervisor_pid = stack.start_supervisor()
-    assert stack.supervisor_pid() == supervisor_pid
-    first = _entry(stack, "worker")
-    os.killpg(first.pid, signal.SIGKILL)  # as the out-of-memory killer would
-
-    _until(lambda: _entry(stack, "worker").restarts == 1, lambda: stack.child_exit_code(first))
-    worker = _entry(stack, "worker")
-    _until(lambda: stack.is_running(worker), lambda: None)
-
-    assert stack.stop(grace_s=5) == []  # stops the supervisor first, then the services
-    assert not pid_alive(supervisor_pid) and not pid_alive(worker.pid)
+    supervisor = _stand_in_supervisor(stack)
+    assert stack.supervisor_pid() == supervisor.pid
+    assert stack.stop(grace_s=5) == []
+    assert supervisor.wait(timeout=5) == -signal.SIGTERM  # asked, not killed
     assert stack.supervisor_pid() is None and not stack.pid_file.exists()
-    supervisor_log = (stack.log_dir / "supervisor.log").read_text()
-    assert "worker exited after" in supervisor_log and "restarted worker" in supervisor_log
-    assert "supervisor stopped" in supervisor_log
+    assert not stack.supervisor_file.exists()
 
 
 def test_run_ends_when_down_removed_the_pid_file(stack: Stack) -> None:
@@ -218,10 +217,17 @@ def test_a_recycled_service_pid_is_not_running(stack: Stack) -> None:
     assert stack.is_running(replace(mine, start_ticks=start_ticks(os.getpid())))
 
 
-def test_start_stops_a_supervisor_left_by_a_stack_whose_services_died(stack: Stack) -> None:
+def test_start_is_refused_while_a_supervisor_lives_even_with_every_service_down(
+    stack: Stack,
+) -> None:
     (gone,) = stack.start([_service("gone", "pass\n")])
     _until(lambda: stack.child_exit_code(gone) is not None, lambda: None)
-    supervisor = stack.start_supervisor()  # restarts "gone" after 1 s, were it let
-    stack.start([_sleeper("fresh")])
-    assert not pid_alive(supervisor)
+    supervisor = _stand_in_supervisor(stack)
+    with pytest.raises(
+        RuntimeError, match=f"already running \\(supervisor pid {supervisor.pid}\\)"
+    ):
+        stack.start([_sleeper("fresh")])
+    assert supervisor.poll() is None  # left alone: it is the running stack's
+    stack.stop(grace_s=5)
+    stack.start([_sleeper("fresh")])  # after `down`
     assert [s.name for s in stack.recorded()] == ["fresh"]
