@@ -21,12 +21,14 @@ READY = b"0"
 @dataclass
 class Detaching:
     """The child's end: ``ready`` lets the waiting command exit 0. Should the child exit
-    first (a failed start-up, an exception), the pipe closes and the command exits 1."""
+    first (a failed start-up, an exception, Ctrl-C), the command exits with its status."""
 
     verdict_fd: int
 
-    def ready(self, log_path: Path) -> None:
-        """Leave the terminal for ``log_path`` and let the command that started us return."""
+    def ready(self, log_path: Path) -> bool:
+        """Leave the terminal for ``log_path`` and let the command that started us return.
+        False when that command is gone (killed by a timeout, a cancelled job): it told
+        its caller nothing good, so the caller must not be left with a stack running."""
         os.setsid()  # no SIGHUP or terminal Ctrl-C from here on
         sys.stdout.flush()
         sys.stderr.flush()
@@ -37,23 +39,40 @@ class Detaching:
         os.dup2(log_fd, 2)
         os.close(log_fd)
         os.close(null_fd)
-        os.write(self.verdict_fd, READY)
-        os.close(self.verdict_fd)
+        try:
+            os.write(self.verdict_fd, READY)  # Python ignores SIGPIPE: an error instead
+        except BrokenPipeError:
+            return False
+        finally:
+            os.close(self.verdict_fd)
+        return True
+
+
+def _exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code  # a signal, as a shell reports it
 
 
 def fork_and_wait() -> Detaching:
-    """Returns in the child only. The parent exits with the child's verdict: 0 once it is
-    ``ready``, 1 if it ended before. Call before any thread starts (fork copies one)."""
+    """Returns in the child only. The parent exits 0 once the child is ``ready``, else
+    with the child's own exit status. Call before any thread starts (fork copies one)."""
     read_fd, write_fd = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(read_fd)
         return Detaching(write_fd)
     os.close(write_fd)
-    try:
-        verdict = os.read(read_fd, 1)
-    except KeyboardInterrupt:  # Ctrl-C reaches the child as well: it is still in our group
-        verdict = b""
-    # os._exit: the child owns everything set up so far; nothing here is to be flushed
-    # or torn down twice.
-    os._exit(0 if verdict == READY else 1)
+    while True:
+        try:
+            verdict = os.read(read_fd, 1)
+            break
+        except KeyboardInterrupt:
+            # Ctrl-C reached the child too (it is still in our process group); it stops
+            # what it started and ends, and its status is ours.
+            continue
+    if verdict == READY:
+        # os._exit: the child owns everything set up so far; nothing here is to be
+        # flushed or torn down twice.
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    os._exit(_exit_code(status))

@@ -269,6 +269,14 @@ class Stack:
         """Stop every service; returns the names of those that needed SIGKILL."""
         self.stop_supervisor(wait_s=grace_s + 5)
         services = self.running()
+        # Processes this one started that the pid file does not list yet (interrupted
+        # while starting them): stopped the same way, never left behind.
+        listed = {s.pid for s in services}
+        services += [
+            RunningService("(starting)", pid, "")
+            for pid, child in self._children.items()
+            if pid not in listed and child.poll() is None
+        ]
         for service in services:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(service.pid, signal.SIGTERM)

@@ -124,6 +124,9 @@ def up(
             started = stack.start(specs)
         except RuntimeError as exc:
             fail([str(exc)])
+        except KeyboardInterrupt:
+            stack.stop()  # also those started before the interrupt and not yet listed
+            raise typer.Exit(130) from None
     console.print(f"starting {', '.join(s.name for s in started)} (logs in {stack.log_dir})")
     url = f"http://{host}:{port}"
 
@@ -134,15 +137,20 @@ def up(
         else:
             console.print(f"[red]{result.name} is not up:[/] {escape(result.detail)}")
 
-    results = wait_until_ready(
-        started,
-        exit_code=stack.exit_code,
-        ready_dir=stack.ready_dir,
-        api_url=url,
-        celery_app=make_celery(settings),
-        timeout_s=timeout,
-        on_ready=report,
-    )
+    try:
+        results = wait_until_ready(
+            started,
+            exit_code=stack.exit_code,
+            ready_dir=stack.ready_dir,
+            api_url=url,
+            celery_app=make_celery(settings),
+            timeout_s=timeout,
+            on_ready=report,
+        )
+    except KeyboardInterrupt:  # Ctrl-C while waiting: nothing is left running unsupervised
+        stack.stop()
+        console.print("interrupted; the stack was stopped")
+        raise typer.Exit(130) from None
     failed = [r.name for r in results if not r.ready]
     if failed:
         stack.stop()
@@ -159,9 +167,9 @@ def up(
     def _report(event: Event) -> None:
         stamp = datetime.now(UTC).strftime("%H:%M:%S UTC")
         if not event.log_tail:
-            console.print(f"{stamp} {escape(event.text)}")
+            out.print(f"{stamp} {escape(event.text)}")
             return
-        console.print(
+        out.print(
             f"{stamp} [red]{escape(event.text)}[/]; last lines of its log:\n"
             + escape(event.log_tail)
         )
@@ -172,19 +180,28 @@ def up(
     # `down` from another terminal stops this process first, which then stops the stack;
     # recorded before `up -d` returns, so a `down` right after it finds this process.
     stack.claim_supervision(os.getpid(), this_command_line(), restarts=restart)
+    out = console
+    if stopping[0]:  # Ctrl-C (or `down`) came while the handlers went in
+        stack.stop()
+        raise typer.Exit(130)
     if detaching is not None:
         supervisor_log = stack.log_dir / "supervisor.log"
-        console.print(f"supervisor   pid {os.getpid():<7} {watching} (log: {supervisor_log})")
-        detaching.ready(supervisor_log)
+        out.print(f"supervisor   pid {os.getpid():<7} {watching} (log: {supervisor_log})")
+        if not detaching.ready(supervisor_log):
+            stack.stop()  # whoever ran `up -d` is gone and was not told it worked
+            print("up -d: the command that started the stack is gone; stack stopped", flush=True)
+            raise typer.Exit(1)
+        # The log: no colours, no wrapping at a terminal's width it does not have.
+        out = Console(color_system=None, soft_wrap=True, highlight=False)
     else:
-        console.print(f"Ctrl-C stops the stack; meanwhile this process {watching}.")
+        out.print(f"Ctrl-C stops the stack; meanwhile this process {watching}.")
     StackSupervisor(stack, _report, restart=restart).run(lambda: stopping[0])
     if not stopping[0]:
         return  # the pid file went: stopped by an older `down` that does not signal
-    console.print("stopping ...")
+    out.print("stopping ...")
     dead = [s.name for s in stack.dead()]
     killed = stack.stop()
-    console.print(
+    out.print(
         "stopped"
         + (f" (killed: {', '.join(killed)})" if killed else "")
         + (f"; had died before: {', '.join(dead)}" if dead else "")

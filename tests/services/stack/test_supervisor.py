@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -132,21 +131,38 @@ def test_no_restart_only_reports(stack: Stack) -> None:
     assert events[0].text.endswith("not restarted: `up --no-restart`")
 
 
-def _stand_in_supervisor(stack: Stack) -> subprocess.Popen[bytes]:
-    """A process recorded as the supervisor, as `up` records itself."""
-    code = "import time\ntime.sleep(60)\n"
+def _stand_in_supervisor(stack: Stack, note: Path | None = None) -> subprocess.Popen[bytes]:
+    """A process recorded as the supervisor, as `up` records itself. With ``note``, on
+    SIGTERM it writes there whether the services were still running."""
+    code = "import time\n"
+    if note is not None:
+        pids = [s.pid for s in stack.recorded()]
+        code = (
+            "import os, signal, sys, time\n"
+            "def term(*_):\n"
+            f"    alive = [os.path.exists(f'/proc/{{p}}') for p in {pids!r}]\n"
+            f"    open({str(note)!r}, 'w').write(str(all(alive)))\n"
+            "    sys.exit(0)\n"
+            "signal.signal(signal.SIGTERM, term)\n"
+            f"open({str(note)!r} + '.ready', 'w').close()\n"
+        )
+    code += "time.sleep(60)\n"
     process = subprocess.Popen([sys.executable, "-c", code])
     command = "\0".join([sys.executable, "-c", code]) + "\0"
     stack.claim_supervision(process.pid, command)
+    if note is not None:  # its handler is in before it is signalled
+        _until(Path(f"{note}.ready").exists, lambda: None)
     return process
 
 
-def test_down_stops_the_supervisor_before_the_services(stack: Stack) -> None:
+def test_down_stops_the_supervisor_before_the_services(stack: Stack, tmp_path: Path) -> None:
     stack.start([_sleeper("worker")])
-    supervisor = _stand_in_supervisor(stack)
+    note = tmp_path / "services-at-sigterm"
+    supervisor = _stand_in_supervisor(stack, note)
     assert stack.supervisor_pid() == supervisor.pid
     assert stack.stop(grace_s=5) == []
-    assert supervisor.wait(timeout=5) == -signal.SIGTERM  # asked, not killed
+    assert supervisor.wait(timeout=5) == 0  # it handled the SIGTERM
+    assert note.read_text() == "True"  # the services still ran when it was asked to stop
     assert stack.supervisor_pid() is None and not stack.pid_file.exists()
     assert not stack.supervisor_file.exists()
 
