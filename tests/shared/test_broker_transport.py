@@ -19,13 +19,21 @@ from tests.support.own_servers import OwnRedis
 REDIS = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 
-def test_redis_brokers_use_the_mended_transport_and_others_celerys() -> None:
-    app = make_celery(Settings(broker_url=REDIS))
+def _pinged_through_the_mended_transport(broker_url: str) -> type:
+    """Pings the broker through the mended transport and channel; returns the class of
+    the connections its client makes."""
+    app = make_celery(Settings(broker_url=broker_url))
     with app.connection_for_write() as connection:
         assert isinstance(connection.transport, Transport)
         channel = connection.channel()
         assert isinstance(channel, Channel)
         assert channel.client.ping()
+        made: type = channel.client.connection_pool.connection_class
+        return made
+
+
+def test_redis_brokers_use_the_mended_transport_and_others_celerys() -> None:
+    assert not issubclass(_pinged_through_the_mended_transport(REDIS), SSLConnection)
     memory = make_celery(Settings(broker_url="memory://"))
     with memory.connection_for_write() as connection:
         assert not isinstance(connection.transport, Transport)
@@ -55,13 +63,7 @@ def test_a_tls_broker_gets_the_mended_transport_and_keeps_its_tls(
     server.start()
     url = server.url if verified else f"rediss://127.0.0.1:{server.port}/0"
     try:
-        app = make_celery(Settings(broker_url=url))
-        with app.connection_for_write() as connection:
-            assert isinstance(connection.transport, Transport)
-            channel = connection.channel()
-            assert isinstance(channel, Channel)
-            assert channel.client.ping()
-            assert issubclass(channel.client.connection_pool.connection_class, SSLConnection)
+        assert issubclass(_pinged_through_the_mended_transport(url), SSLConnection)
     finally:
         server.stop()
     unverified = [r.message for r in caplog.records if "not verified" in r.message]
