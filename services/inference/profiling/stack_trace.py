@@ -85,35 +85,58 @@ def _adopt(
     document: dict[str, Any] = json.loads(store.get_bytes(key))
     trace_id = current_trace_id()
     document["otherData"]["trace_id"] = trace_id
-    steps = [e for e in document["traceEvents"] if e.get("cat") == "step"]
-    if steps:
-        thread, pid = steps[0]["tid"], steps[0]["pid"]
-        starts = [task_started_ns]
-        if submitted_at is not None:
-            starts.append(int(submitted_at.timestamp() * 1e9))
-        # Both start before the child's first event: move the origin back to the earliest.
-        shift_us = (int(document["otherData"]["origin_unix_ns"]) - min(starts)) / 1000
-        if shift_us > 0:
-            for event in document["traceEvents"]:
-                event["ts"] = float(event["ts"]) + shift_us
-            document["otherData"]["origin_unix_ns"] = min(starts)
-        enclosing = [
-            _enclosing("inference.run", task_started_ns, document, thread, pid, trace_id=trace_id)
-        ]
-        if submitted_at is not None:
-            enclosing.insert(
-                0,
-                _enclosing(
-                    "evaluation",
-                    int(submitted_at.timestamp() * 1e9),
-                    document,
-                    thread,
-                    pid,
-                    evaluation_id=evaluation_id,
-                    trace_id=trace_id,
-                    note="from the API's submission (the evaluation's created_at)",
-                ),
-            )
-        document["traceEvents"] = enclosing + document["traceEvents"]
+    enclose(
+        document,
+        task_started_ns=task_started_ns,
+        submitted_at=submitted_at,
+        evaluation_id=evaluation_id,
+        trace_id=trace_id,
+    )
     store.put_bytes(key, json.dumps(document).encode())
     return export_trace_events(document)
+
+
+def enclose(
+    document: dict[str, Any],
+    *,
+    task_started_ns: int,
+    submitted_at: datetime | None,
+    evaluation_id: str,
+    trace_id: str,
+) -> None:
+    """Put ``inference.run`` and, inside which it nests, ``evaluation`` around the child's
+    events, on the thread of its first step (nothing without a step)."""
+    steps = [e for e in document["traceEvents"] if e.get("cat") == "step"]
+    if not steps:
+        return
+    thread, pid = steps[0]["tid"], steps[0]["pid"]
+    run_start_ns = task_started_ns
+    # The submission is on the database's clock: never after the task's start, or the two
+    # spans would overlap instead of nesting.
+    submitted_ns = None if submitted_at is None else int(submitted_at.timestamp() * 1e9)
+    if submitted_ns is not None:
+        submitted_ns = min(submitted_ns, run_start_ns)
+    # Both start before the child's first event: move the origin back to the earliest.
+    earliest = run_start_ns if submitted_ns is None else submitted_ns
+    shift_us = (int(document["otherData"]["origin_unix_ns"]) - earliest) / 1000
+    if shift_us > 0:
+        for event in document["traceEvents"]:
+            event["ts"] = float(event["ts"]) + shift_us
+        document["otherData"]["origin_unix_ns"] = earliest
+    run = _enclosing("inference.run", run_start_ns, document, thread, pid, trace_id=trace_id)
+    document["traceEvents"] = [run, *document["traceEvents"]]
+    if submitted_ns is None:
+        return
+    # Made after inference.run is in the list, so that it ends no earlier than that span
+    # too: both ending at "the last event" could leave inference.run one float step past.
+    evaluation = _enclosing(
+        "evaluation",
+        submitted_ns,
+        document,
+        thread,
+        pid,
+        evaluation_id=evaluation_id,
+        trace_id=trace_id,
+        note="from the API's submission (the evaluation's created_at)",
+    )
+    document["traceEvents"] = [evaluation, *document["traceEvents"]]
