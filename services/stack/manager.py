@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from shared.processes import pid_alive, same_process, start_ticks
 
@@ -130,9 +131,8 @@ class Stack:
     def exit_code(self, service: RunningService) -> int | None:
         """A child's exit code once it exited; for a service another process started,
         -1 once it is gone (its code is not ours to read)."""
-        child = self._children.get(service.pid)
-        if child is not None:
-            return child.poll()
+        if service.pid in self._children:
+            return self.child_exit_code(service)
         return None if pid_alive(service.pid) else -1
 
     def child_exit_code(self, service: RunningService) -> int | None:
@@ -227,20 +227,23 @@ class Stack:
         entry = {"pid": pid, "command": command, "restarts": restarts}
         self.supervisor_file.write_text(json.dumps(entry))
 
-    def supervisor_restarts(self) -> bool | None:
-        """Whether the running supervisor restarts dead services; None when none runs."""
-        if self.supervisor_pid() is None:
+    def _supervisor_entry(self) -> dict[str, Any] | None:
+        """supervisor.json while the process it names runs (not one that got its pid)."""
+        try:
+            entry: dict[str, Any] = json.loads(self.supervisor_file.read_text())
+        except (FileNotFoundError, ValueError):
             return None
-        return bool(json.loads(self.supervisor_file.read_text()).get("restarts", True))
+        return entry if same_process(int(entry["pid"]), entry.get("command", "")) else None
 
     def supervisor_pid(self) -> int | None:
         """The recorded supervisor's pid while that very process runs."""
-        try:
-            entry = json.loads(self.supervisor_file.read_text())
-        except (FileNotFoundError, ValueError):
-            return None
-        pid = int(entry["pid"])
-        return pid if same_process(pid, entry.get("command", "")) else None
+        entry = self._supervisor_entry()
+        return None if entry is None else int(entry["pid"])
+
+    def supervisor_restarts(self) -> bool | None:
+        """Whether the running supervisor restarts dead services; None when none runs."""
+        entry = self._supervisor_entry()
+        return None if entry is None else bool(entry.get("restarts", True))
 
     def stop_supervisor(self, *, wait_s: float = 20.0) -> None:
         """Stop the supervisor and wait for it to end. A foreground `up` stops the stack
@@ -256,7 +259,7 @@ class Stack:
             if pid_alive(pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-        if pid is None or pid != os.getpid():
+        if pid != os.getpid():  # this process's own record goes at the end of its stop()
             with contextlib.suppress(FileNotFoundError):
                 self.supervisor_file.unlink()
 

@@ -100,29 +100,32 @@ class StackSupervisor:
             quick = self._quick_deaths.get(service.name, 0) + 1
         self._quick_deaths[service.name] = quick
         tail = log_tail(service.log)
+        lived = duration_text(lived_s)
         when = datetime.now(UTC).strftime("%H:%M:%S UTC")
-        service = replace(service, last_exit=f"{how} after {duration_text(lived_s)} at {when}")
-        self.stack.update(service)
-        died = f"{service.name} {how} after {duration_text(lived_s)}"
+        died = f"{service.name} {how} after {lived}"
         if not self.restarts:
-            self._give_up(service, died, "not restarted: `up --no-restart`", tail)
+            gave_up = "not restarted: `up --no-restart`"
         elif not service.argv:
-            reason = "its command line is not recorded (started by an older benchstack)"
-            self._give_up(service, died, f"not restarted: {reason}", tail)
-        elif quick > self.policy.max_quick_restarts:
-            reason = (
-                f"died within {duration_text(self.policy.stable_s)} of each of its last "
-                f"{self.policy.max_quick_restarts} restarts"
+            gave_up = (
+                "not restarted: its command line is not recorded (started by an older benchstack)"
             )
-            self._give_up(service, died, f"left down: {reason}", tail)
+        elif quick > self.policy.max_quick_restarts:
+            gave_up = (
+                f"left down: died within {duration_text(self.policy.stable_s)} of each of its "
+                f"last {self.policy.max_quick_restarts} restarts"
+            )
         else:
-            delay = self.policy.delay_s(quick)
-            self._restart_due[service.name] = time.monotonic() + delay
-            self.report(Event(service.name, f"{died}; restarting in {delay:g} s", tail))
-
-    def _give_up(self, service: RunningService, died: str, why: str, tail: str) -> None:
-        self.stack.update(replace(service, gave_up=why))
-        self.report(Event(service.name, f"{died}; {why}", tail))
+            gave_up = ""
+        # One write of the pid file: how it ended, and whether it stays down.
+        self.stack.update(
+            replace(service, last_exit=f"{how} after {lived} at {when}", gave_up=gave_up)
+        )
+        if gave_up:
+            self.report(Event(service.name, f"{died}; {gave_up}", tail))
+            return
+        delay = self.policy.delay_s(quick)
+        self._restart_due[service.name] = time.monotonic() + delay
+        self.report(Event(service.name, f"{died}; restarting in {delay:g} s", tail))
 
     def _restart(self, service: RunningService) -> None:
         when = datetime.now(UTC).isoformat(timespec="seconds")

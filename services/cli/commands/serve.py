@@ -241,8 +241,6 @@ def ps() -> None:
     last ended on its own, and its log.
 
     Exits 1 when any of them is not running (or no stack is), so scripts can check."""
-    import time
-
     from rich.table import Table
 
     from services.cli.render import output_console
@@ -256,10 +254,12 @@ def ps() -> None:
     supervisor = stack.supervisor_pid()
     restarts = stack.supervisor_restarts()
     table = Table("service", "state", "pid", "up", "restarts", "last exit", "log", box=None)
+    all_running = True
     for service in services:
         running = stack.is_running(service)
+        all_running = all_running and running
         if running:
-            state, up_for = "running", _ago(time.time() - service.started_at, service.started_at)
+            state, up_for = "running", _up_for(service.started_at)
         elif service.gave_up:
             state, up_for = f"[red]down: {escape(service.gave_up)}[/]", ""
         elif restarts:
@@ -281,22 +281,24 @@ def ps() -> None:
     if supervisor is None:
         console.print(
             "no supervisor: a service that exits stays down "
-            "(`up --no-restart`, or the supervisor was stopped)"
+            "(the `up` that started the stack has ended)"
         )
     elif restarts:
         console.print(f"supervisor pid {supervisor}: restarts a service that exits on its own")
     else:
         console.print(f"supervisor pid {supervisor}: reports deaths only (`up --no-restart`)")
-    if not all(stack.is_running(s) for s in services):
+    if not all_running:
         raise typer.Exit(1)
 
 
-def _ago(seconds: float, started_at: float) -> str:
-    if not started_at:
-        return "?"  # a pid file written by an older benchstack
+def _up_for(started_at: float) -> str:
+    import time
+
     from services.stack.supervisor import duration_text
 
-    return duration_text(seconds)
+    if not started_at:
+        return "?"  # a pid file written by an older benchstack
+    return duration_text(time.time() - started_at)
 
 
 def register(app: typer.Typer) -> None:

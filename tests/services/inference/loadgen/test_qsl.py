@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -26,14 +26,21 @@ def test_samples_in_ram_are_served_where_they_are() -> None:
     assert not np.shares_memory(batch, tensors)
 
 
-def test_fetched_samples_are_staged_in_the_order_loaded() -> None:
-    tensors = _samples(6)
+def _recording_fetch(
+    tensors: np.ndarray,
+) -> tuple[Callable[[Sequence[int]], np.ndarray], list[list[int]]]:
+    """A fetch from ``tensors`` and the list of the index lists it was asked for."""
     asked: list[list[int]] = []
 
     def fetch(indices: Sequence[int]) -> np.ndarray:
         asked.append(list(indices))
         return tensors[np.asarray(indices)]
 
+    return fetch, asked
+
+
+def test_fetched_samples_are_staged_in_the_order_loaded() -> None:
+    fetch, asked = _recording_fetch(_samples(6))
     qsl = TensorQSL(6, 3, fetch)
     qsl.load([4, 1, 2])
     assert asked == [[4, 1, 2]]
@@ -57,13 +64,7 @@ def test_a_sample_not_loaded_is_an_error_not_another_samples_row(resident: bool)
 
 
 def test_the_same_set_loaded_again_is_fetched_once_another_set_afresh() -> None:
-    tensors = _samples(6)
-    asked: list[list[int]] = []
-
-    def fetch(indices: Sequence[int]) -> np.ndarray:
-        asked.append(list(indices))
-        return tensors[np.asarray(indices)]
-
+    fetch, asked = _recording_fetch(_samples(6))
     qsl = TensorQSL(6, 6, fetch)
     qsl.load([0, 1, 2, 3])  # a run's calibration test
     qsl.unload([0, 1, 2, 3])
