@@ -1,0 +1,6 @@
+"""Contracts and infrastructure every service imports."""
+
+from shared import import_order
+
+# Before any framework loads: TensorFlow and Triton must load in one order (import_order).
+import_order.install()

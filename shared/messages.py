@@ -54,7 +54,7 @@ class RunInference(Message):
     backend_options: dict[str, Any] = Field(default_factory=dict)
     # Intra-op threads asked for this run, over the agent's setting; None: not asked.
     threads: int | None = Field(default=None, ge=1)
-    # XSP trace level (shared.tracing.TRACE_LEVELS): above NONE the worker runs leveled
+    # XSP trace level (shared.trace_levels.TRACE_LEVELS): above NONE the worker runs leveled
     # profiling passes after the uninstrumented run and stores trace.json with it.
     trace_level: str = "NONE"
     # A DLBricks evaluation's options (services/bricks/options.BrickOptions as JSON): the

@@ -21,9 +21,6 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from shared.settings import Settings
 
-# Trace levels (XSP): each figure comes from the lowest level that yields it.
-TRACE_LEVELS = ("NONE", "APPLICATION", "MODEL", "FRAMEWORK", "LIBRARY", "SYSTEM", "FULL")
-
 _TRACER_NAME = "benchstack"
 _installed_signals = False
 

@@ -64,7 +64,8 @@ from shared.manifest import (
 )
 from shared.messages import EvaluationRequested
 from shared.settings import Settings
-from shared.tracing import TRACE_LEVELS, tracer
+from shared.trace_levels import TRACE_LEVELS
+from shared.tracing import tracer
 
 # Bounds of a submission. String limits are the column sizes of shared/db (evaluations,
 # models): longer input is refused with a typed error, never truncated or sent to SQL

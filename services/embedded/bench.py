@@ -25,7 +25,6 @@ from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.runner import ProgressCallback
 from services.inference.measurement import PhaseClock, measurement_of, store_attempt
 from services.inference.model_cache import ModelCache, model_key, process_cache
-from services.inference.profiling.otel_export import current_trace_id
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.inference.run import execute_run
@@ -220,7 +219,9 @@ def run_bench(
             profile=profiler.summary(),
             timings=clock.timings,
         )
-        trace_files = profiler.write(Path(tmp), run_id=run_id, trace_id=current_trace_id())
+        # No OpenTelemetry span runs in the embedded mode: the trace names none (the
+        # stack names its evaluation's trace in profiling/stack_trace.adopt_trace).
+        trace_files = profiler.write(Path(tmp), run_id=run_id, trace_id="")
         keys = store_attempt(store, prefix, outcome.log_files | trace_files, measurement)
 
     progress.on_stage("storing")

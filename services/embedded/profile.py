@@ -14,7 +14,6 @@ from typing import Any
 
 from services.embedded.bench import Progress, load_or_preprocess
 from services.inference.backends.base import BackendOptions, create_backend
-from services.inference.profiling.otel_export import current_trace_id
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.inference.threads import with_scenario_threads
@@ -74,9 +73,8 @@ def run_profile(request: ProfileRequest, settings: Settings) -> ProfileOutcome:
         backend.close()
     summary = profiler.summary()
     assert summary is not None
-    document = profiler.document(
-        model=manifest.name, framework=framework, trace_id=current_trace_id()
-    )
+    # The embedded mode runs under no OpenTelemetry span: the trace names none.
+    document = profiler.document(model=manifest.name, framework=framework, trace_id="")
     request.trace_path.parent.mkdir(parents=True, exist_ok=True)
     request.trace_path.write_text(json.dumps(document))
     return ProfileOutcome(summary, request.trace_path, described)

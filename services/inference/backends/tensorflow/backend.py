@@ -15,7 +15,9 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import keras
 import numpy as np
+import tensorflow as tf
 
 from services.inference.backends.base import Backend, BackendError, BackendUnavailable
 from services.inference.backends.tensorflow.sources import (
@@ -24,16 +26,6 @@ from services.inference.backends.tensorflow.sources import (
     verified_model_path,
 )
 from shared.manifest import ModelManifest
-
-# OpenAI Triton (imported by torch for torch.compile) and TensorFlow each bundle LLVM:
-# importing Triton after TensorFlow crashes the process with a segmentation fault, before
-# it does not. Loading it first (0.1 s) lets torch and TensorFlow share one process, as in
-# the embedded mode and the test suite. Anything wrong with Triton is torch's business.
-with contextlib.suppress(Exception):
-    import triton  # noqa: F401
-
-import keras
-import tensorflow as tf
 
 
 class TensorFlowBackend(Backend):

@@ -10,7 +10,7 @@ from services.inference.profiling.levels import (
     parse_trace_level,
     passes_for,
 )
-from shared.tracing import TRACE_LEVELS
+from shared.trace_levels import TRACE_LEVELS
 
 
 def test_every_accepted_level_parses_in_any_case() -> None:
