@@ -36,7 +36,7 @@ class FanOutRow:
     framework: str
     framework_version: str
     device: str
-    # The agent's intra-op threads; 0 is the framework's default.
+    # The agent's intra-op threads; 0: chosen per run for its scenario and the free CPUs.
     threads: int
     run_id: str | None = None
     samples_per_second: float | None = None

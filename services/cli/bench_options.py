@@ -169,7 +169,11 @@ PREPROCESSING = typer.Option(
     "resize: at most one level off, 2 to 3 times quicker); default: the manifest's.",
 )
 DEVICE = typer.Option("cpu", help="cpu | cuda | cuda:N")
-THREADS = typer.Option(0, help="Intra-op threads (0: the framework's default).")
+THREADS = typer.Option(
+    0,
+    min=0,
+    help="Intra-op threads (0: chosen for the scenario and the CPUs other processes leave free; the run prints the count and why).",
+)
 WORKERS = typer.Option(1, min=1, help="SUT worker threads for Offline/Server.")
 OPTION = typer.Option([], "--option", "-o", help="Backend option KEY=VALUE, e.g. mode=torchscript.")
 AS_JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout.")

@@ -34,7 +34,7 @@ class Agent:
     frameworks: list[str]
     device: str = "cpu"
     # Applied to every backend this worker loads (BackendOptions.intra_op_threads);
-    # 0 leaves the framework's default.
+    # 0: chosen per run for its scenario and the free CPUs (inference/threads.py).
     threads: int = 0
     # The machine's price per hour (BENCHSTACK_AGENT_PRICE_PER_HOUR); None: not declared.
     price_per_hour: float | None = None
@@ -46,7 +46,7 @@ class Agent:
     def __post_init__(self) -> None:
         device = parse_device(self.device)  # a DeviceError names the field and what is accepted
         if self.threads < 0:
-            raise ValueError(f"threads: must be 0 (framework default) or more, got {self.threads}")
+            raise ValueError(f"threads: must be 0 (chosen per run) or more, got {self.threads}")
         if self.price_per_hour is not None and not 0 < self.price_per_hour <= 1_000_000:
             raise ValueError(
                 f"price_per_hour: {self.price_per_hour:g} must be a price above 0 and at most "

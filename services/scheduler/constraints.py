@@ -10,7 +10,7 @@ values; nothing in a term is ever evaluated as code.
     device=cuda           the agent's device (the queue it consumes)
     host=node-3           the agent's hostname (also "hostname=")
     memory>=16GiB         total RAM; units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB
-    threads=2             the worker's intra-op threads (--threads; 0 = framework default)
+    threads=2             the worker's intra-op threads (--threads; 0 = chosen per run)
     cores>=8              logical CPU cores
     agent=ID              one agent, by id (a fan-out pins each of its evaluations so)
 

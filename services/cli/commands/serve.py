@@ -37,7 +37,8 @@ def worker(
     ),
     device: str = typer.Option("cpu", help="Inference: the device this worker measures on."),
     threads: int = typer.Option(
-        0, min=0, help="Inference: intra-op threads for every backend (0: framework default)."
+        0, min=0, help="Inference: intra-op threads for every backend (0: chosen per run for its "
+        "scenario and the free CPUs)."
     ),
     node: str | None = typer.Option(
         None,
@@ -70,7 +71,7 @@ def _thread_counts(value: str) -> list[int]:
     except ValueError:
         fail([f"threads: {value!r} is not a comma-separated list of integers, e.g. 1,2"])
     if any(c < 0 for c in counts):
-        fail([f"threads: {value!r}: each count must be 0 (framework default) or more"])
+        fail([f"threads: {value!r}: each count must be 0 (chosen per run) or more"])
     return counts
 
 

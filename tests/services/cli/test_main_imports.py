@@ -1,13 +1,101 @@
-"""Every `benchstack` command imports services.cli.main first: no framework may load with
-it, or `benchstack token list` pays torch's import (it took 5.1 s instead of 1.4 s here
-while one profiling module imported torch for a constant)."""
+"""Every `benchstack` command imports services.cli.main first.
+
+- No framework may load with it, or `benchstack token list` pays torch's import (it took
+  5.1 s instead of 1.4 s here while one profiling module imported torch for a constant).
+- No package of the `stack` extra may be needed by the embedded mode's commands: a user
+  who installed `.[torch]` (the Quick start) has none of them, and once every command
+  died on `import opentelemetry` there. These tests hide the stack's packages from a
+  subprocess and run the core commands in it; tests/test_readme_fresh.py does it for real
+  in a virtual environment holding only what the README installs.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
 
+import pytest
+
+from tests.support.cli import TINY
+
+REPO = Path(__file__).resolve().parents[3]
 FRAMEWORKS = ("torch", "tensorflow", "keras", "onnxruntime", "tritonclient")
+# The embedded mode's commands (README: Quick start, Using it, Numbers, Training,
+# profiling, DLBricks); each must at least start without the stack's packages.
+CORE_COMMANDS = (
+    "bench",
+    "sweep",
+    "find-peak",
+    "profile",
+    "bricks",
+    "train",
+    "report",
+    "results",
+    "show",
+    "models",
+    "rerun",
+    "compare",
+    "advise",
+    "convert",
+    "digits",
+    "manifest",
+)
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def stack_only_modules() -> list[str]:
+    """Top-level modules of the `stack` extra's packages that no core dependency brings."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    core = {_requirement_name(r) for r in project["dependencies"]}
+    stack = {_requirement_name(r) for r in project["optional-dependencies"]["stack"]} - core
+    modules = {
+        module
+        for module, distributions in packages_distributions().items()
+        if any(d.lower().replace("_", "-") in stack for d in distributions)
+        and not module.startswith("_")
+    }
+    # psycopg2-binary and the OpenTelemetry distributions install under other names.
+    assert {"celery", "fastapi", "strawberry", "opentelemetry", "psycopg2"} <= modules, modules
+    return sorted(modules)
+
+
+def _without_stack(code: str) -> str:
+    """Python source that hides the stack's modules, then runs ``code``."""
+    return (
+        "import importlib.abc, sys\n"
+        f"HIDDEN = {stack_only_modules()!r}\n"
+        "class Hide(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] in HIDDEN:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r} (hidden by the test)')\n"
+        "sys.meta_path.insert(0, Hide())\n" + code
+    )
+
+
+def _cli_without_stack(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
+    for name in ("BENCHSTACK_DATABASE_URL", "BENCHSTACK_S3_ENDPOINT"):
+        env.pop(name, None)
+    code = _without_stack(
+        f"sys.argv = ['benchstack', *{list(args)!r}]\nfrom services.cli.main import app\napp()\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+    )
 
 
 def test_the_cli_entry_point_imports_no_framework() -> None:
@@ -24,3 +112,34 @@ def test_the_cli_entry_point_imports_no_framework() -> None:
         check=True,
     ).stdout.strip()
     assert loaded == "", f"services.cli.main imported {loaded}"
+
+
+def test_the_hiding_finder_does_hide_the_stack(tmp_path: Path) -> None:
+    # The check below proves something only if a stack import fails under it.
+    hidden = subprocess.run(
+        [sys.executable, "-c", _without_stack("import opentelemetry.trace")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert hidden.returncode == 1 and "hidden by the test" in hidden.stderr, hidden.stderr
+
+
+@pytest.mark.parametrize("command", CORE_COMMANDS)
+def test_each_core_command_starts_without_the_stack(command: str, tmp_path: Path) -> None:
+    result = _cli_without_stack(tmp_path, command, "--help")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Usage" in result.stdout
+
+
+@pytest.mark.slow
+def test_an_embedded_bench_and_its_listing_run_without_the_stack(tmp_path: Path) -> None:
+    bench = _cli_without_stack(
+        tmp_path, "bench", TINY, "--framework", "null", "--duration", "0.5", "--json"
+    )
+    assert bench.returncode == 0, bench.stderr[-3000:]
+    run_id = json.loads(bench.stdout)["run_id"]
+    listed = _cli_without_stack(tmp_path, "results")
+    assert listed.returncode == 0 and run_id[:8] in listed.stdout, listed.stdout + listed.stderr
+    shown = _cli_without_stack(tmp_path, "show", run_id[:8])
+    assert shown.returncode == 0 and run_id in shown.stdout, shown.stderr[-3000:]
