@@ -48,7 +48,17 @@ python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m mypy shared services benchmarks
 
-log "test suite"
 # The servers were started above: a stack test that cannot reach them fails, never skips.
 export BENCHSTACK_REQUIRE_SERVERS=1
-python3 -m pytest -q "$@"
+if (($#)); then
+  log "tests: $*"
+  exec python3 -m pytest -q "$@"
+fi
+
+log "a new user's machine: README.md's lines, as written, in an empty virtual environment"
+# tests/test_readme_fresh.py: the Quick start verbatim with only .[torch], then every later
+# line before the service section (.[all] included), then a built wheel serving the web UI.
+python3 -m pytest -v tests/test_readme_fresh.py
+
+log "test suite"
+python3 -m pytest -q --ignore=tests/test_readme_fresh.py

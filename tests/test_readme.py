@@ -1,4 +1,5 @@
-"""The README is a test: its Quick start and its service section, run as a user types them.
+"""The README is a test: its service section, run as a user types it (the lines before it,
+the Quick start first, run in an empty virtual environment: tests/test_readme_fresh.py).
 
 Each command runs as a subprocess through bash, exactly as written in README.md, with one
 substitution: the values on the service section's ``export`` lines are this test's own
@@ -14,7 +15,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -43,12 +43,6 @@ def readme_blocks() -> list[list[str]]:
         lines = [COMMENT.sub("", line).strip() for line in body.splitlines()]
         blocks.append([line for line in lines if line])
     return blocks
-
-
-def quick_start() -> list[str]:
-    section = README.read_text().split("## Quick start", 1)[1]
-    body = section.split("```bash\n", 1)[1].split("```", 1)[0]
-    return [line.strip() for line in body.splitlines() if line.strip()]
 
 
 def _port_free(port: int) -> bool:
@@ -165,20 +159,6 @@ def _runs(database_url: str) -> list[dict[str, Any]]:
             return [dict(row._mapping) for row in rows]
     finally:
         engine.dispose()
-
-
-@pytest.mark.integration
-@pytest.mark.slow
-def test_quick_start_embedded_command_runs_as_written(tmp_path: Path) -> None:
-    if shutil.which("benchstack") is None:
-        pytest.fail("`benchstack` is not on PATH: the Quick start's pip install did not run")
-    first = quick_start()[0]
-    assert first.startswith("python3 -m pip install") and "benchstack bench" in first, first
-    shell = Shell(_user_env(str(tmp_path / "embedded")), {})
-    result = shell.run(first)
-    assert "samples/s" in result.stdout and re.search(r"\b(IN)?VALID\b", result.stdout)
-    listed = shell.run("benchstack results")
-    assert "resnet18" in listed.stdout, listed.stdout
 
 
 @pytest.mark.integration

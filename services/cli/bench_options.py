@@ -172,7 +172,8 @@ DEVICE = typer.Option("cpu", help="cpu | cuda | cuda:N")
 THREADS = typer.Option(
     0,
     min=0,
-    help="Intra-op threads (0: chosen for the scenario and the CPUs other processes leave free; the run prints the count and why).",
+    help="Intra-op threads (0: chosen for the scenario and the CPUs other processes leave "
+    "free; the run prints the count and why).",
 )
 WORKERS = typer.Option(1, min=1, help="SUT worker threads for Offline/Server.")
 OPTION = typer.Option([], "--option", "-o", help="Backend option KEY=VALUE, e.g. mode=torchscript.")

@@ -37,8 +37,10 @@ def worker(
     ),
     device: str = typer.Option("cpu", help="Inference: the device this worker measures on."),
     threads: int = typer.Option(
-        0, min=0, help="Inference: intra-op threads for every backend (0: chosen per run for its "
-        "scenario and the free CPUs)."
+        0,
+        min=0,
+        help="Inference: intra-op threads for every backend (0: chosen per run for its "
+        "scenario and the free CPUs).",
     ),
     node: str | None = typer.Option(
         None,
