@@ -47,6 +47,8 @@ log "lint and types"
 python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m mypy shared services benchmarks
+# Imports point down the layers (pyproject.toml [tool.importlinter]).
+lint-imports
 
 # The servers were started above: a stack test that cannot reach them fails, never skips.
 export BENCHSTACK_REQUIRE_SERVERS=1

@@ -41,5 +41,10 @@ def _tracing(**_: object) -> None:
 def _context(**_: object) -> None:
     # `celery -A services.celery_main worker` directly: publish through this app, as no
     # agent. services.stack.entry installs its own (with the agent) before it gets here.
+    # It may consume the aggregator's queue, so it takes each group's next step too.
     if not worker_context.is_installed():
-        worker_context.install(worker_context.WorkerContext(publisher(app)))
+        from services.api.group_steps import group_steps
+
+        worker_context.install(
+            worker_context.WorkerContext(publisher(app), group_steps=group_steps())
+        )

@@ -1,4 +1,5 @@
-"""What a worker process is given at start-up: how to publish, and which agent it is.
+"""What a worker process is given at start-up: how to publish, which agent it is, and the
+next step of each group kind whose members are submitted one after another.
 
 The launcher (``services.stack.entry.run_worker``, or ``services.celery_main`` when Celery
 is started directly) installs one ``WorkerContext`` before the worker consumes; each task
@@ -9,12 +10,24 @@ that records), the way the API is handed a publisher by ``create_app``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.celery_app import Publisher
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from shared.db.evaluations import Evaluation
+    from shared.settings import Settings
+
+# After a group member's run is stored, the group's next step (a find-peak's next probe, a
+# training scaling's next gang): what it did, in words for the log, or None when nothing
+# was due. The launcher hands the aggregator these (services/api/group_steps.py), so the
+# aggregator, a stage, imports nothing from the API above it.
+GroupStep = Callable[["Session", "Settings", Publisher, "Evaluation"], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,9 @@ class AgentIdentity:
 class WorkerContext:
     publish: Publisher
     agent: AgentIdentity = field(default_factory=AgentIdentity)
+    # Group kind (``Evaluation.group_info["kind"]``) -> its next step; empty in workers
+    # that store no runs.
+    group_steps: Mapping[str, GroupStep] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class NoWorkerContext(RuntimeError):

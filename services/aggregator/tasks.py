@@ -133,25 +133,18 @@ def run_completed(payload: dict[str, Any]) -> None:
 
 def _continue_group(session: Session, evaluation: Evaluation) -> None:
     """A member's run is stored: a group that submits its members one after another (a
-    find-peak search, a training scaling's gangs) submits its next member, if any
-    (services/api/find_peak.py, training_scaling.py; imported here only, as only this step
-    submits)."""
-    from services.api.find_peak import continue_find_peak
-    from services.api.rejections import Rejection
-    from services.api.training_scaling import continue_training_scaling
+    find-peak search, a training scaling's gangs) takes its next step, handed to this
+    worker by its launcher (``WorkerContext.group_steps``; services/api/group_steps.py)."""
     from shared import worker_context
 
-    continuations = {"find-peak": continue_find_peak, "ddp": continue_training_scaling}
+    context = worker_context.current()
     kind = str((evaluation.group_info or {}).get("kind"))
-    if kind not in continuations:
+    step = context.group_steps.get(kind)
+    if step is None:
         return
-    result = continuations[kind](
-        session, runtime.settings(), worker_context.current().publish, evaluation
-    )
-    if isinstance(result, Rejection):
-        log.warning("%s %s stopped: %s", kind, evaluation.group_id, result.message)
-    elif result is not None:
-        log.info("%s %s: next member(s) submitted", kind, evaluation.group_id)
+    done = step(session, runtime.settings(), context.publish, evaluation)
+    if done is not None:
+        log.info("%s %s: %s", kind, evaluation.group_id, done)
 
 
 def _store_outcome(

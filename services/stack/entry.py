@@ -78,6 +78,16 @@ def sweeper_for(app: Any, settings: Any) -> Any:
     return Sweeper(settings, publish, lambda queue: queue_backlog(app, queue))
 
 
+def _group_steps(kind: str) -> dict[str, Any]:
+    """The aggregator stores the runs, so it takes each group's next step; imported here,
+    at the edge, so that the aggregator imports nothing from the API."""
+    if kind != "aggregator":
+        return {}
+    from services.api.group_steps import group_steps
+
+    return dict(group_steps())
+
+
 def split_frameworks(values: list[str] | None) -> list[str]:
     """``--framework torch --framework onnxruntime`` and ``--framework torch,onnxruntime``."""
     return [f.strip() for value in values or [] for f in value.split(",") if f.strip()]
@@ -145,7 +155,9 @@ def run_worker(
     signals.worker_shutdown.connect(lambda **_: presence.stop(), weak=False)
     # Before consuming (a prefork pool's children inherit it): what every task publishes
     # through, and which agent this worker is.
-    worker_context.install(worker_context.WorkerContext(publisher(app), identity))
+    worker_context.install(
+        worker_context.WorkerContext(publisher(app), identity, _group_steps(kind))
+    )
     app.worker_main(
         [
             "worker",

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import func, select
 
 from services.api.auth import get_or_create_user
+from services.api.group_steps import group_steps
 from services.api.submission import SubmitRequest, submit
 from services.preprocess import tasks as preprocess_tasks
 from services.scheduler import tasks as scheduler_tasks
@@ -80,7 +81,9 @@ def outbox_fixture(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     box = Outbox()
     # What a worker's launcher installs: the publisher, and this worker as agent AGENT.
     previous = worker_context.install(
-        worker_context.WorkerContext(box, worker_context.AgentIdentity(ids={"null": AGENT}))
+        worker_context.WorkerContext(
+            box, worker_context.AgentIdentity(ids={"null": AGENT}), group_steps()
+        )
     )
     try:
         yield box

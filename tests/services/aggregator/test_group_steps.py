@@ -1,0 +1,51 @@
+"""A stored member's group takes its next step through what the aggregator's launcher
+handed it (WorkerContext.group_steps), so the aggregator imports nothing from the API."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from services.aggregator.tasks import _continue_group
+from services.api.group_steps import group_steps
+from services.stack.entry import _group_steps
+from shared import worker_context
+from shared.db.evaluations import Evaluation
+
+
+def _member(kind: str) -> Evaluation:
+    return Evaluation(id=str(uuid.uuid4()), group_id=str(uuid.uuid4()), group_info={"kind": kind})
+
+
+def test_the_step_of_the_members_group_kind_runs_and_no_other(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    taken: list[tuple[str, Any]] = []
+
+    def step(session: Any, _settings: Any, publish: Any, evaluation: Evaluation) -> str:
+        taken.append((evaluation.id, publish))
+        return "next member(s) submitted"
+
+    def publish(*_: Any) -> None:
+        return None
+
+    searched, swept = _member("find-peak"), _member("sweep")
+    previous = worker_context.install(
+        worker_context.WorkerContext(publish, group_steps={"find-peak": step})
+    )
+    try:
+        with caplog.at_level("INFO", logger="services.aggregator.tasks"):
+            _continue_group(None, searched)  # type: ignore[arg-type]
+            _continue_group(None, swept)  # type: ignore[arg-type]
+    finally:
+        worker_context.uninstall(previous)
+    assert taken == [(searched.id, publish)]
+    assert f"find-peak {searched.group_id}: next member(s) submitted" in caplog.text
+
+
+def test_only_the_aggregator_is_handed_the_api_s_group_steps() -> None:
+    assert set(group_steps()) == {"find-peak", "ddp"}
+    assert set(_group_steps("aggregator")) == {"find-peak", "ddp"}
+    assert _group_steps("preprocess") == {} and _group_steps("inference") == {}
