@@ -20,10 +20,10 @@ from pathlib import Path
 # The KServe-V2 server helper lives with the tests; make the repository root importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
 from services.inference.convert import convert_to_onnx
-from services.inference.loadgen.config import ScenarioConfig
 from shared.catalogue import resolve_model
 from shared.settings import Settings
 from tests.support.kserve_server import KServeServer, ServedModel, ensure_venv

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import create_backend
-from services.inference.loadgen.config import ScenarioConfig
 from services.inference.run import execute_run
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.pipeline import preprocess

@@ -15,9 +15,9 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from services.analysis.repeats import Spread
+from services.campaigns.repeats import Spread
+from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import BackendOptions, create_backend
-from services.inference.loadgen.config import ScenarioConfig
 from services.inference.run import RunOutcome, execute_run
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.pipeline import preprocess

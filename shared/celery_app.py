@@ -26,10 +26,10 @@ log = logging.getLogger(__name__)
 Publisher = Callable[[str, Message, str | None], None]
 
 TASK_MODULES = (
-    "services.scheduler.tasks",
-    "services.preprocess.tasks",
-    "services.inference.tasks",
-    "services.aggregator.tasks",
+    "services.tasks.scheduler",
+    "services.tasks.preprocess",
+    "services.tasks.inference",
+    "services.tasks.aggregator",
 )
 
 

@@ -30,7 +30,7 @@ import psutil
 PROC_STAT = Path("/proc/stat")
 
 # Other processes taking more than this share of the usable CPUs make the machine "busy".
-# It matches the stability verdict's tolerance (services/analysis/stability.py, 10 %):
+# It matches the stability verdict's tolerance (services/core/stability.py, 10 %):
 # a CPU-bound run that loses a tenth of the machine can move its throughput by as much
 # as the spread a stable run is allowed, so its figures no longer tell the model's speed
 # from the neighbour's. Below it sit the daemons every machine runs (a few percent).
@@ -300,3 +300,14 @@ def other_cpus_now(interval_s: float = 0.5) -> float | None:
     with HostLoadSampler() as sampler:
         time.sleep(interval_s)
     return sampler.result.other_cpus
+
+
+# Other processes' load below this (CPUs kept busy on average) leaves every CPU free: the
+# daemons of an idle machine take a few hundredths of a CPU, a fifth covers their bursts.
+NOISE_CPUS = 0.2
+
+
+def occupied_cpus(other_cpus: float) -> int:
+    """Whole CPUs to leave to other processes that keep ``other_cpus`` busy on average
+    (services/inference/threads.py leaves them free; a run's hints name them)."""
+    return max(0, math.ceil(other_cpus - NOISE_CPUS))

@@ -42,3 +42,13 @@ TASK_ROUTES: dict[str, dict[str, str]] = {
     "preprocess.*": {"queue": PREPROCESS},
     "aggregator.*": {"queue": AGGREGATOR},
 }
+
+
+def host_queue(queue: str, hostname: str) -> str:
+    """The queue only the agents on ``hostname`` consume."""
+    return f"{queue}@{hostname}"
+
+
+def direct_queue(queue: str, hostname: str, pid: int) -> str:
+    """The queue only one worker process consumes (routing by its settings, or fan-out)."""
+    return f"{host_queue(queue, hostname)}/{pid}"

@@ -101,7 +101,7 @@ class Measurement:
     # read (benchmarks/worker_idle.py).
     timings: dict[str, float] = field(default_factory=dict)
     # 95 % intervals of the figures over the run's stability windows
-    # (services/analysis/confidence.py); None for accuracy runs and older runs.
+    # (services/core/confidence.py); None for accuracy runs and older runs.
     confidence: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -11,8 +11,9 @@ the suite ran in an environment holding every extra, in one import order. Here:
   install line included), with only the placeholders a reader fills in filled in
   (tests/support/readme_lines.py says which); the service section is
   tests/test_readme.py's;
-- a wheel built with ``pip wheel .`` installs in another empty environment and, run from
-  outside the repository, migrates a database and serves the web UI (package data).
+- a wheel built with ``pip wheel .`` installs in another empty environment (``[torch]``,
+  not editable) and, run from outside the repository, runs the core commands, then (with
+  ``[stack]``) migrates a database and serves the web UI: package data included.
 
 Slow by nature (two environments, about 40 lines): the README's lines choose short
 durations themselves.
@@ -113,20 +114,66 @@ def _get(url: str) -> tuple[int, bytes]:
         return int(response.status), response.read()
 
 
-def test_a_built_wheel_migrates_and_serves_the_web_ui_from_outside_the_repository(
-    tmp_path: Path,
-) -> None:
-    venv = new_venv(tmp_path / "venv")
+@pytest.fixture(scope="module")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(venv, wheel): a wheel built by ``pip wheel .``, installed with the torch extra, not
+    editable, in an empty environment, as ``pip install ".[torch]"`` does."""
+    root = tmp_path_factory.mktemp("wheel")
+    venv = new_venv(root / "venv")
     python = str(venv / "bin" / "python")
     subprocess.run(
-        [python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), "."],
+        [python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), "."],
         cwd=REPO,
         check=True,
         timeout=600,
     )
-    (wheel,) = (tmp_path / "dist").glob("benchstack-*.whl")
+    (wheel,) = (root / "dist").glob("benchstack-*.whl")
     subprocess.run(
-        [python, "-m", "pip", "install", "-q", f"{wheel}[stack]"],
+        [python, "-m", "pip", "install", "-q", f"{wheel}[torch]"], cwd=root, check=True, timeout=900
+    )
+    try:
+        yield venv, wheel
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+
+
+def _outside(venv: Path, tmp_path: Path, *commands: str) -> None:
+    """Run each command in a folder outside the repository; each must exit 0."""
+    env = user_env(venv, tmp_path / "data")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir(exist_ok=True)
+    for command in commands:
+        ran = subprocess.run(
+            ["bash", "-c", command], cwd=outside, env=env, capture_output=True, text=True,
+            timeout=600,
+        )  # fmt: skip
+        assert ran.returncode == 0, f"$ {command}\n{ran.stdout[-3000:]}{ran.stderr[-3000:]}"
+
+
+def test_the_installed_wheel_runs_the_core_commands_from_outside_the_repository(
+    installed_wheel: tuple[Path, Path], tmp_path: Path
+) -> None:
+    venv, _ = installed_wheel
+    # The catalogue's manifests and the digits template are package data.
+    _outside(
+        venv,
+        tmp_path,
+        "benchstack models | grep -q resnet18",
+        "benchstack bench resnet18 -s single-stream --duration 1 --samples 8",
+        "benchstack digits prepare --output ./digits --epochs 1",
+        "benchstack bench ./digits/digits_cnn.yaml --dataset ./digits/data/test --duration 1",
+        "benchstack profile resnet18 --trace-level framework --iterations 2",
+        "benchstack train resnet18 --steps 3 --warmup 1 --batch-size 4 --image-size 32",
+        "benchstack results",
+    )
+
+
+def test_the_installed_wheel_migrates_and_serves_the_web_ui_from_outside_the_repository(
+    installed_wheel: tuple[Path, Path], tmp_path: Path
+) -> None:
+    venv, wheel = installed_wheel
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{wheel}[torch,stack]"],
         cwd=tmp_path,
         check=True,
         timeout=900,

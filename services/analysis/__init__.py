@@ -1,4 +1,4 @@
-"""Evaluation: accuracy scoring, stability, repeats, sweeps, find-peak and reruns.
-
-Pure functions over reports and raw timings; the embedded pipeline and the API call them.
+"""Readings over stored runs: stack advice (``advice``), the report to share
+(``shared_report``). The judging statistics are ``services/core``; groups of runs
+(repeats, sweeps, find-peak, reruns) are ``services/campaigns``.
 """

@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from services.analysis.figures import percentile_key
-from services.analysis.findpeak import judge
+from services.campaigns.find_peak import judge
+from services.core.figures import percentile_key
 
 # At most this many stored runs of the model are read (newest first).
 MAX_RUNS = 5000

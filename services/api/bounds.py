@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from services.inference.loadgen.config import ScenarioConfig
+from services.core.scenario import ScenarioConfig
 from shared.manifest import CenterCropStep, ModelManifest, ResizeStep
 from shared.settings import Settings
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from services.analysis.labels import BUILTIN_LABELS
 from services.api.bounds import manifest_size_problems
 from services.api.rejections import Rejection
+from services.core.labels import BUILTIN_LABELS
 from shared.bounded_yaml import YamlLimits
 from shared.manifest import ModelManifest, TopKStep, parse_manifest
 from shared.settings import Settings

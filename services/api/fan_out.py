@@ -49,7 +49,7 @@ class FanOutRow:
     # or other processes kept the CPUs busy (None until there is a run).
     overlapped: bool | None = None
     host_busy: bool | None = None
-    # 95 % intervals over the run's stability windows (analysis/confidence.py; latency on
+    # 95 % intervals over the run's stability windows (core/confidence.py; latency on
     # the SUT's clock); null with ``interval_reason`` saying why there is none.
     samples_per_second_low: float | None = None
     samples_per_second_high: float | None = None

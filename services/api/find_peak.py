@@ -1,4 +1,4 @@
-"""Find-peak submitted through the API: the embedded search (services/analysis/findpeak.py)
+"""Find-peak submitted through the API: the embedded search (services/campaigns/find_peak.py)
 run as evaluations by the workers, one probe at a time.
 
 ``submit_find_peak`` stores the group's first evaluation: an Offline capacity estimate
@@ -22,8 +22,6 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from services.analysis.advice import system_of
-from services.analysis.figures import percentile_key
-from services.analysis.findpeak import PeakResult, Probe, judge, next_step
 from services.api.groups import (
     group_members,
     request_of,
@@ -33,6 +31,8 @@ from services.api.groups import (
 )
 from services.api.rejections import Rejection
 from services.api.submission import FanOut, SubmitRequest, snake_keys, submit
+from services.campaigns.find_peak import PeakResult, Probe, judge, next_step
+from services.core.figures import percentile_key
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run

@@ -1,6 +1,6 @@
 """Repeats submitted through the API: one evaluation, N times, as one group; read back
 with each figure's spread over the runs and its 95 % interval over them (the embedded
-``--repeats``: services/analysis/repeats.py and confidence.run_confidence).
+``--repeats``: services/campaigns/repeats.py and confidence.run_confidence).
 
 Each repeat is routed like any evaluation. To keep them on one machine, give a constraint
 that only it meets (``agent=ID`` or ``hostname=...``); the view names the agents that ran
@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from services.analysis.confidence import Confidence, run_confidence
-from services.analysis.repeats import Spread, summarise
 from services.api.groups import group_members, submit_all
 from services.api.rejections import Rejection
 from services.api.submission import SubmitRequest
+from services.campaigns.repeats import Spread, summarise
+from services.core.confidence import Confidence, run_confidence
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run

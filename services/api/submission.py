@@ -38,10 +38,7 @@ from services.api.model_registry import find_model, known_model_names
 from services.api.observability import UNAVAILABLE
 from services.api.rejections import Rejection, RejectionKind
 from services.bricks.options import BrickOptions
-from services.inference.backends import registry
-from services.inference.loadgen.config import ScenarioConfig
-from services.scheduler.agents import find_agent
-from services.scheduler.constraints import (
+from services.core.constraints import (
     AgentView,
     ConstraintError,
     Requirement,
@@ -50,6 +47,9 @@ from services.scheduler.constraints import (
     parse_terms,
     requirement,
 )
+from services.core.scenario import ScenarioConfig
+from services.inference.backends import registry
+from services.scheduler.agents import find_agent
 from services.scheduler.planner import UnmetConstraint
 from services.training.options import TrainingOptions
 from shared import queues
@@ -97,7 +97,7 @@ class SubmitRequest:
     # Input.fidelity over the manifest's own (stored in the evaluation's manifest); None:
     # the manifest's.
     preprocessing: str | None = None
-    # {"require": [terms of services.scheduler.constraints]}, plus the older structured
+    # {"require": [terms of services.core.constraints]}, plus the older structured
     # keys "hostname" and "framework_version" (a PEP 440 specifier on the framework).
     constraints: dict[str, Any] = dc_field(default_factory=dict)
     backend_options: Any = dc_field(default_factory=dict)

@@ -1,5 +1,5 @@
 """The MLPerf accuracy + performance pair submitted through the API (the embedded `bench
---submission`: services/analysis/accuracy_performance_pair.py): two evaluations of one
+--submission`: services/campaigns/accuracy_performance_pair.py): two evaluations of one
 model with the same settings, one in accuracy mode and one in performance mode, pinned to
 one agent (the first matching one, as a gang of one each) because a submission needs both
 passes from the same system. ``load_pair`` reads them back with what each pass gave."""

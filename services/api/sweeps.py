@@ -1,7 +1,7 @@
 """A sweep submitted through the API: one evaluation per value of one setting, sharing a
 group, run by the workers like any evaluation; the curve is read back from their runs.
 
-The parameters are the embedded `benchstack sweep`'s (services/analysis/sweep.py):
+The parameters are the embedded `benchstack sweep`'s (services/campaigns/sweep.py):
 ``batch_size`` (any scenario), ``target_qps`` (Server) and ``samples_per_query``
 (MultiStream). On one agent the points run one after the other on one loaded model
 (services/inference/model_cache.py): the model loads once.

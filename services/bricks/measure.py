@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import Backend, BackendError
-from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.runner import run_loadgen
 

@@ -15,10 +15,10 @@ import typer
 from pydantic import ValidationError
 
 from services.cli.errors import fail, user_errors, validation_lines
+from services.core.scenario import SCENARIOS, ScenarioConfig
 from services.embedded import bench as embedded
 from services.inference.backends import registry
 from services.inference.backends.base import BackendOptions
-from services.inference.loadgen.config import SCENARIOS, ScenarioConfig
 from services.inference.profiling.levels import TraceLevelError, parse_trace_level
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from shared.manifest import Fidelity, as_fidelity

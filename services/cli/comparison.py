@@ -11,8 +11,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from services.analysis.confidence import Interval, differ
 from services.cli.render import figure
+from services.core.confidence import Interval, differ
 from shared.db.states import FINAL_STATE_NAMES
 
 FINAL = FINAL_STATE_NAMES

@@ -286,7 +286,7 @@ def spread_table(
 ) -> Table:
     """min / median / max / CV per figure over repeats, with every run's verdicts, and the
     95 % interval of each figure's mean over the runs (or why there is none)."""
-    from services.analysis.figures import FIGURES
+    from services.core.figures import FIGURES
 
     table = Table(title=f"{len(reports)} repeats", title_justify="left")
     for column in ("figure", "min", "median", "max", "CV", "95 % interval of the mean"):

@@ -16,18 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from services.aggregator.repository import record_from_report, save_run
-from services.analysis.environment import framework_runtime
+from services.core.scenario import ScenarioConfig
 from services.embedded.interrupt import exit_on_interrupt
 from services.inference.backends.base import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
 from services.inference.host_slot import HostSlot
-from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.runner import ProgressCallback
 from services.inference.measurement import PhaseClock, measurement_of, store_attempt
 from services.inference.model_cache import ModelCache, model_key, process_cache
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.inference.run import execute_run
+from services.inference.runtime_info import framework_runtime
 from services.inference.threads import with_scenario_threads
 from services.preprocess import shards
 from services.preprocess.datasets import Dataset, resolve_dataset

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.inference.backends import registry
-from services.scheduler.planner import direct_queue, host_queue
 from shared import queues, runtime
 from shared.db import evaluation_repo
 from shared.devices import parse_device
 from shared.environment import capture_environment
+from shared.queues import direct_queue, host_queue
 
 log = logging.getLogger(__name__)
 

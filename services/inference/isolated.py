@@ -41,7 +41,7 @@ TERMINATE_GRACE_S = 3.0
 # shared.s3_store: the tasks import it lazily, and minio's import parses pycryptodome's C
 # declarations (0.8 s of CPU, 65 % of a null run's child). fork_preload reads the
 # machine's description once.
-PRELOAD = ["services.inference.tasks", "shared.s3_store", "services.inference.fork_preload"]
+PRELOAD = ["services.tasks.inference", "shared.s3_store", "services.inference.fork_preload"]
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from services.analysis.accuracy import score
-from services.analysis.confidence import window_confidence
-from services.analysis.hints import invalid_hints
-from services.analysis.labels import top_k_of
-from services.analysis.stability import assess_stability, not_applicable
+from services.core.accuracy import score
+from services.core.confidence import window_confidence
+from services.core.hints import invalid_hints
+from services.core.labels import top_k_of
+from services.core.scenario import ScenarioConfig
+from services.core.stability import assess_stability, not_applicable
 from services.inference.backends.base import Backend, BackendError
-from services.inference.loadgen.config import ScenarioConfig
 from services.inference.loadgen.qsl import FetchSamples, TensorQSL
 from services.inference.loadgen.runner import LOG_FILES, ProgressCallback, run_loadgen
 from shared.host_load import HostLoad, HostLoadSampler
@@ -54,7 +54,7 @@ class RunOutcome:
     host_load: HostLoad | None = None
     # For an INVALID run: the likely causes, most likely first (evaluation.hints).
     hints: list[str] = field(default_factory=list)
-    # 95 % intervals of the figures over the stability windows (analysis/confidence.py);
+    # 95 % intervals of the figures over the stability windows (core/confidence.py);
     # None for accuracy runs.
     confidence: dict[str, Any] | None = None
 

@@ -24,13 +24,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from services.core.scenario import SCENARIOS
 from services.inference.backends.base import BackendOptions
-from services.inference.loadgen.config import SCENARIOS
-from shared.host_load import other_cpus_recent, usable_cpus
-
-# Other processes' load below this (CPUs kept busy on average) leaves every CPU free: the
-# daemons of an idle machine take a few hundredths of a CPU, a fifth covers their bursts.
-NOISE_CPUS = 0.2
+from shared.host_load import occupied_cpus, other_cpus_recent, usable_cpus
 
 # Scenarios whose SUT runs several inferences at once, one per worker.
 _CONCURRENT_SCENARIOS = frozenset({"offline", "server"})
@@ -40,11 +36,6 @@ _CONCURRENT_SCENARIOS = frozenset({"offline", "server"})
 class ThreadChoice:
     threads: int
     reason: str  # e.g. "threads=1: single-stream on 2 usable CPUs with 1.0 busy elsewhere ..."
-
-
-def occupied_cpus(other_cpus: float) -> int:
-    """Whole CPUs to leave to other processes that keep ``other_cpus`` busy on average."""
-    return max(0, math.ceil(other_cpus - NOISE_CPUS))
 
 
 def _plural(n: int, word: str) -> str:

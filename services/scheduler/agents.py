@@ -6,8 +6,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from services.core.constraints import requirement, stored_terms
 from services.inference.backends.base import backend_names
-from services.scheduler.constraints import requirement, stored_terms
 from services.scheduler.planner import AgentChoice, AgentView, Requirement, UnmetConstraint
 from services.scheduler.planner import match_agent as _match
 from shared.db import evaluation_repo

@@ -10,8 +10,8 @@ import logging
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from services.core.dispatch import inference_message
 from services.scheduler.agents import find_agent, requirement_for
-from services.scheduler.dispatch import inference_message
 from services.scheduler.planner import UnmetConstraint
 from shared import runtime
 from shared.db import evaluation_repo

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from services.core.constraints import AgentView, Requirement, Term
+from services.core.dispatch import PlannedShard
 from services.preprocess.datasets import Sample
 from services.preprocess.pipeline import files_digest, shard_key
-from services.scheduler.constraints import AgentView, Requirement, Term
 from shared.manifest import Input
+from shared.queues import host_queue
 
 
 @dataclass(frozen=True)
@@ -31,16 +33,6 @@ class AgentChoice:
     queue: str
     # Every live agent that satisfies it (a fan-out runs one evaluation on each).
     agents: list[AgentView] = field(default_factory=list)
-
-
-def host_queue(queue: str, hostname: str) -> str:
-    """The queue only the agents on ``hostname`` consume."""
-    return f"{queue}@{hostname}"
-
-
-def direct_queue(queue: str, hostname: str, pid: int) -> str:
-    """The queue only one worker process consumes (routing by its settings, or fan-out)."""
-    return f"{host_queue(queue, hostname)}/{pid}"
 
 
 def _constraint_name(term: Term) -> str:
@@ -103,13 +95,6 @@ def match_agent(agents: Sequence[AgentView], need: Requirement) -> AgentChoice |
             return _unmet(term, need, candidates)
         candidates = narrowed
     return AgentChoice(queue=route(candidates, agents), agents=candidates)
-
-
-@dataclass(frozen=True)
-class PlannedShard:
-    index: int
-    key: str
-    sample_ids: list[str]
 
 
 def plan_shards(

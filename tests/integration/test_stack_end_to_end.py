@@ -259,7 +259,7 @@ def test_rerun_of_a_stack_run_reproduces_device_options_threads_and_constraints(
     stack: EphemeralStack, client_for: Callable[[str], GraphQLClient]
 ) -> None:
     from services.aggregator.repository import get_run
-    from services.analysis.rerun import request_from_run
+    from services.campaigns.rerun import request_from_run
     from shared.db.session import session_scope
 
     heidi = client_for("heidi")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
+from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
-from services.inference.loadgen.config import ScenarioConfig
 from shared.run_report import RunReport
 from shared.settings import Settings
 

@@ -15,8 +15,8 @@ from sqlalchemy import func, select
 from services.api.auth import get_or_create_user
 from services.api.group_steps import group_steps
 from services.api.submission import SubmitRequest, submit
-from services.preprocess import tasks as preprocess_tasks
-from services.scheduler import tasks as scheduler_tasks
+from services.tasks import preprocess as preprocess_tasks
+from services.tasks import scheduler as scheduler_tasks
 from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo, worker_repo
 from shared.db.evaluations import Evaluation

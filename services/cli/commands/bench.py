@@ -9,9 +9,8 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from services.analysis.accuracy_performance_pair import run_accuracy_performance_pair
-from services.analysis.confidence import run_confidence
-from services.analysis.repeats import run_repeats, summarise
+from services.campaigns.accuracy_performance_pair import run_accuracy_performance_pair
+from services.campaigns.repeats import run_repeats, summarise
 from services.cli.bench_options import (
     AS_JSON,
     DATASET,
@@ -34,6 +33,7 @@ from services.cli.errors import fail, user_errors
 from services.cli.profile_render import print_profile
 from services.cli.progress import ProgressBars
 from services.cli.render import output_console, print_report, spread_table
+from services.core.confidence import run_confidence
 from services.embedded import bench as embedded
 from services.embedded.interrupt import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
 from services.inference.profiling.trace_events import TRACE_FILE

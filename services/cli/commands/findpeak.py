@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.analysis.findpeak import PeakResult, find_peak
+from services.campaigns.find_peak import PeakResult, find_peak
 from services.cli.bench_options import (
     AS_JSON,
     DATASET,

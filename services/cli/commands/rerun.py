@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.analysis.rerun import RerunVerdict, rerun_stored
+from services.campaigns.rerun import RerunVerdict, rerun_stored
 from services.cli.bench_options import AS_JSON
 from services.cli.errors import user_errors
 from services.cli.progress import ProgressBars

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.analysis.sweep import Curve, CurvePoint, parse_values, run_sweep
+from services.campaigns.sweep import Curve, CurvePoint, parse_values, run_sweep
 from services.cli.bench_options import (
     AS_JSON,
     DATASET,

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from services.core.scenario import GENERIC_MLPERF_MODEL, ScenarioConfig
 from services.inference.backends.base import Backend, BackendError
-from services.inference.loadgen.config import GENERIC_MLPERF_MODEL, ScenarioConfig
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.sut import BatchingSUT, SUTStats
 from shared.loadgen_logs import parse_summary

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from services.aggregator.tasks import _continue_group
 from services.api.group_steps import group_steps
 from services.stack.entry import _group_steps
+from services.tasks.aggregator import _continue_group
 from shared import worker_context
 from shared.db.evaluations import Evaluation
 
@@ -36,7 +36,7 @@ def test_the_step_of_the_members_group_kind_runs_and_no_other(
         worker_context.WorkerContext(publish, group_steps={"find-peak": step})
     )
     try:
-        with caplog.at_level("INFO", logger="services.aggregator.tasks"):
+        with caplog.at_level("INFO", logger="services.tasks.aggregator"):
             _continue_group(None, searched)  # type: ignore[arg-type]
             _continue_group(None, swept)  # type: ignore[arg-type]
     finally:

@@ -50,7 +50,7 @@ def never_stop() -> str | None:
 def surroundings(name: str) -> tuple[str | None, str, bool]:
     import sys
 
-    return os.environ.get(name), os.getcwd(), "services.inference.tasks" in sys.modules
+    return os.environ.get(name), os.getcwd(), "services.tasks.inference" in sys.modules
 
 
 @BOTH

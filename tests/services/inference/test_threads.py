@@ -7,11 +7,10 @@ import math
 import pytest
 
 from services.inference.threads import (
-    NOISE_CPUS,
     choose_threads,
     default_threads,
-    occupied_cpus,
 )
+from shared.host_load import NOISE_CPUS, occupied_cpus
 
 
 def test_the_measured_case_one_busy_process_on_two_cpus_gives_one_thread() -> None:

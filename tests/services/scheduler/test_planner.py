@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from services.core.constraints import parse_terms
 from services.preprocess.datasets import Sample
-from services.scheduler.constraints import parse_terms
 from services.scheduler.planner import (
     AgentChoice,
     AgentView,

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from services.aggregator import tasks as aggregator_tasks
-from services.inference import tasks as inference_tasks
-from services.preprocess import tasks as preprocess_tasks
-from services.scheduler import tasks as scheduler_tasks
+from services.tasks import aggregator as aggregator_tasks
+from services.tasks import inference as inference_tasks
+from services.tasks import preprocess as preprocess_tasks
+from services.tasks import scheduler as scheduler_tasks
 from shared import queues, runtime
 from shared.db import evaluation_repo
 from shared.db.states import EvaluationState

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from services.inference import tasks as inference_tasks
-from services.scheduler import tasks as scheduler_tasks
 from services.scheduler.sweeper import find_stalled, sweep_once
+from services.tasks import inference as inference_tasks
+from services.tasks import scheduler as scheduler_tasks
 from shared import queues, runtime
 from shared.db import evaluation_repo, worker_repo
 from shared.db.clock import utcnow
@@ -84,7 +84,7 @@ def test_a_run_whose_agent_died_mid_run_is_dispatched_again_and_measured_once(
     inference_tasks.run_inference(again)
     assert evaluation_row(evaluation_id).attempt == 2
     ((completed, _),) = outbox.take(queues.RUN_COMPLETED)
-    from services.aggregator import tasks as aggregator_tasks
+    from services.tasks import aggregator as aggregator_tasks
 
     aggregator_tasks.run_completed(completed)
     assert evaluation_row(evaluation_id).state == EvaluationState.SUCCEEDED.value

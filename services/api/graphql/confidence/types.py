@@ -1,4 +1,4 @@
-"""GraphQL types of a run's 95 % intervals (services/analysis/confidence.py)."""
+"""GraphQL types of a run's 95 % intervals (services/core/confidence.py)."""
 
 from __future__ import annotations
 

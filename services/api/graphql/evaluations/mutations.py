@@ -47,7 +47,7 @@ CancelEvaluationResult = Annotated[
 class AgentConstraints:
     # Terms that must all hold, e.g. ["onnxruntime>=1.20", "arch=x86_64", "gpu"]:
     # <framework>[specifier], arch=, gpu / !gpu / gpu=NAME, device=, host=, memory>=16GiB,
-    # threads=N, cores>=N, agent=ID (the language: services/scheduler/constraints.py).
+    # threads=N, cores>=N, agent=ID (the language: services/core/constraints.py).
     require: list[str] | None = None
     # PEP 440 specifier on the agent's framework version, e.g. ">=2.1".
     framework_version: str | None = None

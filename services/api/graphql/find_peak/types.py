@@ -7,9 +7,9 @@ import math
 
 import strawberry
 
-from services.analysis.findpeak import Probe
 from services.api.find_peak import FindPeakView
 from services.api.graphql.evaluations.types import EvaluationType
+from services.campaigns.find_peak import Probe
 
 
 def _finite(value: float) -> float | None:

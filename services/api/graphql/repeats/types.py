@@ -7,11 +7,11 @@ import math
 
 import strawberry
 
-from services.analysis.figures import FIGURES
-from services.analysis.repeats import Spread
 from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.types import EvaluationType, RunType
 from services.api.repeats import RepeatsView
+from services.campaigns.repeats import Spread
+from services.core.figures import FIGURES
 
 
 def _finite(value: float) -> float | None:

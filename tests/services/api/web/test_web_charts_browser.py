@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from services.analysis.confidence import Interval, differ
+from services.core.confidence import Interval, differ
 from tests.integration.conftest import GraphQLClient
 from tests.support.ephemeral import EphemeralStack
 from tests.support.web import sign_in

@@ -81,7 +81,7 @@ export function judgedIntervalOf(run, name) {
   return intervalOf(run, name);
 }
 
-// Two systems' figure, as the CLI's compare judges it (services/analysis/confidence.differ).
+// Two systems' figure, as the CLI's compare judges it (services/core/confidence.differ).
 export function differVerdict(a, b) {
   if (!intervalText(a) || !intervalText(b)) {
     const missing = !intervalText(a) ? a : b;

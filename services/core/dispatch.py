@@ -8,11 +8,20 @@ so neither task module imports the other.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
-from services.scheduler.planner import PlannedShard
 from shared.db.evaluations import Evaluation
 from shared.messages import PreprocessShard, RunInference
+
+
+@dataclass(frozen=True)
+class PlannedShard:
+    """One shard of an evaluation's dataset, as the scheduler planned it."""
+
+    index: int
+    key: str
+    sample_ids: list[str]
 
 
 def run_id_for(evaluation_id: str) -> str:

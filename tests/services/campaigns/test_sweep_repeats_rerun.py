@@ -10,18 +10,18 @@ from typing import Any
 import pytest
 
 from services.aggregator.repository import get_run
-from services.analysis.environment import diff_environments
-from services.analysis.repeats import Spread
-from services.analysis.rerun import (
+from services.campaigns.repeats import Spread
+from services.campaigns.rerun import (
     SMALLEST_CHANGE_OF_INTEREST,
     compare,
     request_from_run,
     rerun_stored,
 )
-from services.analysis.sweep import expand, parse_values
+from services.campaigns.sweep import expand, parse_values
+from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
-from services.inference.loadgen.config import ScenarioConfig
+from services.inference.runtime_info import diff_environments
 from shared.db.session import session_scope
 from shared.settings import Settings
 from tests.support.cli import benchstack

@@ -15,9 +15,9 @@ import yaml
 from PIL import Image
 
 from services.aggregator.repository import get_run
-from services.analysis.accuracy import score
-from services.analysis.accuracy_performance_pair import run_accuracy_performance_pair
-from services.analysis.labels import (
+from services.campaigns.accuracy_performance_pair import run_accuracy_performance_pair
+from services.core.accuracy import score
+from services.core.labels import (
     LabelsError,
     TopK,
     chance_level_warning,
@@ -25,10 +25,10 @@ from services.analysis.labels import (
     read_labels,
     top_k_of,
 )
+from services.core.scenario import ScenarioConfig
 from services.datasets.digits import DigitsArtifacts
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.torch.architectures import DigitsCNN
-from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope
 from shared.manifest import load_manifest
 from shared.settings import Settings

@@ -14,10 +14,10 @@ from typing import Any
 
 from celery import shared_task
 
+from services.core.dispatch import inference_message
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.pipeline import preprocess
 from services.preprocess.shards import is_complete, write_shard
-from services.scheduler.dispatch import inference_message
 from services.scheduler.pending import pending_inference
 from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo

@@ -26,10 +26,9 @@ from __future__ import annotations
 import math
 import re
 
-from services.analysis.figures import PERCENTILE_KEYS
-from services.inference.loadgen.config import MEASURED_THROUGHPUT_MARGIN, ScenarioConfig
-from services.inference.threads import occupied_cpus
-from shared.host_load import HostLoad
+from services.core.figures import PERCENTILE_KEYS
+from services.core.scenario import MEASURED_THROUGHPUT_MARGIN, ScenarioConfig
+from shared.host_load import HostLoad, occupied_cpus
 from shared.metrics import PerformanceReport
 
 # shared/metrics.py words LoadGen's "Performance constraints satisfied : NO" this way.

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from services.analysis.labels import (
+from services.core.labels import (
     LabelsError,
     TopK,
     chance_level_warning,

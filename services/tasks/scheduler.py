@@ -18,12 +18,12 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy.orm import Session
 
+from services.core.constraints import ConstraintError
+from services.core.dispatch import inference_message, run_id_for, shard_message
 from services.inference.measurement import stored_completion
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.shards import is_complete
 from services.scheduler.agents import find_agent, requirement_for
-from services.scheduler.constraints import ConstraintError
-from services.scheduler.dispatch import inference_message, run_id_for, shard_message
 from services.scheduler.pending import pending_inference
 from services.scheduler.planner import UnmetConstraint, plan_shards
 from shared import queues, runtime, worker_context

@@ -1,7 +1,7 @@
 """95 % intervals for throughput and latency figures: a seeded bootstrap.
 
 Within a run the resampled units are the run's stability windows (the same equal-count
-split as services/analysis/stability.py): a resample draws as many windows as there are,
+split as services/core/stability.py): a resample draws as many windows as there are,
 with replacement, and recomputes
 
 - throughput: the drawn windows' samples over their summed spans;
@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from services.analysis.figures import FIGURES, figures_of
-from services.analysis.stability import WINDOWS, split_events
+from services.core.figures import FIGURES, figures_of
+from services.core.stability import WINDOWS, split_events
 
 LEVEL = 0.95
 RESAMPLES = 1000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.inference import tasks
+from services.tasks import inference as tasks
 from shared.messages import RunInference
 from shared.settings import Settings
 

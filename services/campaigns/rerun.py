@@ -26,13 +26,13 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from services.aggregator.repository import get_run
-from services.analysis.environment import diff_environments
-from services.analysis.figures import FIGURES, figures_of, verdicts
-from services.analysis.local_constraints import unmet_terms
-from services.analysis.repeats import summarise
+from services.campaigns.local_constraints import unmet_terms
+from services.campaigns.repeats import summarise
+from services.core.figures import FIGURES, figures_of, verdicts
+from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, Progress, run_bench
 from services.inference.backends.base import BackendOptions
-from services.inference.loadgen.config import ScenarioConfig
+from services.inference.runtime_info import diff_environments
 from shared.db.session import session_scope
 from shared.manifest import parse_manifest
 from shared.run_report import RunSettings

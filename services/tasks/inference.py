@@ -29,12 +29,12 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy import select
 
+from services.core.scenario import ScenarioConfig
 from services.inference import model_cache
 from services.inference.backends.base import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
 from services.inference.host_slot import HostSlot
 from services.inference.isolated import announce_started, run_in_child
-from services.inference.loadgen.config import ScenarioConfig
 from services.inference.measurement import (
     PhaseClock,
     measurement_of,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import platform
 from typing import Any
 
+from services.core.constraints import AgentView, parse_terms, stored_terms
 from services.inference.backends.registry import installed_version
-from services.scheduler.constraints import AgentView, parse_terms, stored_terms
 from shared.environment import capture_environment
 
 PINNING_KEYS = frozenset({"agent", "hostname"})

@@ -66,7 +66,7 @@ def split_events(count: int, windows: int, concurrency: int) -> list[tuple[int, 
     """Event index ranges [start, end) per window, or None when there are too few events.
 
     The same split serves the stability verdict and the confidence intervals
-    (services/analysis/confidence.py)."""
+    (services/core/confidence.py)."""
     per_window = (count // windows // concurrency) * concurrency
     if per_window < max(MIN_EVENTS, concurrency):
         return None

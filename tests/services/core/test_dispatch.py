@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from services.scheduler.dispatch import inference_message, run_id_for, shard_message
-from services.scheduler.planner import PlannedShard
+from services.core.dispatch import PlannedShard, inference_message, run_id_for, shard_message
 from shared.db.evaluations import Evaluation
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from services.aggregator.bricks import load_bricks, save_bricks_run
 from services.aggregator.repository import RunRecord, record_from_report, save_run
 from services.aggregator.training import load_training, save_training_run
-from services.inference.loadgen.config import ScenarioConfig
+from services.core.scenario import ScenarioConfig
 from services.inference.measurement import load_measurement
 from shared import queues, runtime
 from shared.db import evaluation_repo

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from services.analysis.figures import as_float, latency_ms, percentile_key, verdicts
-from services.analysis.stability import MIN_SERVER_SAMPLES, WINDOWS
+from services.core.figures import as_float, latency_ms, percentile_key, verdicts
+from services.core.stability import MIN_SERVER_SAMPLES, WINDOWS
 from services.embedded.bench import BenchRequest
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from services.aggregator.repository import get_run
-from services.analysis.findpeak import (
+from services.campaigns.find_peak import (
     Probe,
     conclude,
     find_peak,
@@ -16,9 +16,9 @@ from services.analysis.findpeak import (
     next_step,
     search_peak,
 )
+from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
-from services.inference.loadgen.config import ScenarioConfig
 from shared.db.session import session_scope
 from shared.settings import Settings
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from services.analysis.rerun import (
+from services.campaigns.rerun import (
     SMALLEST_CHANGE_OF_INTEREST,
     compare,
     figure_verdict,

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from services.analysis.figures import FIGURES, figures_of
+from services.core.figures import FIGURES, figures_of
 from services.embedded.bench import BenchRequest
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]

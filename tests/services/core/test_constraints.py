@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.constraints import (
+from services.core.constraints import (
     AgentView,
     ConstraintError,
     Requirement,
@@ -15,7 +15,8 @@ from services.scheduler.constraints import (
     requirement,
     stored_terms,
 )
-from services.scheduler.planner import AgentChoice, UnmetConstraint, direct_queue, match_agent
+from services.scheduler.planner import AgentChoice, UnmetConstraint, match_agent
+from shared.queues import direct_queue
 
 FRAMEWORKS = ["null", "torch", "onnxruntime", "tensorflow", "triton", "tensorrt"]
 GIB = 2**30

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from services.analysis.figures import figures_of, verdicts
+from services.core.figures import figures_of, verdicts
 from services.embedded.bench import BenchRequest
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from services.analysis.hints import LATENCY_REASON_PREFIX, invalid_hints
+from services.core.hints import LATENCY_REASON_PREFIX, invalid_hints
+from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import BackendOptions, create_backend
-from services.inference.loadgen.config import ScenarioConfig
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model
 from shared.host_load import HostLoad, verdict

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.analysis.confidence import (
+from services.campaigns.repeats import run_repeats
+from services.cli.bench_options import BenchOptions
+from services.core.confidence import (
     MIN_UNITS,
     Confidence,
     Interval,
@@ -13,8 +15,6 @@ from services.analysis.confidence import (
     run_confidence,
     window_confidence,
 )
-from services.analysis.repeats import run_repeats
-from services.cli.bench_options import BenchOptions
 from services.embedded.bench import run_bench
 from shared.settings import Settings
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from services.analysis.stability import MIN_SERVER_SAMPLES, assess_stability
+from services.core.scenario import ScenarioConfig
+from services.core.stability import MIN_SERVER_SAMPLES, assess_stability
 from services.inference.backends.base import Backend
-from services.inference.loadgen.config import ScenarioConfig
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model
 
