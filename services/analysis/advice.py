@@ -8,7 +8,8 @@ options). Its QPS under a bound is the highest stored find-peak probe that
 - ran with the same percentile and a LoadGen bound at or below the one asked for (LoadGen's
   validity and early stopping then vouch for the asked bound too; a probe measured against
   a looser bound is not used: LoadGen never judged it against this one);
-- passes ``findpeak.judge`` against the asked bound (within it, kept up, no failures), and
+- passes ``campaigns.find_peak.judge`` against the asked bound (within it, kept up, no
+  failures), and
 - is judged: LoadGen VALID and a stability verdict other than INSUFFICIENT.
 
 Cost per million inferences = price_per_hour / (QPS * 3600) * 1e6, where the machine

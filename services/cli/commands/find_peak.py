@@ -66,7 +66,7 @@ def peak_table(result: PeakResult) -> Table:
     return table
 
 
-def findpeak(
+def find_peak_command(
     model: str = MODEL,
     latency_bound_ms: float = typer.Option(..., help="The latency bound, ms."),
     percentile: float = typer.Option(99.0, help="50, 90, 95, 97, 99 or 99.9."),
@@ -158,4 +158,4 @@ def conclusion(result: PeakResult) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("find-peak")(findpeak)
+    app.command("find-peak")(find_peak_command)
