@@ -98,7 +98,7 @@ def null_options_problem(options: dict[str, Any], settings: Settings) -> OutOfBo
 
 def scenario_problem(scenario: ScenarioConfig, settings: Settings) -> OutOfBounds | None:
     """Query counts, rates, latencies and seeds within their limits; durations are checked
-    against MAX_RUN_SECONDS by submission.run_cap_problem."""
+    against MAX_RUN_SECONDS by submission_checks.run_cap_problem."""
     run_ms = settings.max_run_seconds * 1000.0
     queries, per_query = settings.max_query_count, settings.max_samples_per_query
     checks: list[tuple[str, Any, float, float, bool, str]] = [

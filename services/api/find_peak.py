@@ -30,7 +30,8 @@ from services.api.groups import (
     stored_request,
 )
 from services.api.rejections import Rejection
-from services.api.submission import FanOut, SubmitRequest, snake_keys, submit
+from services.api.submission import submit
+from services.api.submission_request import FanOut, SubmitRequest, snake_keys
 from services.campaigns.find_peak import PeakResult, Probe, judge, next_step
 from services.core.figures import percentile_key
 from shared.celery_app import Publisher

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from services.api.cancellation import cancel_evaluation
 from services.api.rejections import Rejection
-from services.api.submission import FanOut, SubmitRequest, snake_keys, submit
+from services.api.submission import submit
+from services.api.submission_request import FanOut, SubmitRequest, snake_keys
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from services.api.groups import group_members, submit_all
 from services.api.rejections import Rejection
-from services.api.submission import SubmitRequest
+from services.api.submission_request import SubmitRequest
 from services.campaigns.repeats import Spread, summarise
 from services.core.confidence import Confidence, run_confidence
 from shared.celery_app import Publisher

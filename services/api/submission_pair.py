@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from services.api.groups import group_members, submit_all
 from services.api.rejections import Rejection
-from services.api.submission import SubmitRequest, snake_keys
+from services.api.submission_request import SubmitRequest, snake_keys
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run

@@ -30,7 +30,8 @@ from services.api.groups import (
     stored_request,
 )
 from services.api.rejections import Rejection
-from services.api.submission import FanOut, SubmitRequest, submit
+from services.api.submission import submit
+from services.api.submission_request import FanOut, SubmitRequest
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run

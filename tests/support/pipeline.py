@@ -14,7 +14,8 @@ from sqlalchemy import func, select
 
 from services.api.auth import get_or_create_user
 from services.api.group_steps import group_steps
-from services.api.submission import SubmitRequest, submit
+from services.api.submission import submit
+from services.api.submission_request import SubmitRequest
 from services.tasks import preprocess as preprocess_tasks
 from services.tasks import scheduler as scheduler_tasks
 from shared import queues, runtime, worker_context

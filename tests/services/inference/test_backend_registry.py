@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import services.inference.backends as backends_package
-from services.api.submission import backend_options_problem
+from services.api.submission_checks import backend_options_problem
 from services.inference.agent import Agent
 from services.inference.backends import registry
 from services.inference.backends.base import (

@@ -25,7 +25,8 @@ from services.api.graphql.errors import (
 from services.api.graphql.evaluations.types import EvaluationType
 from services.api.observability import REJECTIONS, SUBMISSIONS
 from services.api.rejections import Rejection
-from services.api.submission import FanOut, SubmitRequest, submit
+from services.api.submission import submit
+from services.api.submission_request import FanOut, SubmitRequest
 
 # A fan-out (fanOut: true) answers with the Comparison its evaluations make up.
 SubmitEvaluationResult = Annotated[

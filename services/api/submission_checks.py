@@ -1,0 +1,260 @@
+"""The checks of a submission's plain fields, scenario and options: each returns a typed
+rejection naming the field at fault and what it accepts, or None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from services.api.bounds import (
+    OutOfBounds,
+    null_options_problem,
+)
+from services.api.rejections import Rejection, RejectionKind
+from services.api.submission_request import SubmitRequest, snake_keys
+from services.bricks.options import BrickOptions
+from services.core.scenario import ScenarioConfig
+from services.inference.backends import registry
+from services.training.options import TrainingOptions
+from shared import queues
+from shared.manifest import (
+    FIDELITIES,
+    ModelManifest,
+)
+from shared.settings import Settings
+from shared.trace_levels import TRACE_LEVELS
+
+# Bounds of a submission. String limits are the column sizes of shared/db (evaluations,
+# models): longer input is refused with a typed error, never truncated or sent to SQL
+# (the model, version and dataset limits are services/api/confinement.py's).
+MAX_BATCH_SIZE = 4096
+
+
+MAX_DEVICE_CHARS = 50  # evaluations.device: String(50)
+
+
+MAX_SEED = 2**31 - 1  # evaluations.seed: Integer
+
+
+MAX_THREADS = 256  # intra-op threads an evaluation may ask for
+
+
+def scenario_config(scenario: str, settings: Any) -> ScenarioConfig | Rejection:
+    if not isinstance(settings, dict):
+        return Rejection(
+            "InvalidScenarioSettings",
+            f'settings: must be an object such as {{"min_duration_s": 1}} (got {settings!r})',
+            field="settings",
+        )
+    try:
+        return ScenarioConfig.model_validate({**snake_keys(settings), "scenario": scenario})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = ".".join(str(p) for p in error["loc"]) or "settings"
+        field_name = loc if loc == "scenario" else f"settings.{loc}"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            accepted = sorted(set(ScenarioConfig.model_fields) - {"scenario"})
+            message = f"unknown setting; accepted: {', '.join(accepted)}"
+        return Rejection(
+            "InvalidScenarioSettings",
+            f"{field_name}: {message} (got {error.get('input')!r})",
+            field=field_name,
+        )
+
+
+def setup_allowance_s(max_run_seconds: float) -> float:
+    """Of a run's time limit, what model loading, calibration and warm-up may take:
+    20 % of it, at most a minute (they take seconds for the models here)."""
+    return min(60.0, 0.2 * max_run_seconds)
+
+
+def run_cap_problem(scenario: ScenarioConfig, max_run_seconds: float) -> Rejection | None:
+    """A run that cannot end within MAX_RUN_SECONDS would be killed at the limit, having
+    measured nothing: refuse it now, naming the setting."""
+    budget = max_run_seconds - setup_allowance_s(max_run_seconds)
+    checks = [("min_duration_s", scenario.effective_min_duration_s)]
+    if scenario.max_duration_s is not None:
+        checks.append(("max_duration_s", scenario.max_duration_s))
+    for name, seconds in checks:
+        if seconds > budget:
+            return Rejection(
+                "InvalidScenarioSettings",
+                f"settings.{name}: {seconds:g} s cannot finish within this deployment's run "
+                f"limit (MAX_RUN_SECONDS={max_run_seconds:g} s, of which "
+                f"{setup_allowance_s(max_run_seconds):g} s is kept for loading and "
+                f"calibration); accepted: at most {budget:g} s",
+                field=f"settings.{name}",
+            )
+    return None
+
+
+def _out_of_range(field: str, value: int, low: int, high: int) -> Rejection | None:
+    if low <= value <= high:
+        return None
+    bound = f"at least {low}" if value < low else f"at most {high}"
+    return Rejection(
+        "InvalidInput",
+        f"{field}: must be {bound} (got {value}); accepted: {low} to {high}",
+        field=field,
+        accepted=[f"{low}..{high}"],
+    )
+
+
+def backend_options_problem(framework: str, options: Any) -> Rejection | None:
+    """Only the options the chosen backend declares (its config.py's options model), each
+    of its type and within its bounds; never one the backend refuses from a submission."""
+    if not isinstance(options, dict):
+        return Rejection(
+            "InvalidInput", "backendOptions: must be an object", field="backendOptions"
+        )
+    spec = registry.spec_for(framework)
+    known = list(spec.option_keys)
+    for key in options:
+        field = f"backendOptions.{key}"[:80]
+        if key in spec.refused_options:
+            return Rejection(
+                "InvalidInput",
+                f"{field}: not accepted from a submission: {spec.refused_options[key]}; "
+                f"accepted for {framework}: {', '.join(known) or '(none)'}",
+                field=field,
+                accepted=known,
+            )
+        if key not in known:
+            return Rejection(
+                "InvalidInput",
+                f"{field}: not an option of the {framework} backend; "
+                f"accepted: {', '.join(known) or '(none)'}",
+                field=field,
+                accepted=known,
+            )
+    try:
+        spec.options.model_validate(options)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = str(error["loc"][0]) if error["loc"] else ""
+        field = f"backendOptions.{key}"
+        shown = repr(options.get(key))[:40]
+        return Rejection(
+            "InvalidInput",
+            f"{field}: {shown} is not accepted: {error['msg']}",
+            field=field,
+            accepted=[error["msg"]],
+        )
+    return None
+
+
+def invalid(problem: OutOfBounds, kind: RejectionKind = "InvalidInput") -> Rejection:
+    return Rejection(kind, problem.message, field=problem.field, accepted=[problem.accepted])
+
+
+def check_simple_fields(
+    request: SubmitRequest, settings: Settings, framework: str, device: str
+) -> Rejection | None:
+    names = registry.backend_names()
+    if framework not in names:
+        return Rejection(
+            "InvalidInput",
+            f"framework: {framework!r} is not a backend; accepted: {', '.join(names)}",
+            field="framework",
+            accepted=names,
+        )
+    problem = _out_of_range("batchSize", request.batch_size, 1, MAX_BATCH_SIZE)
+    if problem is None and request.samples is not None:
+        problem = _out_of_range("samples", request.samples, 1, settings.max_samples)
+    if problem is None:
+        problem = _out_of_range("seed", request.seed, 0, MAX_SEED)
+    if problem is None and request.threads is not None:
+        problem = _out_of_range("threads", request.threads, 1, MAX_THREADS)
+    if problem is not None:
+        return problem
+    if request.trace_level not in TRACE_LEVELS:
+        return Rejection(
+            "InvalidInput",
+            f"traceLevel: {request.trace_level!r}; accepted: {', '.join(TRACE_LEVELS)}",
+            field="traceLevel",
+            accepted=list(TRACE_LEVELS),
+        )
+    if request.preprocessing is not None and request.preprocessing not in FIDELITIES:
+        return Rejection(
+            "InvalidInput",
+            f"preprocessing: {request.preprocessing!r}; accepted: {', '.join(FIDELITIES)}",
+            field="preprocessing",
+            accepted=list(FIDELITIES),
+        )
+    if len(device) > MAX_DEVICE_CHARS:
+        return Rejection(
+            "InvalidInput",
+            f"device: at most {MAX_DEVICE_CHARS} characters, e.g. 'cpu' or 'cuda'",
+            field="device",
+            accepted=[f"at most {MAX_DEVICE_CHARS} characters"],
+        )
+    try:
+        queues.inference_queue(framework, device)
+    except ValueError as exc:
+        return Rejection("InvalidInput", str(exc), field="device")
+    runs_on = registry.spec_for(framework).devices
+    if device.split(":")[0] not in runs_on:
+        return Rejection(
+            "InvalidInput",
+            f"device: the {framework} backend does not run on {device!r}; "
+            f"accepted: {', '.join(runs_on)}",
+            field="device",
+            accepted=list(runs_on),
+        )
+    if framework == "null" and isinstance(request.backend_options, dict):
+        # First: its limits are the deployment's settings, and its messages name them.
+        out_of_bounds = null_options_problem(request.backend_options, settings)
+        if out_of_bounds is not None:
+            return invalid(out_of_bounds)
+    return backend_options_problem(framework, request.backend_options)
+
+
+def bricks_options(
+    request: SubmitRequest, framework: str, manifest: ModelManifest
+) -> dict[str, Any] | Rejection | None:
+    """The DLBricks options as stored (snake_case, bounded), or why they are refused."""
+    if request.bricks is None:
+        return None
+    return _torch_options(
+        "bricks", request.bricks, BrickOptions, framework, manifest, "torch.export modules"
+    )
+
+
+def training_options(
+    request: SubmitRequest, framework: str, manifest: ModelManifest
+) -> dict[str, Any] | Rejection | None:
+    """The training options as stored (snake_case, bounded), or why they are refused."""
+    if request.training is None:
+        return None
+    return _torch_options(
+        "training", request.training, TrainingOptions, framework, manifest, "torch training"
+    )
+
+
+def _torch_options(
+    name: str,
+    given: dict[str, Any],
+    model: type[BaseModel],
+    framework: str,
+    manifest: ModelManifest,
+    why: str,
+) -> dict[str, Any] | Rejection:
+    if framework != "torch" or manifest.source.architecture is None:
+        return Rejection(
+            "InvalidInput",
+            f"{name}: the model runs on {framework} from "
+            f"{manifest.source.architecture or 'a model file'}; accepted: torch models built "
+            f"from an architecture ({why})",
+            field=name,
+        )
+    try:
+        options = model.model_validate(snake_keys(dict(given)))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        return Rejection("InvalidInput", f"{name}.{where}: {error['msg']}", field=f"{name}.{where}")
+    dumped: dict[str, Any] = options.model_dump(mode="json")
+    return dumped

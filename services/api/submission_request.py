@@ -1,0 +1,68 @@
+"""What a client asks for: one evaluation request, and how a fan-out is asked."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
+
+from shared.db.evaluations import Evaluation
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    model: str | None = None
+    version: str | None = None
+    manifest_yaml: str | None = None
+    framework: str | None = None
+    # None: the device a constraint term names, else "cpu".
+    device: str | None = None
+    scenario: str = "offline"
+    # Whatever the client sent; checked to be an object before use.
+    settings: Any = dc_field(default_factory=dict)
+    batch_size: int = 1
+    dataset: str = "synthetic"
+    samples: int | None = 64
+    seed: int = 0
+    trace_level: str = "NONE"
+    # Input.fidelity over the manifest's own (stored in the evaluation's manifest); None:
+    # the manifest's.
+    preprocessing: str | None = None
+    # {"require": [terms of services.core.constraints]}, plus the older structured
+    # keys "hostname" and "framework_version" (a PEP 440 specifier on the framework).
+    constraints: dict[str, Any] = dc_field(default_factory=dict)
+    backend_options: Any = dc_field(default_factory=dict)
+    # Intra-op threads over the agent's setting; None: the agent's, else chosen by it.
+    threads: int | None = None
+    # One evaluation on every matching agent, grouped for comparison, instead of one.
+    fan_out: bool = False
+    # A DLBricks evaluation's options (services/bricks/options.BrickOptions); None: a
+    # LoadGen run on the dataset.
+    bricks: dict[str, Any] | None = None
+    # A training evaluation's options (services/training/options.TrainingOptions).
+    training: dict[str, Any] | None = None
+    # The group this evaluation joins and what it is in it (services/api/sweeps.py):
+    # {"id": ..., "kind": "sweep", "parameter": ..., "value": ...}. None: its own, or a
+    # fan-out's (fan_out).
+    group: dict[str, Any] | None = None
+    # A data-parallel gang (services/api/training_scaling.py): one training evaluation
+    # per rank on this many distinct matching agents, each pinned to its agent, with its
+    # rank and the ranks sharing its host in its group. None: one evaluation.
+    gang_size: int | None = None
+
+
+@dataclass(frozen=True)
+class FanOut:
+    """The evaluations of one fan-out, one per matching agent, sharing ``group_id``."""
+
+    group_id: str
+    evaluations: list[Evaluation]
+
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def snake_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """GraphQL clients write minDurationS; ScenarioConfig names it min_duration_s."""
+    return {_CAMEL.sub("_", k).lower(): v for k, v in data.items()}
