@@ -12,6 +12,7 @@ from typing import Any
 
 import psutil
 
+from shared.frameworks import catalogue
 from shared.version import __version__
 
 # Packages whose versions matter for any figure, besides each backend's framework (its
@@ -20,11 +21,8 @@ HARNESS_PACKAGES = ("numpy", "pillow", "mlcommons-loadgen")
 
 
 def key_packages() -> tuple[str, ...]:
-    # Imported here: the backends' specs are light, but shared/ modules import nothing
-    # from services/ at import time.
-    from services.inference.backends.registry import recorded_packages
-
-    return (*recorded_packages(), *HARNESS_PACKAGES)
+    # Each backend's framework packages, as its folder declares them (shared/frameworks.py).
+    return (*catalogue().recorded_packages(), *HARNESS_PACKAGES)
 
 
 def _proc_cpuinfo() -> tuple[str, list[str]] | None:

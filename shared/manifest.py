@@ -23,6 +23,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from shared.bounded_yaml import YamlLimits, YamlRefused, load_bounded
+from shared.frameworks import canonical_framework
 
 # Semantic Versioning 2.0.0, the official grammar.
 SEMVER_RE = re.compile(
@@ -249,17 +250,10 @@ class Framework(_Strict):
     @classmethod
     def _known_backend(cls, v: Any) -> Any:
         # The backends' folders are the only list of frameworks (each config.py is
-        # import-light); imported here, not at the top, because a manifest is read by
-        # processes that never create a backend.
-        from services.inference.backends import registry
-
+        # import-light); their registry provides it (shared/frameworks.py).
         if not isinstance(v, str):
             return v
-        name = registry.aliases().get(v, v)
-        if name not in registry.specs():
-            accepted = [*registry.backend_names(), *registry.aliases()]
-            raise ValueError(f"{v!r} is not a framework; accepted: {', '.join(accepted)}")
-        return name
+        return canonical_framework(v)
 
     @field_validator("version")
     @classmethod

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import services  # noqa: F401  # as every entry point does: provides the framework catalogue
 from shared.settings import Settings, get_settings
 
 

@@ -1,0 +1,96 @@
+"""The packages' imports form layers, as ../shared/ARCHITECTURE.md draws them.
+
+pyproject.toml's import-linter contract (run by scripts/test.sh) says which layer may
+import which. These tests check what the contract cannot: that the package graph has no
+loop at all (a loop inside one line of the contract would pass it), and that every
+package under services/ has a place in the contract, so a new one must be placed.
+Imports are read from the source, function-level ones included.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from collections import defaultdict
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _package(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] == "shared":
+        return "shared"
+    if parts[0] == "services" and len(parts) > 1:
+        return f"services.{parts[1]}"
+    return None
+
+
+def package_graph() -> dict[str, set[str]]:
+    """services.<package> (and shared) -> the packages it imports."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for root in ("services", "shared"):
+        for path in (REPO / root).rglob("*.py"):
+            module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            module = module.removesuffix(".__init__")
+            source = _package(module)
+            if source is None:
+                continue  # services/__init__.py: the root, which wires the packages
+            graph[source]
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [f"{node.module}.{alias.name}" for alias in node.names]
+                else:
+                    continue
+                for name in names:
+                    target = _package(name)
+                    if target is not None and target != source:
+                        graph[source].add(target)
+    return graph
+
+
+def test_the_package_import_graph_has_no_loop() -> None:
+    graph = package_graph()
+    try:
+        order = list(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        raise AssertionError(f"a loop between packages: {' -> '.join(exc.args[1])}") from exc
+    assert order[0] == "shared", order
+
+
+def test_every_package_has_a_layer_in_the_contract() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    placed = {
+        name.strip() for layer in contract["layers"] for name in layer.replace(":", "|").split("|")
+    }
+    packages = set(package_graph()) | {
+        f"services.{p.stem}" for p in (REPO / "services").glob("*.py") if p.stem != "__init__"
+    }
+    assert packages <= placed, f"not in any layer: {sorted(packages - placed)}"
+    assert "ignore_imports" not in contract, "the contract holds with no exception"
+
+
+def test_shared_reads_the_frameworks_only_once_services_provided_them() -> None:
+    code = (
+        "from shared import frameworks\n"
+        "try:\n"
+        "    frameworks.catalogue()\n"
+        "except frameworks.NoFrameworkCatalogue as exc:\n"
+        "    print('refused:', exc)\n"
+        "import services\n"
+        "print('torch' in frameworks.catalogue().backend_names())\n"
+        "print(frameworks.canonical_framework('pytorch'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    refused, provided, alias = result.stdout.splitlines()
+    assert refused.startswith("refused: no framework catalogue: import services first")
+    assert (provided, alias) == ("True", "torch")
