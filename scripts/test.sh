@@ -63,4 +63,5 @@ log "a new user's machine: README.md's lines, as written, in an empty virtual en
 python3 -m pytest -v tests/test_readme_fresh.py
 
 log "test suite"
-python3 -m pytest -q --ignore=tests/test_readme_fresh.py
+# The slowest tests are listed at the end, to keep the suite well under 30 minutes.
+python3 -m pytest -q --durations=25 --ignore=tests/test_readme_fresh.py
