@@ -60,8 +60,14 @@ fi
 log "a new user's machine: README.md's lines, as written, in an empty virtual environment"
 # tests/test_readme_fresh.py: the Quick start verbatim with only .[torch], then every later
 # line before the service section (.[all] included), then a built wheel serving the web UI.
-python3 -m pytest -v tests/test_readme_fresh.py
+fresh=0
+python3 -m pytest -v tests/test_readme_fresh.py || fresh=$?
 
 log "test suite"
 # The slowest tests are listed at the end, to keep the suite well under 30 minutes.
-python3 -m pytest -q --durations=25 --ignore=tests/test_readme_fresh.py
+suite=0
+python3 -m pytest -q --durations=25 --ignore=tests/test_readme_fresh.py || suite=$?
+if ((fresh)); then
+  log "README.md's lines in an empty virtual environment FAILED (exit $fresh): see above"
+fi
+exit $((suite ? suite : fresh))

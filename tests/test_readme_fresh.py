@@ -46,7 +46,8 @@ from tests.support.readme_lines import (
     user_env,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# Installs and README lines take minutes each; the first test's fixture makes the venv.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 LINES = readme_lines()
 QUICK_START, LATER_LINES = LINES[0], LINES[1:]
@@ -90,6 +91,10 @@ def test_the_quick_start_runs_as_written_and_prints_a_valid_run(user: ReadmeShel
     assert QUICK_START.text.startswith('python3 -m pip install -e ".[torch]" && benchstack bench')
     ran = user.run(QUICK_START)
     assert ran.returncode == 0, ran.output[-4000:]
+    # The venv's own command ran, not one from elsewhere on this machine.
+    assert shutil.which("benchstack", path=user.env["PATH"]) == str(
+        user.venv / "bin" / "benchstack"
+    )
     assert re.search(r"validity\s+│\s+VALID\b", ran.output), ran.output[-4000:]
     # Only the torch extra: none of the stack's packages came with it.
     assert not {"celery", "strawberry-graphql", "opentelemetry-sdk"} & _pip_list(user.venv)

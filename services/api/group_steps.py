@@ -7,6 +7,7 @@ aggregator only says when a member's run is stored.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,8 @@ from shared.worker_context import GroupStep
 
 Continuation = Callable[[Session, Settings, Publisher, Evaluation], Any]
 
+log = logging.getLogger(__name__)
+
 
 def _described(continuation: Continuation) -> GroupStep:
     def step(
@@ -29,6 +32,13 @@ def _described(continuation: Continuation) -> GroupStep:
     ) -> str | None:
         result = continuation(session, settings, publish, evaluation)
         if isinstance(result, Rejection):
+            # A next member the API refuses now (its agent left) ends the group.
+            log.warning(
+                "%s %s stopped: %s",
+                (evaluation.group_info or {}).get("kind"),
+                evaluation.group_id,
+                result.message,
+            )
             return f"stopped: {result.message}"
         return None if result is None else "next member(s) submitted"
 

@@ -135,11 +135,13 @@ def _continue_group(session: Session, evaluation: Evaluation) -> None:
     """A member's run is stored: a group that submits its members one after another (a
     find-peak search, a training scaling's gangs) takes its next step, handed to this
     worker by its launcher (``WorkerContext.group_steps``; services/api/group_steps.py)."""
+    kind = (evaluation.group_info or {}).get("kind")
+    if not kind:
+        return  # no group: nothing to continue, and no context needed
     from shared import worker_context
 
     context = worker_context.current()
-    kind = str((evaluation.group_info or {}).get("kind"))
-    step = context.group_steps.get(kind)
+    step = context.group_steps.get(str(kind))
     if step is None:
         return
     done = step(session, runtime.settings(), context.publish, evaluation)

@@ -39,7 +39,7 @@ class Agent(Base):
 
     def consumes(self, queue: str) -> bool:
         """Whether this agent takes messages from ``queue``: its framework's shared queue,
-        its host's queue (``planner.host_queue``) or its own direct queue."""
+        its host's queue (``shared.queues.host_queue``) or its own direct queue."""
         return queue in (self.queue, f"{self.queue}@{self.hostname}", self.direct_queue)
 
 

@@ -62,6 +62,28 @@ def test_the_first_import_of_keras_loads_triton_before_it(tmp_path: Path) -> Non
     assert result.returncode == 0 and "alive" in result.stdout, result.stderr[-3000:]
 
 
+def test_a_probe_for_tensorflow_loads_nothing_and_the_module_keeps_its_own_loader(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import importlib.util, sys, shared\n"
+        "assert importlib.util.find_spec('keras') and importlib.util.find_spec('tensorflow')\n"
+        "assert 'triton' not in sys.modules, 'a probe loaded Triton'\n"
+        "import keras\n"
+        "assert 'triton' in sys.modules\n"
+        "print(type(keras.__loader__).__name__, type(keras.__spec__.loader).__name__)\n"
+    )
+    result = _python(code, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["SourceFileLoader", "SourceFileLoader"], result.stdout
+
+
+def test_tensorflow_loaded_before_us_is_warned_of(tmp_path: Path) -> None:
+    result = _python("import keras\nimport shared\n", tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "RuntimeWarning: keras, tensorflow was imported before benchstack" in result.stderr
+
+
 def _commands(framework: str) -> list[list[str]]:
     short = ["--duration", "0.5", "--samples", "8"]
     if framework == "tensorflow":

@@ -39,6 +39,7 @@ SERVICE_SECTION = "## The service stack"
 COMMENT = re.compile(r"\s+#.*$")
 # The README's test command: it is what runs this (tests/test_readme_fresh.py).
 TEST_COMMAND = "bash scripts/test.sh"
+SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 RUN_PREFIX = "3f2a"
 GROUP_PLACEHOLDER = "GROUP_OR_RUN"
 TRITON_PLACEHOLDER = "HOST:8001"
@@ -81,7 +82,9 @@ def user_env(venv: Path, data_dir: Path) -> dict[str, str]:
         for k, v in os.environ.items()
         if not k.startswith(("BENCHSTACK_", "PYTHON", "VIRTUAL_ENV", "PIP_REQUIRE"))
     }
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    # The venv's bin and the system's, nothing else: this machine's own Python (pyenv's
+    # shims, its `benchstack` with every extra) must not stand in for a missing install.
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), *SYSTEM_PATH])
     env["VIRTUAL_ENV"] = str(venv)
     env["BENCHSTACK_DATA_DIR"] = str(data_dir)
     env["COLUMNS"] = "200"  # wide enough that run ids are not cut in tables

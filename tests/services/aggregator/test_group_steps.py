@@ -49,3 +49,31 @@ def test_only_the_aggregator_is_handed_the_api_s_group_steps() -> None:
     assert set(group_steps()) == {"find-peak", "ddp"}
     assert set(_group_steps("aggregator")) == {"find-peak", "ddp"}
     assert _group_steps("preprocess") == {} and _group_steps("inference") == {}
+
+
+def test_a_run_outside_any_group_needs_no_worker_context() -> None:
+    previous = worker_context.install(worker_context.WorkerContext(lambda *_: None))
+    worker_context.uninstall(None)  # no context at all in this process now
+    try:
+        alone = Evaluation(id=str(uuid.uuid4()), group_id=None, group_info=None)
+        _continue_group(None, alone)  # type: ignore[arg-type]  # raises without the guard
+    finally:
+        worker_context.uninstall(previous)
+
+
+def test_a_directly_started_worker_imports_the_api_only_at_its_first_group_lookup() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from services.celery_main import _ApiGroupSteps\n"
+        "steps = _ApiGroupSteps()\n"
+        "print('services.api.group_steps' in sys.modules)\n"
+        "print(sorted(steps))\n"
+        "print('services.api.group_steps' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split("\n")
+    assert out[:3] == ["False", "['ddp', 'find-peak']", "True"], out

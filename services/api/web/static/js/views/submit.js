@@ -32,7 +32,7 @@ const FIELD_OF = {
   "settings.target_latency_ms": "targetLatencyMs",
   "settings.latency_percentile": "latencyPercentile",
   "settings.samples_per_query": "samplesPerQuery",
-  // An unmet agent term is named by its key (services/scheduler/constraints.py).
+  // An unmet agent term is named by its key (services/core/constraints.py).
   arch: "constraints",
   gpu: "constraints",
   host: "constraints",
