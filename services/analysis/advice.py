@@ -8,7 +8,7 @@ options). Its QPS under a bound is the highest stored find-peak probe that
 - ran with the same percentile and a LoadGen bound at or below the one asked for (LoadGen's
   validity and early stopping then vouch for the asked bound too; a probe measured against
   a looser bound is not used: LoadGen never judged it against this one);
-- passes ``campaigns.find_peak.judge`` against the asked bound (within it, kept up, no
+- passes ``core.find_peak_search.judge`` against the asked bound (within it, kept up, no
   failures), and
 - is judged: LoadGen VALID and a stability verdict other than INSUFFICIENT.
 
@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from services.campaigns.find_peak import judge
 from services.core.figures import percentile_key
+from services.core.find_peak_search import Probe, judge
 
 # At most this many stored runs of the model are read (newest first).
 MAX_RUNS = 5000
@@ -224,14 +224,7 @@ def _system(
             notes=[f"{len(runs)} runs of the model, none a find-peak probe"],
             command=command,
         )
-    usable, other_bounds = [], set()
-    for report in probes:
-        stored_bound, stored_pct = _probe_bound(report)
-        if stored_pct != pct or stored_bound is None or stored_bound > bound + _BOUND_SLACK:
-            other_bounds.add(f"p{stored_pct or 0:g} <= {stored_bound or 0:g} ms")
-            continue
-        qps = float((report.get("group") or {}).get("qps") or 0.0)
-        usable.append(judge(report, qps, latency_bound_ms=bound, percentile=pct))
+    usable, other_bounds = _judged_at(probes, bound, pct)
     passing = [p for p in usable if p.passed]
     best = max((p for p in passing if p.judged), key=lambda p: p.qps, default=None)
     notes = []
@@ -241,17 +234,7 @@ def _system(
             f", not against p{pct:g} <= {bound:g} ms: LoadGen did not judge them for this bound"
         )
     if best is None:
-        if not usable:
-            why = "no find-peak probe at this bound"
-        elif not passing:
-            lowest = min(usable, key=lambda p: p.qps)
-            why = f"no probe met the bound; the lowest, {lowest.qps:.1f} QPS: {lowest.reason}"
-        else:
-            top = max(passing, key=lambda p: p.qps)
-            why = (
-                f"{len(passing)} probes met the bound, none judged (highest {top.qps:.1f} QPS: "
-                f"{', '.join(top.shortfalls())})"
-            )
+        why = _why_no_peak(usable, passing)
         return SystemAdvice(**common, status="no valid peak", notes=[why, *notes], command=command)
     unjudged_above = [p for p in passing if not p.judged and p.qps > best.qps]
     if unjudged_above:
@@ -271,6 +254,36 @@ def _system(
         stability=best.stability,
         cost_per_million=cost_per_million(price, best.qps) if price is not None else None,
         notes=notes,
+    )
+
+
+def _judged_at(
+    probes: list[dict[str, Any]], bound: float, pct: float
+) -> tuple[list[Probe], set[str]]:
+    """The probes measured against this bound or a tighter one, judged against it; and
+    the other bounds the rest were measured against (LoadGen never judged them here)."""
+    usable: list[Probe] = []
+    other_bounds: set[str] = set()
+    for report in probes:
+        stored_bound, stored_pct = _probe_bound(report)
+        if stored_pct != pct or stored_bound is None or stored_bound > bound + _BOUND_SLACK:
+            other_bounds.add(f"p{stored_pct or 0:g} <= {stored_bound or 0:g} ms")
+            continue
+        qps = float((report.get("group") or {}).get("qps") or 0.0)
+        usable.append(judge(report, qps, latency_bound_ms=bound, percentile=pct))
+    return usable, other_bounds
+
+
+def _why_no_peak(usable: list[Probe], passing: list[Probe]) -> str:
+    if not usable:
+        return "no find-peak probe at this bound"
+    if not passing:
+        lowest = min(usable, key=lambda p: p.qps)
+        return f"no probe met the bound; the lowest, {lowest.qps:.1f} QPS: {lowest.reason}"
+    top = max(passing, key=lambda p: p.qps)
+    return (
+        f"{len(passing)} probes met the bound, none judged (highest {top.qps:.1f} QPS: "
+        f"{', '.join(top.shortfalls())})"
     )
 
 

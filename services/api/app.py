@@ -149,6 +149,38 @@ class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
         return UNSET
 
 
+def _add_errors_and_probes(app: FastAPI, deps: ApiDeps, settings: Settings) -> None:
+    """Outages answered 503 and refused requests with their status; /healthz, /readyz and
+    (unless turned off) /metrics."""
+
+    @app.exception_handler(DependencyUnavailable)
+    async def unavailable(request: Request, exc: DependencyUnavailable) -> JSONResponse:
+        UNAVAILABLE.labels(exc.dependency).inc()
+        error = {"message": f"{exc}; try again shortly", "extensions": {"code": exc.code}}
+        return JSONResponse({"errors": [error]}, status_code=503)
+
+    @app.exception_handler(RequestRefused)
+    async def refused(request: Request, exc: RequestRefused) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz(response: Response) -> dict[str, Any]:
+        checks = await in_thread(_readiness, deps)
+        if not all(c == "ok" for c in checks.values()):
+            response.status_code = 503
+        return {"status": "ok" if response.status_code != 503 else "unavailable", **checks}
+
+    if settings.expose_metrics:
+
+        @app.get("/metrics")
+        async def metrics() -> Response:
+            return Response(metrics_text(), media_type=CONTENT_TYPE_LATEST)
+
+
 def create_app(settings: Settings | None = None, publish: Publisher | None = None) -> FastAPI:
     settings = settings or get_settings()
     deps = ApiDeps(settings=settings, publish=publish or celery_publisher(settings))
@@ -196,32 +228,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
         prefix="/graphql",
     )
 
-    @app.exception_handler(DependencyUnavailable)
-    async def unavailable(request: Request, exc: DependencyUnavailable) -> JSONResponse:
-        UNAVAILABLE.labels(exc.dependency).inc()
-        error = {"message": f"{exc}; try again shortly", "extensions": {"code": exc.code}}
-        return JSONResponse({"errors": [error]}, status_code=503)
-
-    @app.exception_handler(RequestRefused)
-    async def refused(request: Request, exc: RequestRefused) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status)
-
-    @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.get("/readyz")
-    async def readyz(response: Response) -> dict[str, Any]:
-        checks = await in_thread(_readiness, deps)
-        if not all(c == "ok" for c in checks.values()):
-            response.status_code = 503
-        return {"status": "ok" if response.status_code != 503 else "unavailable", **checks}
-
-    if settings.expose_metrics:
-
-        @app.get("/metrics")
-        async def metrics() -> Response:
-            return Response(metrics_text(), media_type=CONTENT_TYPE_LATEST)
+    _add_errors_and_probes(app, deps, settings)
 
     @app.get("/runs/{run_id}/logs/{name}")
     async def run_log(run_id: str, name: str, user_id: int = Depends(current_user)) -> Response:

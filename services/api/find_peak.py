@@ -4,7 +4,7 @@ run as evaluations by the workers, one probe at a time.
 ``submit_find_peak`` stores the group's first evaluation: an Offline capacity estimate
 when no start rate is given (its throughput becomes the start rate), else the first Server
 probe. Each time a member's run is stored, the aggregator calls ``continue_find_peak``,
-which replays the search over the probes stored so far (``campaigns.find_peak.next_step``) and
+which replays the search over the probes stored so far (``core.find_peak_search.next_step``) and
 submits the next probe pinned to the agent the search started on, so every probe measures
 one system, or nothing when the search is done. ``load_find_peak`` reads the search back:
 its probes judged against the bound and, once done, the peak or "no valid peak" with why.
@@ -32,8 +32,8 @@ from services.api.groups import (
 from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest, snake_keys
-from services.campaigns.find_peak import PeakResult, Probe, judge, next_step
 from services.core.figures import percentile_key
+from services.core.find_peak_search import PeakResult, Probe, judge, next_step
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run

@@ -117,6 +117,20 @@ class ScenarioConfig(BaseModel):
         settings.mode = (
             lg.TestMode.PerformanceOnly if self.mode == "performance" else lg.TestMode.AccuracyOnly
         )
+        self._apply_limits(settings)
+        self._apply_expectations(
+            settings, measured_latency_s, measured_samples_per_s, measured_query_latency_s
+        )
+        if self.performance_sample_count is not None:
+            settings.performance_sample_count_override = self.performance_sample_count
+        for name in ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(settings, name, value)
+        return settings
+
+    def _apply_limits(self, settings: mlperf_loadgen.TestSettings) -> None:
+        """Durations and query counts: the user's, else the quick profile's."""
         if self.min_duration_s is not None or self.profile == "quick":
             settings.min_duration_ms = int(self.effective_min_duration_s * 1000)
         if self.max_duration_s is not None:
@@ -127,6 +141,16 @@ class ScenarioConfig(BaseModel):
             settings.min_query_count = self.quick_min_query_count
         if self.max_query_count is not None:
             settings.max_query_count = self.max_query_count
+
+    def _apply_expectations(
+        self,
+        settings: mlperf_loadgen.TestSettings,
+        measured_latency_s: float,
+        measured_samples_per_s: float,
+        measured_query_latency_s: float | None,
+    ) -> None:
+        """What LoadGen plans the run from: the scenario's expected rate or latency (the
+        user's, else warm-up's with a margin) and its latency bound and percentile."""
         # Warm-up under-reads a steady state (caches, allocator, clocks still settling). LoadGen
         # pre-plans a run from these expectations and ends it INVALID when the SUT is faster
         # than planned, so measured figures are skewed to plan a longer run, never a shorter.
@@ -162,10 +186,3 @@ class ScenarioConfig(BaseModel):
             settings.multi_stream_expected_latency_ns = int(max(query_ns, 1))
             if percentile:
                 settings.multi_stream_target_latency_percentile = percentile
-        if self.performance_sample_count is not None:
-            settings.performance_sample_count_override = self.performance_sample_count
-        for name in ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed"):
-            value = getattr(self, name)
-            if value is not None:
-                setattr(settings, name, value)
-        return settings

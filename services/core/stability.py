@@ -114,31 +114,7 @@ def assess_stability(
     bounds = split_events(len(finished), windows, max(1, concurrency))
     if bounds is None:
         return _insufficient(len(finished), windows, judged, tolerance, concurrency)
-    result: list[Window] = []
-    previous_end = origin
-    for start, end in bounds:
-        window_end = int(finished[end - 1])
-        samples = int(counts[start:end].sum())
-        span_s = max(window_end - previous_end, 1) / 1e9
-        keep_up = None
-        if kind == "server" and arrivals.size:
-            arrived = int(
-                np.searchsorted(arrivals, window_end, "right")
-                - np.searchsorted(arrivals, previous_end, "right")
-            )
-            keep_up = samples / arrived if arrived else float("inf")
-        result.append(
-            Window(
-                start_s=(previous_end - origin) / 1e9,
-                end_s=(window_end - origin) / 1e9,
-                samples=samples,
-                completions=end - start,
-                samples_per_second=samples / span_s,
-                median_latency_ms=float(np.median(np.concatenate(event_latency[start:end]))) / 1e6,
-                keep_up=keep_up,
-            )
-        )
-        previous_end = window_end
+    result = _windows(kind, bounds, finished, counts, event_latency, arrivals, origin)
     last = result[-judged:]
     if kind == "server" and min(w.samples for w in last) < MIN_SERVER_SAMPLES:
         return _insufficient(
@@ -175,6 +151,46 @@ def assess_stability(
         windows=result,
         reasons=reasons,
     )
+
+
+def _windows(
+    kind: str,
+    bounds: Sequence[tuple[int, int]],
+    finished: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+    event_latency: Sequence[npt.NDArray[np.float64]],
+    arrivals: npt.NDArray[np.int64],
+    origin: int,
+) -> list[Window]:
+    """One Window per (start, end) range of completion events: its span from the previous
+    window's last completion, samples per second, median latency, and in Server the share
+    of the samples that arrived in it which it completed (keep-up)."""
+    result: list[Window] = []
+    previous_end = origin
+    for start, end in bounds:
+        window_end = int(finished[end - 1])
+        samples = int(counts[start:end].sum())
+        span_s = max(window_end - previous_end, 1) / 1e9
+        keep_up = None
+        if kind == "server" and arrivals.size:
+            arrived = int(
+                np.searchsorted(arrivals, window_end, "right")
+                - np.searchsorted(arrivals, previous_end, "right")
+            )
+            keep_up = samples / arrived if arrived else float("inf")
+        result.append(
+            Window(
+                start_s=(previous_end - origin) / 1e9,
+                end_s=(window_end - origin) / 1e9,
+                samples=samples,
+                completions=end - start,
+                samples_per_second=samples / span_s,
+                median_latency_ms=float(np.median(np.concatenate(event_latency[start:end]))) / 1e6,
+                keep_up=keep_up,
+            )
+        )
+        previous_end = window_end
+    return result
 
 
 def _insufficient(

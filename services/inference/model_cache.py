@@ -18,6 +18,7 @@ inference worker's resident measurement process (``isolated.ResidentChild``).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -217,5 +218,9 @@ def process_cache(budget_bytes: int) -> ModelCache:
     global _PROCESS_CACHE
     if _PROCESS_CACHE is None:
         _PROCESS_CACHE = ModelCache(budget_bytes)
+        # Close what is still loaded while the interpreter is whole: a model left to the
+        # garbage collector at shutdown (a Triton gRPC client) fails in its __del__ once
+        # its library's module globals are gone, and prints a traceback after the report.
+        atexit.register(_PROCESS_CACHE.clear)
     _PROCESS_CACHE.budget_bytes = max(0, budget_bytes)
     return _PROCESS_CACHE

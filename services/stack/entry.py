@@ -93,6 +93,32 @@ def split_frameworks(values: list[str] | None) -> list[str]:
     return [f.strip() for value in values or [] for f in value.split(",") if f.strip()]
 
 
+def _start_agent(
+    signals: Any, settings: Any, frameworks: list[str] | None, device: str, threads: int
+) -> tuple[Any, WorkerPlan]:
+    """An inference worker is an agent: its identity for the worker context, and its
+    queues; it registers once the worker consumes (an agent row must mean "work will be
+    picked up") and stops with it."""
+    from services.inference.agent import Agent
+    from services.inference.backends.registry import available_backends
+    from shared import worker_context
+    from shared.devices import parse_device
+
+    agent = Agent(
+        frameworks=frameworks or available_backends(parse_device(device).kind),
+        device=device,
+        threads=threads,
+        price_per_hour=settings.agent_price_per_hour,
+        heartbeat_s=settings.agent_heartbeat_seconds,
+    )
+    identity = worker_context.AgentIdentity(
+        ids={f: agent.agent_id(f) for f in agent.frameworks}, settings=dict(agent.settings)
+    )
+    signals.worker_ready.connect(lambda **_: agent.start(), weak=False)
+    signals.worker_shutdown.connect(lambda **_: agent.stop(), weak=False)
+    return identity, WorkerPlan(agent.queues(), "solo", 1)
+
+
 def run_worker(
     kind: str,
     *,
@@ -118,28 +144,10 @@ def run_worker(
     presence = Presence(
         kind, node.replace("%h", socket.gethostname()), settings.agent_heartbeat_seconds
     )
-    identity = worker_context.AgentIdentity()
     if kind == "inference":
-        from services.inference.agent import Agent
-        from services.inference.backends.registry import available_backends
-        from shared.devices import parse_device
-
-        agent = Agent(
-            frameworks=frameworks or available_backends(parse_device(device).kind),
-            device=device,
-            threads=threads,
-            price_per_hour=settings.agent_price_per_hour,
-            heartbeat_s=settings.agent_heartbeat_seconds,
-        )
-        identity = worker_context.AgentIdentity(
-            ids={f: agent.agent_id(f) for f in agent.frameworks}, settings=dict(agent.settings)
-        )
-        # Register once the worker consumes: an agent row must mean "work will be picked up".
-        signals.worker_ready.connect(lambda **_: agent.start(), weak=False)
-        signals.worker_shutdown.connect(lambda **_: agent.stop(), weak=False)
-        plan = WorkerPlan(agent.queues(), "solo", 1)
+        identity, plan = _start_agent(signals, settings, frameworks, device, threads)
     else:
-        plan = worker_plan(kind, concurrency=concurrency)
+        identity, plan = worker_context.AgentIdentity(), worker_plan(kind, concurrency=concurrency)
     if kind == "scheduler":
         # Recovery does not wait for the broker's visibility timeout: the scheduler sweeps
         # for evaluations that stopped moving and dispatches them again.

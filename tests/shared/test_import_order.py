@@ -8,15 +8,13 @@ first import of TensorFlow or Keras instead, from the packages every entry point
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import TINY
+from tests.support.cli import TINY, python_code
 
 pytest.importorskip("tensorflow", reason="the tensorflow extra is not installed")
 pytest.importorskip("triton", reason="torch's Triton is not installed (a torch build without it)")
@@ -25,21 +23,10 @@ REPO = Path(__file__).resolve().parents[2]
 TF_MODEL = "mobilenet_v2_keras"
 
 
-def _python(code: str, data_dir: Path, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
-    for name in ("BENCHSTACK_DATABASE_URL", "BENCHSTACK_S3_ENDPOINT"):
-        env.pop(name, None)
-    env["PYTHONPATH"] = str(REPO)
+def _python(code: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     # In the data folder: `profile` writes its trace.json where it runs.
     data_dir.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=data_dir,
-        timeout=timeout_s,
-    )
+    return python_code(code, data_dir, cwd=data_dir, timeout_s=600)
 
 
 def test_triton_after_tensorflow_is_the_crash_this_guards_against(tmp_path: Path) -> None:

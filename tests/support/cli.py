@@ -11,19 +11,44 @@ from pathlib import Path
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
+def embedded_env(data_dir: Path, columns: int = 200) -> dict[str, str]:
+    """This process's environment for the embedded mode: its own data folder, no server's
+    database or object store, a terminal ``columns`` wide so tables are not cut, and this
+    worktree importable."""
+    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": str(columns)}
+    for name in ("BENCHSTACK_DATABASE_URL", "BENCHSTACK_S3_ENDPOINT"):
+        env.pop(name, None)
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def python_code(
+    code: str, data_dir: Path, *, cwd: Path = REPO, timeout_s: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in a fresh interpreter, in the embedded mode's environment."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=embedded_env(data_dir),
+        cwd=cwd,
+        timeout=timeout_s,
+    )
+
+
 def benchstack(
     data_dir: Path, *args: str, columns: int = 200, timeout_s: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """The CLI in embedded mode (its own data folder, no server's database or object
     store), as in a terminal ``columns`` wide, so tables are not cut."""
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": str(columns)}
-    for name in ("BENCHSTACK_DATABASE_URL", "BENCHSTACK_S3_ENDPOINT"):
-        env.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "services.cli.main", *args],
         capture_output=True,
         text=True,
-        env=env,
+        env=embedded_env(data_dir, columns),
         timeout=timeout_s,
     )
 

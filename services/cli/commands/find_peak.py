@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.campaigns.find_peak import PeakResult, find_peak
+from services.campaigns.find_peak import find_peak
 from services.cli.bench_options import (
     AS_JSON,
     DATASET,
@@ -26,6 +26,7 @@ from services.cli.bench_options import (
 )
 from services.cli.errors import user_errors
 from services.cli.progress import ProgressBars
+from services.core.find_peak_search import PeakResult
 from services.embedded import bench as embedded
 from shared.settings import get_settings
 

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import TINY
+from tests.support.cli import TINY, python_code
 
 REPO = Path(__file__).resolve().parents[3]
 FRAMEWORKS = ("torch", "tensorflow", "keras", "onnxruntime", "tritonclient")
@@ -102,20 +101,10 @@ def _without_stack(code: str) -> str:
 
 
 def _cli_without_stack(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": "200"}
-    for name in ("BENCHSTACK_DATABASE_URL", "BENCHSTACK_S3_ENDPOINT"):
-        env.pop(name, None)
     code = _without_stack(
         f"sys.argv = ['benchstack', *{list(args)!r}]\nfrom services.cli.main import app\napp()\n"
     )
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=300,
-    )
+    return python_code(code, data_dir)
 
 
 def test_the_cli_entry_point_imports_no_framework() -> None:

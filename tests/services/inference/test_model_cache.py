@@ -172,3 +172,25 @@ def test_a_real_backend_is_kept_loaded_and_runs_again() -> None:
             use.backend.start_measurement()
             outputs.append(use.backend.predict(np.zeros((2, 3), dtype=np.float32)).shape)
     assert outputs == [(2, 10), (2, 10)] and cache.loads == 1
+
+
+def test_the_process_cache_closes_what_it_keeps_before_the_interpreter_shuts_down() -> None:
+    # A Triton gRPC client left to the garbage collector at shutdown printed a traceback
+    # after the report (its __del__ ran once grpc's module globals were gone).
+    import subprocess
+    import sys
+
+    code = (
+        "from tests.services.inference.test_model_cache import CountingBackend, OPTIONS\n"
+        "from services.inference.model_cache import process_cache\n"
+        "class Announcing(CountingBackend):\n"
+        "    def close(self):\n"
+        "        print('closed', flush=True)\n"
+        "with process_cache(2**30).use('kept', Announcing, OPTIONS):\n"
+        "    pass\n"
+        "print('leaving', flush=True)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    assert out == ["leaving", "closed"], out

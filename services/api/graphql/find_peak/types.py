@@ -9,7 +9,7 @@ import strawberry
 
 from services.api.find_peak import FindPeakView
 from services.api.graphql.evaluations.types import EvaluationType
-from services.campaigns.find_peak import Probe
+from services.core.find_peak_search import Probe
 
 
 def _finite(value: float) -> float | None:
