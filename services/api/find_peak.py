@@ -1,5 +1,5 @@
-"""Find-peak submitted through the API: the embedded search (services/campaigns/find_peak.py)
-run as evaluations by the workers, one probe at a time.
+"""Find-peak submitted through the API: the search the embedded mode runs
+(services/core/find_peak_search.py) run as evaluations by the workers, one probe at a time.
 
 ``submit_find_peak`` stores the group's first evaluation: an Offline capacity estimate
 when no start rate is given (its throughput becomes the start rate), else the first Server

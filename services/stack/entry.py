@@ -16,10 +16,14 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.stack.manager import READY_FILE_ENV
 from shared import queues
+
+if TYPE_CHECKING:
+    from shared.settings import Settings
+    from shared.worker_context import AgentIdentity
 
 
 def usable_cpus() -> int:
@@ -94,8 +98,8 @@ def split_frameworks(values: list[str] | None) -> list[str]:
 
 
 def _start_agent(
-    signals: Any, settings: Any, frameworks: list[str] | None, device: str, threads: int
-) -> tuple[Any, WorkerPlan]:
+    signals: Any, settings: Settings, frameworks: list[str] | None, device: str, threads: int
+) -> tuple[AgentIdentity, WorkerPlan]:
     """An inference worker is an agent: its identity for the worker context, and its
     queues; it registers once the worker consumes (an agent row must mean "work will be
     picked up") and stops with it."""

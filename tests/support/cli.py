@@ -21,7 +21,7 @@ def embedded_env(data_dir: Path, columns: int = 200) -> dict[str, str]:
     env = {**os.environ, "BENCHSTACK_DATA_DIR": str(data_dir), "COLUMNS": str(columns)}
     for name in ("BENCHSTACK_DATABASE_URL", "BENCHSTACK_S3_ENDPOINT"):
         env.pop(name, None)
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     return env
 
 
@@ -42,8 +42,9 @@ def python_code(
 def benchstack(
     data_dir: Path, *args: str, columns: int = 200, timeout_s: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    """The CLI in embedded mode (its own data folder, no server's database or object
-    store), as in a terminal ``columns`` wide, so tables are not cut."""
+    """The CLI in embedded mode (``embedded_env``: its own data folder, no server's
+    database or object store, this worktree first on PYTHONPATH), as in a terminal
+    ``columns`` wide, so tables are not cut."""
     return subprocess.run(
         [sys.executable, "-m", "services.cli.main", *args],
         capture_output=True,

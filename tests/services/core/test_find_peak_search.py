@@ -1,4 +1,5 @@
-"""Find-peak: the search on a known capacity, then against the null backend's theory."""
+"""Find-peak's search (core/find_peak_search.py): on a known capacity, the judging of one
+probe, the advice when no probe qualifies, and the stack's replay of the same steps."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from services.inference.backends.base import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
 from services.inference.model_cache import ModelCache, model_key
 from shared.manifest import ModelManifest
+from tests.support.cli import python_code
 from tests.support.manifests import tensor_manifest
 
 OPTIONS = BackendOptions()
@@ -174,12 +175,11 @@ def test_a_real_backend_is_kept_loaded_and_runs_again() -> None:
     assert outputs == [(2, 10), (2, 10)] and cache.loads == 1
 
 
-def test_the_process_cache_closes_what_it_keeps_before_the_interpreter_shuts_down() -> None:
+def test_the_process_cache_closes_what_it_keeps_before_the_interpreter_shuts_down(
+    tmp_path: Path,
+) -> None:
     # A Triton gRPC client left to the garbage collector at shutdown printed a traceback
     # after the report (its __del__ ran once grpc's module globals were gone).
-    import subprocess
-    import sys
-
     code = (
         "from tests.services.inference.test_model_cache import CountingBackend, OPTIONS\n"
         "from services.inference.model_cache import process_cache\n"
@@ -190,7 +190,6 @@ def test_the_process_cache_closes_what_it_keeps_before_the_interpreter_shuts_dow
         "    pass\n"
         "print('leaving', flush=True)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    ).stdout.split()
-    assert out == ["leaving", "closed"], out
+    ran = python_code(code, tmp_path)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.split() == ["leaving", "closed"], ran.stdout
