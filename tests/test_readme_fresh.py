@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ephemeral import free_port
 from tests.support.readme_lines import (
     CONVERTED,
     REPO,
@@ -107,12 +107,6 @@ def test_each_later_readme_line_runs_as_written(user: ReadmeShell, line: ReadmeL
     ran = user.run(line)
     assert ran.returncode == 0, f"$ {ran.command}\n{ran.output[-4000:]}"
     assert "Traceback (most recent call last)" not in ran.output, ran.output[-4000:]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -190,16 +184,8 @@ def test_the_wheel_in_an_empty_environment_migrates_and_serves_the_web_ui(
     env = user_env(venv, tmp_path / "data")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    upgraded = subprocess.run(
-        ["benchstack", "db", "upgrade"],
-        cwd=outside,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
-    port = _free_port()
+    _outside(venv, tmp_path, "benchstack db upgrade")
+    port = free_port()
     api = subprocess.Popen(
         ["benchstack", "api", "--port", str(port)],
         cwd=outside,

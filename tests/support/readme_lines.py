@@ -156,7 +156,7 @@ class ReadmeShell:
             line = line.replace(TRITON_PLACEHOLDER, self.triton_address())
         return line
 
-    def run(self, readme_line: ReadmeLine, timeout_s: float = 1800) -> Ran:
+    def run(self, readme_line: ReadmeLine, timeout_s: float = 1200) -> Ran:
         command = self.command_for(readme_line.text)
         started = time.monotonic()
         result = subprocess.run(
