@@ -2,7 +2,7 @@
 the bricks than every model, and how close is the constructed latency to the measured one?
 
 For each granularity H, a fresh suite is generated from every torch model of the
-catalogue (``services/bricks``), every brick is measured once through LoadGen
+catalogue (``services/workloads/bricks``), every brick is measured once through LoadGen
 SingleStream, and every model is measured end to end through the same harness with the
 same settings (one LoadGen run over all models, as the bricks get), just before and
 just after the bricks: the mean of both is the reference, so drift on the machine between
@@ -27,13 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from services.bricks.construct import construct, fit_brick_cost, geometric_mean
-from services.bricks.generate import BrickError, ModelInput, generate_suite, read_recipe
-from services.bricks.measure import MeasureSettings, Timing, system_key, time_modules
-from services.bricks.models import model_input
-from services.bricks.parse import ParseError
-from services.bricks.results import SystemResults, read_results
-from services.bricks.run import run_framework
+from services.workloads.bricks.construct import construct, fit_brick_cost, geometric_mean
+from services.workloads.bricks.generate import BrickError, ModelInput, generate_suite, read_recipe
+from services.workloads.bricks.measure import MeasureSettings, Timing, system_key, time_modules
+from services.workloads.bricks.models import model_input
+from services.workloads.bricks.parse import ParseError
+from services.workloads.bricks.results import SystemResults, read_results
+from services.workloads.bricks.run import run_framework
 from shared.catalogue import list_catalogue
 
 

@@ -57,12 +57,10 @@ class RunInference(Message):
     # XSP trace level (shared.trace_levels.TRACE_LEVELS): above NONE the worker runs leveled
     # profiling passes after the uninstrumented run and stores trace.json with it.
     trace_level: str = "NONE"
-    # A DLBricks evaluation's options (services/bricks/options.BrickOptions as JSON): the
-    # worker measures the model brick by brick instead of on shards. None: inference.
-    bricks: dict[str, Any] | None = None
-    # A training evaluation's options (services/training/options.TrainingOptions as JSON):
-    # the worker times training steps instead of inference. None: inference.
-    training: dict[str, Any] | None = None
+    # The kind of measurement (services/workloads/<name>/: "loadgen", "bricks", "training")
+    # and the options its submission gave (that workload's options model, as JSON).
+    workload: str = "loadgen"
+    workload_options: dict[str, Any] | None = None
     # A training evaluation that is one rank of a data-parallel gang (services/api/
     # training_scaling.py): {"gang", "rank", "world_size", "host_ranks"}. None: alone.
     data_parallel: dict[str, Any] | None = None

@@ -21,14 +21,16 @@ from shared.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stab
 # Where one attempt at a run writes its files, embedded runs included (attempt 1): one
 # layout, so a tool that reads a stack run's files reads an embedded run's the same way.
 MEASUREMENT_FILE = "measurement.json"
-# A DLBricks evaluation's outcome instead (services/bricks/stack_run.py), or a training
-# evaluation's (services/training/stack_run.py).
-BRICKS_FILE = "bricks.json"
-TRAINING_FILE = "training.json"
 
 
 def attempt_prefix(run_id: str, attempt: int) -> str:
     return f"runs/{run_id}/attempt-{attempt}"
+
+
+def outcome_file(workload: str) -> str:
+    """The file a workload without LoadGen logs (DLBricks, training) writes under its
+    attempt's prefix: its outcome document."""
+    return f"{workload}.json"
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ timeout 240 python3 -m pytest -q -rs -p no:cacheprovider -p no:warnings --timeou
   tests/shared/test_devices.py tests/services/inference/profiling \
   tests/services/inference/backends/tensorrt tests/services/inference/backends/onnxruntime \
   tests/services/inference/backends/torch tests/services/inference/loadgen \
-  tests/services/training/test_data_sources.py tests/services/training/test_scaling.py 2>&1 \
+  tests/services/workloads/training/test_data_sources.py tests/services/workloads/training/test_scaling.py 2>&1 \
   | tail -20
 
 step bench resnet18 Offline batch 32: $DEV, then the CPU side by side

@@ -1,6 +1,6 @@
-"""What a DLBricks or training evaluation's stored run shares: the outcome document read
-from the object store, and its row, with the report holding the document (less the
-environment, which has its own column) under its kind."""
+"""What the stored run of a workload without LoadGen logs (DLBricks, training) shares:
+the outcome document read from the object store, and its row, with the report holding the
+document (less the environment, which has its own column) under its kind."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def outcome_record(
     dataset: str,
     validity: str,
     samples_per_second: float | None,
+    figures: list[tuple[str, float | None, str]],
     settings: dict[str, Any],
 ) -> RunRecord:
     kind = str(document["kind"])
@@ -59,4 +60,5 @@ def outcome_record(
         environment=environment,
         report=report,
         log_prefix=message.log_prefix,
+        figures=figures,
     )

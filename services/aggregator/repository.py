@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
@@ -38,6 +38,9 @@ class RunRecord:
     log_prefix: str
     preprocess_reused: bool = False
     evaluation_id: str | None = None
+    # Figures of a workload's own (a construction's latency, training throughput), stored as
+    # metrics beside those read from a LoadGen report.
+    figures: list[tuple[str, float | None, str]] = field(default_factory=list)
 
 
 def _ms(value_ns: float | None) -> float | None:
@@ -50,14 +53,6 @@ def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
     A figure LoadGen did not produce (NaN in memory, null once stored) is left out.
     """
     rows: list[tuple[str, float | None, str]] = []
-    if report.get("kind") == "bricks":
-        from services.aggregator.bricks import bricks_metrics
-
-        rows += bricks_metrics(report["bricks"])
-    if report.get("kind") == "training":
-        from services.aggregator.training import training_metrics
-
-        rows += training_metrics(report["training"])
     perf = report.get("performance")
     if perf:
         rows.append(("samples_per_second", perf["samples_per_second"], "samples/s"))
@@ -78,6 +73,11 @@ def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
     if accuracy:
         rows.append(("top1", accuracy["top1"], "%"))
         rows.append(("top5", accuracy.get("top5"), "%"))
+    return finite(rows)
+
+
+def finite(rows: list[tuple[str, float | None, str]]) -> list[tuple[str, float, str]]:
+    """The rows with a figure: None and NaN (a figure not produced) are left out."""
     return [(n, float(v), u) for n, v, u in rows if v is not None and math.isfinite(v)]
 
 
@@ -145,7 +145,7 @@ def save_run(session: Session, record: RunRecord) -> Run:
         return stored
     session.add_all(
         Metric(run_id=record.id, name=name, value=value, unit=unit)
-        for name, value, unit in metrics_from_report(record.report)
+        for name, value, unit in metrics_from_report(record.report) + finite(record.figures)
     )
     session.flush()
     run = session.get(Run, record.id)

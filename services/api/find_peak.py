@@ -34,6 +34,7 @@ from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest, snake_keys
 from services.core.figures import percentile_key
 from services.core.find_peak_search import PeakResult, Probe, judge, next_step
+from services.core.workload import DEFAULT_WORKLOAD
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -67,7 +68,7 @@ class FindPeakView:
 
 
 def _problem(search: SearchSettings, base: SubmitRequest) -> Rejection | None:
-    if base.fan_out or base.bricks is not None or base.training is not None:
+    if base.fan_out or base.workload != DEFAULT_WORKLOAD:
         return Rejection(
             "InvalidInput",
             "evaluation: find-peak searches one model on one agent; fanOut, bricks and "

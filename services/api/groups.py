@@ -81,7 +81,14 @@ def stored_request(base: SubmitRequest) -> dict[str, Any]:
 
 def request_of(evaluation: Evaluation) -> SubmitRequest:
     """The request the member's group was made from (``stored_request``)."""
-    return SubmitRequest(**(evaluation.group_info or {})["request"])
+    stored = dict((evaluation.group_info or {})["request"])
+    workloads = [(str(name), options) for name, options in stored.pop("workloads", [])]
+    # Groups stored before migration 0011 kept a key per kind of measurement.
+    for kind in ("bricks", "training"):
+        if stored.get(kind) is not None:
+            workloads.append((kind, stored[kind]))
+        stored.pop(kind, None)
+    return SubmitRequest(**stored, workloads=tuple(workloads))
 
 
 def stop_group(session: Session, evaluation: Evaluation, why: str) -> None:

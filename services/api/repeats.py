@@ -20,6 +20,7 @@ from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
 from services.campaigns.repeats import Spread, summarise
 from services.core.confidence import Confidence, run_confidence
+from services.core.workload import DEFAULT_WORKLOAD
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -50,7 +51,7 @@ def submit_repeats(
     count: int,
 ) -> tuple[str, list[Evaluation]] | Rejection:
     """Store and dispatch ``count`` copies of one evaluation in one group; all or none."""
-    if base.fan_out or base.bricks is not None or base.training is not None:
+    if base.fan_out or base.workload != DEFAULT_WORKLOAD:
         return Rejection(
             "InvalidInput",
             "evaluation: repeats run one evaluation again; fanOut, bricks and training are "

@@ -29,12 +29,11 @@ from services.api.model_registry import find_model, known_model_names
 from services.api.observability import UNAVAILABLE
 from services.api.rejections import Rejection
 from services.api.submission_checks import (
-    bricks_options,
     check_simple_fields,
     invalid,
     run_cap_problem,
     scenario_config,
-    training_options,
+    workload_choice,
 )
 from services.api.submission_request import FanOut, SubmitRequest
 from services.api.submission_targets import (
@@ -132,20 +131,15 @@ def submit(
         return problem
     if request.preprocessing is not None:
         manifest = manifest.with_fidelity(as_fidelity(request.preprocessing))
-    bricks = bricks_options(request, framework, manifest)
-    if isinstance(bricks, Rejection):
-        return bricks
-    training = training_options(request, framework, manifest)
-    if isinstance(training, Rejection):
-        return training
-    if bricks is not None and training is not None:
-        return Rejection(
-            "InvalidInput", "training: give bricks or training, not both", field="training"
-        )
-    if bricks is not None or training is not None:
-        dataset: str | Rejection = "bricks" if bricks is not None else "synthetic"
-    else:
-        dataset = dataset_spec(settings, request.dataset)
+    measurement = workload_choice(request, framework, manifest)
+    if isinstance(measurement, Rejection):
+        return measurement
+    workload, workload_options = measurement
+    dataset: str | Rejection = (
+        dataset_spec(settings, request.dataset)
+        if workload.needs_dataset
+        else workload.dataset_label
+    )
     if isinstance(dataset, Rejection):
         return dataset
     scenario = scenario_config(request.scenario, request.settings)
@@ -194,8 +188,8 @@ def submit(
             constraints={"require": [*texts, *pin]},
             backend_options=request.backend_options,
             threads=request.threads,
-            bricks=bricks,
-            training=training,
+            workload=workload.name,
+            workload_options=workload_options,
             group_id=group_id,
             group_info=info,
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from services.api.bounds import (
     OutOfBounds,
@@ -14,10 +14,10 @@ from services.api.bounds import (
 )
 from services.api.rejections import Rejection, RejectionKind
 from services.api.submission_request import SubmitRequest, snake_keys
-from services.bricks.options import BrickOptions
 from services.core.scenario import ScenarioConfig
+from services.core.workload import MAX_WORKLOAD_NAME_CHARS, Workload
 from services.inference.backends import registry
-from services.training.options import TrainingOptions
+from services.workloads import workloads
 from shared import queues
 from shared.manifest import (
     FIDELITIES,
@@ -212,49 +212,51 @@ def check_simple_fields(
     return backend_options_problem(framework, request.backend_options)
 
 
-def bricks_options(
+def workload_choice(
     request: SubmitRequest, framework: str, manifest: ModelManifest
-) -> dict[str, Any] | Rejection | None:
-    """The DLBricks options as stored (snake_case, bounded), or why they are refused."""
-    if request.bricks is None:
-        return None
-    return _torch_options(
-        "bricks", request.bricks, BrickOptions, framework, manifest, "torch.export modules"
-    )
-
-
-def training_options(
-    request: SubmitRequest, framework: str, manifest: ModelManifest
-) -> dict[str, Any] | Rejection | None:
-    """The training options as stored (snake_case, bounded), or why they are refused."""
-    if request.training is None:
-        return None
-    return _torch_options(
-        "training", request.training, TrainingOptions, framework, manifest, "torch training"
-    )
-
-
-def _torch_options(
-    name: str,
-    given: dict[str, Any],
-    model: type[BaseModel],
-    framework: str,
-    manifest: ModelManifest,
-    why: str,
-) -> dict[str, Any] | Rejection:
-    if framework != "torch" or manifest.source.architecture is None:
+) -> tuple[Workload, dict[str, Any] | None] | Rejection:
+    """The kind of measurement asked for (services/workloads/<name>/) and its options as
+    stored (snake_case, bounded by its options model), or why they are refused."""
+    if len(request.workloads) > 1:
+        names = " and ".join(str(name) for name, _ in request.workloads)
         return Rejection(
             "InvalidInput",
-            f"{name}: the model runs on {framework} from "
-            f"{manifest.source.architecture or 'a model file'}; accepted: torch models built "
-            f"from an architecture ({why})",
-            field=name,
+            f"workload: give one kind of measurement, not {names}",
+            field=str(request.workloads[-1][0]),
         )
+    known = workloads()
+    if request.workload not in known:
+        return Rejection(
+            "InvalidInput",
+            f"workload: {request.workload[:MAX_WORKLOAD_NAME_CHARS]!r} is not a kind of "
+            f"measurement; accepted: {', '.join(sorted(known))}",
+            field="workload",
+            accepted=sorted(known),
+        )
+    workload = known[request.workload]
+    given = request.workloads[0][1] if request.workloads else None
+    # Named by the typed shortcut (bricks, training) or the generic workloadOptions.
+    field = workload.name if workload.name in ("bricks", "training") else "workloadOptions"
+    reason = workload.accepts(framework, manifest)
+    if reason is not None:
+        return Rejection("InvalidInput", f"{field}: {reason}", field=field)
+    if workload.options is None:
+        if given:
+            return Rejection(
+                "InvalidInput",
+                f"{field}: the {workload.name} workload takes no options",
+                field=field,
+            )
+        return workload, None
+    if given is not None and not isinstance(given, dict):
+        return Rejection("InvalidInput", f"{field}: an object of options", field=field)
     try:
-        options = model.model_validate(snake_keys(dict(given)))
+        options = workload.options.model_validate(snake_keys(dict(given or {})))
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
-        return Rejection("InvalidInput", f"{name}.{where}: {error['msg']}", field=f"{name}.{where}")
+        return Rejection(
+            "InvalidInput", f"{field}.{where}: {error['msg']}", field=f"{field}.{where}"
+        )
     dumped: dict[str, Any] = options.model_dump(mode="json")
-    return dumped
+    return workload, dumped

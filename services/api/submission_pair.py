@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from services.api.groups import group_members, submit_all
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest, snake_keys
+from services.core.workload import DEFAULT_WORKLOAD
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -60,7 +61,7 @@ def submit_pair(
     base: SubmitRequest,
 ) -> tuple[str, list[Evaluation]] | Rejection:
     """Store and dispatch both passes; both or neither."""
-    if base.fan_out or base.bricks is not None or base.training is not None:
+    if base.fan_out or base.workload != DEFAULT_WORKLOAD:
         return Rejection(
             "InvalidInput",
             "evaluation: the pair runs one model in accuracy and in performance mode; "

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
+from services.core.workload import DEFAULT_WORKLOAD
 from shared.db.evaluations import Evaluation
 
 
@@ -37,11 +38,10 @@ class SubmitRequest:
     threads: int | None = None
     # One evaluation on every matching agent, grouped for comparison, instead of one.
     fan_out: bool = False
-    # A DLBricks evaluation's options (services/bricks/options.BrickOptions); None: a
-    # LoadGen run on the dataset.
-    bricks: dict[str, Any] | None = None
-    # A training evaluation's options (services/training/options.TrainingOptions).
-    training: dict[str, Any] | None = None
+    # The kinds of measurement the client named (services/workloads/<name>/), each with the
+    # options it gave: the typed inputs (bricks, training) and the generic one (workload,
+    # workloadOptions). None named: a LoadGen run on the dataset; more than one is refused.
+    workloads: tuple[tuple[str, Any], ...] = ()
     # The group this evaluation joins and what it is in it (services/api/sweeps.py):
     # {"id": ..., "kind": "sweep", "parameter": ..., "value": ...}. None: its own, or a
     # fan-out's (fan_out).
@@ -50,6 +50,11 @@ class SubmitRequest:
     # per rank on this many distinct matching agents, each pinned to its agent, with its
     # rank and the ranks sharing its host in its group. None: one evaluation.
     gang_size: int | None = None
+
+    @property
+    def workload(self) -> str:
+        """The kind of measurement asked for (the first named; a second is refused)."""
+        return str(self.workloads[0][0]) if self.workloads else DEFAULT_WORKLOAD
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from services.api.groups import group_members, submit_all
 from services.api.rejections import Rejection
 from services.api.submission_checks import MAX_BATCH_SIZE
 from services.api.submission_request import SubmitRequest, snake_keys
+from services.core.workload import DEFAULT_WORKLOAD
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -104,7 +105,7 @@ def submit_sweep(
 ) -> tuple[str, list[Evaluation]] | Rejection:
     """Store and dispatch one evaluation per value; all of them or none (a point refused
     after others were stored cancels those)."""
-    if base.fan_out or base.bricks is not None or base.training is not None:
+    if base.fan_out or base.workload != DEFAULT_WORKLOAD:
         return Rejection(
             "InvalidInput",
             "evaluation: a sweep runs one model on one agent; fanOut, bricks and training "

@@ -4,9 +4,9 @@ across agents instead of processes on one host.
 ``submit_training_scaling`` stores the first gang: one training evaluation per rank, each
 pinned to its own matching agent (``SubmitRequest.gang_size``), all sharing the scaling
 group with {kind: "ddp", gang, world_size, rank, host_ranks}. The ranks meet at a
-rendezvous the first rank sets up (services/training/gang.py): it picks a port and puts its
-address in the object store under the gang's key, where the others read it, then torch's
-DistributedDataParallel trains over gloo (NCCL on GPUs). When every rank of a gang is
+rendezvous the first rank sets up (services/workloads/training/gang.py): it picks a port
+and puts its address in the object store under the gang's key, where the others read it,
+then torch's DistributedDataParallel trains over gloo (NCCL on GPUs). When every rank of a gang is
 stored, the aggregator calls ``continue_training_scaling``, which submits the next world
 size's gang, so gangs never compete for agents. ``load_training_scaling`` reads the points
 back: throughput(N) = N x batch / rank 0's step time, speedup and efficiency
@@ -119,7 +119,7 @@ def submit_training_scaling(
     world_sizes: list[int],
 ) -> tuple[str, list[Evaluation]] | Rejection:
     """Store and dispatch the first (smallest) world size's gang."""
-    if base.training is None or base.bricks is not None or base.fan_out:
+    if base.workload != "training" or base.fan_out:
         return Rejection(
             "InvalidInput",
             "evaluation: scaling runs a training evaluation (give training options); "

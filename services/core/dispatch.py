@@ -42,8 +42,8 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
         backend_options=evaluation.backend_options or {},
         threads=evaluation.threads,
         trace_level=evaluation.trace_level,
-        bricks=evaluation.bricks,
-        training=evaluation.training,
+        workload=evaluation.workload,
+        workload_options=evaluation.workload_options,
         data_parallel=data_parallel_of(evaluation),
     )
 

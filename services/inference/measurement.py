@@ -18,13 +18,7 @@ from services.inference.run import RunOutcome
 from shared.db.evaluations import Evaluation
 from shared.environment import capture_environment
 from shared.messages import RunCompleted
-from shared.run_report import (
-    BRICKS_FILE,
-    MEASUREMENT_FILE,
-    TRAINING_FILE,
-    Measurement,
-    attempt_prefix,
-)
+from shared.run_report import MEASUREMENT_FILE, Measurement, attempt_prefix, outcome_file
 from shared.storage import ObjectStore
 
 
@@ -103,17 +97,13 @@ def store_attempt(
     return keys
 
 
-# The outcome file of each evaluation kind that has no LoadGen measurement.
-OUTCOME_FILES = {"bricks": BRICKS_FILE, "training": TRAINING_FILE}
-
-
 def store_outcome(
     store: ObjectStore, prefix: str, kind: str, document: dict[str, Any]
 ) -> dict[str, str]:
-    """A DLBricks or training evaluation's outcome (``kind``: "bricks" or "training"),
+    """The outcome of a workload without LoadGen logs (``kind``: its name, e.g. "bricks"),
     written as ``<kind>.json`` under ``prefix`` with its own key beside it, as
     measurement.json carries its keys; returns {kind: key}."""
-    key = f"{prefix}/{OUTCOME_FILES[kind]}"
+    key = f"{prefix}/{outcome_file(kind)}"
     store.put_bytes(key, json.dumps({**document, "log_keys": {kind: key}}).encode())
     return {kind: key}
 
@@ -135,10 +125,8 @@ def stored_completion(store: ObjectStore, evaluation: Evaluation) -> RunComplete
     key = measurement_key(prefix)
     if store.exists(key):
         _, keys = load_measurement(store, key)
-    elif store.exists(bricks := f"{prefix}/{BRICKS_FILE}"):
-        keys = {"bricks": bricks}  # a DLBricks evaluation's outcome (bricks/stack_run.py)
-    elif store.exists(training := f"{prefix}/{TRAINING_FILE}"):
-        keys = {"training": training}  # a training evaluation's (training/stack_run.py)
+    elif store.exists(outcome := f"{prefix}/{outcome_file(evaluation.workload)}"):
+        keys = {evaluation.workload: outcome}  # a workload's without LoadGen logs
     else:
         return None
     return RunCompleted(

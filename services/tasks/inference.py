@@ -1,8 +1,10 @@
-"""inference.run: measure one model on its ready shards, then hand the logs to the aggregator.
+"""inference.run: measure an evaluation as its workload says (services/workloads/<name>/:
+a LoadGen run on its ready shards, DLBricks, training), then hand the keys of what it
+stored to the aggregator.
 
-Tensors are fetched from the object store inside LoadGen's load callback (untimed), the
-LoadGen logs and raw latencies go back to the object store, and the aggregator receives
-only their keys.
+A LoadGen run fetches its tensors from the object store inside LoadGen's load callback
+(untimed), the LoadGen logs and raw latencies go back to the object store, and the
+aggregator receives only their keys.
 
 Deliveries are deduplicated by a claim: a RunInference measures only if it claims the
 RUNNING evaluation (a compare-and-set on its ``attempt``), and writes under
@@ -20,41 +22,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import tempfile
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from celery import shared_task
 from sqlalchemy import select
 
-from services.core.scenario import ScenarioConfig
-from services.inference import model_cache
-from services.inference.backends.base import Backend, BackendOptions
-from services.inference.backends.registry import load_backend
-from services.inference.host_slot import HostSlot
-from services.inference.isolated import announce_started, run_in_child
-from services.inference.measurement import (
-    PhaseClock,
-    measurement_of,
-    store_attempt,
-    store_outcome,
-    stored_completion,
-)
-from services.inference.profiling.run_profile import RunProfiler, batch_of
+from services.core.workload import entry
+from services.inference.isolated import run_in_child
+from services.inference.measurement import stored_completion
 from services.inference.profiling.spans import now_ns
 from services.inference.profiling.stack_trace import adopt_trace
 from services.inference.profiling.trace_events import TRACE_FILE
-from services.inference.run import execute_run
-from services.inference.threads import with_scenario_threads
-from services.preprocess.shards import ShardSet
+from services.workloads import workload_named
 from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.host_load import usable_cpus
-from shared.manifest import parse_manifest
 from shared.messages import RunCompleted, RunInference
 from shared.run_report import attempt_prefix
 from shared.task_guard import RETRY_OPTIONS, TRANSIENT_ERRORS, fail_evaluation_on_error
@@ -67,148 +52,18 @@ log = logging.getLogger(__name__)
 CANCEL_POLL_S = 1.0
 
 
-def backend_options(message: RunInference, agent_settings: dict[str, Any]) -> BackendOptions:
-    """The agent's settings apply to every run it measures, except the threads an
-    evaluation asks for itself; the Triton server's address falls back to the deployment's
-    (BENCHSTACK_TRITON_URL) when the submission names none."""
-    extra = dict(message.backend_options)
-    triton_url = runtime.settings().triton_url
-    if message.framework == "triton" and "url" not in extra and triton_url:
-        extra["url"] = triton_url
-    return BackendOptions(
-        device=message.device,
-        intra_op_threads=message.threads or int(agent_settings.get("intra_op_threads", 0)),
-        extra=extra,
-    )
-
-
-def worker_models() -> model_cache.ModelCache:
-    """The models this process keeps between runs (the worker's resident child's)."""
-    return model_cache.process_cache(runtime.settings().model_cache_bytes)
-
-
-def log_model_use(model_name: str, use: model_cache.ModelUse) -> None:
-    if use.cold:
-        log.info("model %s loaded in %.2f s (cold start)", model_name, use.load_s)
-    else:
-        log.info(
-            "model %s kept loaded from an earlier run (%d before; its load took %.2f s)",
-            model_name,
-            use.runs_before,
-            use.load_s,
-        )
-
-
-def host_slot() -> HostSlot:
-    settings = runtime.settings()
-    return HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
-
-
 def measure(
     payload: dict[str, Any], agent_id: str, prefix: str, agent_settings: dict[str, Any]
 ) -> dict[str, str]:
-    """Load, run (holding the host), upload under ``prefix``; returns the object keys.
+    """The workload's measurement (services/workloads/<name>/), holding the host, stored
+    under ``prefix``; returns the object keys.
 
     Runs in the measurement child (``isolated.run_in_child``), so it takes everything it
     needs as arguments and returns only picklable values."""
     message = RunInference.model_validate(payload)
-    store = runtime.store()
-    if message.bricks is not None or message.training is not None:
-        return measure_without_dataset(message, agent_id, prefix, agent_settings)
-    manifest = parse_manifest(message.manifest)
-    scenario = ScenarioConfig.model_validate(message.scenario)
-    profiler = RunProfiler(message.trace_level)
-    with profiler.step("shards"):
-        shards = ShardSet.open(store, message.shard_keys, manifest.inputs[0])
-    with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
-        # The host first: loading a model while another run measures would disturb it,
-        # and threads are chosen for the load the machine has once it is ours.
-        with host_slot().measuring(message.run_id) as host:
-            announce_started()
-            options, threads = with_scenario_threads(
-                backend_options(message, agent_settings), scenario.scenario
-            )
-            clock = PhaseClock()
-            # A traced run measures the cold start itself (profiler.cold), so it loads afresh.
-            models = model_cache.ModelCache(0) if profiler.enabled else worker_models()
-
-            def load() -> Backend:
-                with profiler.step("model load"), clock.phase("model_load"):
-                    return load_backend(message.framework, options, manifest)
-
-            key = model_cache.model_key(message.framework, options, manifest)
-            with models.use(key, load, options) as model:
-                log_model_use(manifest.name, model)
-                backend = model.backend
-                batch = None
-                if profiler.enabled:
-                    count = min(message.batch_size, shards.sample_count)
-                    batch = batch_of(shards.fetch(range(count)), message.batch_size)
-                    profiler.cold(backend, batch)
-                with profiler.step("loadgen run", headline=True), clock.phase("loadgen"):
-                    outcome = execute_run(
-                        manifest=manifest,
-                        backend=backend,
-                        scenario=scenario,
-                        batch_size=message.batch_size,
-                        log_dir=Path(tmp),
-                        fetch=shards.fetch,
-                        sample_count=shards.sample_count,
-                        labels=shards.labels,
-                    )
-                if batch is not None:
-                    profiler.passes(backend, batch)
-            clock.timings.update(model.timings())
-        agent = {
-            "id": agent_id,
-            "settings": dict(agent_settings),
-            "backend_options": {
-                "intra_op_threads": options.intra_op_threads,
-                "inter_op_threads": options.inter_op_threads,
-                "extra": options.extra,
-            },
-        }
-        measurement = measurement_of(
-            outcome,
-            agent=agent,
-            host=host.to_dict() | {"threads": threads.reason},
-            input_errors=shards.errors,
-            profile=profiler.summary(),
-            timings=clock.timings,
-        )
-        trace_files = profiler.write(Path(tmp), run_id=message.run_id)
-        return store_attempt(store, prefix, outcome.log_files | trace_files, measurement)
-
-
-def measure_without_dataset(
-    message: RunInference, agent_id: str, prefix: str, agent_settings: dict[str, Any]
-) -> dict[str, str]:
-    """A DLBricks evaluation (services/bricks/stack_run.py) or a training one
-    (services/training/stack_run.py), holding the host like a run; its outcome goes to
-    ``bricks.json`` or ``training.json`` under ``prefix``."""
-    # The threads are part of the system a brick's figure belongs to (its key), and a
-    # training run uses every CPU as `benchstack train` does: they come from the agent's
-    # settings or the CPUs it may use, never from the momentary load a run's thread
-    # choice reads, so the same agent finds its own figures again.
-    threads = backend_options(message, agent_settings).intra_op_threads or usable_cpus()
-    store = runtime.store()
-    # The ranks of a data-parallel gang on one host must run together: they share it.
-    shared = message.data_parallel is not None
-    with host_slot().measuring(message.run_id, shared=shared) as host:
-        announce_started()
-        # Imported here: torch.export, the bricks' and the training modules are needed by
-        # these evaluations only.
-        if message.bricks is not None:
-            from services.bricks.stack_run import measure_bricks
-
-            kind, document = "bricks", measure_bricks(message, threads)
-        else:
-            from services.training.stack_run import measure_training
-
-            kind, document = "training", measure_training(message, threads, store)
-    document["host"] = host.to_dict() | {"threads": threads}
-    document["agent"] = {"id": agent_id, "settings": dict(agent_settings)}
-    return store_outcome(store, prefix, kind, document)
+    measure_workload = entry(workload_named(message.workload).measure)
+    keys: dict[str, str] = measure_workload(message, agent_id, prefix, agent_settings)
+    return keys
 
 
 def completion_message(
@@ -332,9 +187,9 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         time_limit_s=settings.max_run_seconds,
         poll_s=CANCEL_POLL_S,
         memory_limit_bytes=settings.max_run_memory_mb * 2**20,
-        # Models stay loaded in the worker's resident child between runs. A training run
-        # gets a child of its own: its peak memory is the process's, and it keeps nothing.
-        resident=settings.model_cache_bytes > 0 and message.training is None,
+        # Models stay loaded in the worker's resident child between runs, for the workloads
+        # that keep them (services/core/workload.Workload.resident).
+        resident=settings.model_cache_bytes > 0 and workload_named(message.workload).resident,
     )
     if result.stopped is not None:
         log.info("run %s ended: %s", message.run_id, result.stopped)

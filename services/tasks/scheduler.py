@@ -26,6 +26,7 @@ from services.preprocess.shards import is_complete
 from services.scheduler.agents import find_agent, requirement_for
 from services.scheduler.pending import pending_inference
 from services.scheduler.planner import UnmetConstraint, plan_shards
+from services.workloads import workload_named
 from shared import queues, runtime, worker_context
 from shared.celery_app import Publisher
 from shared.db import evaluation_repo
@@ -92,9 +93,8 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
             # it only after MAX_DISPATCHES tries, with this reason.
             evaluation.reason = f"waiting for an agent: {choice.message}"
             return
-        if evaluation.bricks is not None or evaluation.training is not None:
-            # DLBricks and training evaluations read no dataset: the agent cuts and measures
-            # the model, or trains it on synthetic tensors.
+        if not workload_named(evaluation.workload).needs_dataset:
+            # A workload that reads no dataset (DLBricks, training): nothing to preprocess.
             _start_without_dataset(session, evaluation, choice.queue, outbox)
             return
         try:

@@ -3,7 +3,7 @@ and the recipes that say which bricks make a model.
 
 A timing is keyed by the brick's signature (its layers' types, shapes and settings, never
 weights) and the system (host, framework version, device, threads:
-``services/bricks/measure.system_key``), so a later model reuses every brick a system has
+``services/workloads/bricks/measure.system_key``), so a later model reuses every brick a system has
 measured, whoever's model first needed it, and a figure of another system is never mixed in.
 """
 
@@ -24,7 +24,8 @@ class BrickTiming(Base):
 
     signature: Mapped[str] = mapped_column(String(100), primary_key=True)
     system: Mapped[str] = mapped_column(String(300), primary_key=True, index=True)
-    # services/bricks/measure.Timing as a dict: median_ms, mean_ms, p90_ms, queries, seconds.
+    # services/workloads/bricks/measure.Timing as a dict: median_ms, mean_ms, p90_ms, queries,
+    # seconds.
     timing: Mapped[dict[str, Any]] = mapped_column(JSONType)
     # The evaluation whose run measured it (None: measured by the embedded CLI).
     evaluation_id: Mapped[str | None] = mapped_column(String(36), nullable=True)

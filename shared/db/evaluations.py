@@ -83,13 +83,11 @@ class Evaluation(Base):
     # agent's setting, else chosen for the scenario and the free CPUs. A find-peak pins its
     # probes to the first probe's count, so one search measures one system.
     threads: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    # A DLBricks evaluation's settings (granularity, image_size, queries, min_duration_s):
-    # the model is cut into bricks and measured brick by brick, with no dataset. None: an
-    # inference evaluation.
-    bricks: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
-    # A training evaluation's settings (steps, warmup, image_size, precision, optimizer):
-    # the agent times training steps on synthetic data. None: not a training evaluation.
-    training: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    # The kind of measurement (services/workloads/<name>/): "loadgen" runs the scenario on
+    # the dataset's shards; "bricks" and "training" read no dataset. Its options are those
+    # the submission gave, as that workload's options model validated them (None: none).
+    workload: Mapped[str] = mapped_column(String(40), default="loadgen", server_default="loadgen")
+    workload_options: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     queue: Mapped[str] = mapped_column(String(200), default="")
     agent_id: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
     run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)

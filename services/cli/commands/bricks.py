@@ -1,4 +1,5 @@
-"""`benchstack bricks generate|run|construct`: DLBricks on this machine (services/bricks)."""
+"""`benchstack bricks generate|run|construct`: DLBricks on this machine
+(services/workloads/bricks)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ def generate(
 ) -> None:
     """Cut MODELS into sequences of at most H layers and write each unique one as a brick."""
     with user_errors():
-        from services.bricks.generate import generate_suite
-        from services.bricks.models import model_source
+        from services.workloads.bricks.generate import generate_suite
+        from services.workloads.bricks.models import model_source
 
         inputs = [model_source(m, batch_size=batch_size, image_size=image_size) for m in models]
         report = generate_suite(inputs, granularity, suite)
@@ -71,8 +72,8 @@ def run(
 ) -> None:
     """Measure each brick this system has no figure for (LoadGen SingleStream)."""
     with user_errors():
-        from services.bricks.measure import MeasureSettings
-        from services.bricks.run import run_suite
+        from services.workloads.bricks.measure import MeasureSettings
+        from services.workloads.bricks.run import run_suite
 
         settings = MeasureSettings(queries, min_duration, threads)
         reports = run_suite(suite, settings)
@@ -100,7 +101,7 @@ def construct(
     """Each model's latency from its bricks' timings on this system (and, with --measure,
     next to its measured end-to-end latency)."""
     with user_errors():
-        from services.bricks.measure import MeasureSettings
+        from services.workloads.bricks.measure import MeasureSettings
 
         settings = MeasureSettings(queries, min_duration, threads)
         systems, built = _construct_all(models, suite, threads)
@@ -127,9 +128,9 @@ def calibrate(
     """Fit a cost per brick (what a brick call pays that the model does not) on MODELS,
     measured end to end on this system, and keep it with the system's brick timings."""
     with user_errors():
-        from services.bricks.construct import fit_brick_cost
-        from services.bricks.measure import MeasureSettings
-        from services.bricks.results import write_results
+        from services.workloads.bricks.construct import fit_brick_cost
+        from services.workloads.bricks.measure import MeasureSettings
+        from services.workloads.bricks.results import write_results
 
         settings = MeasureSettings(queries, min_duration, threads)
         systems, built = _construct_all(models, suite, threads)
@@ -160,11 +161,11 @@ def _construct_all(
 ) -> tuple[dict[str, Any], list[Any]]:
     """This system's brick timings for each framework the models' recipes use (by system
     key), and each model's construction from its recipe."""
-    from services.bricks.construct import construct
-    from services.bricks.generate import read_recipe
-    from services.bricks.measure import system_key
-    from services.bricks.models import recipe_name
-    from services.bricks.results import read_results
+    from services.workloads.bricks.construct import construct
+    from services.workloads.bricks.generate import read_recipe
+    from services.workloads.bricks.measure import system_key
+    from services.workloads.bricks.models import recipe_name
+    from services.workloads.bricks.results import read_results
 
     systems: dict[str, Any] = {}
     built = []
@@ -179,8 +180,8 @@ def _construct_all(
 def _measure(spec: str, batch_size: int, image_size: int | None, settings: Any) -> float:
     """The model's own median latency, end to end through the bricks' harness (an ONNX
     model through an onnxruntime session, as its bricks)."""
-    from services.bricks.measure import time_module
-    from services.bricks.models import measurable, model_source
+    from services.workloads.bricks.measure import time_module
+    from services.workloads.bricks.models import measurable, model_source
 
     model = model_source(spec, batch_size=batch_size, image_size=image_size)
     module, inputs = measurable(model, settings.threads)
@@ -211,7 +212,7 @@ def _print_constructions(
 ) -> None:
     """Two tables, each within 80 columns: the constructions, then (with --measure) each
     construction over the measured latency."""
-    from services.bricks.construct import geometric_mean
+    from services.workloads.bricks.construct import geometric_mean
 
     console = Console()
     latency = _table(

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from services.cli.errors import user_errors
-from services.training.throughput import TrainingResult, TrainingSettings
+from services.workloads.training.throughput import TrainingResult, TrainingSettings
 
 
 def train(
@@ -65,7 +65,7 @@ def train(
 ) -> None:
     """Train MODEL for --steps steps and report images/s, data share and peak memory."""
     with user_errors():
-        from services.training import options
+        from services.workloads.training import options
 
         options.check_choice("--framework", framework, options.FRAMEWORKS)
         if framework == "tensorflow":
@@ -74,8 +74,8 @@ def train(
         _time_to_quality(model, target_top1, runs, max_epochs)
         return
     with user_errors():
-        from services.training.report import write_report
-        from services.training.throughput import TrainingSettings, run
+        from services.workloads.training.report import write_report
+        from services.workloads.training.throughput import TrainingSettings, run
         from shared.settings import get_settings
 
         for name, value in (
@@ -91,13 +91,13 @@ def train(
         if not 1 <= len(sources) <= 2:
             raise ValueError("--data: give 'synthetic', an image folder, or 'synthetic,DIR'")
         if workers is not None:
-            from services.training.scaling import parse_workers
+            from services.workloads.training.scaling import parse_workers
 
             counts = parse_workers(workers)
             if len(sources) != 1:
                 raise ValueError("--workers: give one --data source with it")
         if framework == "tensorflow":
-            from services.training.keras_models import check_keras_model
+            from services.workloads.training.keras_models import check_keras_model
 
             check_keras_model(model)
         threads, device = _threads_and_device(framework)
@@ -123,7 +123,7 @@ def train(
                 _one_rank(settings, rank, world_size, rendezvous)
                 return
             if framework == "tensorflow":
-                from services.training.keras_throughput import run_keras
+                from services.workloads.training.keras_throughput import run_keras
 
                 results.append(run_keras(settings))
             else:
@@ -172,8 +172,8 @@ def _threads_and_device(framework: str) -> tuple[int, str]:
 
 
 def _scaling(settings: TrainingSettings, counts: list[int]) -> None:
-    from services.training.report import write_scaling_report
-    from services.training.scaling import scaling
+    from services.workloads.training.report import write_scaling_report
+    from services.workloads.training.scaling import scaling
     from shared.settings import get_settings
 
     out = Console(highlight=False, soft_wrap=True)
@@ -208,8 +208,8 @@ def _one_rank(
     settings: TrainingSettings, rank: int | None, world_size: int | None, rendezvous: str | None
 ) -> None:
     """One worker of a run across hosts (k8s/training/: an Indexed Job); rank 0 prints."""
-    from services.training.scaling import MAX_WORKERS, train_rank
-    from services.training.step_timing import summarise
+    from services.workloads.training.scaling import MAX_WORKERS, train_rank
+    from services.workloads.training.step_timing import summarise
 
     if world_size is None or not 1 <= world_size <= MAX_WORKERS:
         raise ValueError(f"--world-size: give the number of workers, 1..{MAX_WORKERS}")
@@ -232,7 +232,7 @@ def _one_rank(
 def _time_to_quality(model: str, target_top1: float, runs: int, max_epochs: int) -> None:
     out = Console(highlight=False, soft_wrap=True)
     with user_errors():
-        from services.training.time_to_quality import olympic_score, train_to_target
+        from services.workloads.training.time_to_quality import olympic_score, train_to_target
 
         if model != "digits":
             raise ValueError("--target-top1: time to quality is available for 'digits' only")

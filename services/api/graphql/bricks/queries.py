@@ -7,8 +7,8 @@ from __future__ import annotations
 import strawberry
 
 from services.api.context import ApiDeps, in_thread
-from services.bricks.construct import construct
-from services.bricks.store import find_recipes, known_systems, system_results
+from services.workloads.bricks.construct import construct
+from services.workloads.bricks.store import find_recipes, known_systems, system_results
 
 # Systems x recipes answered at most: a model has few recipes, a deployment few systems.
 MAX_ANSWERS = 200

@@ -112,6 +112,23 @@ class SubmitEvaluationInput:
     # A training evaluation instead: the agent times training steps of the model (torch,
     # synthetic tensors at batchSize) as `benchstack train` does.
     training: TrainingInput | None = None
+    # Any kind of measurement by its name (services/workloads/<name>/: "loadgen", "bricks",
+    # "training", ...) with its options as JSON; bricks and training above are its typed
+    # shortcuts. Null: a LoadGen run on the dataset.
+    workload: str | None = None
+    workload_options: JSON | None = None
+
+
+def workloads_of(data: SubmitEvaluationInput) -> tuple[tuple[str, Any], ...]:
+    """Every kind of measurement the input names, with its options."""
+    named: list[tuple[str, Any]] = []
+    if data.bricks is not None:
+        named.append(("bricks", vars(data.bricks)))
+    if data.training is not None:
+        named.append(("training", vars(data.training)))
+    if data.workload is not None:
+        named.append((data.workload, data.workload_options))
+    return tuple(named)
 
 
 def to_request(data: SubmitEvaluationInput) -> SubmitRequest:
@@ -141,8 +158,7 @@ def to_request(data: SubmitEvaluationInput) -> SubmitRequest:
         backend_options=data.backend_options if data.backend_options is not None else {},
         threads=data.threads,
         fan_out=data.fan_out,
-        bricks=None if data.bricks is None else vars(data.bricks),
-        training=None if data.training is None else vars(data.training),
+        workloads=workloads_of(data),
     )
 
 

@@ -47,7 +47,7 @@ def test_bad_options_name_the_option(tmp_path: Path) -> None:
 def test_an_onnx_file_generates_runs_and_constructs(tmp_path: Path) -> None:
     import onnx
 
-    from tests.services.bricks.onnx_models import branchy_model
+    from tests.services.workloads.bricks.onnx_models import branchy_model
 
     model = tmp_path / "branchy.onnx"
     onnx.save(branchy_model(), str(model))

@@ -7,7 +7,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from services.cli.main import app
-from services.training.scaling import free_port
+from services.workloads.training.scaling import free_port
 
 
 def test_train_digits_writes_a_report_without_warmup_steps(data_dir: Path) -> None:

@@ -1,0 +1,71 @@
+"""The contract of a kind of measurement: a Workload plug-in.
+
+Each kind is one folder, ``services/workloads/<name>/``, whose ``workload.py`` declares a
+``WORKLOAD`` (services/workloads/__init__.py finds them). The stages ask it, never the
+kind's name: whether the scheduler plans dataset shards first, which options a submission
+may give, what the measurement child runs, whether the worker's resident child may run it,
+and how the aggregator reads and stores its outcome.
+
+The measurement and the storing are named as ``"module:function"`` and imported when used:
+the kinds bring heavy imports (torch.export, LoadGen) that the API, the scheduler and the
+other kinds must not pay for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from shared.manifest import ModelManifest
+
+# The kind of every evaluation that names none: a LoadGen run on a dataset's shards.
+DEFAULT_WORKLOAD = "loadgen"
+# A workload's name is stored in Evaluation.workload (String(40)).
+MAX_WORKLOAD_NAME_CHARS = 40
+
+# Why this workload cannot measure this model on this framework; None: it can.
+Acceptance = Callable[[str, ModelManifest], str | None]
+
+
+def any_model(framework: str, manifest: ModelManifest) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one kind of measurement declares; see the module's docstring."""
+
+    # Stored in Evaluation.workload and carried by RunInference.workload.
+    name: str
+    # One line for help texts and errors.
+    summary: str
+    # The options a submission gives for it, validated and stored as JSON; None: takes none.
+    options: type[BaseModel] | None
+    # True: the scheduler plans the dataset's shards and the preprocess workers fill them
+    # before the run. False: the run reads no dataset; the evaluation's dataset column
+    # says ``dataset_label``.
+    needs_dataset: bool
+    dataset_label: str
+    # The measurement child's entry: (message: RunInference, agent_id: str, prefix: str,
+    # agent_settings: dict) -> {name: object key}; the keys go to RunCompleted.log_keys.
+    measure: str
+    # The aggregator's: read (evaluation, message: RunCompleted, store) -> an outcome, or
+    # raise KeyError/ValueError/ObjectNotFound when it is missing or malformed; save
+    # (session, evaluation, message, outcome) stores it once the evaluation SUCCEEDED.
+    read: str
+    save: str
+    accepts: Acceptance = any_model
+    # Whether the worker's resident child (which keeps models loaded between runs) may run
+    # it; False gives every run a fresh child, whose peak memory is its own.
+    resident: bool = True
+
+
+def entry(path: str) -> Callable[..., Any]:
+    """The function a ``"module:function"`` path names, imported now."""
+    module, _, name = path.partition(":")
+    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return function

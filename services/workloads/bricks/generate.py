@@ -1,0 +1,248 @@
+"""Generate a brick suite: every model cut into sequences of at most H layers, each unique
+sequence exported once as a runnable brick, and each model's recipe kept apart.
+
+A suite folder holds two things with different owners::
+
+    bricks/<signature>.pt2    a torch brick (torch.export, random weights, neutral names)
+    bricks/<signature>.onnx   an ONNX brick (a standalone graph, same rules; extract_onnx)
+    bricks/<signature>.json   what it computes: layer types, shapes, settings
+    recipes/<model>.json      which bricks make the model, in order, and what each reads
+
+``bricks/`` is what a vendor may be sent: no file in it names the model, its nodes or
+the order of its layers. ``recipes/`` stays with the model's owner; construction needs it.
+Generating into a folder that already holds bricks adds only the missing ones.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from services.workloads.bricks.extract import brick_inputs, brick_module
+from services.workloads.bricks.measure import unguarded
+from services.workloads.bricks.parse import ParsedModel, parse_model
+from services.workloads.bricks.signature import LayerSequence, check_granularity, cut_sequences
+
+if TYPE_CHECKING:
+    from services.workloads.bricks.parse_onnx import ParsedOnnxModel
+
+MAX_BATCH_SIZE = 256
+MAX_MODELS = 200
+MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 16, 1024
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """A model to cut: its name in recipes, the module and one example input."""
+
+    name: str
+    module: nn.Module
+    example: torch.Tensor
+
+
+@dataclass(frozen=True)
+class OnnxModelInput:
+    """An ONNX model to cut: its name in recipes, the file (or an onnx.ModelProto) and the
+    batch its symbolic batch dimension is fixed to."""
+
+    name: str
+    source: Path | Any
+    batch_size: int = 1
+
+
+# Each framework's brick files; the same signature never names bricks of two frameworks
+# (an ONNX description says "framework": "onnx", a torch one does not).
+BRICK_SUFFIXES = {"torch": ".pt2", "onnx": ".onnx"}
+
+
+@dataclass(frozen=True)
+class GenerateReport:
+    models: int
+    layers: int  # over every model
+    sequences: int  # over every model
+    unique: int  # distinct signatures among them
+    new_bricks: int  # written now (the rest were in the folder already)
+
+
+def check_shape_options(batch_size: int, image_size: int | None) -> None:
+    if not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise ValueError(f"batch-size: {batch_size}; accepted: 1..{MAX_BATCH_SIZE}")
+    if image_size is not None and not MIN_IMAGE_SIZE <= image_size <= MAX_IMAGE_SIZE:
+        raise ValueError(
+            f"image-size: {image_size}; accepted: {MIN_IMAGE_SIZE}..{MAX_IMAGE_SIZE} pixels"
+        )
+
+
+def bricks_dir(suite: Path) -> Path:
+    return suite / "bricks"
+
+
+def recipe_path(suite: Path, model_name: str) -> Path:
+    if not _SAFE_NAME.match(model_name):
+        raise ValueError(
+            f"model: {model_name!r} cannot name a recipe; accepted: letters, digits, '.', "
+            "'_' and '-', at most 100"
+        )
+    return suite / "recipes" / f"{model_name}.json"
+
+
+def recipe_of(
+    parsed: ParsedModel | ParsedOnnxModel,
+    sequences: list[LayerSequence],
+    granularity: int,
+    framework: str = "torch",
+) -> dict[str, Any]:
+    """The model as bricks: each sequence's signature and the sequences it reads from."""
+    sequence_of_layer = {i: k for k, s in enumerate(sequences) for i in s.layers}
+    steps = []
+    for number, sequence in enumerate(sequences):
+        reads = sorted(
+            {
+                sequence_of_layer[p]
+                for i in sequence.layers
+                for p in parsed.layers[i].producers
+                if sequence_of_layer[p] != number
+            }
+        )
+        steps.append({"signature": sequence.signature, "reads": reads})
+    return {
+        "model": parsed.name,
+        "framework": framework,
+        "input_shape": parsed.input_shape,
+        "granularity": granularity,
+        "layers": len(parsed.layers),
+        "steps": steps,
+    }
+
+
+def generate_suite(
+    models: Sequence[ModelInput | OnnxModelInput], granularity: int, suite: Path
+) -> GenerateReport:
+    check_granularity(granularity)
+    if not 1 <= len(models) <= MAX_MODELS:
+        raise ValueError(f"models: {len(models)} given; accepted: 1..{MAX_MODELS} per call")
+    folder = bricks_dir(suite)
+    folder.mkdir(parents=True, exist_ok=True)
+    layers = sequences_total = new = 0
+    unique: set[str] = set()
+    for model in models:
+        framework, parsed, sequences, write = _cut(model, granularity)
+        layers += len(parsed.layers)
+        sequences_total += len(sequences)
+        for sequence in sequences:
+            if sequence.signature in unique:
+                continue
+            unique.add(sequence.signature)
+            if (folder / f"{sequence.signature}{BRICK_SUFFIXES[framework]}").exists():
+                continue
+            write(sequence, folder)
+            new += 1
+        path = recipe_path(suite, model.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        recipe = recipe_of(parsed, sequences, granularity, framework)
+        path.write_text(json.dumps(recipe, indent=1))
+    return GenerateReport(len(models), layers, sequences_total, len(unique), new)
+
+
+Writer = Callable[[LayerSequence, Path], None]
+
+
+def _cut(
+    model: ModelInput | OnnxModelInput, granularity: int
+) -> tuple[str, ParsedModel | ParsedOnnxModel, list[LayerSequence], Writer]:
+    """The model's framework, parse, sequences, and how to write one of its bricks."""
+    if isinstance(model, OnnxModelInput):
+        # Imported here: a torch-only suite never loads onnx.
+        from services.workloads.bricks.generate_onnx import write_onnx_brick
+        from services.workloads.bricks.parse_onnx import parse_onnx
+        from services.workloads.bricks.signature_onnx import cut_onnx_sequences
+
+        onnx_parsed = parse_onnx(model.source, model.name, batch_size=model.batch_size)
+        return (
+            "onnx",
+            onnx_parsed,
+            cut_onnx_sequences(onnx_parsed, granularity),
+            lambda sequence, folder: write_onnx_brick(onnx_parsed, sequence, folder),
+        )
+    parsed = parse_model(model.module, model.example, model.name)
+    return (
+        "torch",
+        parsed,
+        cut_sequences(parsed, granularity),
+        lambda sequence, folder: _write_brick(parsed, sequence, folder),
+    )
+
+
+class BrickError(ValueError):
+    """A sequence that cannot become a brick (torch.export or onnx's checker refuses it)."""
+
+
+def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> None:
+    module = brick_module(parsed, sequence)
+    try:
+        exported = torch.export.export(module, brick_inputs(sequence.description))
+    except Exception as exc:  # export's errors are many types; the model is named instead
+        types = ", ".join(parsed.layers[i].type for i in sequence.layers)
+        raise BrickError(
+            f"model: {parsed.name}: the layers [{types}] cannot be exported as a brick: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        ) from exc
+    # The JSON first, the brick last: a .pt2 present means its description is too.
+    (folder / f"{sequence.signature}.json").write_text(
+        json.dumps({"signature": sequence.signature, **sequence.description}, indent=1)
+    )
+    buffer = io.BytesIO()
+    torch.export.save(exported, buffer)
+    partial = folder / f"{sequence.signature}.partial"
+    partial.write_bytes(buffer.getvalue())
+    partial.replace(folder / f"{sequence.signature}.pt2")
+
+
+def load_brick(
+    suite: Path, signature: str, threads: int = 0
+) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """A brick's callable (a torch module, or an onnxruntime session with ``threads``
+    intra-op threads for an ONNX brick) and inputs of its recorded shapes, as it takes
+    them: ``module(*inputs)``."""
+    folder = bricks_dir(suite)
+    description = json.loads((folder / f"{signature}.json").read_text())
+    if description.get("framework") == "onnx":
+        from services.workloads.bricks.measure_onnx import OnnxCallable, onnx_inputs
+
+        return OnnxCallable(folder / f"{signature}.onnx", threads), onnx_inputs(description)
+    module = unguarded(torch.export.load(folder / f"{signature}.pt2").module())
+    # Its graph takes the inputs flattened (a layer fed a tuple gets each tensor apart).
+    return module, tuple(torch.utils._pytree.tree_leaves(brick_inputs(description)))
+
+
+def list_bricks(suite: Path, framework: str | None = None) -> list[str]:
+    """The suite's brick signatures: one framework's, or every framework's."""
+    frameworks = [framework] if framework else list(BRICK_SUFFIXES)
+    return sorted(
+        p.stem for name in frameworks for p in bricks_dir(suite).glob(f"*{BRICK_SUFFIXES[name]}")
+    )
+
+
+def frameworks_in(suite: Path) -> list[str]:
+    """The frameworks the suite holds bricks of, in BRICK_SUFFIXES order."""
+    return [name for name in BRICK_SUFFIXES if list_bricks(suite, name)]
+
+
+def read_recipe(suite: Path, model_name: str) -> dict[str, Any]:
+    path = recipe_path(suite, model_name)
+    if not path.exists():
+        known = sorted(p.stem for p in (suite / "recipes").glob("*.json"))
+        raise ValueError(
+            f"model: no recipe for {model_name!r} in {suite}; known: {', '.join(known) or '(none)'}"
+        )
+    recipe: dict[str, Any] = json.loads(path.read_text())
+    return recipe

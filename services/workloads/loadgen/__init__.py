@@ -1,0 +1,1 @@
+"""The LoadGen workload: a model run under an MLPerf scenario on a dataset's shards."""

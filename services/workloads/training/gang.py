@@ -1,0 +1,101 @@
+"""One rank of a data-parallel gang on an agent: meet the other ranks, train together with
+DistributedDataParallel (services/workloads/training/scaling.train_rank), report this rank's steps.
+
+The rendezvous: rank 0 picks a free port on its host and writes its address under the
+gang's key in the object store (the store every agent of a stack already reaches); the
+other ranks read it there, waiting up to ``RENDEZVOUS_TIMEOUT_S`` (a rank whose agent is
+busy starts late). Rank 0's address is ``BENCHSTACK_RENDEZVOUS_HOST`` where set (a
+multi-host stack names the address the others reach it at), else its hostname's address.
+Gloo's own connections use ``GLOO_SOCKET_IFNAME`` where set, else loopback when the
+rendezvous is on loopback (one host).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from services.workloads.training.scaling import RENDEZVOUS_TIMEOUT_S, free_port, train_rank
+from services.workloads.training.step_timing import summarise
+from services.workloads.training.throughput import TrainingResult, TrainingSettings
+from shared.storage import ObjectNotFound, ObjectStore
+
+POLL_S = 0.2
+
+
+def rendezvous_key(gang: str) -> str:
+    return f"rendezvous/{gang}.json"
+
+
+def rendezvous_host() -> str:
+    return os.environ.get("BENCHSTACK_RENDEZVOUS_HOST") or socket.gethostbyname(
+        socket.gethostname()
+    )
+
+
+def _published(
+    store: ObjectStore, key: str, timeout_s: float, sleep: Callable[[float], None]
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            found: dict[str, Any] = json.loads(store.get_bytes(key))
+            return found
+        except ObjectNotFound:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"rendezvous: rank 0 published no address in {timeout_s:g} s "
+                    f"({key}); is its agent live and free?"
+                ) from None
+            sleep(POLL_S)
+
+
+def train_in_gang(
+    settings: TrainingSettings,
+    place: dict[str, Any],
+    store: ObjectStore,
+    *,
+    timeout_s: float = RENDEZVOUS_TIMEOUT_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Train as rank ``place["rank"]`` of ``place["world_size"]``; the document of this rank:
+    `benchstack train`'s figures, with throughput over the whole gang (N x batch / this
+    rank's step time) and a ``data_parallel`` section (rank, world size, backend, the
+    digest of the trained parameters, threads)."""
+    rank, world = int(place["rank"]), int(place["world_size"])
+    key = rendezvous_key(str(place["gang"]))
+    # Ranks sharing a host share its cores, as `benchstack train --workers N` shares them.
+    threads = max(1, settings.threads // max(1, int(place.get("host_ranks", 1))))
+    settings = replace(settings, threads=threads)
+    address: dict[str, Any]
+    if rank == 0:
+        address = {"host": rendezvous_host(), "port": free_port()}
+        store.put_bytes(key, json.dumps(address).encode())
+    else:
+        address = _published(store, key, timeout_s, sleep)
+    if str(address["host"]).startswith("127."):
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    # The key stays behind (a few bytes): a gang's key is never used by another gang.
+    init_method = f"tcp://{address['host']}:{address['port']}"
+    steps, data, digest = train_rank(rank, world, init_method, settings)
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    statistics = summarise(steps, data, settings.batch_size * world)
+    result = TrainingResult(settings, statistics, peak_rss, None)
+    return {
+        **result.as_dict(),
+        "data_parallel": {
+            "rank": rank,
+            "world_size": world,
+            "gang": place["gang"],
+            "backend": "nccl" if settings.device == "cuda" else "gloo",
+            "threads_per_rank": threads,
+            "weight_digest": digest,
+            "rendezvous": address,
+        },
+    }

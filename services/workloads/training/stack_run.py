@@ -1,0 +1,68 @@
+"""A training evaluation on an agent: `benchstack train`'s measurement (warm-up excluded,
+images/s with standard error and jitter, data share, peak memory) run by the worker in a
+measurement child of its own, and written to ``training.json`` under the attempt's prefix
+for the aggregator to store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.workloads.agent_run import measure_holding_host
+from services.workloads.training.gang import train_in_gang
+from services.workloads.training.options import TrainingOptions
+from services.workloads.training.throughput import TrainingSettings, run
+from shared.environment import capture_environment
+from shared.manifest import parse_manifest
+from shared.messages import RunInference
+from shared.storage import ObjectStore
+
+# Architectures whose training name differs from the architecture's (data_sources reads
+# the channel count from the name).
+_TRAINING_NAMES = {"benchstack:digits_cnn": "digits"}
+
+
+def training_settings(message: RunInference, threads: int) -> TrainingSettings:
+    options = TrainingOptions.model_validate(message.workload_options)
+    manifest = parse_manifest(message.manifest)
+    architecture = manifest.source.architecture
+    if manifest.framework.name != "torch" or architecture is None:
+        raise ValueError(
+            f"training: {manifest.name} is a {manifest.framework.name} model from "
+            f"{architecture or 'a file'}; accepted: torch models built from an architecture"
+        )
+    return TrainingSettings(
+        model=_TRAINING_NAMES.get(architecture, architecture),
+        steps=options.steps,
+        batch_size=message.batch_size,
+        warmup=options.warmup,
+        image_size=options.image_size,
+        precision=options.precision,
+        optimizer=options.optimizer,
+        data="synthetic",
+        threads=threads,
+        device=message.device,
+    )
+
+
+def measure(
+    message: RunInference, agent_id: str, prefix: str, agent_settings: dict[str, Any]
+) -> dict[str, str]:
+    """The measurement child's entry: training.json under ``prefix``, the host held."""
+    return measure_holding_host(message, agent_id, prefix, agent_settings, measure_training)
+
+
+def measure_training(message: RunInference, threads: int, store: ObjectStore) -> dict[str, Any]:
+    """Train and time, alone or as one rank of a data-parallel gang (training/gang.py); the
+    document ``training.json`` holds."""
+    settings = training_settings(message, threads)
+    if message.data_parallel is not None:
+        figures = train_in_gang(settings, message.data_parallel, store)
+    else:
+        figures = run(settings).as_dict()
+    return {
+        "kind": "training",
+        "model": parse_manifest(message.manifest).name,
+        "options": TrainingOptions.model_validate(message.workload_options).model_dump(mode="json"),
+        **figures,
+        "environment": capture_environment(),
+    }
