@@ -13,9 +13,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from services.api.find_peak import continue_find_peak
+from services.api.campaigns.find_peak.group import continue_find_peak
+from services.api.campaigns.training_scaling.group import continue_training_scaling
 from services.api.rejections import Rejection
-from services.api.training_scaling import continue_training_scaling
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.settings import Settings

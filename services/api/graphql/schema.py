@@ -20,6 +20,14 @@ from strawberry.extensions import (
 )
 from strawberry.tools import merge_types
 
+from services.api.campaigns.accuracy_performance_pair.schema import PairMutations, PairQueries
+from services.api.campaigns.find_peak.schema import FindPeakMutations, FindPeakQueries
+from services.api.campaigns.repeats.schema import RepeatsMutations, RepeatsQueries
+from services.api.campaigns.sweep.schema import SweepMutations, SweepQueries
+from services.api.campaigns.training_scaling.schema import (
+    TrainingScalingMutations,
+    TrainingScalingQueries,
+)
 from services.api.context import NotAuthenticated
 from services.api.faults import UNAVAILABLE_CODES, unavailable_dependency
 from services.api.graphql.advice.queries import AdviceQueries
@@ -40,17 +48,9 @@ from services.api.graphql.errors import (
 from services.api.graphql.evaluations.mutations import EvaluationMutations
 from services.api.graphql.evaluations.queries import EvaluationQueries
 from services.api.graphql.evaluations.subscriptions import EvaluationSubscriptions
-from services.api.graphql.find_peak.schema import FindPeakMutations, FindPeakQueries
 from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
-from services.api.graphql.repeats.schema import RepeatsMutations, RepeatsQueries
-from services.api.graphql.submission_pair.schema import PairMutations, PairQueries
-from services.api.graphql.sweeps.schema import SweepMutations, SweepQueries
-from services.api.graphql.training_scaling.schema import (
-    TrainingScalingMutations,
-    TrainingScalingQueries,
-)
 from services.api.observability import UNAVAILABLE
 from shared.settings import Settings
 

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import strawberry
 
+from services.api.campaigns.repeats.group import load_repeats, submit_repeats
+from services.api.campaigns.repeats.types import RepeatsType
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.errors import (
     InvalidInput,
@@ -16,9 +18,7 @@ from services.api.graphql.errors import (
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
 from services.api.graphql.group_submission import read_back, submitted
-from services.api.graphql.repeats.types import RepeatsType
 from services.api.rejections import Rejection
-from services.api.repeats import load_repeats, submit_repeats
 
 SubmitRepeatsResult = Annotated[
     RepeatsType

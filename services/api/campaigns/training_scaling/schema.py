@@ -7,6 +7,11 @@ from typing import Annotated
 
 import strawberry
 
+from services.api.campaigns.training_scaling.group import (
+    load_training_scaling,
+    submit_training_scaling,
+)
+from services.api.campaigns.training_scaling.types import TrainingScalingType
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.errors import (
     InvalidInput,
@@ -17,9 +22,7 @@ from services.api.graphql.errors import (
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
 from services.api.graphql.group_submission import read_back, submitted
-from services.api.graphql.training_scaling.types import TrainingScalingType
 from services.api.rejections import Rejection
-from services.api.training_scaling import load_training_scaling, submit_training_scaling
 
 SubmitTrainingScalingResult = Annotated[
     TrainingScalingType

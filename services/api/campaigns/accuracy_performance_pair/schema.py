@@ -7,6 +7,8 @@ from typing import Annotated
 
 import strawberry
 
+from services.api.campaigns.accuracy_performance_pair.group import load_pair, submit_pair
+from services.api.campaigns.accuracy_performance_pair.types import PairType
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.errors import (
     InvalidInput,
@@ -17,9 +19,7 @@ from services.api.graphql.errors import (
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
 from services.api.graphql.group_submission import read_back, submitted
-from services.api.graphql.submission_pair.types import PairType
 from services.api.rejections import Rejection
-from services.api.submission_pair import load_pair, submit_pair
 
 SubmitPairResult = Annotated[
     PairType

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import strawberry
 
+from services.api.campaigns.sweep.group import load_sweep, submit_sweep
+from services.api.campaigns.sweep.types import SweepPointType, SweepType
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.errors import (
     InvalidInput,
@@ -16,9 +18,7 @@ from services.api.graphql.errors import (
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
 from services.api.graphql.group_submission import read_back, submitted
-from services.api.graphql.sweeps.types import SweepPointType, SweepType
 from services.api.rejections import Rejection
-from services.api.sweeps import load_sweep, submit_sweep
 
 SubmitSweepResult = Annotated[
     SweepType

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import strawberry
 
+from services.api.campaigns.find_peak.group import SearchSettings, load_find_peak, submit_find_peak
+from services.api.campaigns.find_peak.types import FindPeakType
 from services.api.context import ApiDeps, in_thread
-from services.api.find_peak import SearchSettings, load_find_peak, submit_find_peak
 from services.api.graphql.errors import (
     InvalidInput,
     InvalidManifest,
@@ -17,7 +18,6 @@ from services.api.graphql.errors import (
     UnknownModel,
 )
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
-from services.api.graphql.find_peak.types import FindPeakType
 from services.api.graphql.group_submission import read_back, submitted
 from services.api.rejections import Rejection
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import strawberry
 
+from services.api.campaigns.sweep.group import SweepPoint
 from services.api.graphql.evaluations.types import EvaluationType, RunType
-from services.api.sweeps import SweepPoint
 
 
 @strawberry.type(name="SweepPoint")
