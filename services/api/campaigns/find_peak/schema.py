@@ -3,33 +3,20 @@ searched through the service one probe (one evaluation) at a time."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import strawberry
+from sqlalchemy.orm import Session
 
-from services.api.campaigns.find_peak.group import SearchSettings, load_find_peak, submit_find_peak
-from services.api.campaigns.find_peak.types import FindPeakType
-from services.api.context import ApiDeps, in_thread
-from services.api.graphql.errors import (
-    InvalidInput,
-    InvalidManifest,
-    InvalidScenarioSettings,
-    NoMatchingAgent,
-    UnknownModel,
+from services.api.campaigns.find_peak.group import (
+    SearchSettings,
+    load_find_peak,
+    submit_find_peak,
 )
+from services.api.campaigns.find_peak.types import FindPeakType
+from services.api.campaigns.group_schema import GroupSchema
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
-from services.api.graphql.group_submission import read_back, submitted
 from services.api.rejections import Rejection
-
-SubmitFindPeakResult = Annotated[
-    FindPeakType
-    | UnknownModel
-    | InvalidScenarioSettings
-    | NoMatchingAgent
-    | InvalidManifest
-    | InvalidInput,
-    strawberry.union("SubmitFindPeakResult"),
-]
+from shared.celery_app import Publisher
+from shared.settings import Settings
 
 
 @strawberry.input
@@ -45,13 +32,18 @@ class SubmitFindPeakInput:
     max_probes: int = 12
 
 
-def _find_peak(deps: ApiDeps, owner_id: int, group_id: str) -> FindPeakType | None:
-    with deps.read_db() as session:
-        view = load_find_peak(session, group_id, owner_id=owner_id)
-        return FindPeakType.from_view(view) if view is not None else None
+def _read(session: Session, owner_id: int, group_id: str) -> FindPeakType | None:
+    view = load_find_peak(session, group_id, owner_id=owner_id)
+    return FindPeakType.from_view(view) if view is not None else None
 
 
-def _submit(deps: ApiDeps, owner_id: int, data: SubmitFindPeakInput) -> FindPeakType | Rejection:
+def _submit(
+    session: Session,
+    settings: Settings,
+    publish: Publisher,
+    owner_id: int,
+    data: SubmitFindPeakInput,
+) -> tuple[str, object] | Rejection:
     search = SearchSettings(
         latency_bound_ms=data.latency_bound_ms,
         percentile=data.percentile,
@@ -59,37 +51,19 @@ def _submit(deps: ApiDeps, owner_id: int, data: SubmitFindPeakInput) -> FindPeak
         max_probes=data.max_probes,
         start_qps=data.start_qps,
     )
-    with deps.db() as session:
-        result = submit_find_peak(
-            session,
-            deps.settings,
-            deps.publish,
-            owner_id=owner_id,
-            base=to_request(data.evaluation),
-            search=search,
-        )
-        if isinstance(result, Rejection):
-            return result
-    found = _find_peak(deps, owner_id, result[0])
-    return read_back(found, "find-peak", result[0])
+    base = to_request(data.evaluation)
+    return submit_find_peak(session, settings, publish, owner_id=owner_id, base=base, search=search)
 
 
-@strawberry.type
-class FindPeakMutations:
-    @strawberry.mutation(
-        description="Search the highest Server QPS whose latency percentile stays under "
-        "the bound: one evaluation per probe on one agent, as `benchstack find-peak` does."
-    )
-    async def submit_find_peak(
-        self, info: strawberry.Info, input: SubmitFindPeakInput
-    ) -> SubmitFindPeakResult:
-        result: SubmitFindPeakResult = await submitted(info, _submit, input)
-        return result
-
-
-@strawberry.type
-class FindPeakQueries:
-    @strawberry.field(description="A find-peak search: its probes and, once done, the peak.")
-    async def find_peak(self, info: strawberry.Info, group_id: str) -> FindPeakType | None:
-        owner = info.context.require_user()
-        return await in_thread(_find_peak, info.context.deps, owner, group_id)
+SCHEMA = GroupSchema(
+    shown=FindPeakType,
+    read=_read,
+    query="find_peak",
+    query_description="A find-peak search: its probes and, once done, the peak.",
+    submit=_submit,
+    input=SubmitFindPeakInput,
+    mutation="submit_find_peak",
+    result="SubmitFindPeakResult",
+    mutation_description="Search the highest Server QPS whose latency percentile stays under "
+    "the bound: one evaluation per probe on one agent, as `benchstack find-peak` does.",
+)
