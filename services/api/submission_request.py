@@ -42,13 +42,14 @@ class SubmitRequest:
     # options it gave: the typed inputs (bricks, training) and the generic one (workload,
     # workloadOptions). None named: a LoadGen run on the dataset; more than one is refused.
     workloads: tuple[tuple[str, Any], ...] = ()
-    # The group this evaluation joins and what it is in it (services/api/sweeps.py):
-    # {"id": ..., "kind": "sweep", "parameter": ..., "value": ...}. None: its own, or a
-    # fan-out's (fan_out).
+    # The group this evaluation joins and what it is in it
+    # (services/api/campaigns/sweep/group.py): {"id": ..., "kind": "sweep", "parameter":
+    # ..., "value": ...}. None: its own, or a fan-out's (fan_out).
     group: dict[str, Any] | None = None
-    # A data-parallel gang (services/api/training_scaling.py): one training evaluation
-    # per rank on this many distinct matching agents, each pinned to its agent, with its
-    # rank and the ranks sharing its host in its group. None: one evaluation.
+    # A data-parallel gang (services/api/campaigns/training_scaling/group.py): one
+    # training evaluation per rank on this many distinct matching agents, each pinned to
+    # its agent, with its rank and the ranks sharing its host in its group. None: one
+    # evaluation.
     gang_size: int | None = None
 
     @property

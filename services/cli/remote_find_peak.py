@@ -1,8 +1,9 @@
 """`benchstack advise --server URL --measure`: run find-peak through the stack on every live
 agent of a framework that has no valid peak for the bound, and wait for them.
 
-Each search is the service's (GraphQL submitFindPeak, services/api/find_peak.py), pinned
-to its agent with an ``agent=ID`` constraint; its probes are stored runs, which is what
+Each search is the service's (GraphQL submitFindPeak,
+services/api/campaigns/find_peak/group.py), pinned to its agent with an ``agent=ID``
+constraint; its probes are stored runs, which is what
 ``advice`` reads afterwards. Agents on one host measure one at a time (the host slot), so
 searches on one machine queue rather than disturb each other.
 """

@@ -20,8 +20,8 @@ rule's sample count, the lowest rate probed and the latency it measured. Every p
 stored run.
 
 Pure: the embedded search (services/campaigns/find_peak.py) runs probes as it goes, the
-stack's (services/api/find_peak.py) replays ``next_step`` over the probes stored so far;
-both are this code.
+stack's (services/api/campaigns/find_peak/group.py) replays ``next_step`` over the probes
+stored so far; both are this code.
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def next_step(
 ) -> float | PeakResult:
     """Where a search stands after ``probes`` (in the order run): the rate to probe next,
     or the result once it is done. The search run through the service takes one step per
-    stored probe (services/api/find_peak.py); this replays ``search_peak`` over the
+    stored probe (services/api/campaigns/find_peak/group.py); this replays ``search_peak`` over the
     probes already run, so both searches are the same code and agree probe for probe."""
     replay = iter(probes)
 

@@ -1,4 +1,5 @@
-"""The schema, merged from one folder per domain."""
+"""The schema, merged from one folder per domain and one per group kind
+(services/api/campaigns/, found by its registry)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from strawberry.extensions import (
 )
 from strawberry.tools import merge_types
 
+from services.api.campaigns.registry import campaigns
 from services.api.context import NotAuthenticated
 from services.api.faults import UNAVAILABLE_CODES, unavailable_dependency
 from services.api.graphql.advice.queries import AdviceQueries
@@ -40,49 +42,12 @@ from services.api.graphql.errors import (
 from services.api.graphql.evaluations.mutations import EvaluationMutations
 from services.api.graphql.evaluations.queries import EvaluationQueries
 from services.api.graphql.evaluations.subscriptions import EvaluationSubscriptions
-from services.api.graphql.find_peak.schema import FindPeakMutations, FindPeakQueries
 from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
-from services.api.graphql.repeats.schema import RepeatsMutations, RepeatsQueries
-from services.api.graphql.submission_pair.schema import PairMutations, PairQueries
-from services.api.graphql.sweeps.schema import SweepMutations, SweepQueries
-from services.api.graphql.training_scaling.schema import (
-    TrainingScalingMutations,
-    TrainingScalingQueries,
-)
 from services.api.observability import UNAVAILABLE
 from shared.settings import Settings
 
-Query = merge_types(
-    "Query",
-    (
-        EvaluationQueries,
-        ModelQueries,
-        AgentQueries,
-        DatasetQueries,
-        ComparisonQueries,
-        BrickQueries,
-        SweepQueries,
-        FindPeakQueries,
-        RepeatsQueries,
-        TrainingScalingQueries,
-        PairQueries,
-        AdviceQueries,
-    ),
-)
-Mutation = merge_types(
-    "Mutation",
-    (
-        EvaluationMutations,
-        ModelMutations,
-        SweepMutations,
-        FindPeakMutations,
-        RepeatsMutations,
-        TrainingScalingMutations,
-        PairMutations,
-    ),
-)
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
 
 log = logging.getLogger(__name__)
@@ -152,6 +117,29 @@ class OperationLimits:
         )
 
 
+def _root_types() -> tuple[type, type]:
+    """Query and Mutation: each domain's fields, then each group kind's (campaigns/)."""
+    found = campaigns().values()
+    query = merge_types(
+        "Query",
+        (
+            EvaluationQueries,
+            ModelQueries,
+            AgentQueries,
+            DatasetQueries,
+            ComparisonQueries,
+            BrickQueries,
+            AdviceQueries,
+            *(campaign.queries for campaign in found),
+        ),
+    )
+    mutation = merge_types(
+        "Mutation",
+        (EvaluationMutations, ModelMutations, *(campaign.mutations for campaign in found)),
+    )
+    return query, mutation
+
+
 def make_schema(limits: OperationLimits) -> strawberry.Schema:
     # The depth and alias limits are validation rules, made once per schema: made per
     # operation (as the limiter extensions do), each operation would bring new rule classes
@@ -175,9 +163,10 @@ def make_schema(limits: OperationLimits) -> strawberry.Schema:
         lambda: ParserCache(maxsize=OPERATION_CACHE_SIZE),
         lambda: ValidationCache(maxsize=OPERATION_CACHE_SIZE),
     ]
+    query, mutation = _root_types()
     return strawberry.Schema(
-        query=Query,
-        mutation=Mutation,
+        query=query,
+        mutation=mutation,
         subscription=Subscription,
         # Listed so every error type appears in the schema even before a union uses it.
         types=[

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.api.find_peak import FindPeakView, SearchSettings, _threads_used
+from services.api.campaigns.find_peak.group import FindPeakView, SearchSettings, _threads_used
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import strawberry
 
+from services.api.campaigns.sweep.group import SweepPoint
 from services.api.graphql.evaluations.types import EvaluationType, RunType
-from services.api.sweeps import SweepPoint
 
 
 @strawberry.type(name="SweepPoint")
@@ -51,3 +51,10 @@ class SweepType:
     points: list[SweepPointType]
     # How many points loaded their model (the rest ran on one kept loaded).
     model_loads: int
+
+    @classmethod
+    def from_points(cls, group_id: str, points: list[SweepPoint]) -> SweepType:
+        converted = [SweepPointType.from_point(p) for p in points]
+        parameter = str((points[0].evaluation.group_info or {}).get("parameter", ""))
+        loads = sum(1 for p in converted if p.model_kept is False)
+        return cls(group_id=group_id, parameter=parameter, points=converted, model_loads=loads)

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from services.analysis.advice import system_of
-from services.api.groups import (
+from services.api.campaigns.groups import (
     group_members,
     request_of,
     stop_group,

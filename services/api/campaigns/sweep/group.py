@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from services.api.groups import group_members, submit_all
+from services.api.campaigns.groups import group_members, submit_all
 from services.api.rejections import Rejection
 from services.api.submission_checks import MAX_BATCH_SIZE
 from services.api.submission_request import SubmitRequest, snake_keys
@@ -26,6 +26,7 @@ from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.settings import Settings
 
+KIND = "sweep"
 # parameter -> (the scenario it needs, or None for any)
 PARAMETERS: dict[str, str | None] = {
     "batch_size": None,
@@ -115,7 +116,7 @@ def submit_sweep(
     problem = _problem(parameter, values, base.scenario)
     if problem is not None:
         return problem
-    group = {"id": str(uuid.uuid4()), "kind": "sweep", "parameter": parameter}
+    group = {"id": str(uuid.uuid4()), "kind": KIND, "parameter": parameter}
     requests = [_point_request(base, parameter, value, group) for value in values]
     stored = submit_all(session, settings, publish, owner_id=owner_id, requests=requests)
     if isinstance(stored, Rejection):
@@ -125,7 +126,7 @@ def submit_sweep(
 
 def load_sweep(session: Session, *, owner_id: int, group_id: str) -> list[SweepPoint] | None:
     """The owner's sweep's points in value order, each with its run once stored."""
-    members = group_members(session, group_id, "sweep", owner_id=owner_id)
+    members = group_members(session, group_id, KIND, owner_id=owner_id)
     if not members:
         return None
     ordered = sorted(members, key=lambda member: float((member[0].group_info or {})["value"]))

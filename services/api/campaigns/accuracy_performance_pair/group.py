@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from services.api.groups import group_members, submit_all
+from services.api.campaigns.groups import group_members, submit_all
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest, snake_keys
 from services.core.workload import DEFAULT_WORKLOAD

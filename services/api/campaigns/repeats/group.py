@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from services.api.groups import group_members, submit_all
+from services.api.campaigns.groups import group_members, submit_all
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
 from services.campaigns.repeats import Spread, summarise

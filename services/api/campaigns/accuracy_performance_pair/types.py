@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import strawberry
 
+from services.api.campaigns.accuracy_performance_pair.group import PairView
 from services.api.graphql.evaluations.types import EvaluationType, RunType
-from services.api.submission_pair import PairView
 
 
 @strawberry.type(name="PairPass")

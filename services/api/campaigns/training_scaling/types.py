@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import strawberry
 
+from services.api.campaigns.training_scaling.group import ScalingPoint, ScalingView, training_of
 from services.api.graphql.evaluations.types import EvaluationType
-from services.api.training_scaling import ScalingPoint, ScalingView, training_of
 
 
 @strawberry.type(name="ScalingRank")

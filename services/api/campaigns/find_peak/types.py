@@ -7,7 +7,7 @@ import math
 
 import strawberry
 
-from services.api.find_peak import FindPeakView
+from services.api.campaigns.find_peak.group import FindPeakView
 from services.api.graphql.evaluations.types import EvaluationType
 from services.core.find_peak_search import Probe
 

@@ -7,9 +7,9 @@ import math
 
 import strawberry
 
+from services.api.campaigns.repeats.group import RepeatsView
 from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.types import EvaluationType, RunType
-from services.api.repeats import RepeatsView
 from services.campaigns.repeats import Spread
 from services.core.figures import FIGURES
 

@@ -1,0 +1,1 @@
+"""The group kinds submitted through the API, one package each (see registry.py)."""

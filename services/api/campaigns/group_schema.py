@@ -1,0 +1,126 @@
+"""The one GraphQL pattern of every group kind: ``submit<Kind>(input)`` and
+``<kind>(groupId)``. A campaign gives its input, its view type and two plain functions
+(submit, read back); this module makes the resolvers around them: run off the event loop
+as the caller, count the submission, turn a refusal into the typed error, and read the
+group just committed back (the owner's only)."""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable
+from typing import Annotated, Any, Generic, TypeVar
+
+import strawberry
+from sqlalchemy.orm import Session
+
+from services.api.context import ApiDeps, in_thread
+from services.api.graphql.errors import (
+    InvalidInput,
+    InvalidManifest,
+    InvalidScenarioSettings,
+    NoMatchingAgent,
+    UnknownModel,
+    from_rejection,
+)
+from services.api.observability import REJECTIONS, SUBMISSIONS
+from services.api.rejections import Rejection
+from shared.celery_app import Publisher
+from shared.settings import Settings
+
+Shown = TypeVar("Shown")
+Input = TypeVar("Input")
+
+# What a group submission may be refused with, besides its view: submitEvaluation's errors.
+SUBMIT_ERRORS = (
+    UnknownModel,
+    InvalidScenarioSettings,
+    NoMatchingAgent,
+    InvalidManifest,
+    InvalidInput,
+)
+
+# (session, settings, publish, owner id, input) -> (group id, what was stored) or a refusal.
+Submit = Callable[[Session, Settings, Publisher, int, Input], tuple[str, object] | Rejection]
+# (session, owner id, group id) -> the owner's group as shown, None when there is none.
+Read = Callable[[Session, int, str], Shown | None]
+
+
+class GroupSchema(Generic[Input, Shown]):
+    """The query and mutation of one group kind, as strawberry types for Campaign."""
+
+    def __init__(
+        self,
+        *,
+        shown: type[Shown],
+        read: Read[Shown],
+        query: str,
+        query_description: str,
+        submit: Submit[Input],
+        input: type[Input],
+        mutation: str,
+        result: str,
+        mutation_description: str,
+    ) -> None:
+        """``query`` and ``mutation``: the fields' Python names (GraphQL's are camelCase);
+        ``result``: the GraphQL name of the mutation's union of ``shown`` and the errors."""
+        self._shown, self._read, self._submit, self._what = shown, read, submit, query
+        self.queries = self._root_type(
+            f"{shown.__name__}Queries", query, self._query_field(query_description)
+        )
+        self.mutations = self._root_type(
+            f"{shown.__name__}Mutations",
+            mutation,
+            self._mutation_field(input, result, mutation_description),
+        )
+
+    def read_group(self, deps: ApiDeps, owner_id: int, group_id: str) -> Shown | None:
+        with deps.read_db() as session:
+            return self._read(session, owner_id, group_id)
+
+    def submit_group(self, deps: ApiDeps, owner_id: int, data: Input) -> Shown | Rejection:
+        with deps.db() as session:
+            result = self._submit(session, deps.settings, deps.publish, owner_id, data)
+            if isinstance(result, Rejection):
+                return result
+        group_id = result[0]
+        found = self.read_group(deps, owner_id, group_id)
+        if found is None:  # it was just committed: a bug, not the user's error
+            raise RuntimeError(f"{self._what} {group_id} vanished after its commit")
+        return found
+
+    def _query_field(self, description: str) -> Any:
+        async def resolve(info: Any, group_id: str) -> Any:
+            owner = info.context.require_user()
+            return await in_thread(self.read_group, info.context.deps, owner, group_id)
+
+        # Strawberry reads a resolver's types from its annotations: made here, per kind.
+        resolve.__annotations__ = {
+            "info": strawberry.Info,
+            "group_id": str,
+            "return": self._shown | None,
+        }
+        return strawberry.field(resolver=resolve, description=description)
+
+    def _mutation_field(self, input: type[Input], result: str, description: str) -> Any:
+        async def resolve(info: Any, input: Any) -> Any:
+            owner = info.context.require_user()
+            done = await in_thread(self.submit_group, info.context.deps, owner, input)
+            if isinstance(done, Rejection):
+                REJECTIONS.labels(done.kind).inc()
+                return from_rejection(done)
+            SUBMISSIONS.inc()
+            return done
+
+        union = functools.reduce(operator.or_, (self._shown, *SUBMIT_ERRORS))
+        resolve.__annotations__ = {
+            "info": strawberry.Info,
+            "input": input,
+            "return": Annotated[union, strawberry.union(result)],
+        }
+        return strawberry.mutation(resolver=resolve, description=description)
+
+    @staticmethod
+    def _root_type(name: str, field_name: str, field: Any) -> type:
+        # Merged into the root Query or Mutation (graphql/schema.py): its name is not shown.
+        return strawberry.type(type(name, (), {field_name: field}))
