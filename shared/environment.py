@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 
 from shared.frameworks import catalogue
-from shared.version import __version__
+from shared.package_version import __version__
 
 # Packages whose versions matter for any figure, besides each backend's framework (its
 # config.py names those); every installed package is recorded too.

@@ -13,6 +13,7 @@ from typing import Any
 
 from shared import runtime
 from shared.db import evaluation_repo
+from shared.runtime import SessionFactory
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,16 @@ RETRY_OPTIONS: dict[str, Any] = {
 }
 
 
+def _database() -> SessionFactory:
+    """The worker's database as its launcher gave it; the process's when a task runs with
+    no worker context (it fails the evaluation either way)."""
+    from shared import worker_context
+
+    if worker_context.is_installed():
+        return worker_context.current().resources.db
+    return runtime.db
+
+
 def fail_evaluation_on_error(
     stage: str,
 ) -> Callable[[Callable[[dict[str, Any]], None]], Callable[[dict[str, Any]], None]]:
@@ -63,7 +74,7 @@ def fail_evaluation_on_error(
                 log.exception("%s task failed for evaluation %s", stage, evaluation_id)
                 if evaluation_id:
                     reason = f"{stage}: {exc.__class__.__name__}: {exc}"
-                    with runtime.db() as session:
+                    with _database()() as session:
                         evaluation_repo.fail(session, str(evaluation_id), reason)
                 raise
 

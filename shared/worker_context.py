@@ -1,11 +1,13 @@
-"""What a worker process is given at start-up: how to publish, which agent it is, and the
-next step of each group kind whose members are submitted one after another.
+"""What a worker process is given at start-up: its settings, object store and database
+sessions, how to publish, which agent it is, and the next step of each group kind whose
+members are submitted one after another.
 
 The launcher (``services.stack.entry.run_worker``, or ``services.celery_main`` when Celery
 is started directly) installs one ``WorkerContext`` before the worker consumes; each task
 reads it once through ``current()`` and passes what it needs down as arguments, so no task
-module reads a module-level publisher or agent id. Tests install their own (a publisher
-that records), the way the API is handed a publisher by ``create_app``.
+module reads a module-level publisher, agent id, settings, store or database. Tests install
+their own (a publisher that records), the way the API is handed a publisher by
+``create_app``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from shared.celery_app import Publisher
+from shared.runtime import Resources, process_resources
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -51,6 +54,8 @@ class WorkerContext:
     # Group kind (``Evaluation.group_info["kind"]``) -> its next step; empty in workers
     # that store no runs.
     group_steps: Mapping[str, GroupStep] = field(default_factory=lambda: MappingProxyType({}))
+    # Settings, store and database: the launcher's process handles unless it gives others.
+    resources: Resources = field(default_factory=process_resources)
 
 
 class NoWorkerContext(RuntimeError):

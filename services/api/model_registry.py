@@ -20,8 +20,8 @@ from shared.manifest import (
     parse_manifest,
     parse_manifest_text,
 )
+from shared.semver import pick_version
 from shared.settings import Settings
-from shared.versions import pick_version
 
 
 @lru_cache(maxsize=1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -42,8 +43,10 @@ from services.api.submission_targets import (
     requirement_of,
     target_of,
 )
+from services.core.scenario import ScenarioConfig
+from services.core.workload import Workload
 from services.scheduler.agents import find_agent
-from services.scheduler.planner import UnmetConstraint
+from services.scheduler.planner import AgentView, UnmetConstraint
 from shared import queues
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
@@ -103,6 +106,22 @@ def _resolve_manifest(
     return confine_manifest(manifest, settings, field="model")
 
 
+@dataclass(frozen=True)
+class _Accepted:
+    """A request that passed every check, with what the checks resolved."""
+
+    manifest: ModelManifest
+    framework: str
+    device: str
+    # The constraint terms as stored (the scheduler re-reads them with the manifest's own).
+    terms: list[str]
+    workload: Workload
+    workload_options: dict[str, Any] | None
+    dataset: str
+    scenario: ScenarioConfig
+    agents: list[AgentView]
+
+
 def submit(
     session: Session,
     settings: Settings,
@@ -116,6 +135,39 @@ def submit(
     A fan-out stores one evaluation per matching agent, each pinned to its agent by an
     ``agent=ID`` term, so the scheduler routes each to exactly that worker.
     """
+    accepted = _accept(session, settings, request, owner_id)
+    if isinstance(accepted, Rejection):
+        return accepted
+    group_id = str(uuid.uuid4()) if request.fan_out else None
+    group_info = None
+    if request.group is not None:
+        group_id = str(request.group["id"])
+        group_info = {k: v for k, v in request.group.items() if k != "id"}
+    pins = [[f"agent={a.id}"] for a in accepted.agents] if request.fan_out else [[]]
+    infos: list[dict[str, Any] | None] = [group_info] * len(pins)
+    if request.gang_size is not None:
+        gang = gang_of(accepted.agents, request.gang_size, group_info or {})
+        if isinstance(gang, Rejection):
+            return gang
+        pins, infos = gang
+    evaluations = [
+        _evaluation(request, accepted, owner_id, pin, group_id, info)
+        for pin, info in zip(pins, infos, strict=True)
+    ]
+    session.add_all(evaluations)
+    # Commit before publishing: the scheduler must find the rows when the messages arrive.
+    session.commit()
+    for evaluation in evaluations:
+        _publish_plan(session, publish, evaluation, request.trace_level)
+    if (request.fan_out or request.gang_size is not None) and group_id is not None:
+        return FanOut(group_id=group_id, evaluations=evaluations)
+    return evaluations[0]
+
+
+def _accept(
+    session: Session, settings: Settings, request: SubmitRequest, owner_id: int
+) -> _Accepted | Rejection:
+    """Every check of a request, in the order a client is told of them."""
     manifest = _resolve_manifest(session, settings, request, viewer_id=owner_id)
     if isinstance(manifest, Rejection):
         return manifest
@@ -157,73 +209,78 @@ def submit(
     choice = find_agent(session, settings, need)
     if isinstance(choice, UnmetConstraint):
         return Rejection("NoMatchingAgent", choice.message, field=choice.constraint)
-    group_id = str(uuid.uuid4()) if request.fan_out else None
-    group_info = None
-    if request.group is not None:
-        group_id = str(request.group["id"])
-        group_info = {k: v for k, v in request.group.items() if k != "id"}
-    pins = [[f"agent={a.id}"] for a in choice.agents] if request.fan_out else [[]]
-    infos: list[dict[str, Any] | None] = [group_info] * len(pins)
-    if request.gang_size is not None:
-        gang = gang_of(choice.agents, request.gang_size, group_info or {})
-        if isinstance(gang, Rejection):
-            return gang
-        pins, infos = gang
-    evaluations = [
-        Evaluation(
-            id=str(uuid.uuid4()),
-            owner_id=owner_id,
-            model_name=manifest.name,
-            model_version=manifest.version,
-            manifest=manifest.to_dict(),
-            framework=framework,
-            device=device,
-            scenario=scenario.model_dump(mode="json"),
-            batch_size=request.batch_size,
-            dataset=dataset,
-            dataset_count=request.samples,
-            seed=request.seed,
-            trace_level=request.trace_level,
-            # Stored as terms only: the scheduler re-reads them with the manifest's own.
-            constraints={"require": [*texts, *pin]},
-            backend_options=request.backend_options,
-            threads=request.threads,
-            workload=workload.name,
-            workload_options=workload_options,
-            group_id=group_id,
-            group_info=info,
+    return _Accepted(
+        manifest,
+        framework,
+        device,
+        texts,
+        workload,
+        workload_options,
+        dataset,
+        scenario,
+        list(choice.agents),
+    )
+
+
+def _evaluation(
+    request: SubmitRequest,
+    accepted: _Accepted,
+    owner_id: int,
+    pin: list[str],
+    group_id: str | None,
+    group_info: dict[str, Any] | None,
+) -> Evaluation:
+    manifest = accepted.manifest
+    return Evaluation(
+        id=str(uuid.uuid4()),
+        owner_id=owner_id,
+        model_name=manifest.name,
+        model_version=manifest.version,
+        manifest=manifest.to_dict(),
+        framework=accepted.framework,
+        device=accepted.device,
+        scenario=accepted.scenario.model_dump(mode="json"),
+        batch_size=request.batch_size,
+        dataset=accepted.dataset,
+        dataset_count=request.samples,
+        seed=request.seed,
+        trace_level=request.trace_level,
+        # Stored as terms only: the scheduler re-reads them with the manifest's own.
+        constraints={"require": [*accepted.terms, *pin]},
+        backend_options=request.backend_options,
+        threads=request.threads,
+        workload=accepted.workload.name,
+        workload_options=accepted.workload_options,
+        group_id=group_id,
+        group_info=group_info,
+    )
+
+
+def _publish_plan(
+    session: Session, publish: Publisher, evaluation: Evaluation, trace_level: str
+) -> None:
+    """Ask the scheduler to plan a stored evaluation; a broker outage leaves it to the
+    sweeper, with a reason the client reads."""
+    try:
+        # The root of the evaluation's trace: the scheduler's and workers' spans hang
+        # below it through the context the message carries.
+        with tracer().start_as_current_span("api.submit_evaluation") as span:
+            span.set_attribute("benchstack.evaluation_id", evaluation.id)
+            span.set_attribute(
+                "benchstack.model", f"{evaluation.model_name}:{evaluation.model_version}"
+            )
+            span.set_attribute("benchstack.trace_level", trace_level)
+            publish(queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation.id), None)
+    except Exception as exc:
+        # The row is the outbox: it stays QUEUED and the scheduler's sweeper publishes
+        # it once the broker is back. The client gets its id and a reason that says so.
+        log.warning("evaluation %s: publish failed (%s); left to the sweeper", evaluation.id, exc)
+        broker_down = unavailable_dependency(exc) == "broker"
+        cause = "broker unavailable" if broker_down else "could not publish"
+        evaluation.reason = (
+            f"{cause} at submission ({exc.__class__.__name__}); "
+            "the scheduler's sweeper dispatches it again"
         )
-        for pin, info in zip(pins, infos, strict=True)
-    ]
-    session.add_all(evaluations)
-    # Commit before publishing: the scheduler must find the rows when the messages arrive.
-    session.commit()
-    for evaluation in evaluations:
-        try:
-            # The root of the evaluation's trace: the scheduler's and workers' spans hang
-            # below it through the context the message carries.
-            with tracer().start_as_current_span("api.submit_evaluation") as span:
-                span.set_attribute("benchstack.evaluation_id", evaluation.id)
-                span.set_attribute("benchstack.model", f"{manifest.name}:{manifest.version}")
-                span.set_attribute("benchstack.trace_level", request.trace_level)
-                publish(
-                    queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation.id), None
-                )
-        except Exception as exc:
-            # The row is the outbox: it stays QUEUED and the scheduler's sweeper publishes
-            # it once the broker is back. The client gets its id and a reason that says so.
-            log.warning(
-                "evaluation %s: publish failed (%s); left to the sweeper", evaluation.id, exc
-            )
-            broker_down = unavailable_dependency(exc) == "broker"
-            cause = "broker unavailable" if broker_down else "could not publish"
-            evaluation.reason = (
-                f"{cause} at submission ({exc.__class__.__name__}); "
-                "the scheduler's sweeper dispatches it again"
-            )
-            session.commit()
-            if broker_down:
-                UNAVAILABLE.labels(dependency="broker").inc()
-    if (request.fan_out or request.gang_size is not None) and group_id is not None:
-        return FanOut(group_id=group_id, evaluations=evaluations)
-    return evaluations[0]
+        session.commit()
+        if broker_down:
+            UNAVAILABLE.labels(dependency="broker").inc()

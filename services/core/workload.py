@@ -21,6 +21,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from shared.manifest import ModelManifest
+from shared.messages import RunInference
+from shared.runtime import Resources
 
 # The kind of every evaluation that names none: a LoadGen run on a dataset's shards.
 DEFAULT_WORKLOAD = "loadgen"
@@ -33,6 +35,20 @@ Acceptance = Callable[[str, ModelManifest], str | None]
 
 def any_model(framework: str, manifest: ModelManifest) -> str | None:
     return None
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """One measurement on an agent, as the measurement child hands it to its workload."""
+
+    message: RunInference
+    agent_id: str
+    # Where its files go in the object store: runs/<run_id>/attempt-<n>.
+    prefix: str
+    # What every run this agent measures applies (e.g. {"intra_op_threads": 2}).
+    agent_settings: dict[str, Any]
+    # The worker's settings, and the store and database made from them in this child.
+    resources: Resources
 
 
 @dataclass(frozen=True)
@@ -50,8 +66,8 @@ class Workload:
     # says ``dataset_label``.
     needs_dataset: bool
     dataset_label: str
-    # The measurement child's entry: (message: RunInference, agent_id: str, prefix: str,
-    # agent_settings: dict) -> {name: object key}; the keys go to RunCompleted.log_keys.
+    # The measurement child's entry: (run: AgentRun) -> {name: object key}; the keys go to
+    # RunCompleted.log_keys.
     measure: str
     # The aggregator's: read (evaluation, message: RunCompleted, store) -> an outcome, or
     # raise KeyError/ValueError/ObjectNotFound when it is missing or malformed; save

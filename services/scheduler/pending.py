@@ -13,24 +13,25 @@ from sqlalchemy.orm import Session
 from services.core.dispatch import inference_message
 from services.scheduler.agents import find_agent, requirement_for
 from services.scheduler.planner import UnmetConstraint
-from shared import runtime
 from shared.db import evaluation_repo
 from shared.db.clock import utcnow
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
 from shared.messages import RunInference
+from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-def pending_inference(session: Session, evaluation: Evaluation) -> tuple[RunInference, str] | None:
+def pending_inference(
+    session: Session, evaluation: Evaluation, settings: Settings
+) -> tuple[RunInference, str] | None:
     """RunInference (and its queue) for a RUNNING evaluation whose claim is free (never
     claimed, or its worker stopped renewing it): what a redelivered or swept message
     publishes again. When no live agent consumes the queue it was routed to (a direct
     queue of an agent that died), it is routed again; None when nothing can run it now."""
     if evaluation.state != EvaluationState.RUNNING.value:
         return None
-    settings = runtime.settings()
     live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
     free = session.scalar(
         select(func.count())

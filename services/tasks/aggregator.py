@@ -18,13 +18,14 @@ from sqlalchemy.orm import Session
 
 from services.core.workload import entry
 from services.workloads import workload_named
-from shared import queues, runtime
+from shared import queues, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
 from shared.messages import RunCompleted
 from shared.storage import ObjectNotFound
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
+from shared.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,9 @@ log = logging.getLogger(__name__)
 @fail_evaluation_on_error("aggregator")
 def run_completed(payload: dict[str, Any]) -> None:
     message = RunCompleted.model_validate(payload)
-    store = runtime.store()
-    with runtime.db() as session:
+    context = worker_context.current()
+    store = context.resources.store
+    with context.resources.db() as session:
         evaluation = session.get(Evaluation, message.evaluation_id)
         if evaluation is None:
             log.warning("run %s names unknown evaluation %s", message.run_id, message.evaluation_id)
@@ -55,22 +57,19 @@ def run_completed(payload: dict[str, Any]) -> None:
             log.info("run %s: the evaluation left AGGREGATING; not stored", message.run_id)
             return
         entry(workload.save)(session, evaluation, message, outcome)
-        _continue_group(session, evaluation)
+        _continue_group(context, session, evaluation)
 
 
-def _continue_group(session: Session, evaluation: Evaluation) -> None:
+def _continue_group(context: WorkerContext, session: Session, evaluation: Evaluation) -> None:
     """A member's run is stored: a group that submits its members one after another (a
     find-peak search, a training scaling's gangs) takes its next step, handed to this
     worker by its launcher (``WorkerContext.group_steps``; services/api/group_steps.py)."""
     kind = (evaluation.group_info or {}).get("kind")
     if not kind:
         return  # no group: nothing to continue, and no context needed
-    from shared import worker_context
-
-    context = worker_context.current()
     step = context.group_steps.get(str(kind))
     if step is None:
         return
-    done = step(session, runtime.settings(), context.publish, evaluation)
+    done = step(session, context.resources.settings, context.publish, evaluation)
     if done is not None:
         log.info("%s %s: %s", kind, evaluation.group_id, done)

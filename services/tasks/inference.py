@@ -29,7 +29,7 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy import select
 
-from services.core.workload import entry
+from services.core.workload import AgentRun, entry
 from services.inference.isolated import run_in_child
 from services.inference.measurement import stored_completion
 from services.inference.profiling.spans import now_ns
@@ -42,6 +42,8 @@ from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
 from shared.messages import RunCompleted, RunInference
 from shared.run_report import attempt_prefix
+from shared.runtime import Resources, SessionFactory
+from shared.settings import Settings
 from shared.task_guard import RETRY_OPTIONS, TRANSIENT_ERRORS, fail_evaluation_on_error
 from shared.worker_context import WorkerContext
 
@@ -53,7 +55,11 @@ CANCEL_POLL_S = 1.0
 
 
 def measure(
-    payload: dict[str, Any], agent_id: str, prefix: str, agent_settings: dict[str, Any]
+    payload: dict[str, Any],
+    agent_id: str,
+    prefix: str,
+    agent_settings: dict[str, Any],
+    settings: Settings,
 ) -> dict[str, str]:
     """The workload's measurement (services/workloads/<name>/), holding the host, stored
     under ``prefix``; returns the object keys.
@@ -61,8 +67,8 @@ def measure(
     Runs in the measurement child (``isolated.run_in_child``), so it takes everything it
     needs as arguments and returns only picklable values."""
     message = RunInference.model_validate(payload)
-    measure_workload = entry(workload_named(message.workload).measure)
-    keys: dict[str, str] = measure_workload(message, agent_id, prefix, agent_settings)
+    run = AgentRun(message, agent_id, prefix, agent_settings, runtime.resources_for(settings))
+    keys: dict[str, str] = entry(workload_named(message.workload).measure)(run)
     return keys
 
 
@@ -79,7 +85,7 @@ def completion_message(
 
 
 def cancellation_check(
-    evaluation_id: str, attempt: int, *, renew_every_s: float
+    db: SessionFactory, evaluation_id: str, attempt: int, *, renew_every_s: float
 ) -> Callable[[], str | None]:
     """A reason to end the measurement child: the evaluation left RUNNING (cancelled,
     failed) or another attempt took the claim. Every ``renew_every_s`` it also renews the
@@ -89,7 +95,7 @@ def cancellation_check(
     def check() -> str | None:
         nonlocal renewed_at
         try:
-            with runtime.db() as session:
+            with db() as session:
                 row = session.execute(
                     select(Evaluation.state, Evaluation.attempt).where(
                         Evaluation.id == evaluation_id
@@ -114,15 +120,15 @@ def cancellation_check(
 
 
 @contextlib.contextmanager
-def busy(agent_ids: list[str]) -> Iterator[None]:
+def busy(db: SessionFactory, agent_ids: list[str]) -> Iterator[None]:
     """Mark this worker's agents busy while it holds a run, so the sweeper tells a run
     queued behind it from a lost one. A database blip must not fail the run for this."""
-    with contextlib.suppress(Exception), runtime.db() as session:
+    with contextlib.suppress(Exception), db() as session:
         evaluation_repo.mark_agents_busy(session, agent_ids, True)
     try:
         yield
     finally:
-        with contextlib.suppress(Exception), runtime.db() as session:
+        with contextlib.suppress(Exception), db() as session:
             evaluation_repo.mark_agents_busy(session, agent_ids, False)
 
 
@@ -131,58 +137,33 @@ def busy(agent_ids: list[str]) -> Iterator[None]:
 def run_inference(payload: dict[str, Any]) -> None:
     # This worker's agent ids and settings, and its publisher: given by its launcher.
     context = worker_context.current()
-    with busy(list(context.agent.ids.values())):
+    with busy(context.resources.db, list(context.agent.ids.values())):
         _run_inference(payload, context)
 
 
 def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
     message = RunInference.model_validate(payload)
-    settings = runtime.settings()
+    resources = context.resources
+    settings = resources.settings
     agent_id = context.agent.agent_id(message.framework)
-    attempt: int | None = None
-    completed: RunCompleted | None = None
-    with runtime.db() as session:
-        evaluation = session.get(Evaluation, message.evaluation_id)
-        if evaluation is None:
-            return
-        if evaluation.state == EvaluationState.AGGREGATING.value:
-            # This run's claim finished and committed; its RunCompleted may have been lost.
-            completed = stored_completion(runtime.store(), evaluation)
-            if completed is None:
-                evaluation_repo.fail(
-                    session,
-                    message.evaluation_id,
-                    f"inference: attempt {evaluation.attempt} of run {message.run_id} "
-                    "left no outcome in the object store",
-                )
-                return
-        else:
-            attempt = evaluation_repo.claim_run(
-                session,
-                message.evaluation_id,
-                agent_id=agent_id,
-                lease_s=settings.claim_lease_seconds,
-                live_within_s=settings.agent_heartbeat_seconds * settings.agent_live_heartbeats,
-            )
-            if attempt is None:
-                log.info(
-                    "run %s: evaluation is %s or claimed by a live attempt; nothing to measure",
-                    message.run_id,
-                    evaluation.state,
-                )
-                return
-    if completed is not None:
+    claim = _claim(message, agent_id, resources)
+    if isinstance(claim, RunCompleted):
         log.info("run %s: publishing RunCompleted again for a redelivery", message.run_id)
-        context.publish(queues.RUN_COMPLETED, completed, None)
+        context.publish(queues.RUN_COMPLETED, claim, None)
         return
-    assert attempt is not None
+    if claim is None:
+        return
+    attempt = claim
     prefix = attempt_prefix(message.run_id, attempt)
     task_started_ns = now_ns()
     result = run_in_child(
         measure,
-        (payload, agent_id, prefix, dict(context.agent.settings)),
+        (payload, agent_id, prefix, dict(context.agent.settings), settings),
         should_stop=cancellation_check(
-            message.evaluation_id, attempt, renew_every_s=settings.claim_lease_seconds / 3
+            resources.db,
+            message.evaluation_id,
+            attempt,
+            renew_every_s=settings.claim_lease_seconds / 3,
         ),
         time_limit_s=settings.max_run_seconds,
         poll_s=CANCEL_POLL_S,
@@ -191,35 +172,22 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         # that keep them (services/core/workload.Workload.resident).
         resident=settings.model_cache_bytes > 0 and workload_named(message.workload).resident,
     )
-    if result.stopped is not None:
-        log.info("run %s ended: %s", message.run_id, result.stopped)
-        with runtime.db() as session:
-            # A time limit fails the run; a cancel already moved it, so this changes nothing.
+    failure = result.stopped or result.error
+    if failure is not None:
+        # Ended (cancel, time limit) is news; failed (the child's error) is a warning.
+        level = logging.INFO if result.stopped is not None else logging.WARNING
+        log.log(level, "run %s ended: %s", message.run_id, failure)
+        with resources.db() as session:
+            # A time limit or an error fails the run; a cancel already moved it, so this
+            # changes nothing.
             evaluation_repo.fail_attempt(
-                session, message.evaluation_id, attempt, f"inference: {result.stopped}"
-            )
-        return
-    if result.error is not None:
-        log.warning("run %s failed: %s", message.run_id, result.error)
-        with runtime.db() as session:
-            evaluation_repo.fail_attempt(
-                session, message.evaluation_id, attempt, f"inference: {result.error}"
+                session, message.evaluation_id, attempt, f"inference: {failure}"
             )
         return
     keys: dict[str, str] = result.value
     if TRACE_FILE in keys:
-        # The child's trace joins this task's (the API submission's) trace id.
-        with runtime.db() as session:
-            evaluation = session.get(Evaluation, message.evaluation_id)
-            submitted_at = evaluation.created_at if evaluation is not None else None
-        adopt_trace(
-            runtime.store(),
-            keys,
-            evaluation_id=message.evaluation_id,
-            submitted_at=submitted_at,
-            task_started_ns=task_started_ns,
-        )
-    with runtime.db() as session:
+        _adopt_child_trace(resources, message.evaluation_id, keys, task_started_ns)
+    with resources.db() as session:
         moved = evaluation_repo.complete_attempt(
             session, message.evaluation_id, attempt, agent_id=agent_id or None
         )
@@ -228,3 +196,54 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         return
     # After the commit: the aggregator must see the evaluation in AGGREGATING.
     context.publish(queues.RUN_COMPLETED, completion_message(message, agent_id, prefix, keys), None)
+
+
+def _claim(message: RunInference, agent_id: str, resources: Resources) -> int | RunCompleted | None:
+    """The attempt this delivery claimed; or the stored RunCompleted of an attempt that
+    already finished (its message may have been lost); or None: nothing to measure."""
+    settings = resources.settings
+    with resources.db() as session:
+        evaluation = session.get(Evaluation, message.evaluation_id)
+        if evaluation is None:
+            return None
+        if evaluation.state == EvaluationState.AGGREGATING.value:
+            # This run's claim finished and committed; its RunCompleted may have been lost.
+            completed = stored_completion(resources.store, evaluation)
+            if completed is None:
+                evaluation_repo.fail(
+                    session,
+                    message.evaluation_id,
+                    f"inference: attempt {evaluation.attempt} of run {message.run_id} "
+                    "left no outcome in the object store",
+                )
+            return completed
+        attempt = evaluation_repo.claim_run(
+            session,
+            message.evaluation_id,
+            agent_id=agent_id,
+            lease_s=settings.claim_lease_seconds,
+            live_within_s=settings.agent_heartbeat_seconds * settings.agent_live_heartbeats,
+        )
+        if attempt is None:
+            log.info(
+                "run %s: evaluation is %s or claimed by a live attempt; nothing to measure",
+                message.run_id,
+                evaluation.state,
+            )
+        return attempt
+
+
+def _adopt_child_trace(
+    resources: Resources, evaluation_id: str, keys: dict[str, str], task_started_ns: int
+) -> None:
+    """The child's trace joins this task's (the API submission's) trace id."""
+    with resources.db() as session:
+        evaluation = session.get(Evaluation, evaluation_id)
+        submitted_at = evaluation.created_at if evaluation is not None else None
+    adopt_trace(
+        resources.store,
+        keys,
+        evaluation_id=evaluation_id,
+        submitted_at=submitted_at,
+        task_started_ns=task_started_ns,
+    )

@@ -19,11 +19,13 @@ from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.pipeline import preprocess
 from services.preprocess.shards import is_complete, write_shard
 from services.scheduler.pending import pending_inference
-from shared import queues, runtime, worker_context
+from shared import queues, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.manifest import Input
 from shared.messages import PreprocessShard
+from shared.settings import Settings
+from shared.storage import ObjectStore
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 
 log = logging.getLogger(__name__)
@@ -33,12 +35,10 @@ class ShardFailed(RuntimeError):
     """Nothing in the shard could be prepared; the message says why."""
 
 
-def prepare_shard(message: PreprocessShard) -> None:
+def prepare_shard(message: PreprocessShard, settings: Settings, store: ObjectStore) -> None:
     """Write the shard's objects unless they exist already (pure of broker and database)."""
-    store = runtime.store()
     if is_complete(store, message.shard_key):
         return
-    settings = runtime.settings()
     dataset = resolve_dataset(
         message.dataset,
         count=message.dataset_count,
@@ -65,17 +65,18 @@ def prepare_shard(message: PreprocessShard) -> None:
 @fail_evaluation_on_error("preprocess")
 def preprocess_shard(payload: dict[str, Any]) -> None:
     message = PreprocessShard.model_validate(payload)
-    publish = worker_context.current().publish
-    with runtime.db() as session:
+    context = worker_context.current()
+    resources = context.resources
+    with resources.db() as session:
         if evaluation_repo.is_final(session, message.evaluation_id):
             return  # cancelled or failed: spare the CPU
     try:
-        prepare_shard(message)
+        prepare_shard(message, resources.settings, resources.store)
     except (ShardFailed, DatasetError, ValueError) as exc:
-        with runtime.db() as session:
+        with resources.db() as session:
             evaluation_repo.fail(session, message.evaluation_id, str(exc))
         return
-    with runtime.db() as session:
+    with resources.db() as session:
         completed_set = evaluation_repo.mark_shard_ready(
             session, message.evaluation_id, message.shard_index
         )
@@ -86,10 +87,10 @@ def preprocess_shard(payload: dict[str, Any]) -> None:
             run = inference_message(evaluation, [s.key for s in evaluation.shards])
             queue = evaluation.queue
         else:
-            pending = pending_inference(session, evaluation)
+            pending = pending_inference(session, evaluation, resources.settings)
             if pending is None or not all(s.ready for s in evaluation.shards):
                 return  # other shards still preparing, or inference already claimed it
             log.info("evaluation %s: publishing RunInference again", evaluation.id)
             run, queue = pending
     # After the commit: the inference worker must see the evaluation in RUNNING.
-    publish(queues.RUN_INFERENCE, run, queue)
+    context.publish(queues.RUN_INFERENCE, run, queue)

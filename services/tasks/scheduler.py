@@ -19,7 +19,7 @@ from celery import shared_task
 from sqlalchemy.orm import Session
 
 from services.core.constraints import ConstraintError
-from services.core.dispatch import inference_message, run_id_for, shard_message
+from services.core.dispatch import PlannedShard, inference_message, run_id_for, shard_message
 from services.inference.measurement import stored_completion
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.shards import is_complete
@@ -27,29 +27,33 @@ from services.scheduler.agents import find_agent, requirement_for
 from services.scheduler.pending import pending_inference
 from services.scheduler.planner import UnmetConstraint, plan_shards
 from services.workloads import workload_named
-from shared import queues, runtime, worker_context
-from shared.celery_app import Publisher
+from shared import queues, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation, Shard
 from shared.db.states import EvaluationState
-from shared.manifest import ManifestError, parse_manifest
+from shared.manifest import Input, ManifestError, parse_manifest
 from shared.messages import EvaluationRequested, Message
+from shared.runtime import Resources
+from shared.settings import Settings
+from shared.storage import ObjectStore
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
+from shared.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
 
+# Messages to publish once the plan's transaction committed: (task, message, queue).
+Outbox = list[tuple[str, Message, str | None]]
 
-def plan(evaluation_id: str, publish: Publisher) -> None:
-    outbox: list[tuple[str, Message, str | None]] = []
-    _plan(evaluation_id, outbox)
+
+def plan(evaluation_id: str, context: WorkerContext) -> None:
+    outbox: Outbox = []
+    _plan(context.resources, evaluation_id, outbox)
     for task_name, message, queue in outbox:
-        publish(task_name, message, queue)
+        context.publish(task_name, message, queue)
 
 
-def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> None:
-    settings = runtime.settings()
-    store = runtime.store()
-    with runtime.db() as session:
+def _plan(resources: Resources, evaluation_id: str, outbox: Outbox) -> None:
+    with resources.db() as session:
         # Locked for the whole plan: two deliveries at once (a redelivery, a sweeper's
         # re-dispatch) plan one after the other, and the second sees what the first did.
         evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
@@ -57,114 +61,139 @@ def _plan(evaluation_id: str, outbox: list[tuple[str, Message, str | None]]) -> 
             log.info("evaluation %s does not exist; nothing to plan", evaluation_id)
             return
         if evaluation.state == EvaluationState.PREPROCESSING.value:
-            _resume_preprocessing(session, evaluation, outbox)
-            return
-        if evaluation.state == EvaluationState.RUNNING.value:
-            pending = pending_inference(session, evaluation)
+            _resume_preprocessing(resources.settings, session, evaluation, outbox)
+        elif evaluation.state == EvaluationState.RUNNING.value:
+            pending = pending_inference(session, evaluation, resources.settings)
             if pending is not None:
                 log.info("evaluation %s: publishing RunInference again", evaluation_id)
                 outbox.append((queues.RUN_INFERENCE, *pending))
-            return
-        if evaluation.state == EvaluationState.AGGREGATING.value:
-            completed = stored_completion(runtime.store(), evaluation)
-            if completed is None:
-                evaluation_repo.fail(
-                    session,
-                    evaluation_id,
-                    f"scheduler: attempt {evaluation.attempt} of run {evaluation.run_id} "
-                    "left no measurement in the object store",
-                )
-                return
-            log.info("evaluation %s: publishing RunCompleted again", evaluation_id)
-            outbox.append((queues.RUN_COMPLETED, completed, None))
-            return
-        if evaluation.state != EvaluationState.QUEUED.value:
+        elif evaluation.state == EvaluationState.AGGREGATING.value:
+            _resend_completion(resources.store, session, evaluation, outbox)
+        elif evaluation.state == EvaluationState.QUEUED.value:
+            _plan_queued(resources, session, evaluation, outbox)
+        else:
             log.info("evaluation %s is %s; nothing to plan", evaluation_id, evaluation.state)
-            return
-        try:
-            need = requirement_for(evaluation)
-        except ConstraintError as exc:
-            evaluation_repo.fail(session, evaluation_id, str(exc))
-            return
-        choice = find_agent(session, settings, need)
-        if isinstance(choice, UnmetConstraint):
-            # The API found an agent at submission; none is live now (a restart, a database
-            # outage that aged every heartbeat). Wait: the sweeper plans it again, and fails
-            # it only after MAX_DISPATCHES tries, with this reason.
-            evaluation.reason = f"waiting for an agent: {choice.message}"
-            return
-        if not workload_named(evaluation.workload).needs_dataset:
-            # A workload that reads no dataset (DLBricks, training): nothing to preprocess.
-            _start_without_dataset(session, evaluation, choice.queue, outbox)
-            return
-        try:
-            manifest = parse_manifest(evaluation.manifest)
-            dataset = resolve_dataset(
-                evaluation.dataset,
-                count=evaluation.dataset_count,
-                seed=evaluation.seed,
-                cache_dir=settings.data_dir,
-            )
-        except (ManifestError, DatasetError) as exc:
-            evaluation_repo.fail(session, evaluation_id, str(exc))
-            return
-        spec = manifest.inputs[0]
-        shards = plan_shards(dataset.samples, spec, shard_samples=settings.shard_samples)
-        done = [is_complete(store, s.key) for s in shards]
-        evaluation_repo.record_dataset(
+
+
+def _resend_completion(
+    store: ObjectStore, session: Session, evaluation: Evaluation, outbox: Outbox
+) -> None:
+    """AGGREGATING: the run's RunCompleted, rebuilt from the store (it may have been lost)."""
+    completed = stored_completion(store, evaluation)
+    if completed is None:
+        evaluation_repo.fail(
             session,
-            spec=evaluation.dataset,
+            evaluation.id,
+            f"scheduler: attempt {evaluation.attempt} of run {evaluation.run_id} "
+            "left no measurement in the object store",
+        )
+        return
+    log.info("evaluation %s: publishing RunCompleted again", evaluation.id)
+    outbox.append((queues.RUN_COMPLETED, completed, None))
+
+
+def _plan_queued(
+    resources: Resources, session: Session, evaluation: Evaluation, outbox: Outbox
+) -> None:
+    """QUEUED: pick the agent's queue, then plan the dataset's shards or, for a workload
+    that reads none, go straight to the run."""
+    settings = resources.settings
+    try:
+        need = requirement_for(evaluation)
+    except ConstraintError as exc:
+        evaluation_repo.fail(session, evaluation.id, str(exc))
+        return
+    choice = find_agent(session, settings, need)
+    if isinstance(choice, UnmetConstraint):
+        # The API found an agent at submission; none is live now (a restart, a database
+        # outage that aged every heartbeat). Wait: the sweeper plans it again, and fails
+        # it only after MAX_DISPATCHES tries, with this reason.
+        evaluation.reason = f"waiting for an agent: {choice.message}"
+        return
+    if not workload_named(evaluation.workload).needs_dataset:
+        # A workload that reads no dataset (DLBricks, training): nothing to preprocess.
+        _start_without_dataset(session, evaluation, choice.queue, outbox)
+        return
+    try:
+        manifest = parse_manifest(evaluation.manifest)
+        dataset = resolve_dataset(
+            evaluation.dataset,
             count=evaluation.dataset_count,
             seed=evaluation.seed,
-            name=dataset.name,
-            sample_count=len(dataset.samples),
-            class_names=dataset.class_names,
+            cache_dir=settings.data_dir,
         )
-        for shard, ready in zip(shards, done, strict=True):
-            session.add(
-                Shard(
-                    evaluation_id=evaluation_id,
-                    index=shard.index,
-                    key=shard.key,
-                    sample_count=len(shard.sample_ids),
-                    ready=ready,
-                    reused=ready,
-                )
+    except (ManifestError, DatasetError) as exc:
+        evaluation_repo.fail(session, evaluation.id, str(exc))
+        return
+    spec = manifest.inputs[0]
+    shards = plan_shards(dataset.samples, spec, shard_samples=settings.shard_samples)
+    evaluation_repo.record_dataset(
+        session,
+        spec=evaluation.dataset,
+        count=evaluation.dataset_count,
+        seed=evaluation.seed,
+        name=dataset.name,
+        sample_count=len(dataset.samples),
+        class_names=dataset.class_names,
+    )
+    _start_shards(resources.store, session, evaluation, shards, spec, choice.queue, outbox)
+
+
+def _start_shards(
+    store: ObjectStore,
+    session: Session,
+    evaluation: Evaluation,
+    shards: list[PlannedShard],
+    spec: Input,
+    queue: str,
+    outbox: Outbox,
+) -> None:
+    """Store the planned shards, QUEUED -> PREPROCESSING, and publish those not stored
+    yet; when every one is (content-addressed, reused), straight on to RUNNING."""
+    done = [is_complete(store, s.key) for s in shards]
+    for shard, ready in zip(shards, done, strict=True):
+        session.add(
+            Shard(
+                evaluation_id=evaluation.id,
+                index=shard.index,
+                key=shard.key,
+                sample_count=len(shard.sample_ids),
+                ready=ready,
+                reused=ready,
             )
-        evaluation.run_id = evaluation.run_id or run_id_for(evaluation_id)
-        evaluation.queue = choice.queue
-        if not evaluation_repo.transition(
-            session,
-            evaluation_id,
-            EvaluationState.PREPROCESSING,
-            shards_total=len(shards),
-            shards_ready=sum(done),
-            preprocess_reused=all(done),
-            queue=choice.queue,
-            run_id=evaluation.run_id,
-        ):
-            return  # cancelled meanwhile
-        session.flush()
-        keys = [s.key for s in shards]
-        if all(done):
-            if evaluation_repo.transition(session, evaluation_id, EvaluationState.RUNNING):
-                outbox.append(
-                    (queues.RUN_INFERENCE, inference_message(evaluation, keys), choice.queue)
-                )
-            return
-        spec_json = spec.model_dump(mode="json")
-        for shard, ready in zip(shards, done, strict=True):
-            if not ready:
-                outbox.append(
-                    (queues.PREPROCESS_SHARD, shard_message(evaluation, shard, spec_json), None)
-                )
+        )
+    evaluation.run_id = evaluation.run_id or run_id_for(evaluation.id)
+    evaluation.queue = queue
+    if not evaluation_repo.transition(
+        session,
+        evaluation.id,
+        EvaluationState.PREPROCESSING,
+        shards_total=len(shards),
+        shards_ready=sum(done),
+        preprocess_reused=all(done),
+        queue=queue,
+        run_id=evaluation.run_id,
+    ):
+        return  # cancelled meanwhile
+    session.flush()
+    if all(done):
+        if evaluation_repo.transition(session, evaluation.id, EvaluationState.RUNNING):
+            keys = [s.key for s in shards]
+            outbox.append((queues.RUN_INFERENCE, inference_message(evaluation, keys), queue))
+        return
+    spec_json = spec.model_dump(mode="json")
+    for shard, ready in zip(shards, done, strict=True):
+        if not ready:
+            outbox.append(
+                (queues.PREPROCESS_SHARD, shard_message(evaluation, shard, spec_json), None)
+            )
 
 
 def _start_without_dataset(
     session: Session,
     evaluation: Evaluation,
     queue: str,
-    outbox: list[tuple[str, Message, str | None]],
+    outbox: Outbox,
 ) -> None:
     """QUEUED -> PREPROCESSING (no shards) -> RUNNING, and RunInference to the agent."""
     evaluation.run_id = evaluation.run_id or run_id_for(evaluation.id)
@@ -183,13 +212,12 @@ def _start_without_dataset(
 
 
 def _resume_preprocessing(
-    session: Session, evaluation: Evaluation, outbox: list[tuple[str, Message, str | None]]
+    settings: Settings, session: Session, evaluation: Evaluation, outbox: Outbox
 ) -> None:
     """A redelivery after the plan committed: publish the shards not ready yet again.
 
     Planning is deterministic (dataset, count, seed, spec), so the shards planned again are
     the rows stored then."""
-    settings = runtime.settings()
     try:
         manifest = parse_manifest(evaluation.manifest)
         dataset = resolve_dataset(
@@ -225,4 +253,4 @@ def _resume_preprocessing(
 @fail_evaluation_on_error("scheduler")
 def plan_evaluation(payload: dict[str, Any]) -> None:
     evaluation_id = EvaluationRequested.model_validate(payload).evaluation_id
-    plan(evaluation_id, worker_context.current().publish)
+    plan(evaluation_id, worker_context.current())

@@ -8,25 +8,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from services.core.workload import AgentRun
 from services.inference.backends.base import BackendOptions
 from services.inference.host_slot import HostSlot
 from services.inference.isolated import announce_started
 from services.inference.measurement import store_outcome
-from shared import runtime
 from shared.host_load import usable_cpus
 from shared.messages import RunInference
-from shared.storage import ObjectStore
+from shared.settings import Settings
 
-# (message, threads, store) -> the outcome document of a workload without a dataset.
-OutcomeMeasurement = Callable[[RunInference, int, ObjectStore], dict[str, Any]]
+# (run, threads) -> the outcome document of a workload without a dataset.
+OutcomeMeasurement = Callable[[AgentRun, int], dict[str, Any]]
 
 
-def backend_options(message: RunInference, agent_settings: dict[str, Any]) -> BackendOptions:
+def backend_options(
+    message: RunInference, agent_settings: dict[str, Any], settings: Settings
+) -> BackendOptions:
     """The agent's settings apply to every run it measures, except the threads an
     evaluation asks for itself; the Triton server's address falls back to the deployment's
     (BENCHSTACK_TRITON_URL) when the submission names none."""
     extra = dict(message.backend_options)
-    triton_url = runtime.settings().triton_url
+    triton_url = settings.triton_url
     if message.framework == "triton" and "url" not in extra and triton_url:
         extra["url"] = triton_url
     return BackendOptions(
@@ -36,30 +38,24 @@ def backend_options(message: RunInference, agent_settings: dict[str, Any]) -> Ba
     )
 
 
-def host_slot() -> HostSlot:
-    settings = runtime.settings()
+def host_slot(settings: Settings) -> HostSlot:
     return HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
 
 
-def measure_holding_host(
-    message: RunInference,
-    agent_id: str,
-    prefix: str,
-    agent_settings: dict[str, Any],
-    measurement: OutcomeMeasurement,
-) -> dict[str, str]:
+def measure_holding_host(run: AgentRun, measurement: OutcomeMeasurement) -> dict[str, str]:
     """Hold the host, run ``measurement``, store its document as ``<workload>.json``."""
     # The threads are part of the system a figure belongs to (a brick's key; a training
     # run uses every CPU as `benchstack train` does): they come from the agent's settings
     # or the CPUs it may use, never from the momentary load a LoadGen run's thread choice
     # reads, so the same agent finds its own figures again.
-    threads = backend_options(message, agent_settings).intra_op_threads or usable_cpus()
-    store = runtime.store()
+    message, settings = run.message, run.resources.settings
+    options = backend_options(message, run.agent_settings, settings)
+    threads = options.intra_op_threads or usable_cpus()
     # The ranks of a data-parallel gang on one host must run together: they share it.
     shared = message.data_parallel is not None
-    with host_slot().measuring(message.run_id, shared=shared) as host:
+    with host_slot(settings).measuring(message.run_id, shared=shared) as host:
         announce_started()
-        document = measurement(message, threads, store)
+        document = measurement(run, threads)
     document["host"] = host.to_dict() | {"threads": threads}
-    document["agent"] = {"id": agent_id, "settings": dict(agent_settings)}
-    return store_outcome(store, prefix, message.workload, document)
+    document["agent"] = {"id": run.agent_id, "settings": dict(run.agent_settings)}
+    return store_outcome(run.resources.store, run.prefix, message.workload, document)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from shared.manifest import ManifestError, ModelManifest, load_manifest
-from shared.versions import pick_version
+from shared.semver import pick_version
 
 CATALOGUE_DIR = Path(__file__).parent
 

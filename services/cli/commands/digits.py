@@ -20,7 +20,7 @@ def prepare(
 ) -> None:
     """Write the digits as PNG files, train the CNN, write weights + sha256-pinned manifest."""
     try:
-        from services.datasets.digits import prepare as prepare_digits
+        from services.digits.dataset import prepare as prepare_digits
     except ImportError as exc:  # scikit-learn and torch are optional extras
         from services.cli.errors import fail
 

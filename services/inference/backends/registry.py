@@ -69,7 +69,7 @@ def installed_version(name: str) -> str | None:
     """The installed version of a backend's framework; None when it cannot be imported."""
     spec = spec_for(name)
     if spec.probe_module is None:
-        from shared.version import __version__
+        from shared.package_version import __version__
 
         return __version__
     if importlib.util.find_spec(spec.probe_module) is None:

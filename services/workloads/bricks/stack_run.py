@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from services.core.workload import AgentRun
 from services.workloads.agent_run import measure_holding_host
 from services.workloads.bricks.construct import construct
 from services.workloads.bricks.generate import generate_suite, list_bricks, read_recipe
@@ -25,23 +26,19 @@ from services.workloads.bricks.options import BrickOptions
 from services.workloads.bricks.results import SystemResults
 from services.workloads.bricks.run import measure_chunks, median_floor
 from services.workloads.bricks.store import system_results
-from shared import runtime
 from shared.environment import capture_environment
 from shared.manifest import parse_manifest
-from shared.messages import RunInference
-from shared.storage import ObjectStore
 
 
-def measure(
-    message: RunInference, agent_id: str, prefix: str, agent_settings: dict[str, Any]
-) -> dict[str, str]:
-    """The measurement child's entry: bricks.json under ``prefix``, the host held."""
-    return measure_holding_host(message, agent_id, prefix, agent_settings, measure_bricks)
+def measure(run: AgentRun) -> dict[str, str]:
+    """The measurement child's entry: bricks.json under the run's prefix, the host held."""
+    return measure_holding_host(run, measure_bricks)
 
 
-def measure_bricks(message: RunInference, threads: int, store: ObjectStore) -> dict[str, Any]:
+def measure_bricks(run: AgentRun, threads: int) -> dict[str, Any]:
     """Generate, measure what is missing on this system, construct; returns the document
     written to ``bricks.json`` (the caller holds the host while this runs)."""
+    message = run.message
     options = BrickOptions.model_validate(message.workload_options)
     manifest = parse_manifest(message.manifest)
     model = manifest_model_input(
@@ -55,7 +52,7 @@ def measure_bricks(message: RunInference, threads: int, store: ObjectStore) -> d
         suite = Path(folder)
         generated = generate_suite([model], options.granularity, suite)
         recipe = read_recipe(suite, model.name)
-        with runtime.db() as session:
+        with run.resources.db() as session:
             known = system_results(session, system)
         wanted = list_bricks(suite)
         missing = [s for s in wanted if s not in known.bricks]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from services.core.scenario import ScenarioConfig
+from services.core.workload import AgentRun
 from services.inference import model_cache
 from services.inference.backends.base import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
@@ -19,16 +20,15 @@ from services.inference.run import RunOutcome, execute_run
 from services.inference.threads import with_scenario_threads
 from services.preprocess.shards import ShardSet
 from services.workloads.agent_run import backend_options, host_slot
-from shared import runtime
 from shared.manifest import parse_manifest
-from shared.messages import RunInference
+from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-def worker_models() -> model_cache.ModelCache:
+def worker_models(settings: Settings) -> model_cache.ModelCache:
     """The models this process keeps between runs (the worker's resident child's)."""
-    return model_cache.process_cache(runtime.settings().model_cache_bytes)
+    return model_cache.process_cache(settings.model_cache_bytes)
 
 
 def log_model_use(model_name: str, use: model_cache.ModelUse) -> None:
@@ -43,11 +43,9 @@ def log_model_use(model_name: str, use: model_cache.ModelUse) -> None:
         )
 
 
-def measure(
-    message: RunInference, agent_id: str, prefix: str, agent_settings: dict[str, Any]
-) -> dict[str, str]:
-    """Load, run (holding the host), upload under ``prefix``; returns the object keys."""
-    store = runtime.store()
+def measure(run: AgentRun) -> dict[str, str]:
+    """Load, run (holding the host), upload under the run's prefix; returns the keys."""
+    message, settings, store = run.message, run.resources.settings, run.resources.store
     manifest = parse_manifest(message.manifest)
     scenario = ScenarioConfig.model_validate(message.scenario)
     profiler = RunProfiler(message.trace_level)
@@ -56,14 +54,14 @@ def measure(
     with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
         # The host first: loading a model while another run measures would disturb it,
         # and threads are chosen for the load the machine has once it is ours.
-        with host_slot().measuring(message.run_id) as host:
+        with host_slot(settings).measuring(message.run_id) as host:
             announce_started()
             options, threads = with_scenario_threads(
-                backend_options(message, agent_settings), scenario.scenario
+                backend_options(message, run.agent_settings, settings), scenario.scenario
             )
             clock = PhaseClock()
             # A traced run measures the cold start itself (profiler.cold), so it loads afresh.
-            models = model_cache.ModelCache(0) if profiler.enabled else worker_models()
+            models = model_cache.ModelCache(0) if profiler.enabled else worker_models(settings)
 
             def load() -> Backend:
                 with profiler.step("model load"), clock.phase("model_load"):
@@ -94,14 +92,14 @@ def measure(
             clock.timings.update(model.timings())
         measurement = measurement_of(
             outcome,
-            agent=_agent_record(agent_id, agent_settings, options),
+            agent=_agent_record(run.agent_id, run.agent_settings, options),
             host=host.to_dict() | {"threads": threads.reason},
             input_errors=shards.errors,
             profile=profiler.summary(),
             timings=clock.timings,
         )
         trace_files = profiler.write(Path(tmp), run_id=message.run_id)
-        return store_attempt(store, prefix, outcome.log_files | trace_files, measurement)
+        return store_attempt(store, run.prefix, outcome.log_files | trace_files, measurement)
 
 
 def _agent_record(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.workload import AgentRun
 from services.workloads.agent_run import measure_holding_host
 from services.workloads.training.gang import train_in_gang
 from services.workloads.training.options import TrainingOptions
@@ -14,7 +15,6 @@ from services.workloads.training.throughput import TrainingSettings, run
 from shared.environment import capture_environment
 from shared.manifest import parse_manifest
 from shared.messages import RunInference
-from shared.storage import ObjectStore
 
 # Architectures whose training name differs from the architecture's (data_sources reads
 # the channel count from the name).
@@ -44,19 +44,18 @@ def training_settings(message: RunInference, threads: int) -> TrainingSettings:
     )
 
 
-def measure(
-    message: RunInference, agent_id: str, prefix: str, agent_settings: dict[str, Any]
-) -> dict[str, str]:
-    """The measurement child's entry: training.json under ``prefix``, the host held."""
-    return measure_holding_host(message, agent_id, prefix, agent_settings, measure_training)
+def measure(run: AgentRun) -> dict[str, str]:
+    """The measurement child's entry: training.json under the run's prefix, the host held."""
+    return measure_holding_host(run, measure_training)
 
 
-def measure_training(message: RunInference, threads: int, store: ObjectStore) -> dict[str, Any]:
+def measure_training(agent_run: AgentRun, threads: int) -> dict[str, Any]:
     """Train and time, alone or as one rank of a data-parallel gang (training/gang.py); the
     document ``training.json`` holds."""
+    message = agent_run.message
     settings = training_settings(message, threads)
     if message.data_parallel is not None:
-        figures = train_in_gang(settings, message.data_parallel, store)
+        figures = train_in_gang(settings, message.data_parallel, agent_run.resources.store)
     else:
         figures = run(settings).as_dict()
     return {

@@ -32,15 +32,10 @@ def test_the_step_of_the_members_group_kind_runs_and_no_other(
         return None
 
     searched, swept = _member("find-peak"), _member("sweep")
-    previous = worker_context.install(
-        worker_context.WorkerContext(publish, group_steps={"find-peak": step})
-    )
-    try:
-        with caplog.at_level("INFO", logger="services.tasks.aggregator"):
-            _continue_group(None, searched)  # type: ignore[arg-type]
-            _continue_group(None, swept)  # type: ignore[arg-type]
-    finally:
-        worker_context.uninstall(previous)
+    context = worker_context.WorkerContext(publish, group_steps={"find-peak": step})
+    with caplog.at_level("INFO", logger="services.tasks.aggregator"):
+        _continue_group(context, None, searched)  # type: ignore[arg-type]
+        _continue_group(context, None, swept)  # type: ignore[arg-type]
     assert taken == [(searched.id, publish)]
     assert f"find-peak {searched.group_id}: next member(s) submitted" in caplog.text
 
@@ -49,16 +44,6 @@ def test_only_the_aggregator_is_handed_the_api_s_group_steps() -> None:
     assert set(group_steps()) == {"find-peak", "ddp"}
     assert set(_group_steps("aggregator")) == {"find-peak", "ddp"}
     assert _group_steps("preprocess") == {} and _group_steps("inference") == {}
-
-
-def test_a_run_outside_any_group_needs_no_worker_context() -> None:
-    previous = worker_context.install(worker_context.WorkerContext(lambda *_: None))
-    worker_context.uninstall(None)  # no context at all in this process now
-    try:
-        alone = Evaluation(id=str(uuid.uuid4()), group_id=None, group_info=None)
-        _continue_group(None, alone)  # type: ignore[arg-type]  # raises without the guard
-    finally:
-        worker_context.uninstall(previous)
 
 
 def test_a_directly_started_worker_imports_the_api_only_at_its_first_group_lookup() -> None:

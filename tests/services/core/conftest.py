@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.datasets.digits import DigitsArtifacts, prepare
+from services.digits.dataset import DigitsArtifacts, prepare
 
 
 @pytest.fixture(scope="session")

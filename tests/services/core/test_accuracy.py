@@ -26,7 +26,7 @@ from services.core.labels import (
     top_k_of,
 )
 from services.core.scenario import ScenarioConfig
-from services.datasets.digits import DigitsArtifacts
+from services.digits.dataset import DigitsArtifacts
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.torch.architectures import DigitsCNN
 from shared.db.session import session_scope

@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from services.api.context import ApiDeps, in_thread
-from services.api.datasets import list_datasets
+from services.api.dataset_folders import list_datasets
 
 
 @strawberry.type(name="Dataset")

@@ -14,7 +14,7 @@ import numpy as np
 
 from services.inference.backends.base import Backend, BackendError, BackendOptions
 from shared.manifest import ModelManifest
-from shared.version import __version__
+from shared.package_version import __version__
 
 
 class NullBackend(Backend):

@@ -7,7 +7,7 @@ import pytest
 
 from shared.catalogue import list_catalogue, resolve_model
 from shared.manifest import ManifestError
-from shared.versions import pick_version, semver_key
+from shared.semver import pick_version, semver_key
 
 
 def test_semver_precedence() -> None:

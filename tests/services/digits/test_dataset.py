@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.datasets.digits import prepare
+from services.digits.dataset import prepare
 from shared.manifest import load_manifest, verify_model_files
 
 

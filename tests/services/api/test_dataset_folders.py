@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.api.datasets import count_images, list_datasets
+from services.api.dataset_folders import count_images, list_datasets
 from tests.services.api.conftest import Api
 
 
