@@ -26,7 +26,7 @@ from services.inference.measurement import PhaseClock, measurement_of, store_att
 from services.inference.model_cache import ModelCache, model_key, process_cache
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from services.inference.profiling.run_profile import RunProfiler, batch_of
-from services.inference.run import execute_run
+from services.inference.run import RunOutcome, execute_run
 from services.inference.runtime_info import framework_runtime
 from services.inference.threads import with_scenario_threads
 from services.preprocess import shards
@@ -135,16 +135,7 @@ def run_bench(
     check_manifest(manifest, hash_files=False)
     store = make_store(settings)
     profiler = RunProfiler(request.trace_level, request.profile_iterations)
-
-    progress.on_stage("preparing data")
-    with profiler.step("dataset"):
-        dataset = resolve_dataset(
-            request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
-        )
-    prep_start = time.perf_counter()
-    with profiler.step("preprocess"):
-        prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
-    prep_seconds = time.perf_counter() - prep_start
+    data = _prepare_data(request, manifest, settings, store, profiler, progress)
 
     prefix = attempt_prefix(run_id, 1)
     slot = HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
@@ -160,62 +151,30 @@ def run_bench(
             )
             request = replace(request, backend_options=options)
             clock = PhaseClock()
-            # A traced run measures the cold start itself (profiler.cold): it loads afresh.
-            budget = 0 if profiler.enabled else settings.model_cache_bytes
-            models = ModelCache(0) if budget == 0 else process_cache(budget)
-
-            def load() -> Backend:
-                with profiler.step("model load"), clock.phase("model_load"):
-                    return load_backend(framework, options, manifest)
-
-            # A sweep or find-peak in this process loads its model once: it stays loaded
-            # between runs, and a failed run closes it (sessions, device memory).
-            key = model_key(framework, options, manifest)
-            with models.use(key, load, options) as model:
-                if not model.cold:
-                    progress.on_stage("model kept loaded from the previous run")
-                backend = model.backend
-                batch = batch_of(prepared.tensors, request.batch_size) if profiler.enabled else None
-                if batch is not None:
-                    profiler.cold(backend, batch)
-                progress.on_stage("running")
-                progress.on_run_start(request.scenario.effective_min_duration_s)
-                # Ctrl-C here must not unwind through LoadGen (see interrupt.py); the run's
-                # files and row are written only after this returns, so none exist yet.
-                with (
-                    exit_on_interrupt(
-                        lambda: shutil.rmtree(tmp, ignore_errors=True),
-                        lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
-                    ),
-                    profiler.step("loadgen run", headline=True),
-                    clock.phase("loadgen"),
-                ):
-                    outcome = execute_run(
-                        manifest=manifest,
-                        backend=backend,
-                        scenario=request.scenario,
-                        batch_size=request.batch_size,
-                        log_dir=Path(tmp),
-                        tensors=prepared.tensors,
-                        labels=prepared.labels,
-                        workers=request.workers,
-                        class_names=dataset.class_names,
-                        progress=progress.on_loadgen,
-                    )
-                if batch is not None:
-                    progress.on_stage(f"profiling ({profiler.level})")
-                    profiler.passes(backend, batch)
-            clock.timings.update(model.timings())
-        environment = capture_environment()
-        environment["framework_runtime"] = framework_runtime()
+            outcome = _load_and_measure(
+                request,
+                framework,
+                manifest,
+                data,
+                settings=settings,
+                profiler=profiler,
+                clock=clock,
+                progress=progress,
+                log_dir=Path(tmp),
+                # Ctrl-C while measuring leaves no run files and no host-slot claim behind.
+                cleanups=(
+                    lambda: shutil.rmtree(tmp, ignore_errors=True),
+                    lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
+                ),
+            )
         # The machine's declared price, as an agent records its settings with each run.
         price = settings.agent_price_per_hour
         measurement = measurement_of(
             outcome,
             agent={"settings": {"price_per_hour": price}} if price is not None else None,
-            environment=environment,
+            environment=capture_environment() | {"framework_runtime": framework_runtime()},
             host=host.to_dict() | {"threads": threads.reason},
-            input_errors=[str(e) for e in prepared.errors],
+            input_errors=[str(e) for e in data.prepared.errors],
             profile=profiler.summary(),
             timings=clock.timings,
         )
@@ -230,20 +189,8 @@ def run_bench(
         model={"name": manifest.name, "version": manifest.version},
         settings=run_settings(request, manifest, framework),
         measurement=measurement,
-        dataset={
-            "name": dataset.name,
-            "samples": len(prepared.tensors),
-            "failed": [str(e) for e in prepared.errors],
-        },
-        preprocessing={
-            "fidelity": manifest.inputs[0].fidelity,
-            "seconds": prep_seconds,
-            "reused": reused,
-            "shard": shard,
-            # How the seconds were spent: samples and processes (none when reused).
-            "samples": len(dataset.samples),
-            "processes": None if reused else prepared.processes,
-        },
+        dataset=data.dataset_section(),
+        preprocessing=data.preprocessing_section(manifest),
         logs=keys,
         log_locations={name: store.describe(key) for name, key in keys.items()},
         log_prefix=prefix,
@@ -253,6 +200,117 @@ def run_bench(
         save_run(session, record_from_report(report, manifest.to_dict()))
     # What is printed is what is stored: strict JSON, a figure LoadGen lacks is null.
     return report.to_dict()
+
+
+@dataclass(frozen=True)
+class _PreparedData:
+    """The dataset of a run and its preprocessed tensors, with how they were had."""
+
+    dataset: Dataset
+    prepared: Prepared
+    reused: bool
+    shard: str
+    seconds: float
+
+    def dataset_section(self) -> dict[str, Any]:
+        return {
+            "name": self.dataset.name,
+            "samples": len(self.prepared.tensors),
+            "failed": [str(e) for e in self.prepared.errors],
+        }
+
+    def preprocessing_section(self, manifest: ModelManifest) -> dict[str, Any]:
+        return {
+            "fidelity": manifest.inputs[0].fidelity,
+            "seconds": self.seconds,
+            "reused": self.reused,
+            "shard": self.shard,
+            # How the seconds were spent: samples and processes (none when reused).
+            "samples": len(self.dataset.samples),
+            "processes": None if self.reused else self.prepared.processes,
+        }
+
+
+def _prepare_data(
+    request: BenchRequest,
+    manifest: ModelManifest,
+    settings: Settings,
+    store: ObjectStore,
+    profiler: RunProfiler,
+    progress: Progress,
+) -> _PreparedData:
+    progress.on_stage("preparing data")
+    with profiler.step("dataset"):
+        dataset = resolve_dataset(
+            request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
+        )
+    prep_start = time.perf_counter()
+    with profiler.step("preprocess"):
+        prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
+    return _PreparedData(dataset, prepared, reused, shard, time.perf_counter() - prep_start)
+
+
+def _load_and_measure(
+    request: BenchRequest,
+    framework: str,
+    manifest: ModelManifest,
+    data: _PreparedData,
+    *,
+    settings: Settings,
+    profiler: RunProfiler,
+    clock: PhaseClock,
+    progress: Progress,
+    log_dir: Path,
+    cleanups: tuple[Callable[[], None], ...],
+) -> RunOutcome:
+    """Load (or reuse) the model, run LoadGen, then any profiling passes; on the host slot
+    the caller holds."""
+    options = request.backend_options
+    # A traced run measures the cold start itself (profiler.cold): it loads afresh.
+    budget = 0 if profiler.enabled else settings.model_cache_bytes
+    models = ModelCache(0) if budget == 0 else process_cache(budget)
+
+    def load() -> Backend:
+        with profiler.step("model load"), clock.phase("model_load"):
+            return load_backend(framework, options, manifest)
+
+    # A sweep or find-peak in this process loads its model once: it stays loaded
+    # between runs, and a failed run closes it (sessions, device memory).
+    key = model_key(framework, options, manifest)
+    with models.use(key, load, options) as model:
+        if not model.cold:
+            progress.on_stage("model kept loaded from the previous run")
+        backend = model.backend
+        tensors = data.prepared.tensors
+        batch = batch_of(tensors, request.batch_size) if profiler.enabled else None
+        if batch is not None:
+            profiler.cold(backend, batch)
+        progress.on_stage("running")
+        progress.on_run_start(request.scenario.effective_min_duration_s)
+        # Ctrl-C here must not unwind through LoadGen (see interrupt.py); the run's
+        # files and row are written only after this returns, so none exist yet.
+        with (
+            exit_on_interrupt(*cleanups),
+            profiler.step("loadgen run", headline=True),
+            clock.phase("loadgen"),
+        ):
+            outcome = execute_run(
+                manifest=manifest,
+                backend=backend,
+                scenario=request.scenario,
+                batch_size=request.batch_size,
+                log_dir=log_dir,
+                tensors=tensors,
+                labels=data.prepared.labels,
+                workers=request.workers,
+                class_names=data.dataset.class_names,
+                progress=progress.on_loadgen,
+            )
+        if batch is not None:
+            progress.on_stage(f"profiling ({profiler.level})")
+            profiler.passes(backend, batch)
+    clock.timings.update(model.timings())
+    return outcome
 
 
 def run_settings(request: BenchRequest, manifest: ModelManifest, framework: str) -> RunSettings:
