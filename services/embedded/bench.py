@@ -21,7 +21,7 @@ from services.embedded.interrupt import exit_on_interrupt
 from services.inference.backends.base import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
 from services.inference.host_slot import HostSlot
-from services.inference.loadgen.runner import ProgressCallback
+from services.inference.loadgen.progress import ProgressCallback
 from services.inference.measurement import PhaseClock, measurement_of, store_attempt
 from services.inference.model_cache import ModelCache, model_key, process_cache
 from services.inference.profiling.passes import DEFAULT_ITERATIONS

@@ -20,8 +20,9 @@ from services.core.labels import top_k_of
 from services.core.scenario import ScenarioConfig
 from services.core.stability import assess_stability, not_applicable
 from services.inference.backends.base import Backend, BackendError
+from services.inference.loadgen.progress import ProgressCallback
 from services.inference.loadgen.qsl import FetchSamples, TensorQSL
-from services.inference.loadgen.runner import LOG_FILES, ProgressCallback, run_loadgen
+from services.inference.loadgen.runner import LOG_FILES, run_loadgen
 from services.inference.loadgen.sut import SUTStats
 from shared.host_load import HostLoad, HostLoadSampler
 from shared.loadgen_logs import parse_detail
