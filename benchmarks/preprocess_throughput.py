@@ -49,7 +49,7 @@ from PIL import Image, ImageDraw
 from services.preprocess.datasets import Sample
 from services.preprocess.pipeline import pool_size, preprocess, preprocess_batch
 from shared.host_load import usable_cpus
-from shared.manifest import Input
+from shared.manifest_sections import Input
 from shared.memory_pages import prefer_ordinary_pages
 
 MEAN = (0.485, 0.456, 0.406)

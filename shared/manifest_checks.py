@@ -15,16 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.architectures import ZooUnavailable, architecture_problem
-from shared.manifest import (
+from shared.manifest import ManifestError, ModelManifest, verify_model_files
+from shared.manifest_sections import (
     CenterCropStep,
     DecodeStep,
     Input,
     LayoutStep,
-    ManifestError,
-    ModelManifest,
     NormalizeStep,
     ResizeStep,
-    verify_model_files,
 )
 
 # A dimension that depends on the image (e.g. the long side after an aspect-keeping resize).

@@ -43,8 +43,9 @@ from shared.catalogue import resolve_model
 from shared.db.session import session_scope
 from shared.environment import capture_environment
 from shared.host_load import usable_cpus
-from shared.manifest import Fidelity, ModelManifest
+from shared.manifest import ModelManifest
 from shared.manifest_checks import check_manifest
+from shared.manifest_sections import Fidelity
 from shared.run_report import BackendSettings, RunSettings, assemble_report, attempt_prefix
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from shared.manifest import (
+from shared.manifest_sections import (
     CastStep,
     CenterCropStep,
     DecodeStep,

@@ -25,7 +25,8 @@ from services.preprocess.ops import (
     resize_crop_into,
 )
 from services.preprocess.pool import SharedRows, prepared_chunks
-from shared.manifest import (
+from shared.manifest_checks import shape_mismatch
+from shared.manifest_sections import (
     CenterCropStep,
     DecodeStep,
     Input,
@@ -33,7 +34,6 @@ from shared.manifest import (
     NormalizeStep,
     ResizeStep,
 )
-from shared.manifest_checks import shape_mismatch
 from shared.settings import get_settings
 
 # "2": large JPEGs decoded at a reduced scale before their resize (draft mode).

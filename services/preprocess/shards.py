@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from services.preprocess.pipeline import Prepared, decode_tensors, encode_tensors, finish
-from shared.manifest import Input
+from shared.manifest_sections import Input
 from shared.storage import ObjectStore
 
 

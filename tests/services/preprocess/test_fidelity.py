@@ -25,7 +25,13 @@ from services.preprocess.ops import (
     resize_fast,
 )
 from services.preprocess.pipeline import preprocess, preprocess_batch
-from shared.manifest import CenterCropStep, DecodeStep, LayoutStep, NormalizeStep, ResizeStep
+from shared.manifest_sections import (
+    CenterCropStep,
+    DecodeStep,
+    LayoutStep,
+    NormalizeStep,
+    ResizeStep,
+)
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)

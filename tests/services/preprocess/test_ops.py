@@ -16,7 +16,7 @@ from services.preprocess.datasets import Sample, make_synthetic, resolve_dataset
 from services.preprocess.ops import DecodeError, center_crop, decode_one, resize
 from services.preprocess.pipeline import preprocess, shard_key
 from shared.catalogue import resolve_model
-from shared.manifest import CenterCropStep, DecodeStep, ResizeStep
+from shared.manifest_sections import CenterCropStep, DecodeStep, ResizeStep
 
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
