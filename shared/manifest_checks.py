@@ -59,9 +59,9 @@ def _agrees(produced: tuple[Dim, ...], declared: tuple[int, ...]) -> bool:
 def produced_shape(spec: Input, index: int = 0) -> tuple[tuple[Dim, ...], list[str]]:
     """The per-sample shape an image input's steps produce, and any step out of place.
 
-    Mirrors services.preprocess.ops: decode gives HWC pixels; resize and center_crop work
-    on those pixels, so they must come before normalize and layout; layout NCHW moves the
-    channels first. Without a layout step the batch stays NHWC.
+    Mirrors services.preprocess.decode and .ops: decode gives HWC pixels; resize and
+    center_crop work on those pixels, so they must come before normalize and layout;
+    layout NCHW moves the channels first. Without a layout step the batch stays NHWC.
     """
     height: Dim = None
     width: Dim = None

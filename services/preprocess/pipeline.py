@@ -14,12 +14,11 @@ from typing import Any
 import numpy as np
 
 from services.preprocess.datasets import DatasetError, Sample, SampleError
+from services.preprocess.decode import DecodeError, decode_one
 from services.preprocess.ops import (
     BATCH_OPS,
     FAST_BATCH_OPS,
-    DecodeError,
     crop_size,
-    decode_one,
     normalize_planar,
     normalize_to_nchw,
     resize_crop_into,

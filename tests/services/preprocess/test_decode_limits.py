@@ -13,7 +13,8 @@ import pytest
 from PIL import Image
 
 from services.preprocess.datasets import DatasetError, Sample
-from services.preprocess.ops import BATCH_OPS, DRAFT_MARGIN, DecodeError, decode_one
+from services.preprocess.decode import DRAFT_MARGIN, DecodeError, decode_one
+from services.preprocess.ops import BATCH_OPS
 from services.preprocess.pipeline import NoSamplePrepared, preprocess
 from shared.catalogue import resolve_model
 from shared.manifest_sections import DecodeStep, ResizeStep

@@ -14,10 +14,9 @@ from PIL import Image
 
 from benchmarks.preprocess_throughput import benchstack_spec
 from services.preprocess.datasets import Sample, scan_folder
+from services.preprocess.decode import DecodeError, decode_one
 from services.preprocess.ops import (
-    DecodeError,
     center_crop,
-    decode_one,
     layout,
     normalize,
     normalize_to_nchw,
