@@ -30,15 +30,10 @@ from services.inference.run import RunOutcome, execute_run
 from services.inference.runtime_info import framework_runtime
 from services.inference.threads import with_scenario_threads
 from services.preprocess import shards
+from services.preprocess.batch import finish
 from services.preprocess.datasets import Dataset, resolve_dataset
-from services.preprocess.pipeline import (
-    Prepared,
-    decode_tensors,
-    files_digest,
-    finish,
-    preprocess,
-    shard_key,
-)
+from services.preprocess.pipeline import Prepared, preprocess
+from services.preprocess.shard_keys import files_digest, shard_key
 from shared.catalogue import resolve_model
 from shared.db.session import session_scope
 from shared.environment import capture_environment
@@ -105,7 +100,7 @@ def load_or_preprocess(
     key = shard_key([s.id for s in samples], spec, files_digest(samples))
     if shards.is_complete(store, key):
         meta = shards.read_meta(store, key)
-        tensors = finish(decode_tensors(store.get_bytes(key)), spec)
+        tensors = finish(shards.decode_tensors(store.get_bytes(key)), spec)
         return Prepared(tensors=tensors, ids=meta["ids"], labels=meta["labels"]), True, key
     progress.on_preprocess_start(len(samples))
     prepared = preprocess(

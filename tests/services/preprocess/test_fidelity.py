@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from benchmarks.preprocess_throughput import benchstack_spec
+from services.preprocess.batch import preprocess_batch
 from services.preprocess.datasets import Sample, scan_folder
 from services.preprocess.decode import DecodeError, decode_one
 from services.preprocess.ops import (
@@ -23,7 +24,7 @@ from services.preprocess.ops import (
     resize_crop_into,
     resize_fast,
 )
-from services.preprocess.pipeline import preprocess, preprocess_batch
+from services.preprocess.pipeline import preprocess
 from shared.manifest_sections import (
     CenterCropStep,
     DecodeStep,

@@ -15,7 +15,8 @@ from torchvision.transforms.v2 import functional as tvf
 from services.preprocess.datasets import Sample, make_synthetic, resolve_dataset, scan_folder
 from services.preprocess.decode import DecodeError, decode_one
 from services.preprocess.ops import center_crop, resize
-from services.preprocess.pipeline import preprocess, shard_key
+from services.preprocess.pipeline import preprocess
+from services.preprocess.shard_keys import shard_key
 from shared.catalogue import resolve_model
 from shared.manifest_sections import CenterCropStep, DecodeStep, ResizeStep
 
