@@ -15,7 +15,7 @@ Two benchstack modes (Input.fidelity): "reference", bit-identical to torchvision
 is printed, and the top-5 classes of four catalogue models on real photos in both modes.
 
 "benchstack fast" is what a preprocess worker does per shard: its stored form, the planar
-8-bit crops (pipeline.deferred_normalize), normalized where the shard is loaded, in the
+8-bit crops (batch.deferred_normalize), normalized where the shard is loaded, in the
 QSL's untimed load callback. "fast+finish" times that normalize too, so the row compares
 the whole work to float tensors with torchvision's. "(full decode alone)" decodes each
 JPEG whole and does nothing else: its ratio is the ceiling of any pipeline that decodes
@@ -46,10 +46,11 @@ import simplejpeg
 import torch
 from PIL import Image, ImageDraw
 
+from services.preprocess.batch import preprocess_batch
 from services.preprocess.datasets import Sample
-from services.preprocess.pipeline import pool_size, preprocess, preprocess_batch
+from services.preprocess.pipeline import pool_size, preprocess
 from shared.host_load import usable_cpus
-from shared.manifest import Input
+from shared.manifest_sections import Input
 from shared.memory_pages import prefer_ordinary_pages
 
 MEAN = (0.485, 0.456, 0.406)

@@ -15,16 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.architectures import ZooUnavailable, architecture_problem
-from shared.manifest import (
+from shared.manifest import ManifestError, ModelManifest, verify_model_files
+from shared.manifest_sections import (
     CenterCropStep,
     DecodeStep,
     Input,
     LayoutStep,
-    ManifestError,
-    ModelManifest,
     NormalizeStep,
     ResizeStep,
-    verify_model_files,
 )
 
 # A dimension that depends on the image (e.g. the long side after an aspect-keeping resize).
@@ -61,9 +59,9 @@ def _agrees(produced: tuple[Dim, ...], declared: tuple[int, ...]) -> bool:
 def produced_shape(spec: Input, index: int = 0) -> tuple[tuple[Dim, ...], list[str]]:
     """The per-sample shape an image input's steps produce, and any step out of place.
 
-    Mirrors services.preprocess.ops: decode gives HWC pixels; resize and center_crop work
-    on those pixels, so they must come before normalize and layout; layout NCHW moves the
-    channels first. Without a layout step the batch stays NHWC.
+    Mirrors services.preprocess.decode and .ops: decode gives HWC pixels; resize and
+    center_crop work on those pixels, so they must come before normalize and layout;
+    layout NCHW moves the channels first. Without a layout step the batch stays NHWC.
     """
     height: Dim = None
     width: Dim = None

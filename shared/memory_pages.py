@@ -4,7 +4,7 @@ numpy advises huge pages (madvise MADV_HUGEPAGE) for every array of 4 MiB or mor
 Where the kernel compacts memory to find them as an advised array is first touched
 (transparent_hugepage/defrag "madvise", as on this project's test VMs), writing a fresh
 large array costs several times as much as with ordinary pages. Measured on one such
-VM: finishing 1024 stored crops into float32 (pipeline.finish, 616 MB) took 1.41 s with
+VM: finishing 1024 stored crops into float32 (batch.finish, 616 MB) took 1.41 s with
 the advice and 0.27 s without, and `benchstack bench --samples 1024` spent 2.7 s instead
 of 1.5 s preparing its data. Where huge pages come cheap the advice saves a little on
 first touch (one fault per 2 MiB instead of per 4 KiB); the loss there is small against

@@ -21,7 +21,7 @@ from services.inference.backends import registry
 from services.inference.backends.base import BackendOptions
 from services.inference.profiling.levels import TraceLevelError, parse_trace_level
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
-from shared.manifest import Fidelity, as_fidelity
+from shared.manifest_sections import Fidelity, as_fidelity
 
 PROFILES = ("quick", "official")
 

@@ -22,7 +22,7 @@ from rich.progress import (
 
 from services.cli.render import loadgen_progress_text
 from services.embedded import bench as embedded
-from services.inference.loadgen.runner import RunProgress
+from services.inference.loadgen.progress import RunProgress
 
 # Percent done on entering each state, for one bar across a whole stack evaluation;
 # PREPROCESSING adds up to 50 more as its shards become ready. A final state is 100.

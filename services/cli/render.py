@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from services.inference.loadgen.runner import RunProgress
+    from services.inference.loadgen.progress import RunProgress
 
 # Piped output has no window to fit. Rich would assume 80 columns and cut cells to
 # "convnext_t…"; a wide virtual page keeps every name whole (tables never pad to it).

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.manifest import BUILTIN_LABELS, ModelManifest, TopKStep
+from shared.manifest import ModelManifest
+from shared.manifest_sections import BUILTIN_LABELS, TopKStep
 
 __all__ = ["BUILTIN_LABELS", "LabelsError", "TopK", "read_labels", "top_k_of"]
 

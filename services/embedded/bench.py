@@ -21,30 +21,26 @@ from services.embedded.interrupt import exit_on_interrupt
 from services.inference.backends.base import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
 from services.inference.host_slot import HostSlot
-from services.inference.loadgen.runner import ProgressCallback
+from services.inference.loadgen.progress import ProgressCallback
 from services.inference.measurement import PhaseClock, measurement_of, store_attempt
 from services.inference.model_cache import ModelCache, model_key, process_cache
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from services.inference.profiling.run_profile import RunProfiler, batch_of
-from services.inference.run import execute_run
+from services.inference.run import RunOutcome, execute_run
 from services.inference.runtime_info import framework_runtime
 from services.inference.threads import with_scenario_threads
 from services.preprocess import shards
+from services.preprocess.batch import finish
 from services.preprocess.datasets import Dataset, resolve_dataset
-from services.preprocess.pipeline import (
-    Prepared,
-    decode_tensors,
-    files_digest,
-    finish,
-    preprocess,
-    shard_key,
-)
+from services.preprocess.pipeline import Prepared, preprocess
+from services.preprocess.shard_keys import files_digest, shard_key
 from shared.catalogue import resolve_model
 from shared.db.session import session_scope
 from shared.environment import capture_environment
 from shared.host_load import usable_cpus
-from shared.manifest import Fidelity, ModelManifest
+from shared.manifest import ModelManifest
 from shared.manifest_checks import check_manifest
+from shared.manifest_sections import Fidelity
 from shared.run_report import BackendSettings, RunSettings, assemble_report, attempt_prefix
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store
@@ -104,7 +100,7 @@ def load_or_preprocess(
     key = shard_key([s.id for s in samples], spec, files_digest(samples))
     if shards.is_complete(store, key):
         meta = shards.read_meta(store, key)
-        tensors = finish(decode_tensors(store.get_bytes(key)), spec)
+        tensors = finish(shards.decode_tensors(store.get_bytes(key)), spec)
         return Prepared(tensors=tensors, ids=meta["ids"], labels=meta["labels"]), True, key
     progress.on_preprocess_start(len(samples))
     prepared = preprocess(
@@ -135,16 +131,7 @@ def run_bench(
     check_manifest(manifest, hash_files=False)
     store = make_store(settings)
     profiler = RunProfiler(request.trace_level, request.profile_iterations)
-
-    progress.on_stage("preparing data")
-    with profiler.step("dataset"):
-        dataset = resolve_dataset(
-            request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
-        )
-    prep_start = time.perf_counter()
-    with profiler.step("preprocess"):
-        prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
-    prep_seconds = time.perf_counter() - prep_start
+    data = _prepare_data(request, manifest, settings, store, profiler, progress)
 
     prefix = attempt_prefix(run_id, 1)
     slot = HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
@@ -160,62 +147,30 @@ def run_bench(
             )
             request = replace(request, backend_options=options)
             clock = PhaseClock()
-            # A traced run measures the cold start itself (profiler.cold): it loads afresh.
-            budget = 0 if profiler.enabled else settings.model_cache_bytes
-            models = ModelCache(0) if budget == 0 else process_cache(budget)
-
-            def load() -> Backend:
-                with profiler.step("model load"), clock.phase("model_load"):
-                    return load_backend(framework, options, manifest)
-
-            # A sweep or find-peak in this process loads its model once: it stays loaded
-            # between runs, and a failed run closes it (sessions, device memory).
-            key = model_key(framework, options, manifest)
-            with models.use(key, load, options) as model:
-                if not model.cold:
-                    progress.on_stage("model kept loaded from the previous run")
-                backend = model.backend
-                batch = batch_of(prepared.tensors, request.batch_size) if profiler.enabled else None
-                if batch is not None:
-                    profiler.cold(backend, batch)
-                progress.on_stage("running")
-                progress.on_run_start(request.scenario.effective_min_duration_s)
-                # Ctrl-C here must not unwind through LoadGen (see interrupt.py); the run's
-                # files and row are written only after this returns, so none exist yet.
-                with (
-                    exit_on_interrupt(
-                        lambda: shutil.rmtree(tmp, ignore_errors=True),
-                        lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
-                    ),
-                    profiler.step("loadgen run", headline=True),
-                    clock.phase("loadgen"),
-                ):
-                    outcome = execute_run(
-                        manifest=manifest,
-                        backend=backend,
-                        scenario=request.scenario,
-                        batch_size=request.batch_size,
-                        log_dir=Path(tmp),
-                        tensors=prepared.tensors,
-                        labels=prepared.labels,
-                        workers=request.workers,
-                        class_names=dataset.class_names,
-                        progress=progress.on_loadgen,
-                    )
-                if batch is not None:
-                    progress.on_stage(f"profiling ({profiler.level})")
-                    profiler.passes(backend, batch)
-            clock.timings.update(model.timings())
-        environment = capture_environment()
-        environment["framework_runtime"] = framework_runtime()
+            outcome = _load_and_measure(
+                request,
+                framework,
+                manifest,
+                data,
+                settings=settings,
+                profiler=profiler,
+                clock=clock,
+                progress=progress,
+                log_dir=Path(tmp),
+                # Ctrl-C while measuring leaves no run files and no host-slot claim behind.
+                cleanups=(
+                    lambda: shutil.rmtree(tmp, ignore_errors=True),
+                    lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
+                ),
+            )
         # The machine's declared price, as an agent records its settings with each run.
         price = settings.agent_price_per_hour
         measurement = measurement_of(
             outcome,
             agent={"settings": {"price_per_hour": price}} if price is not None else None,
-            environment=environment,
+            environment=capture_environment() | {"framework_runtime": framework_runtime()},
             host=host.to_dict() | {"threads": threads.reason},
-            input_errors=[str(e) for e in prepared.errors],
+            input_errors=[str(e) for e in data.prepared.errors],
             profile=profiler.summary(),
             timings=clock.timings,
         )
@@ -230,20 +185,8 @@ def run_bench(
         model={"name": manifest.name, "version": manifest.version},
         settings=run_settings(request, manifest, framework),
         measurement=measurement,
-        dataset={
-            "name": dataset.name,
-            "samples": len(prepared.tensors),
-            "failed": [str(e) for e in prepared.errors],
-        },
-        preprocessing={
-            "fidelity": manifest.inputs[0].fidelity,
-            "seconds": prep_seconds,
-            "reused": reused,
-            "shard": shard,
-            # How the seconds were spent: samples and processes (none when reused).
-            "samples": len(dataset.samples),
-            "processes": None if reused else prepared.processes,
-        },
+        dataset=data.dataset_section(),
+        preprocessing=data.preprocessing_section(manifest),
         logs=keys,
         log_locations={name: store.describe(key) for name, key in keys.items()},
         log_prefix=prefix,
@@ -253,6 +196,117 @@ def run_bench(
         save_run(session, record_from_report(report, manifest.to_dict()))
     # What is printed is what is stored: strict JSON, a figure LoadGen lacks is null.
     return report.to_dict()
+
+
+@dataclass(frozen=True)
+class _PreparedData:
+    """The dataset of a run and its preprocessed tensors, with how they were had."""
+
+    dataset: Dataset
+    prepared: Prepared
+    reused: bool
+    shard: str
+    seconds: float
+
+    def dataset_section(self) -> dict[str, Any]:
+        return {
+            "name": self.dataset.name,
+            "samples": len(self.prepared.tensors),
+            "failed": [str(e) for e in self.prepared.errors],
+        }
+
+    def preprocessing_section(self, manifest: ModelManifest) -> dict[str, Any]:
+        return {
+            "fidelity": manifest.inputs[0].fidelity,
+            "seconds": self.seconds,
+            "reused": self.reused,
+            "shard": self.shard,
+            # How the seconds were spent: samples and processes (none when reused).
+            "samples": len(self.dataset.samples),
+            "processes": None if self.reused else self.prepared.processes,
+        }
+
+
+def _prepare_data(
+    request: BenchRequest,
+    manifest: ModelManifest,
+    settings: Settings,
+    store: ObjectStore,
+    profiler: RunProfiler,
+    progress: Progress,
+) -> _PreparedData:
+    progress.on_stage("preparing data")
+    with profiler.step("dataset"):
+        dataset = resolve_dataset(
+            request.dataset, count=request.samples, seed=request.seed, cache_dir=settings.data_dir
+        )
+    prep_start = time.perf_counter()
+    with profiler.step("preprocess"):
+        prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
+    return _PreparedData(dataset, prepared, reused, shard, time.perf_counter() - prep_start)
+
+
+def _load_and_measure(
+    request: BenchRequest,
+    framework: str,
+    manifest: ModelManifest,
+    data: _PreparedData,
+    *,
+    settings: Settings,
+    profiler: RunProfiler,
+    clock: PhaseClock,
+    progress: Progress,
+    log_dir: Path,
+    cleanups: tuple[Callable[[], None], ...],
+) -> RunOutcome:
+    """Load (or reuse) the model, run LoadGen, then any profiling passes; on the host slot
+    the caller holds."""
+    options = request.backend_options
+    # A traced run measures the cold start itself (profiler.cold): it loads afresh.
+    budget = 0 if profiler.enabled else settings.model_cache_bytes
+    models = ModelCache(0) if budget == 0 else process_cache(budget)
+
+    def load() -> Backend:
+        with profiler.step("model load"), clock.phase("model_load"):
+            return load_backend(framework, options, manifest)
+
+    # A sweep or find-peak in this process loads its model once: it stays loaded
+    # between runs, and a failed run closes it (sessions, device memory).
+    key = model_key(framework, options, manifest)
+    with models.use(key, load, options) as model:
+        if not model.cold:
+            progress.on_stage("model kept loaded from the previous run")
+        backend = model.backend
+        tensors = data.prepared.tensors
+        batch = batch_of(tensors, request.batch_size) if profiler.enabled else None
+        if batch is not None:
+            profiler.cold(backend, batch)
+        progress.on_stage("running")
+        progress.on_run_start(request.scenario.effective_min_duration_s)
+        # Ctrl-C here must not unwind through LoadGen (see interrupt.py); the run's
+        # files and row are written only after this returns, so none exist yet.
+        with (
+            exit_on_interrupt(*cleanups),
+            profiler.step("loadgen run", headline=True),
+            clock.phase("loadgen"),
+        ):
+            outcome = execute_run(
+                manifest=manifest,
+                backend=backend,
+                scenario=request.scenario,
+                batch_size=request.batch_size,
+                log_dir=log_dir,
+                tensors=tensors,
+                labels=data.prepared.labels,
+                workers=request.workers,
+                class_names=data.dataset.class_names,
+                progress=progress.on_loadgen,
+            )
+        if batch is not None:
+            progress.on_stage(f"profiling ({profiler.level})")
+            profiler.passes(backend, batch)
+    clock.timings.update(model.timings())
+    return outcome
 
 
 def run_settings(request: BenchRequest, manifest: ModelManifest, framework: str) -> RunSettings:

@@ -11,17 +11,15 @@ here for a 0.1 s run, a quarter of the machine under benchmarks/api_load.py). It
 from multiprocessing's fork server: a single-threaded process started once, which imports
 ``PRELOAD`` and forks a child per run (about 0.03 s). Each child takes the worker's
 environment and working directory as they are at the run, not as they were when the
-server started.
+server started. What runs inside the child is services/inference/measurement_child.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +27,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+# services/tasks/inference.py takes it from here, beside run_in_child.
+from services.inference.measurement_child import announce_started as announce_started
+from services.inference.measurement_child import child_main, resident_main
 from shared.processes import exit_text
 
 log = logging.getLogger(__name__)
@@ -55,101 +56,6 @@ class ChildOutcome:
     @property
     def ok(self) -> bool:
         return self.error is None and self.stopped is None
-
-
-# In the child: the connection to the parent, for announce_started().
-_PARENT: Connection | None = None
-
-
-def announce_started() -> None:
-    """Called by the child's target when its real work starts (it holds the host): the
-    time limit counts from here, not from the wait for the host."""
-    if _PARENT is not None:
-        _PARENT.send(("started", None))
-
-
-def _child_main(
-    target: Callable[..., Any],
-    args: tuple[Any, ...],
-    conn: Connection,
-    worker: int,
-    environment: dict[str, str],
-    cwd: str,
-) -> None:  # pragma: no cover - runs in the child
-    global _PARENT
-    _PARENT = conn
-    _die_with_parent(worker)
-    _log_to_stderr()
-    try:
-        _serve(conn, target, args, environment, cwd)
-    finally:
-        conn.close()
-
-
-def _log_to_stderr() -> None:  # pragma: no cover - runs in the child
-    """The fork server configured no logging, so without this the child's INFO lines (a
-    model loaded or kept, a run's thread choice) would be lost; its stderr is the worker's,
-    so they land in the worker's log."""
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            level=logging.INFO,
-            format="%(asctime)s %(name)s %(levelname)s [measurement] %(message)s",
-        )
-
-
-def _serve(
-    conn: Connection,
-    target: Callable[..., Any],
-    args: tuple[Any, ...],
-    environment: dict[str, str],
-    cwd: str,
-) -> None:  # pragma: no cover - runs in the child
-    """Run one request under the worker's environment and directory; send its answer."""
-    os.environ.clear()
-    os.environ.update(environment)
-    os.chdir(cwd)
-    try:
-        conn.send(("ok", target(*args)))
-    except BaseException as exc:
-        conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
-
-
-def _die_with_parent(worker: int) -> None:  # pragma: no cover - runs in the child
-    """A worker killed with -9 must not leave its run measuring on: the orphan would hold
-    the host and load the machine under the run dispatched again. Linux: the kernel sends
-    SIGKILL when the parent (the fork server, which exits when the worker does) dies; a
-    thread also watches for the worker's exit (the only guard where prctl is missing).
-
-    ``worker`` is the worker's pid as the worker saw it: it may have died before prctl
-    could take effect."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    parent = os.getppid()
-    if not _alive(worker):
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            if os.getppid() != parent or not _alive(worker):
-                os._exit(1)
-            time.sleep(1.0)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:  # pragma: no cover - runs in the child
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # alive, owned by someone else
-    # A zombie (killed, not yet reaped by its own parent) answers signal 0 too.
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 def memory_of(pid: int) -> int:
@@ -207,7 +113,7 @@ def run_in_child(
     context = _fork_server()
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(
-        target=_child_main,
+        target=child_main,
         args=(target, args, sender, os.getpid(), dict(os.environ), os.getcwd()),
         daemon=True,
     )
@@ -279,7 +185,7 @@ def _end(child: multiprocessing.process.BaseProcess) -> None:
 @dataclass
 class ResidentChild:
     """The worker's long-lived measurement process: forked from the fork server like a
-    per-run child, but it serves run after run over one pipe (``_resident_main``)."""
+    per-run child, but it serves run after run over one pipe (``resident_main``)."""
 
     process: multiprocessing.process.BaseProcess
     connection: Connection
@@ -298,7 +204,7 @@ def _start_resident(surroundings: tuple[dict[str, str], str]) -> ResidentChild:
     context = _fork_server()
     ours, theirs = context.Pipe(duplex=True)
     process = context.Process(
-        target=_resident_main, args=(theirs, os.getpid()), daemon=True, name="measurement"
+        target=resident_main, args=(theirs, os.getpid()), daemon=True, name="measurement"
     )
     process.start()
     theirs.close()
@@ -353,18 +259,3 @@ def end_resident() -> None:
     if resident is not None:
         _end(resident.process)
         resident.connection.close()
-
-
-def _resident_main(conn: Connection, worker: int) -> None:  # pragma: no cover - child
-    """Serve (target, args, environment, cwd) requests one at a time until the worker
-    closes the pipe; each answer is sent like a per-run child's."""
-    global _PARENT
-    _PARENT = conn
-    _die_with_parent(worker)
-    _log_to_stderr()
-    while True:
-        try:
-            target, args, environment, cwd = conn.recv()
-        except (EOFError, OSError):
-            return
-        _serve(conn, target, args, environment, cwd)

@@ -20,8 +20,10 @@ from services.core.labels import top_k_of
 from services.core.scenario import ScenarioConfig
 from services.core.stability import assess_stability, not_applicable
 from services.inference.backends.base import Backend, BackendError
+from services.inference.loadgen.progress import ProgressCallback
 from services.inference.loadgen.qsl import FetchSamples, TensorQSL
-from services.inference.loadgen.runner import LOG_FILES, ProgressCallback, run_loadgen
+from services.inference.loadgen.runner import LOG_FILES, run_loadgen
+from services.inference.loadgen.sut import SUTStats
 from shared.host_load import HostLoad, HostLoadSampler
 from shared.loadgen_logs import parse_detail
 from shared.manifest import ModelManifest
@@ -92,22 +94,11 @@ def execute_run(
     ``class_names`` (the dataset's sorted class folders) let accuracy compare label names
     with the manifest's labels file instead of assuming the folders sort in class order.
     ``progress`` hears each LoadGen phase from a thread of its own (the CLI's bars)."""
-    if batch_size < 1:
-        raise ValueError("batch_size: must be at least 1")
-    if workers < 1:
-        raise ValueError("workers: must be at least 1")
-    check_framework_constraint(manifest, backend)
+    _check_arguments(manifest, backend, scenario, batch_size, workers, labels)
     accuracy_mode = scenario.mode == "accuracy"
-    if accuracy_mode and labels is None:
-        raise ValueError("dataset: accuracy mode needs labels")
     # Read (and validate) the labels file before the run, not after minutes of inference.
     top_k = top_k_of(manifest) if accuracy_mode else None
-    if tensors is not None:
-        qsl = TensorQSL.from_array(tensors, scenario.performance_sample_count)
-    elif fetch is not None and sample_count is not None:
-        qsl = TensorQSL(sample_count, scenario.performance_sample_count or sample_count, fetch)
-    else:
-        raise ValueError("execute_run needs tensors, or fetch and sample_count")
+    qsl = _sample_library(scenario, tensors, fetch, sample_count)
     # Other processes' CPU use during the run: a busy machine is named in the report.
     with HostLoadSampler() as load:
         result = run_loadgen(
@@ -122,68 +113,25 @@ def execute_run(
             progress=progress,
         )
     stats = result.stats
-    raw = np.asarray(stats.latencies_ns, dtype=np.int64)
-    np.save(log_dir / RAW_LATENCIES_FILE, raw, allow_pickle=False)
-    completions = np.asarray(stats.completions, dtype=np.int64).reshape(-1, 2)
-    np.save(log_dir / RAW_COMPLETIONS_FILE, completions, allow_pickle=False)
-    arrivals = np.asarray(stats.arrivals_ns, dtype=np.int64)
-    np.save(log_dir / RAW_ARRIVALS_FILE, arrivals, allow_pickle=False)
+    raw, completions, arrivals = _save_raw_timings(stats, log_dir)
     detail_text = result.read_log("mlperf_log_detail.txt")
-    report = PerformanceReport.from_logs(result.read_log("mlperf_log_summary.txt"), detail_text)
-    if stats.failed_samples:
-        # Failed samples complete at once, so LoadGen sees a fast SUT and may call the run
-        # VALID; a figure measured over failures is no figure.
-        report = report.invalidated(
-            f"{stats.failed_samples} of {stats.samples} samples failed in the backend: "
-            f"{stats.errors[0] if stats.errors else 'no message'}"
-        )
+    report = _performance_report(result.read_log("mlperf_log_summary.txt"), detail_text, stats)
     accuracy = None
     confidence = None
     if top_k is not None and labels is not None:
         accuracy = score(result.outputs, labels, top_k, class_names)
         stability = not_applicable("accuracy run: LoadGen issues each sample once, untimed")
     else:
-        events = [(int(f), int(n)) for f, n in completions]
-        concurrency = workers if scenario.scenario in {"offline", "server"} else 1
-        stability = assess_stability(
-            scenario=scenario.scenario,
-            completions=events,
-            latencies_ns=raw,
-            arrivals_ns=arrivals,
-            concurrency=concurrency,
+        stability, confidence = _stability_and_confidence(
+            scenario, workers, completions=completions, latencies_ns=raw, arrivals_ns=arrivals
         )
-        # After the measurement, never inside it: the bootstrap reads what the SUT recorded.
-        confidence = window_confidence(
-            scenario=scenario.scenario,
-            completions=events,
-            latencies_ns=raw,
-            arrivals_ns=arrivals,
-            concurrency=concurrency,
-        ).to_dict()
-    detail = parse_detail(detail_text)
-    seeds = {
-        key: int(detail[f"effective_{key}"]) for key in SEED_KEYS if f"effective_{key}" in detail
-    }
-    files = {
-        name: log_dir / name
-        for name in (*LOG_FILES, RAW_LATENCIES_FILE, RAW_COMPLETIONS_FILE, RAW_ARRIVALS_FILE)
-    }
     backend_info = backend.describe()
     host_load = load.result
-    warnings = [f"the machine was {host_load.reason}"] if host_load.busy else []
     # An accuracy pass has no timing rules, so LoadGen's INVALID there needs no hint.
     hints = (
         []
         if accuracy_mode
-        else invalid_hints(
-            report=report,
-            settings=scenario,
-            failed_samples=stats.failed_samples,
-            first_error=stats.errors[0] if stats.errors else None,
-            host_load=host_load,
-            threads=_int_or_none(backend_info.get("intra_op_threads")),
-            workers=workers,
-        )
+        else _hints(report, scenario, stats, host_load, backend_info, workers=workers)
     )
     return RunOutcome(
         report=report,
@@ -197,14 +145,138 @@ def execute_run(
             "single_latency_s": result.warm_up.single_latency_s,
             "calibrated_samples_per_s": result.warm_up.calibrated_samples_per_s,
         },
-        log_files={k: v for k, v in files.items() if v.exists()},
+        log_files=_written_log_files(log_dir),
         stability=stability,
-        seeds=seeds,
-        warnings=warnings,
+        seeds=_effective_seeds(detail_text),
+        warnings=[f"the machine was {host_load.reason}"] if host_load.busy else [],
         host_load=host_load,
         hints=hints,
         confidence=confidence,
     )
+
+
+def _performance_report(summary_text: str, detail_text: str, stats: SUTStats) -> PerformanceReport:
+    """LoadGen's report of the run, invalidated when samples failed in the backend."""
+    report = PerformanceReport.from_logs(summary_text, detail_text)
+    if stats.failed_samples:
+        # Failed samples complete at once, so LoadGen sees a fast SUT and may call the run
+        # VALID; a figure measured over failures is no figure.
+        report = report.invalidated(
+            f"{stats.failed_samples} of {stats.samples} samples failed in the backend: "
+            f"{stats.errors[0] if stats.errors else 'no message'}"
+        )
+    return report
+
+
+def _hints(
+    report: PerformanceReport,
+    scenario: ScenarioConfig,
+    stats: SUTStats,
+    host_load: HostLoad,
+    backend_info: dict[str, Any],
+    *,
+    workers: int,
+) -> list[str]:
+    """For an INVALID performance run: the likely causes, most likely first."""
+    return invalid_hints(
+        report=report,
+        settings=scenario,
+        failed_samples=stats.failed_samples,
+        first_error=stats.errors[0] if stats.errors else None,
+        host_load=host_load,
+        threads=_int_or_none(backend_info.get("intra_op_threads")),
+        workers=workers,
+    )
+
+
+def _effective_seeds(detail_text: str) -> dict[str, int]:
+    """The RNG seeds LoadGen used, from its detail log's effective_* values."""
+    detail = parse_detail(detail_text)
+    return {
+        key: int(detail[f"effective_{key}"]) for key in SEED_KEYS if f"effective_{key}" in detail
+    }
+
+
+def _written_log_files(log_dir: Path) -> dict[str, Path]:
+    """LoadGen's logs and the raw timing files, those that were written, by name."""
+    files = {
+        name: log_dir / name
+        for name in (*LOG_FILES, RAW_LATENCIES_FILE, RAW_COMPLETIONS_FILE, RAW_ARRIVALS_FILE)
+    }
+    return {k: v for k, v in files.items() if v.exists()}
+
+
+def _check_arguments(
+    manifest: ModelManifest,
+    backend: Backend,
+    scenario: ScenarioConfig,
+    batch_size: int,
+    workers: int,
+    labels: Sequence[int | None] | None,
+) -> None:
+    """Refuse a run that could not give figures, before LoadGen starts."""
+    if batch_size < 1:
+        raise ValueError("batch_size: must be at least 1")
+    if workers < 1:
+        raise ValueError("workers: must be at least 1")
+    check_framework_constraint(manifest, backend)
+    if scenario.mode == "accuracy" and labels is None:
+        raise ValueError("dataset: accuracy mode needs labels")
+
+
+def _sample_library(
+    scenario: ScenarioConfig,
+    tensors: np.ndarray | None,
+    fetch: FetchSamples | None,
+    sample_count: int | None,
+) -> TensorQSL:
+    """The QSL over samples held in RAM, or over ``fetch`` for ``sample_count`` samples."""
+    if tensors is not None:
+        return TensorQSL.from_array(tensors, scenario.performance_sample_count)
+    if fetch is not None and sample_count is not None:
+        return TensorQSL(sample_count, scenario.performance_sample_count or sample_count, fetch)
+    raise ValueError("execute_run needs tensors, or fetch and sample_count")
+
+
+def _save_raw_timings(stats: SUTStats, log_dir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Latencies, (finished_ns, samples) completions and arrivals, written as the raw
+    files a stored run's verdicts can be recomputed from."""
+    raw = np.asarray(stats.latencies_ns, dtype=np.int64)
+    np.save(log_dir / RAW_LATENCIES_FILE, raw, allow_pickle=False)
+    completions = np.asarray(stats.completions, dtype=np.int64).reshape(-1, 2)
+    np.save(log_dir / RAW_COMPLETIONS_FILE, completions, allow_pickle=False)
+    arrivals = np.asarray(stats.arrivals_ns, dtype=np.int64)
+    np.save(log_dir / RAW_ARRIVALS_FILE, arrivals, allow_pickle=False)
+    return raw, completions, arrivals
+
+
+def _stability_and_confidence(
+    scenario: ScenarioConfig,
+    workers: int,
+    *,
+    completions: np.ndarray,
+    latencies_ns: np.ndarray,
+    arrivals_ns: np.ndarray,
+) -> tuple[Stability, dict[str, Any]]:
+    """A performance run's stability verdict and the 95 % intervals of its figures."""
+    events = [(int(f), int(n)) for f, n in completions]
+    concurrency = workers if scenario.scenario in {"offline", "server"} else 1
+    stability = assess_stability(
+        scenario=scenario.scenario,
+        completions=events,
+        latencies_ns=latencies_ns,
+        arrivals_ns=arrivals_ns,
+        concurrency=concurrency,
+    )
+    # After the measurement, never inside it: the bootstrap reads what the SUT recorded.
+    confidence = window_confidence(
+        scenario=scenario.scenario,
+        completions=events,
+        latencies_ns=latencies_ns,
+        arrivals_ns=arrivals_ns,
+        concurrency=concurrency,
+    ).to_dict()
+    return stability, confidence
 
 
 def _int_or_none(value: object) -> int | None:

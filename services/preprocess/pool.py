@@ -32,7 +32,7 @@ ChunkResult = tuple[np.ndarray | None, list[Sample], list[SampleError]]
 
 class Prepare(Protocol):
     """One chunk's samples into tensors, written into ``rows`` (one per sample) when they
-    fit (pipeline.preprocess_batch with its settings bound)."""
+    fit (batch.preprocess_batch with its settings bound)."""
 
     def __call__(
         self, samples: Sequence[Sample], *, rows: np.ndarray | None = None

@@ -1,4 +1,5 @@
-"""Tensor shards in the object store: writing, completeness, and loading for the QSL.
+"""Tensor shards in the object store: writing, completeness, loading for the QSL, and the
+tensors' .npy encoding.
 
 A shard is two objects: the tensors (``shards/<hash>.npy``) and, written last, a JSON
 sidecar with sample ids, labels and per-sample errors. The sidecar's presence means the
@@ -7,6 +8,7 @@ shard is complete, so a reader never picks up half a shard after a crash.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from services.preprocess.pipeline import Prepared, decode_tensors, encode_tensors, finish
-from shared.manifest import Input
+from services.preprocess.batch import finish
+from services.preprocess.pipeline import Prepared
+from shared.manifest_sections import Input
 from shared.storage import ObjectStore
 
 
@@ -51,7 +54,7 @@ class ShardSet:
 
     ``fetch`` is handed to ``execute_run`` and called only from LoadGen's untimed load
     callback, so downloading and decoding shards never counts towards a latency, nor does
-    finishing a shard kept in its stored 8-bit form (``pipeline.finish``).
+    finishing a shard kept in its stored 8-bit form (``batch.finish``).
     """
 
     store: ObjectStore
@@ -88,3 +91,14 @@ class ShardSet:
             loaded[int(shard)] = decode_tensors(self.store.get_bytes(self.keys[int(shard)]))
         rows = [loaded[int(s)][int(i - bounds[s])] for s, i in zip(shard_of, wanted, strict=True)]
         return finish(np.stack(rows), self.spec)
+
+
+# The tensors as .npy bytes; no pickles, so a shard read back can never run code.
+def encode_tensors(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def decode_tensors(data: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(data), allow_pickle=False)

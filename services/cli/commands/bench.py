@@ -39,43 +39,51 @@ from services.embedded.interrupt import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
 from services.inference.profiling.trace_events import TRACE_FILE
 from shared.settings import get_settings
 
+# The options only bench has; those it shares with sweep and find-peak are in bench_options.
+SCENARIO = typer.Option(
+    "offline", "--scenario", "-s", help="offline | single-stream | multi-stream | server"
+)
+MODE = typer.Option("performance", help="performance | accuracy")
+BATCH_SIZE = typer.Option(1, "--batch-size", "-b", min=1)
+MAX_DURATION = typer.Option(None, help="LoadGen max duration, seconds.")
+MIN_QUERIES = typer.Option(None, help="LoadGen min query count.")
+MAX_QUERIES = typer.Option(None, help="LoadGen max query count.")
+TARGET_QPS = typer.Option(None, help="Server arrival rate / Offline expected QPS.")
+LATENCY_BOUND_MS = typer.Option(None, help="Server target latency, ms.")
+LATENCY_PERCENTILE = typer.Option(None, help="Percentile the latency bound applies to, e.g. 99.")
+SAMPLES_PER_QUERY = typer.Option(8, help="MultiStream samples per query.")
+REPEATS = typer.Option(1, min=1, help="Run N times; print min/median/max and CV per figure.")
+SUBMISSION = typer.Option(
+    False,
+    "--submission",
+    help="An accuracy pass, then a performance pass; both stored, linked.",
+)
+
 
 def bench(
     model: str = MODEL,
     framework: str | None = FRAMEWORK,
-    scenario: str = typer.Option(
-        "offline", "--scenario", "-s", help="offline | single-stream | multi-stream | server"
-    ),
-    mode: str = typer.Option("performance", help="performance | accuracy"),
+    scenario: str = SCENARIO,
+    mode: str = MODE,
     profile: str = PROFILE,
-    batch_size: int = typer.Option(1, "--batch-size", "-b", min=1),
+    batch_size: int = BATCH_SIZE,
     dataset: str = DATASET,
     samples: int | None = SAMPLES,
     duration: float | None = DURATION,
-    max_duration: float | None = typer.Option(None, help="LoadGen max duration, seconds."),
-    min_queries: int | None = typer.Option(None, help="LoadGen min query count."),
-    max_queries: int | None = typer.Option(None, help="LoadGen max query count."),
-    target_qps: float | None = typer.Option(
-        None, help="Server arrival rate / Offline expected QPS."
-    ),
-    latency_bound_ms: float | None = typer.Option(None, help="Server target latency, ms."),
-    latency_percentile: float | None = typer.Option(
-        None, help="Percentile the latency bound applies to, e.g. 99."
-    ),
-    samples_per_query: int = typer.Option(8, help="MultiStream samples per query."),
+    max_duration: float | None = MAX_DURATION,
+    min_queries: int | None = MIN_QUERIES,
+    max_queries: int | None = MAX_QUERIES,
+    target_qps: float | None = TARGET_QPS,
+    latency_bound_ms: float | None = LATENCY_BOUND_MS,
+    latency_percentile: float | None = LATENCY_PERCENTILE,
+    samples_per_query: int = SAMPLES_PER_QUERY,
     seed: int = SEED,
     device: str = DEVICE,
     threads: int = THREADS,
     workers: int = WORKERS,
     option: list[str] = OPTION,
-    repeats: int = typer.Option(
-        1, min=1, help="Run N times; print min/median/max and CV per figure."
-    ),
-    submission: bool = typer.Option(
-        False,
-        "--submission",
-        help="An accuracy pass, then a performance pass; both stored, linked.",
-    ),
+    repeats: int = REPEATS,
+    submission: bool = SUBMISSION,
     as_json: bool = AS_JSON,
     trace_level: str = TRACE_LEVEL,
     profile_iterations: int = PROFILE_ITERATIONS,
@@ -112,38 +120,62 @@ def bench(
         profile_iterations=profile_iterations,
         preprocessing=preprocessing,
     ).request()
-    settings = get_settings()
     stderr = Console(stderr=True)
-    console = output_console()
+    results = _run(request, stderr, submission=submission, repeats=repeats)
+    reports = list(results.values()) if isinstance(results, dict) else results
+    if as_json:
+        _write_json(results, reports, repeats=repeats)
+    else:
+        _print_reports(reports, submission=submission, repeats=repeats)
+    # On stderr, so --json stays parseable; the stored report holds the same list.
+    for report in reports:
+        for warning in (report.get("accuracy") or {}).get("warnings", []):
+            stderr.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+    if any(report["failed_samples"] for report in reports):
+        raise typer.Exit(code=1)
+
+
+def _run(
+    request: embedded.BenchRequest, stderr: Console, *, submission: bool, repeats: int
+) -> dict[str, dict[str, Any]] | list[dict[str, Any]]:
+    """The reports of the runs asked for: a submission's by mode, else one per repeat."""
+    settings = get_settings()
     try:
         with user_errors(), ProgressBars(stderr) as hooks:
             if submission:
-                results = run_accuracy_performance_pair(
+                return run_accuracy_performance_pair(
                     request, lambda r: embedded.run_bench(r, settings, hooks)
                 )
-                reports = list(results.values())
-            else:
-                reports = run_repeats(
-                    request, repeats, lambda r: embedded.run_bench(r, settings, hooks)
-                )
+            return run_repeats(request, repeats, lambda r: embedded.run_bench(r, settings, hooks))
     except KeyboardInterrupt:
         # Ctrl-C outside the measurement (preparing data, loading, storing); during it,
         # services/embedded/interrupt.py ends the process with the same line and code.
         stderr.print(INTERRUPTED_MESSAGE, highlight=False)
         raise typer.Exit(code=EXIT_INTERRUPTED) from None
-    if as_json:
-        payload: Any = reports[0]
-        if submission:
-            payload = results
-        elif repeats > 1:
-            spreads = {k: v.to_dict() for k, v in summarise(reports).items()}
-            payload = {
-                "runs": reports,
-                "spread": spreads,
-                "confidence": run_confidence(reports).to_dict(),
-            }
-        sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
-    elif submission:
+
+
+def _write_json(
+    results: dict[str, dict[str, Any]] | list[dict[str, Any]],
+    reports: list[dict[str, Any]],
+    *,
+    repeats: int,
+) -> None:
+    payload: Any = reports[0]
+    if isinstance(results, dict):  # a submission: the reports by mode
+        payload = results
+    elif repeats > 1:
+        spreads = {k: v.to_dict() for k, v in summarise(reports).items()}
+        payload = {
+            "runs": reports,
+            "spread": spreads,
+            "confidence": run_confidence(reports).to_dict(),
+        }
+    sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def _print_reports(reports: list[dict[str, Any]], *, submission: bool, repeats: int) -> None:
+    console = output_console()
+    if submission:
         for report in reports:
             print_report(console, report)
         console.print(
@@ -155,16 +187,9 @@ def bench(
         console.print(spread_table(reports, summarise(reports), run_confidence(reports).to_dict()))
     else:
         print_report(console, reports[0])
-    if not as_json:
-        for report in reports:
-            if report.get("profile"):
-                print_profile(console, report["profile"], trace_file=report["logs"].get(TRACE_FILE))
-    # On stderr, so --json stays parseable; the stored report holds the same list.
     for report in reports:
-        for warning in (report.get("accuracy") or {}).get("warnings", []):
-            stderr.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
-    if any(report["failed_samples"] for report in reports):
-        raise typer.Exit(code=1)
+        if report.get("profile"):
+            print_profile(console, report["profile"], trace_file=report["logs"].get(TRACE_FILE))
 
 
 def register(app: typer.Typer) -> None:

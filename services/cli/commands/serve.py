@@ -5,14 +5,18 @@ from __future__ import annotations
 import os
 import signal
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from services.cli.errors import fail, user_errors
-from shared.settings import get_settings
+from shared.settings import Settings, get_settings
+
+if TYPE_CHECKING:  # services.stack is imported when a command runs, not for `--help`
+    from services.stack.detach import Detaching
+    from services.stack.manager import RunningService, ServiceSpec, Stack
 
 console = Console(highlight=False)
 
@@ -102,11 +106,7 @@ def up(
     (services.stack.supervisor)."""
     from services.stack.detach import fork_and_wait
     from services.stack.manager import Stack, default_services
-    from services.stack.readiness import wait_until_ready
-    from services.stack.supervisor import Event, StackSupervisor
-    from shared.celery_app import make_celery
     from shared.db.migrations import upgrade_head
-    from shared.processes import this_command_line
 
     settings = get_settings()
     counts = _thread_counts(threads)
@@ -122,6 +122,15 @@ def up(
         device=device,
         threads=counts,
     )
+    started = _start(stack, specs)
+    url = f"http://{host}:{port}"
+    _wait_until_up(stack, started, url, settings, timeout)
+    console.print(f"API ready: {url}/graphql")
+    _supervise(stack, detaching, restart=restart)
+
+
+def _start(stack: Stack, specs: list[ServiceSpec]) -> list[RunningService]:
+    """Start every service's process; a failure or Ctrl-C leaves none running."""
     with user_errors():
         try:
             started = stack.start(specs)
@@ -131,9 +140,18 @@ def up(
             stack.stop()  # also those started before the interrupt and not yet listed
             raise typer.Exit(130) from None
     console.print(f"starting {', '.join(s.name for s in started)} (logs in {stack.log_dir})")
-    url = f"http://{host}:{port}"
+    return started
 
-    def report(result: Any) -> None:
+
+def _wait_until_up(
+    stack: Stack, started: list[RunningService], url: str, settings: Settings, timeout: float
+) -> None:
+    """Wait until every service answers, printing each as it does; if one does not, the
+    stack is stopped and the command fails."""
+    from services.stack.readiness import Readiness, wait_until_ready
+    from shared.celery_app import make_celery
+
+    def report(result: Readiness) -> None:
         if result.ready:
             service = next(s for s in started if s.name == result.name)
             console.print(f"started {result.name:<12} pid {service.pid:<7} {escape(result.detail)}")
@@ -158,7 +176,13 @@ def up(
     if failed:
         stack.stop()
         fail([f"up: {', '.join(failed)} did not start; the stack was stopped"])
-    console.print(f"API ready: {url}/graphql")
+
+
+def _supervise(stack: Stack, detaching: Detaching | None, *, restart: bool) -> None:
+    """Watch the running stack until SIGTERM or Ctrl-C (or `down`), then stop it."""
+    from services.stack.supervisor import Event, StackSupervisor
+    from shared.processes import this_command_line
+
     watching = "restarts a service that exits on its own" if restart else "reports deaths only"
     stopping = [False]
 

@@ -68,12 +68,7 @@ def submit(
     from services.cli.remote import submit_evaluation
 
     server = server or get_settings().api_url
-    try:
-        settings: dict[str, Any] = json.loads(settings_json)
-    except json.JSONDecodeError as exc:
-        fail([f"settings: not JSON ({exc})"])
-    if min_duration is not None:
-        settings["min_duration_s"] = min_duration
+    settings = _scenario_settings(settings_json, min_duration)
     payload: dict[str, Any] = {
         "model": model,
         "version": version,
@@ -104,6 +99,22 @@ def submit(
         final = _follow(server, token, evaluation_id)
     if final["state"] != "SUCCEEDED":
         fail([f"evaluation {final['state']}: {final['reason'] or 'no reason given'}"])
+    _print_runs(final)
+
+
+def _scenario_settings(settings_json: str, min_duration: float | None) -> dict[str, Any]:
+    """--settings as a dict, with --min-duration over its min_duration_s."""
+    try:
+        settings: dict[str, Any] = json.loads(settings_json)
+    except json.JSONDecodeError as exc:
+        fail([f"settings: not JSON ({exc})"])
+    if min_duration is not None:
+        settings["min_duration_s"] = min_duration
+    return settings
+
+
+def _print_runs(final: dict[str, Any]) -> None:
+    """One line per run of a finished evaluation, with its likely causes and host."""
     for run in final["runs"]:
         metrics = {m["name"]: m for m in run["metrics"]}
         p90 = metrics.get("latency_p90", {}).get("value")

@@ -11,57 +11,74 @@ from rich.console import Console
 from services.cli.errors import user_errors
 from services.workloads.training.throughput import TrainingResult, TrainingSettings
 
+MODEL = typer.Argument(
+    ...,
+    help="torchvision name (e.g. resnet18) or 'digits'. With --framework tensorflow: "
+    "digits, resnet18 (a ResNet-18 built in Keras: keras.applications has none), or "
+    "resnet50, mobilenet_v2, mobilenet_v3_small, densenet121, efficientnet_b0, "
+    "convnext_tiny (keras.applications, weights=None; --image-size 32 or more).",
+)
+STEPS = typer.Option(20, "--steps", help="Measured steps (1..100000).")
+BATCH_SIZE = typer.Option(32, "--batch-size", help="Images per step (1..4096).")
+WARMUP = typer.Option(3, "--warmup", help="Steps run first and not measured (0..10000).")
+IMAGE_SIZE = typer.Option(32, "--image-size", help="Square image side (8..1024).")
+DATA = typer.Option(
+    "synthetic",
+    "--data",
+    help="synthetic, an image folder, or synthetic,DIR (side by side with the ratio).",
+)
+PRECISION = typer.Option(
+    "fp32",
+    "--precision",
+    help="fp32 or bf16 (torch autocast; Keras mixed precision 'mixed_bfloat16').",
+)
+OPTIMIZER = typer.Option("sgd", "--optimizer", help="sgd or adam.")
+FRAMEWORK = typer.Option(
+    "torch",
+    "--framework",
+    help="torch or tensorflow (Keras, CPU, in a fresh process per run; no --workers, "
+    "--rank or --target-top1: those are torch only).",
+)
+TARGET_TOP1 = typer.Option(
+    None, "--target-top1", help="Time to quality (digits only): held-out top-1 in 0..1."
+)
+RUNS = typer.Option(5, "--runs", help="Seeded time-to-quality runs (3..20).")
+MAX_EPOCHS = typer.Option(30, "--max-epochs", help="Epoch bound per run (1..200).")
+WORKERS = typer.Option(
+    None,
+    "--workers",
+    help="Data-parallel scaling: worker counts, e.g. 1,2,4 (torch DistributedDataParallel; "
+    "gloo on CPU, NCCL on GPUs; not with --framework tensorflow); prints speedup and "
+    "efficiency per count.",
+)
+RANK = typer.Option(
+    None, "--rank", help="One worker of a multi-node run: this process's rank (0..N-1)."
+)
+WORLD_SIZE = typer.Option(
+    None, "--world-size", help="With --rank: the number of workers N (1..64)."
+)
+RENDEZVOUS = typer.Option(
+    None, "--rendezvous", help="With --rank: tcp://HOST:PORT where rank 0 listens."
+)
+
 
 def train(
-    model: str = typer.Argument(
-        ...,
-        help="torchvision name (e.g. resnet18) or 'digits'. With --framework tensorflow: "
-        "digits, resnet18 (a ResNet-18 built in Keras: keras.applications has none), or "
-        "resnet50, mobilenet_v2, mobilenet_v3_small, densenet121, efficientnet_b0, "
-        "convnext_tiny (keras.applications, weights=None; --image-size 32 or more).",
-    ),
-    steps: int = typer.Option(20, "--steps", help="Measured steps (1..100000)."),
-    batch_size: int = typer.Option(32, "--batch-size", help="Images per step (1..4096)."),
-    warmup: int = typer.Option(3, "--warmup", help="Steps run first and not measured (0..10000)."),
-    image_size: int = typer.Option(32, "--image-size", help="Square image side (8..1024)."),
-    data: str = typer.Option(
-        "synthetic",
-        "--data",
-        help="synthetic, an image folder, or synthetic,DIR (side by side with the ratio).",
-    ),
-    precision: str = typer.Option(
-        "fp32",
-        "--precision",
-        help="fp32 or bf16 (torch autocast; Keras mixed precision 'mixed_bfloat16').",
-    ),
-    optimizer: str = typer.Option("sgd", "--optimizer", help="sgd or adam."),
-    framework: str = typer.Option(
-        "torch",
-        "--framework",
-        help="torch or tensorflow (Keras, CPU, in a fresh process per run; no --workers, "
-        "--rank or --target-top1: those are torch only).",
-    ),
-    target_top1: float | None = typer.Option(
-        None, "--target-top1", help="Time to quality (digits only): held-out top-1 in 0..1."
-    ),
-    runs: int = typer.Option(5, "--runs", help="Seeded time-to-quality runs (3..20)."),
-    max_epochs: int = typer.Option(30, "--max-epochs", help="Epoch bound per run (1..200)."),
-    workers: str | None = typer.Option(
-        None,
-        "--workers",
-        help="Data-parallel scaling: worker counts, e.g. 1,2,4 (torch DistributedDataParallel; "
-        "gloo on CPU, NCCL on GPUs; not with --framework tensorflow); prints speedup and "
-        "efficiency per count.",
-    ),
-    rank: int | None = typer.Option(
-        None, "--rank", help="One worker of a multi-node run: this process's rank (0..N-1)."
-    ),
-    world_size: int | None = typer.Option(
-        None, "--world-size", help="With --rank: the number of workers N (1..64)."
-    ),
-    rendezvous: str | None = typer.Option(
-        None, "--rendezvous", help="With --rank: tcp://HOST:PORT where rank 0 listens."
-    ),
+    model: str = MODEL,
+    steps: int = STEPS,
+    batch_size: int = BATCH_SIZE,
+    warmup: int = WARMUP,
+    image_size: int = IMAGE_SIZE,
+    data: str = DATA,
+    precision: str = PRECISION,
+    optimizer: str = OPTIMIZER,
+    framework: str = FRAMEWORK,
+    target_top1: float | None = TARGET_TOP1,
+    runs: int = RUNS,
+    max_epochs: int = MAX_EPOCHS,
+    workers: str | None = WORKERS,
+    rank: int | None = RANK,
+    world_size: int | None = WORLD_SIZE,
+    rendezvous: str | None = RENDEZVOUS,
 ) -> None:
     """Train MODEL for --steps steps and report images/s, data share and peak memory."""
     with user_errors():
@@ -78,15 +95,7 @@ def train(
         from services.workloads.training.throughput import TrainingSettings, run
         from shared.settings import get_settings
 
-        for name, value in (
-            ("--steps", steps),
-            ("--batch-size", batch_size),
-            ("--warmup", warmup),
-            ("--image-size", image_size),
-        ):
-            options.check_bounded(name, value)
-        options.check_choice("--precision", precision, options.PRECISIONS)
-        options.check_choice("--optimizer", optimizer, options.OPTIMIZERS)
+        _check_step_options(steps, batch_size, warmup, image_size, precision, optimizer)
         sources = [part.strip() for part in data.split(",") if part.strip()]
         if not 1 <= len(sources) <= 2:
             raise ValueError("--data: give 'synthetic', an image folder, or 'synthetic,DIR'")
@@ -132,11 +141,33 @@ def train(
     for result in results:
         _print_result(out, result, write_report(result, get_settings().data_dir))
     if len(results) == 2:
-        first, second = (r.statistics.mean_images_per_s for r in results)
-        out.print(
-            f"{results[1].settings.data} / {results[0].settings.data}: "
-            f"{second / first:.3f} of the images/s"
-        )
+        _print_ratio(out, results)
+
+
+def _print_ratio(out: Console, results: list[TrainingResult]) -> None:
+    """Two data sources side by side: the second's images/s as a share of the first's."""
+    first, second = (r.statistics.mean_images_per_s for r in results)
+    out.print(
+        f"{results[1].settings.data} / {results[0].settings.data}: "
+        f"{second / first:.3f} of the images/s"
+    )
+
+
+def _check_step_options(
+    steps: int, batch_size: int, warmup: int, image_size: int, precision: str, optimizer: str
+) -> None:
+    """Each option of a training step within its bounds or among its choices."""
+    from services.training import options
+
+    for name, value in (
+        ("--steps", steps),
+        ("--batch-size", batch_size),
+        ("--warmup", warmup),
+        ("--image-size", image_size),
+    ):
+        options.check_bounded(name, value)
+    options.check_choice("--precision", precision, options.PRECISIONS)
+    options.check_choice("--optimizer", optimizer, options.OPTIMIZERS)
 
 
 def _refuse_torch_only_options(

@@ -13,10 +13,11 @@ import pytest
 from PIL import Image
 
 from services.preprocess.datasets import DatasetError, Sample
-from services.preprocess.ops import BATCH_OPS, DRAFT_MARGIN, DecodeError, decode_one
+from services.preprocess.decode import DRAFT_MARGIN, DecodeError, decode_one
+from services.preprocess.ops import BATCH_OPS
 from services.preprocess.pipeline import NoSamplePrepared, preprocess
 from shared.catalogue import resolve_model
-from shared.manifest import DecodeStep, ResizeStep
+from shared.manifest_sections import DecodeStep, ResizeStep
 from shared.settings import get_settings
 
 RGB = DecodeStep(op="decode", color_mode="RGB")

@@ -13,19 +13,25 @@ import pytest
 from PIL import Image
 
 from benchmarks.preprocess_throughput import benchstack_spec
+from services.preprocess.batch import preprocess_batch
 from services.preprocess.datasets import Sample, scan_folder
+from services.preprocess.decode import DecodeError, decode_one
 from services.preprocess.ops import (
-    DecodeError,
     center_crop,
-    decode_one,
     layout,
     normalize,
     normalize_to_nchw,
     resize_crop_into,
     resize_fast,
 )
-from services.preprocess.pipeline import preprocess, preprocess_batch
-from shared.manifest import CenterCropStep, DecodeStep, LayoutStep, NormalizeStep, ResizeStep
+from services.preprocess.pipeline import preprocess
+from shared.manifest_sections import (
+    CenterCropStep,
+    DecodeStep,
+    LayoutStep,
+    NormalizeStep,
+    ResizeStep,
+)
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)

@@ -14,7 +14,7 @@ from benchmarks.preprocess_throughput import benchstack_spec, photo_like_jpeg
 from services.preprocess import pipeline
 from services.preprocess.datasets import Sample
 from services.preprocess.pipeline import preprocess
-from shared.manifest import Input
+from shared.manifest_sections import Input
 
 
 @pytest.fixture

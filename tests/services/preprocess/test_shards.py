@@ -12,7 +12,7 @@ import pytest
 from services.preprocess.datasets import SampleError
 from services.preprocess.pipeline import Prepared
 from services.preprocess.shards import ShardSet, write_shard
-from shared.manifest import Input
+from shared.manifest_sections import Input
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store
 from tests.support.s3 import moto_s3

@@ -9,17 +9,11 @@ import numpy as np
 import pytest
 
 from benchmarks.preprocess_throughput import benchstack_spec
-from services.preprocess import pipeline
+from services.preprocess import batch
+from services.preprocess.batch import deferred_normalize, finish, preprocess_batch
 from services.preprocess.datasets import Sample
-from services.preprocess.pipeline import (
-    Prepared,
-    deferred_normalize,
-    encode_tensors,
-    finish,
-    preprocess,
-    preprocess_batch,
-)
-from services.preprocess.shards import ShardSet, write_shard
+from services.preprocess.pipeline import Prepared, preprocess
+from services.preprocess.shards import ShardSet, encode_tensors, write_shard
 from shared.storage import LocalStore
 
 PHOTOS = Path(__import__("sklearn").__file__).parent / "datasets" / "images"  # real JPEGs
@@ -73,7 +67,7 @@ def test_chunks_that_came_back_in_different_forms_are_all_finished(
     samples = photo_samples()
     plain = preprocess(samples, spec, batch_size=1)
     calls = iter([True, False])  # the first chunk fuses, the second does not
-    monkeypatch.setattr(pipeline, "_fits_fused_path", lambda image, first: next(calls))
+    monkeypatch.setattr(batch, "_fits_fused_path", lambda image, first: next(calls))
     mixed = preprocess(samples, spec, batch_size=1, stored=True)
     assert mixed.tensors.dtype == plain.tensors.dtype == np.float32
     assert np.array_equal(mixed.tensors, plain.tensors)

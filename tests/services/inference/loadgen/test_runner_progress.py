@@ -10,7 +10,7 @@ import pytest
 
 from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import Backend, BackendOptions, create_backend
-from services.inference.loadgen.runner import RunProgress
+from services.inference.loadgen.progress import RunProgress
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model
 

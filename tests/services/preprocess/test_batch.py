@@ -16,8 +16,8 @@ from benchmarks.preprocess_throughput import (
     photo_like_jpeg,
     torchvision_pipeline,
 )
+from services.preprocess.batch import preprocess_batch
 from services.preprocess.datasets import Sample
-from services.preprocess.pipeline import preprocess_batch
 
 pytest.importorskip("torchvision", reason="torchvision is the reference being compared to")
 
