@@ -33,14 +33,6 @@ from shared.manifest_sections import (
     TopKStep,
 )
 
-# Still taken from here by services/api and services/tasks, which predate
-# shared/manifest_sections.py; new code imports them from there.
-from shared.manifest_sections import FIDELITIES as FIDELITIES
-from shared.manifest_sections import CenterCropStep as CenterCropStep
-from shared.manifest_sections import ResizeStep as ResizeStep
-from shared.manifest_sections import as_fidelity as as_fidelity
-from shared.manifest_sections import stored_fidelity as stored_fidelity
-
 # Semantic Versioning 2.0.0, the official grammar.
 SEMVER_RE = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.core.scenario import ScenarioConfig
-from shared.manifest import CenterCropStep, ModelManifest, ResizeStep
+from shared.manifest import ModelManifest
+from shared.manifest_sections import CenterCropStep, ResizeStep
 from shared.settings import Settings
 
 # LoadGen's random seeds are unsigned 64-bit integers.

@@ -50,12 +50,8 @@ from services.scheduler.planner import AgentView, UnmetConstraint
 from shared import queues
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
-from shared.manifest import (
-    ManifestError,
-    ModelManifest,
-    as_fidelity,
-    parse_manifest_text,
-)
+from shared.manifest import ManifestError, ModelManifest, parse_manifest_text
+from shared.manifest_sections import as_fidelity
 from shared.messages import EvaluationRequested
 from shared.settings import Settings
 from shared.tracing import tracer

@@ -19,10 +19,8 @@ from services.core.workload import MAX_WORKLOAD_NAME_CHARS, Workload
 from services.inference.backends import registry
 from services.workloads import workloads
 from shared import queues
-from shared.manifest import (
-    FIDELITIES,
-    ModelManifest,
-)
+from shared.manifest import ModelManifest
+from shared.manifest_sections import FIDELITIES
 from shared.settings import Settings
 from shared.trace_levels import TRACE_LEVELS
 

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-# services/tasks/inference.py takes it from here, beside run_in_child.
-from services.inference.measurement_child import announce_started as announce_started
 from services.inference.measurement_child import child_main, resident_main
 from shared.processes import exit_text
 

@@ -22,7 +22,7 @@ from services.scheduler.pending import pending_inference
 from shared import queues, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
-from shared.manifest import Input
+from shared.manifest_sections import Input
 from shared.messages import PreprocessShard
 from shared.settings import Settings
 from shared.storage import ObjectStore

@@ -31,7 +31,8 @@ from shared import queues, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation, Shard
 from shared.db.states import EvaluationState
-from shared.manifest import Input, ManifestError, parse_manifest
+from shared.manifest import ManifestError, parse_manifest
+from shared.manifest_sections import Input
 from shared.messages import EvaluationRequested, Message
 from shared.runtime import Resources
 from shared.settings import Settings

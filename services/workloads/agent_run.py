@@ -11,8 +11,8 @@ from typing import Any
 from services.core.workload import AgentRun
 from services.inference.backends.base import BackendOptions
 from services.inference.host_slot import HostSlot
-from services.inference.isolated import announce_started
 from services.inference.measurement import store_outcome
+from services.inference.measurement_child import announce_started
 from shared.host_load import usable_cpus
 from shared.messages import RunInference
 from shared.settings import Settings

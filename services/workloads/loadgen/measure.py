@@ -13,8 +13,8 @@ from services.core.workload import AgentRun
 from services.inference import model_cache
 from services.inference.backends.base import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
-from services.inference.isolated import announce_started
 from services.inference.measurement import PhaseClock, measurement_of, store_attempt
+from services.inference.measurement_child import announce_started
 from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.inference.run import RunOutcome, execute_run
 from services.inference.threads import with_scenario_threads

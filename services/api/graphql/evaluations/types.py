@@ -30,7 +30,7 @@ from services.api.run_charts import (
 from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
 from shared.db.states import FINAL_STATE_NAMES, EvaluationState
-from shared.manifest import stored_fidelity
+from shared.manifest_sections import stored_fidelity
 
 
 @strawberry.enum(name="EvaluationState")
