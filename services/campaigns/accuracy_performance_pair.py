@@ -16,7 +16,7 @@ RunFn = Callable[[BenchRequest], dict[str, Any]]
 def run_accuracy_performance_pair(request: BenchRequest, run: RunFn) -> dict[str, dict[str, Any]]:
     """Accuracy first (it fails fast on a bad labels file), then performance."""
     runs = {"accuracy": str(uuid.uuid4()), "performance": str(uuid.uuid4())}
-    submission = {"kind": "submission", "id": str(uuid.uuid4()), "runs": runs}
+    submission = {"kind": "accuracy-performance-pair", "id": str(uuid.uuid4()), "runs": runs}
     reports: dict[str, dict[str, Any]] = {}
     for role, run_id in runs.items():
         scenario = request.scenario.model_copy(update={"mode": role})

@@ -52,9 +52,10 @@ DATA_PARALLEL_KEYS = ("gang", "rank", "world_size", "host_ranks")
 
 
 def data_parallel_of(evaluation: Evaluation) -> dict[str, Any] | None:
-    """A data-parallel rank's place in its gang, from its group (kind "ddp"); None else."""
+    """A data-parallel rank's place in its gang, from its group (kind "training-scaling");
+    None else."""
     info = evaluation.group_info or {}
-    if info.get("kind") != "ddp":
+    if info.get("kind") != "training-scaling":
         return None
     return {key: info[key] for key in DATA_PARALLEL_KEYS}
 

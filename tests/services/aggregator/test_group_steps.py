@@ -41,8 +41,8 @@ def test_the_step_of_the_members_group_kind_runs_and_no_other(
 
 
 def test_only_the_aggregator_is_handed_the_api_s_group_steps() -> None:
-    assert set(group_steps()) == {"find-peak", "ddp"}
-    assert set(_group_steps("aggregator")) == {"find-peak", "ddp"}
+    assert set(group_steps()) == {"find-peak", "training-scaling"}
+    assert set(_group_steps("aggregator")) == {"find-peak", "training-scaling"}
     assert _group_steps("preprocess") == {} and _group_steps("inference") == {}
 
 
@@ -61,4 +61,4 @@ def test_a_directly_started_worker_imports_the_api_only_at_its_first_group_looku
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     ).stdout.split("\n")
-    assert out[:3] == ["False", "['ddp', 'find-peak']", "True"], out
+    assert out[:3] == ["False", "['find-peak', 'training-scaling']", "True"], out

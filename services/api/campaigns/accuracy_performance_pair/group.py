@@ -21,7 +21,7 @@ from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.settings import Settings
 
-KIND = "submission"
+KIND = "accuracy-performance-pair"
 ROLES = ("accuracy", "performance")  # accuracy first: it fails fast on bad labels
 
 

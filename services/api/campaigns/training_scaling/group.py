@@ -3,7 +3,7 @@ across agents instead of processes on one host.
 
 ``submit_training_scaling`` stores the first gang: one training evaluation per rank, each
 pinned to its own matching agent (``SubmitRequest.gang_size``), all sharing the scaling
-group with {kind: "ddp", gang, world_size, rank, host_ranks}. The ranks meet at a
+group with {kind: "training-scaling", gang, world_size, rank, host_ranks}. The ranks meet at a
 rendezvous the first rank sets up (services/workloads/training/gang.py): it picks a port
 and puts its address in the object store under the gang's key, where the others read it,
 then torch's DistributedDataParallel trains over gloo (NCCL on GPUs). When every rank of a gang is
@@ -37,7 +37,7 @@ from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.settings import Settings
 
-KIND = "ddp"
+KIND = "training-scaling"
 MAX_WORLD_SIZE = 16
 MAX_POINTS = 8
 

@@ -78,8 +78,14 @@ def test_a_new_folder_is_in_the_schema_and_the_group_steps(throwaway: str) -> No
 
 def test_the_shipped_kinds_and_which_of_them_step() -> None:
     shipped = registry.campaigns()
-    assert set(shipped) == {"sweep", "repeats", "find-peak", "submission", "ddp"}
-    assert {kind for kind, c in shipped.items() if c.next_step} == {"find-peak", "ddp"}
+    assert set(shipped) == {
+        "sweep",
+        "repeats",
+        "find-peak",
+        "accuracy-performance-pair",
+        "training-scaling",
+    }
+    assert {kind for kind, c in shipped.items() if c.next_step} == {"find-peak", "training-scaling"}
 
 
 def test_a_folder_without_a_campaign_is_refused() -> None:
