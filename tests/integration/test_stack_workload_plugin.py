@@ -49,12 +49,12 @@ from services.aggregator.repository import save_run
 from services.workloads.agent_run import measure_holding_host
 
 
-def echo(message, threads, store):
-    return {{"kind": "{name}", "echoed": message.workload_options["repeats"]}}
+def echo(run, threads):
+    return {{"kind": "{name}", "echoed": run.message.workload_options["repeats"]}}
 
 
-def measure(message, agent_id, prefix, agent_settings):
-    return measure_holding_host(message, agent_id, prefix, agent_settings, echo)
+def measure(run):
+    return measure_holding_host(run, echo)
 
 
 def read(evaluation, message, store):
