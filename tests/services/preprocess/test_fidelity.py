@@ -131,7 +131,7 @@ def test_the_fused_fast_path_skips_a_bad_file_and_keeps_the_rows_in_order(
 
 def test_fast_mode_changes_no_prediction_of_the_trained_digits_model(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch", reason="torch not installed")
-    from services.digits import digits
+    from services.digits import dataset as digits
     from services.inference.backends.torch.architectures import DigitsCNN
     from shared.manifest import load_manifest
 
