@@ -52,6 +52,17 @@ class ZooUnavailable(LookupError):
     """The zoo's library is not installed here, so its names cannot be checked."""
 
 
+def zoo_problem(spec: str) -> str | None:
+    """What is wrong with the zoo ``spec`` ('zoo:name') names, or None: a check that
+    imports nothing (the API's, at registration; the names are checked where the zoo's
+    library is installed)."""
+    zoo_name, _, _ = spec.partition(":")
+    if zoo_name in ZOOS:
+        return None
+    accepted = ", ".join(f"'{z}:<name>'" for z in ZOOS)
+    return f"source.architecture: unknown zoo {zoo_name!r} in {spec!r}; accepted: {accepted}"
+
+
 def architecture_problem(spec: str, framework: str | None = None) -> str | None:
     """What is wrong with ``spec`` ('zoo:name'), or None when a backend can build it.
 
@@ -61,10 +72,10 @@ def architecture_problem(spec: str, framework: str | None = None) -> str | None:
     is not installed here.
     """
     zoo_name, _, name = spec.partition(":")
-    zoo = ZOOS.get(zoo_name)
-    if zoo is None:
-        accepted = ", ".join(f"'{z}:<name>'" for z in ZOOS)
-        return f"source.architecture: unknown zoo {zoo_name!r} in {spec!r}; accepted: {accepted}"
+    unknown = zoo_problem(spec)
+    if unknown is not None:
+        return unknown
+    zoo = ZOOS[zoo_name]
     builders = {z.framework for z in ZOOS.values()}
     if framework in builders and framework != zoo.framework:
         own = ", ".join(f"'{z}:<name>'" for z, o in ZOOS.items() if o.framework == framework)

@@ -169,6 +169,11 @@ class Settings(BaseSettings):
     max_query_depth: int = Field(default=12, ge=1)
     max_query_aliases: int = Field(default=20, ge=0)
     max_query_tokens: int = Field(default=2000, ge=1)
+    # The estimated cost of one operation (services/api/graphql/query_cost.py: fields times
+    # the sizes of the lists they sit in); the web UI's heaviest view costs ~2 x 10^5.
+    max_query_cost: int = Field(default=1_000_000, ge=1)
+    # One GraphQL response body: a larger one is replaced by a RESPONSE_TOO_LARGE error.
+    max_response_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
 
     @model_validator(mode="after")
     def _refuse_placeholder_secrets(self) -> Settings:

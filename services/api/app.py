@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from cross_web import HTTPException as MalformedRequest
 from fastapi import Depends, FastAPI, HTTPException, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
@@ -24,7 +25,12 @@ from services.api.context import ApiDeps, Context, in_thread
 from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
 from services.api.graphql.schema import OperationLimits, make_schema
 from services.api.observability import PUBLISHED, UNAVAILABLE, PrometheusMiddleware
-from services.api.request_limits import RequestRefused, decode_bounded_json, too_large
+from services.api.request_limits import (
+    RESPONSE_TOO_LARGE,
+    RequestRefused,
+    decode_bounded_json,
+    too_large,
+)
 from services.api.token_cache import Caller
 from services.api.web import mount_web
 from services.api.web.graphiql import graphiql_response
@@ -121,6 +127,14 @@ class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
             max_depth=self.settings.max_json_depth,
         )
 
+    async def run(self, request: Any, context: Any = UNSET, root_value: Any = UNSET) -> Any:
+        """Strawberry answers a malformed request (no query, a query that is not a string,
+        an unsupported content type) in plain text; here every error body is JSON."""
+        try:
+            return await super().run(request, context=context, root_value=root_value)
+        except MalformedRequest as exc:
+            raise RequestRefused(exc.status_code, f"request: {exc.reason}") from None
+
     def create_response(
         self,
         response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse],
@@ -129,7 +143,19 @@ class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
         # An outage is the service's fault and worth retrying: 503, as for /readyz.
         if _names_an_outage(response_data):
             sub_response.status_code = 503
-        return super().create_response(response_data, sub_response)
+        response = super().create_response(response_data, sub_response)
+        size = len(response.body)
+        if size > self.settings.max_response_bytes:
+            # The cost limit refuses what it can foresee; this bounds what it cannot.
+            refused = RequestRefused(
+                413,
+                f"response: {size:,} bytes is above the limit of "
+                f"{self.settings.max_response_bytes:,} (BENCHSTACK_MAX_RESPONSE_BYTES); ask "
+                "for fewer items (first, limit) or fields",
+                code=RESPONSE_TOO_LARGE,
+            )
+            return JSONResponse(refused.body(), status_code=refused.status)
+        return response
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
         """GraphiQL from this API's own files (Strawberry's page needs a CDN)."""

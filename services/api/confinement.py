@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from services.api.bounds import manifest_size_problems
 from services.api.rejections import Rejection
 from services.core.labels import BUILTIN_LABELS
+from shared.architectures import zoo_problem
 from shared.bounded_yaml import YamlLimits
 from shared.manifest import ModelManifest, TopKStep, parse_manifest
 from shared.settings import Settings
@@ -73,6 +74,9 @@ def manifest_problems(manifest: ModelManifest, settings: Settings) -> list[str]:
             problems.append(
                 f"{field}.path: {model_file.path!r} is not accepted; accepted: {_RELATIVE}"
             )
+    architecture = manifest.source.architecture
+    if architecture is not None and (unknown := zoo_problem(architecture)) is not None:
+        problems.append(unknown)
     for i, output in enumerate(manifest.outputs):
         for j, step in enumerate(output.steps):
             labels = step.labels if isinstance(step, TopKStep) else None
@@ -125,7 +129,8 @@ DATASET_ACCEPTED = [
 
 def dataset_spec(settings: Settings, dataset: str) -> str | Rejection:
     """What the workers are given for ``dataset``: "synthetic", or the folder it names
-    inside ``settings.datasets_dir`` as an absolute path. Nothing outside that folder can
+    inside ``settings.datasets_dir`` as an absolute path (the API sees the folder the
+    workers read: compose and k8s mount one volume in both). Nothing outside that folder can
     be named: workers read the spec as a path, and "/" would make the scheduler walk the
     whole filesystem."""
 
@@ -144,7 +149,14 @@ def dataset_spec(settings: Settings, dataset: str) -> str | Rejection:
     relative = relative_inside(dataset)
     if relative is None:
         return refuse(f"{dataset!r} is not a folder inside the datasets folder")
-    spec = str(Path(settings.datasets_dir).expanduser() / relative)
+    folder = Path(settings.datasets_dir).expanduser() / relative
+    spec = str(folder)
     if len(spec) > MAX_DATASET_CHARS:
         return refuse(f"the folder's full path is longer than {MAX_DATASET_CHARS} characters")
+    # Checked here, not by the scheduler: a name that is not there is the client's mistake,
+    # told now, and in the client's own words (never the server's path).
+    if not folder.is_dir():
+        return refuse(
+            f"{dataset!r} is not a folder in the datasets folder (the datasets query lists them)"
+        )
     return spec

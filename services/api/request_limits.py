@@ -12,18 +12,20 @@ import json
 from typing import Any
 
 BAD_REQUEST = "BAD_REQUEST"
+RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"
 
 
 class RequestRefused(Exception):
     """A request refused before any GraphQL work; ``status`` is its HTTP status."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, code: str = BAD_REQUEST) -> None:
         self.status = status
         self.message = message
+        self.code = code
         super().__init__(message)
 
     def body(self) -> dict[str, Any]:
-        return {"errors": [{"message": self.message, "extensions": {"code": BAD_REQUEST}}]}
+        return {"errors": [{"message": self.message, "extensions": {"code": self.code}}]}
 
 
 def too_large(size: int, max_bytes: int) -> RequestRefused:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import strawberry
 from graphql import GraphQLError
@@ -45,6 +46,7 @@ from services.api.graphql.evaluations.subscriptions import EvaluationSubscriptio
 from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
+from services.api.graphql.query_cost import QueryCostLimit
 from services.api.observability import UNAVAILABLE
 from shared.settings import Settings
 
@@ -107,6 +109,7 @@ class OperationLimits:
     max_depth: int = 12
     max_aliases: int = 20
     max_tokens: int = 2000
+    max_cost: int = 1_000_000
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OperationLimits:
@@ -114,6 +117,7 @@ class OperationLimits:
             max_depth=settings.max_query_depth,
             max_aliases=settings.max_query_aliases,
             max_tokens=settings.max_query_tokens,
+            max_cost=settings.max_query_cost,
         )
 
 
@@ -140,6 +144,28 @@ def _root_types() -> tuple[type, type]:
     return query, mutation
 
 
+# How much of one error a log line holds: a refused operation's error may quote its source
+# line, and a one-line 2 MB query would otherwise be logged whole, once per request.
+MAX_LOGGED_ERROR_CHARS = 500
+
+
+def _shortened(text: str) -> str:
+    if len(text) <= MAX_LOGGED_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_LOGGED_ERROR_CHARS]}... ({len(text):,} characters)"
+
+
+class LoggedSchema(strawberry.Schema):
+    """The schema, logging each error's message shortened, never the operation's text.
+
+    Unexpected errors were logged with their traceback where they were masked
+    (should_mask_error); what is left is a client's refused operation, worth a line."""
+
+    def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
+        for error in errors:
+            log.info("GraphQL operation refused at %s: %s", error.path, _shortened(error.message))
+
+
 def make_schema(limits: OperationLimits) -> strawberry.Schema:
     # The depth and alias limits are validation rules, made once per schema: made per
     # operation (as the limiter extensions do), each operation would bring new rule classes
@@ -154,6 +180,7 @@ def make_schema(limits: OperationLimits) -> strawberry.Schema:
         lambda: MaxTokensLimiter(max_token_count=limits.max_tokens),
         lambda: AddValidationRules(limit_rules),
         InputGuard,
+        lambda: QueryCostLimit(max_cost=limits.max_cost),
         # Queries, mutations and subscriptions alike: internals never reach a client.
         lambda: MaskErrorsNamingOutages(
             should_mask_error=should_mask_error, error_message=MASKED_MESSAGE
@@ -164,7 +191,7 @@ def make_schema(limits: OperationLimits) -> strawberry.Schema:
         lambda: ValidationCache(maxsize=OPERATION_CACHE_SIZE),
     ]
     query, mutation = _root_types()
-    return strawberry.Schema(
+    return LoggedSchema(
         query=query,
         mutation=mutation,
         subscription=Subscription,

@@ -186,3 +186,12 @@ def test_constraint_terms_are_bounded(
     assert (result["__typename"], result["field"]) == ("InvalidInput", field), result
     assert limit in result["message"], result
     assert_nothing_enqueued(api, token)
+
+
+def test_an_architecture_from_no_known_zoo_is_refused_at_registration(api: Api) -> None:
+    token = api.token("alice")
+    text = resnet18(**{"'torchvision:resnet18'": "'os:system'"})
+    registered = api.data(token, REGISTER, {"manifest": text})["registerModel"]
+    assert registered["__typename"] == "InvalidManifest", registered
+    assert any("unknown zoo 'os'" in p for p in registered["problems"]), registered
+    assert_nothing_enqueued(api, token)

@@ -99,6 +99,7 @@ def test_dataset_names_resolve_inside_the_datasets_folder(api: Api) -> None:
     token = api.token("alice")
     synthetic = submit(api, token, dataset="synthetic")
     assert stored(api, synthetic["id"]).dataset == "synthetic"
+    (api.settings.datasets_dir / "imagenet" / "val").mkdir(parents=True)
     named = submit(api, token, dataset="imagenet/val")
     assert named["__typename"] == "Evaluation", named
     # Workers read the spec as a path: it names the folder inside datasets_dir.
@@ -384,5 +385,6 @@ def test_datasets_folder_setting_is_used(api: Api, tmp_path: Path) -> None:
     api.add_agent()
     token = api.token("alice")
     api.settings.datasets_dir = tmp_path / "elsewhere"
+    (tmp_path / "elsewhere" / "coco").mkdir(parents=True)
     result = submit(api, token, dataset="coco")
     assert stored(api, result["id"]).dataset == str(tmp_path / "elsewhere" / "coco")

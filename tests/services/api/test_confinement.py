@@ -32,6 +32,10 @@ def test_a_plain_relative_path_stays_as_written() -> None:
 def test_a_dataset_is_synthetic_or_a_folder_inside_the_datasets_folder(tmp_path: Path) -> None:
     settings = Settings(datasets_dir=tmp_path, environment="test")
     assert dataset_spec(settings, "synthetic") == "synthetic"
+    missing = dataset_spec(settings, "imgs/val")
+    assert isinstance(missing, Rejection) and str(tmp_path) not in missing.message
+    assert "'imgs/val' is not a folder in the datasets folder" in missing.message
+    (tmp_path / "imgs" / "val").mkdir(parents=True)
     assert dataset_spec(settings, "imgs/val") == str(tmp_path / "imgs" / "val")
     refused = dataset_spec(settings, "/")
     assert isinstance(refused, Rejection)

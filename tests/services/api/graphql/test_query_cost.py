@@ -1,0 +1,107 @@
+"""The cost limit refuses before running what would read and send too much; the web UI's
+own queries, at the sizes it sends and at the resolvers' maximum sizes, stay under it."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
+
+from services.api.graphql.query_cost import QUERY_TOO_COSTLY, operation_cost
+from services.api.graphql.schema import OperationLimits, schema
+from services.api.run_charts import MAX_LATENCY_POINTS, MAX_TRACE_SPANS
+from tests.services.api.conftest import Api
+
+QUERIES_JS = (
+    Path(__file__).resolve().parents[4] / "services/api/web/static/js/queries.js"
+).read_text()
+# Twenty aliases of the heaviest page: the query that held the API for 15-33 s.
+ATTACK = (
+    "{"
+    + " ".join(
+        f"a{i}: evaluations(first: 100) {{ items {{ runs {{ report environment "
+        f"latencySample(limit: 20000) {{ latenciesMs }} }} }} }}"
+        for i in range(20)
+    )
+    + "}"
+)
+
+
+def cost(query: str, variables: dict[str, Any] | None = None) -> int:
+    document = parse(query)
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    return sum(
+        operation_cost(schema._schema, d, fragments, variables or {})
+        for d in document.definitions
+        if isinstance(d, OperationDefinitionNode)
+    )
+
+
+def ui_queries() -> dict[str, str]:
+    """Every operation in the web UI's queries.js, its ${...} fragments left out."""
+    found = {}
+    for text in re.findall(r"`([^`]*)`", QUERIES_JS):
+        cleaned = re.sub(r"\$\{[^}]*\}", "", text)
+        name = re.search(r"^\s*(?:query|mutation|subscription)\s+(\w+)", cleaned)
+        if name:
+            found[name.group(1)] = cleaned
+    return found
+
+
+def test_the_web_ui_s_queries_cost_less_than_the_limit_even_at_the_largest_sizes() -> None:
+    largest = {"first": 200, "points": MAX_LATENCY_POINTS, "spans": MAX_TRACE_SPANS}
+    queries = ui_queries()
+    assert {"Evaluations", "RunCharts", "Compared"} <= set(queries)
+    for name, query in queries.items():
+        assert cost(query, largest) < OperationLimits().max_cost, name
+
+
+def test_the_twenty_alias_query_costs_far_more_than_the_limit() -> None:
+    assert cost(ATTACK) > 100 * OperationLimits().max_cost
+
+
+def test_a_variable_counts_as_its_value_and_a_missing_size_as_the_default() -> None:
+    query = "query($n: Int!) { evaluations(first: $n) { items { id } } }"
+    assert cost(query, {"n": 100}) == 10 * cost(query, {"n": 10})
+    assert cost("{ evaluations { items { id } } }") == cost(query, {"n": 20})  # default 20
+
+
+def test_fragments_and_aliases_are_each_counted() -> None:
+    one = "{ evaluations(first: 50) { items { id modelName } } }"
+    spread = "{ a: evaluations(first: 50) { ...F } b: evaluations(first: 50) { ...F } } "
+    spread += "fragment F on EvaluationPage { items { id modelName } }"
+    assert cost(spread) == 2 * cost(one)
+
+
+@pytest.mark.parametrize("through_variables", [False, True])
+def test_the_api_refuses_a_costly_query_before_running_it(
+    api: Api, through_variables: bool
+) -> None:
+    token = api.token("prober")
+    query, variables = ATTACK, None
+    if through_variables:
+        query = "query($n: Int!) { evaluations(first: $n) { items { runs { "
+        query += "latencySample(limit: 20000) { latenciesMs } } } } }"
+        variables = {"n": 200}
+    started = time.monotonic()
+    response = api.gql(token, query, variables)
+    took = time.monotonic() - started
+    assert response.status_code == 200
+    body = response.json()
+    assert body["data"] is None
+    (error,) = body["errors"]
+    assert error["extensions"]["code"] == QUERY_TOO_COSTLY
+    assert "BENCHSTACK_MAX_QUERY_COST" in error["message"]
+    assert took < 2.0
+
+
+def test_an_ordinary_query_still_runs(api: Api) -> None:
+    token = api.token("reader")
+    page = api.data(token, "{ evaluations(first: 50) { items { id runs { id } } } }")
+    assert page["evaluations"]["items"] == []
