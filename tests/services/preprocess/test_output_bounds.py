@@ -128,7 +128,7 @@ def test_bombs_allocate_no_gigabytes(tmp_path: Path) -> None:
         assert "BENCHSTACK_MAX_ASPECT_RATIO" in reason, reason
     # torch's import is most of it; the 1x60000 resize alone asked for 12 GB
     assert result["rss_mb"] < 700, result
-    assert result["s"] < 10, result
+    assert result["s"] < 30, result  # refused from the header: well under a second alone
 
 
 def test_an_error_never_reads_empty() -> None:
