@@ -85,6 +85,18 @@ class Settings(BaseSettings):
     # decoding); a larger one is a per-sample error, refused from its header, so a folder
     # of huge images cannot exhaust memory. 50 megapixels is an 8660x5773 photo.
     max_image_pixels: int = Field(default=50_000_000, ge=1)
+    # What a sample's preprocessing may make of it, checked from its header before any
+    # pixel is decoded (services/preprocess/sizes.py): the most pixels any step's output
+    # may have (a 1x60000 image resized to 256 on its short side would be 256 x 15360000),
+    # and the longest side over the shortest. 4096 x 4096 is the largest square a
+    # manifest's sides allow (max_image_side).
+    max_output_pixels: int = Field(default=4096 * 4096, ge=1)
+    max_aspect_ratio: float = Field(default=100.0, ge=1)
+    # The memory one preprocessing process may allocate beyond what it held when it
+    # started (its address-space limit, RLIMIT_AS): a shard that needs more fails with
+    # "needed more than N GB" instead of the kernel's OOM killer picking a victim. 0: no
+    # limit.
+    max_preprocess_memory_mb: int = Field(default=4096, ge=0)
     # The most samples one API submission may ask for.
     max_samples: int = Field(default=100_000, ge=1)
     # The longest one run may measure (the measurement is ended past it); the broker's

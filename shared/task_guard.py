@@ -13,6 +13,7 @@ from typing import Any
 
 from shared import runtime
 from shared.db import evaluation_repo
+from shared.memory_limit import error_text
 from shared.runtime import SessionFactory
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,14 @@ def _database() -> SessionFactory:
     return runtime.db
 
 
+def _described(exc: Exception, stage: str) -> str:
+    """The error's class and text; never empty (``error_text``) when it has no text."""
+    text = str(exc).strip()
+    if text and not isinstance(exc, MemoryError):
+        return f"{exc.__class__.__name__}: {text}"
+    return error_text(exc, f"running the {stage} task")
+
+
 def fail_evaluation_on_error(
     stage: str,
 ) -> Callable[[Callable[[dict[str, Any]], None]], Callable[[dict[str, Any]], None]]:
@@ -73,7 +82,7 @@ def fail_evaluation_on_error(
                 evaluation_id = payload.get("evaluation_id") if isinstance(payload, dict) else None
                 log.exception("%s task failed for evaluation %s", stage, evaluation_id)
                 if evaluation_id:
-                    reason = f"{stage}: {exc.__class__.__name__}: {exc}"
+                    reason = f"{stage}: {_described(exc, stage)}"
                     with _database()() as session:
                         evaluation_repo.fail(session, str(evaluation_id), reason)
                 raise

@@ -7,6 +7,7 @@ is decoded. services/preprocess/pipeline.py runs every batch of a dataset throug
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from services.preprocess.ops import (
     normalize_to_nchw,
     resize_crop_into,
 )
+from services.preprocess.sizes import OutputBounds
 from shared.manifest_checks import shape_mismatch
 from shared.manifest_sections import (
     CenterCropStep,
@@ -80,14 +82,23 @@ def preprocess_batch(
     fused path runs, otherwise the finished tensors.
     ``rows``: one row per sample, which the fused path's 8-bit crops are written into
     (the result is then a view of its first rows) when they fit it; otherwise unused."""
+    settings = get_settings()
+    budget = Budget(max_image_pixels or settings.max_image_pixels, OutputBounds.of(spec, settings))
     decode = _decode_step(spec)
-    budget = max_image_pixels or get_settings().max_image_pixels
     fused_steps = planar_steps(spec) if spec.fidelity == "fast" else None
     if fused_steps is not None and torch_importable():
         streamed = _fused_fast_path(samples, spec, decode, fused_steps, budget, stored, rows)
         if streamed is not None:
             return streamed
     return _step_by_step(samples, spec, decode, budget)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one image may be decoded to (pixels), and what its steps may make of it."""
+
+    max_pixels: int
+    outputs: OutputBounds
 
 
 def torch_importable() -> bool:
@@ -103,7 +114,7 @@ def torch_importable() -> bool:
 def _read_and_decode(
     sample: Sample,
     decode: DecodeStep,
-    budget: int,
+    budget: Budget,
     *,
     resize: ResizeStep | None,
     fast: bool,
@@ -118,10 +129,11 @@ def _read_and_decode(
         data,
         decode,
         name=sample.id,
-        max_pixels=budget,
+        max_pixels=budget.max_pixels,
         resize=resize,
         fast=fast,
         resize_now=resize_now,
+        bounds=budget.outputs,
     )
 
 
@@ -130,7 +142,7 @@ def _fused_fast_path(
     spec: Input,
     decode: DecodeStep,
     steps: tuple[ResizeStep, CenterCropStep, NormalizeStep],
-    budget: int,
+    budget: Budget,
     stored: bool,
     rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray | None, list[Sample], list[SampleError]] | None:
@@ -176,7 +188,7 @@ def _fused_fast_path(
 
 
 def _step_by_step(
-    samples: Sequence[Sample], spec: Input, decode: DecodeStep, budget: int
+    samples: Sequence[Sample], spec: Input, decode: DecodeStep, budget: Budget
 ) -> tuple[np.ndarray | None, list[Sample], list[SampleError]]:
     """Each manifest step in turn over the whole batch (Input.fidelity picks the ops)."""
     resize = _resize_after_decode(spec)

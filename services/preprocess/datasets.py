@@ -21,6 +21,11 @@ class DatasetError(ValueError):
     """The dataset cannot be used; the message says why and what is accepted."""
 
 
+class OutOfMemory(DatasetError):
+    """Preparing the samples needed more memory than the process may use; the message
+    says how much it had (shared/memory_limit.error_text)."""
+
+
 @dataclass(frozen=True)
 class Sample:
     id: str  # stable: the path relative to the dataset root

@@ -11,7 +11,9 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from services.preprocess.ops import PIL_RESAMPLE, resize_fast
+from services.preprocess.sizes import OutputBounds
 from shared.manifest_sections import DecodeStep, ResizeStep
+from shared.memory_limit import error_text
 
 # An image is decoded at a reduced JPEG scale only while that keeps at least this many
 # times the resize target on each side, so the final resample still does the smoothing and
@@ -19,6 +21,8 @@ from shared.manifest_sections import DecodeStep, ResizeStep
 DRAFT_MARGIN = 2
 JPEG_MAGIC = b"\xff\xd8"
 PIXEL_BUDGET_SETTING = "BENCHSTACK_MAX_IMAGE_PIXELS"
+# What an error with no text of its own says was being done.
+DECODING = "decoding the image"
 
 
 class DecodeError(ValueError):
@@ -52,22 +56,38 @@ def decode_one(
     resize: ResizeStep | None = None,
     fast: bool = False,
     resize_now: bool = False,
+    bounds: OutputBounds | None = None,
 ) -> np.ndarray:
     """Decode one image; ``name`` (its file) is what errors say.
 
-    The size is read from the header and checked against ``max_pixels`` before any pixel
-    is decoded. ``fast`` decodes JPEGs with libjpeg-turbo through simplejpeg
+    The size is read from the header and checked against ``max_pixels``, and against
+    ``bounds`` (what the steps after decode will make of it), before any pixel is
+    decoded. ``fast`` decodes JPEGs with libjpeg-turbo through simplejpeg
     (``_decode_jpeg_fast``: Pillow's pixels, without its per-image overhead); everything
     else goes through Pillow as torchvision's pipeline does. With ``resize_now``, Pillow
     applies ``resize`` to the image it decoded (the same operation as the resize step,
     without two copies through an array).
     """
     if fast and data[:2] == JPEG_MAGIC:
-        array = _decode_jpeg_fast(data, step, name=name, max_pixels=max_pixels, resize=resize)
+        array = _decode_jpeg_fast(
+            data, step, name=name, max_pixels=max_pixels, resize=resize, bounds=bounds
+        )
         return resize_fast([array], resize)[0] if resize_now and resize else array
     return _decode_with_pillow(
-        data, step, name=name, max_pixels=max_pixels, resize=resize, resize_now=resize_now
+        data,
+        step,
+        name=name,
+        max_pixels=max_pixels,
+        resize=resize,
+        resize_now=resize_now,
+        bounds=bounds,
     )
+
+
+def _check_bounds(name: str, bounds: OutputBounds | None, width: int, height: int) -> None:
+    problem = bounds.problem(width, height) if bounds is not None else None
+    if problem is not None:
+        raise DecodeError(name, problem)
 
 
 def _over_budget(name: str, full: tuple[int, int], scaled: tuple[int, int], budget: int) -> None:
@@ -100,14 +120,21 @@ def _dct_denominator(full_h: int, full_w: int, resize: ResizeStep | None) -> int
 
 
 def _decode_jpeg_fast(
-    data: bytes, step: DecodeStep, *, name: str, max_pixels: int, resize: ResizeStep | None
+    data: bytes,
+    step: DecodeStep,
+    *,
+    name: str,
+    max_pixels: int,
+    resize: ResizeStep | None,
+    bounds: OutputBounds | None = None,
 ) -> np.ndarray:
     import simplejpeg
 
     try:
         full_h, full_w, _, _ = simplejpeg.decode_jpeg_header(data)
     except ValueError as exc:
-        raise DecodeError(name, f"cannot decode image: {exc}") from exc
+        raise DecodeError(name, f"cannot decode image: {error_text(exc, DECODING)}") from exc
+    _check_bounds(name, bounds, full_w, full_h)
     denominator = _dct_denominator(full_h, full_w, resize)
     scaled_h, scaled_w = -(-full_h // denominator), -(-full_w // denominator)
     _over_budget(name, (full_w, full_h), (scaled_w, scaled_h), max_pixels)
@@ -125,8 +152,8 @@ def _decode_jpeg_fast(
             min_height=scaled_h,
             min_width=scaled_w,
         )
-    except ValueError as exc:
-        raise DecodeError(name, f"cannot decode image: {exc}") from exc
+    except (ValueError, MemoryError) as exc:
+        raise DecodeError(name, f"cannot decode image: {error_text(exc, DECODING)}") from exc
     _over_budget(name, (full_w, full_h), (array.shape[1], array.shape[0]), max_pixels)
     if array.ndim == 2:
         array = array[..., None]
@@ -141,6 +168,7 @@ def _decode_with_pillow(
     max_pixels: int,
     resize: ResizeStep | None = None,
     resize_now: bool = False,
+    bounds: OutputBounds | None = None,
 ) -> np.ndarray:
     """Decode one image; ``name`` (its file) is what errors say.
 
@@ -153,6 +181,7 @@ def _decode_with_pillow(
     try:
         with Image.open(io.BytesIO(data)) as image:
             full_w, full_h = image.size
+            _check_bounds(name, bounds, full_w, full_h)
             draft = _draft_size(image, resize)
             if draft is not None:
                 image.draft(mode, draft)
@@ -185,7 +214,7 @@ def _decode_with_pillow(
             name, "cannot decode image: not a format Pillow recognises (JPEG, PNG, ...)"
         ) from exc
     except Exception as exc:  # PIL raises many types for damaged files
-        raise DecodeError(name, f"cannot decode image: {exc}") from exc
+        raise DecodeError(name, f"cannot decode image: {error_text(exc, DECODING)}") from exc
     if step.color_mode == "BGR":
         array = array[..., ::-1]
     if array.ndim == 2:

@@ -4,16 +4,17 @@ batch by services/preprocess/batch.py), here or in a forked pool, into one array
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 
 from services.preprocess.batch import finish, preprocess_batch, usual_dtype
-from services.preprocess.datasets import DatasetError, Sample, SampleError
-from services.preprocess.pool import SharedRows, prepared_chunks
+from services.preprocess.datasets import DatasetError, OutOfMemory, Sample, SampleError
+from services.preprocess.pool import ChunkResult, SharedRows, prepared_chunks
 from shared.manifest_sections import Input
+from shared.memory_limit import error_text
 from shared.settings import get_settings
 
 
@@ -72,7 +73,8 @@ def preprocess(
     ``stored``: the tensors in a shard's stored form (``preprocess_batch``); ``finish``
     turns them into the model's."""
     chunks = [samples[start : start + batch_size] for start in range(0, len(samples), batch_size)]
-    budget = max_image_pixels or get_settings().max_image_pixels
+    settings = get_settings()
+    budget = max_image_pixels or settings.max_image_pixels
     workers = pool_size(samples, processes, len(chunks))
     shared = SharedRows.allocate(len(samples), tuple(spec.shape), usual_dtype(spec, stored))
     prepare = partial(preprocess_batch, spec=spec, max_image_pixels=budget, stored=stored)
@@ -80,9 +82,10 @@ def preprocess(
     ids: list[str] = []
     labels: list[int | None] = []
     errors: list[SampleError] = []
-    for chunk, (array, kept, chunk_errors) in zip(
-        chunks, prepared_chunks(chunks, prepare, workers, shared), strict=True
-    ):
+    results = prepared_chunks(
+        chunks, prepare, workers, shared, settings.max_preprocess_memory_mb * 2**20
+    )
+    for chunk, (array, kept, chunk_errors) in zip(chunks, _named_oom(results), strict=True):
         errors.extend(chunk_errors)
         if array is not None:
             parts.append(array)
@@ -97,6 +100,15 @@ def preprocess(
         parts = [finish(part, spec) for part in parts]
     tensors = _joined(parts, spec, shared)
     return Prepared(tensors=tensors, ids=ids, labels=labels, errors=errors, processes=workers)
+
+
+def _named_oom(results: Iterator[ChunkResult]) -> Iterator[ChunkResult]:
+    """The chunks' results; a MemoryError preparing them as OutOfMemory, whose text says
+    which limit it met (never the empty text of Pillow's bare MemoryError)."""
+    try:
+        yield from results
+    except MemoryError as exc:
+        raise OutOfMemory(error_text(exc, "preparing samples")) from None
 
 
 def pool_size(samples: Sequence[Sample], processes: int, chunks: int) -> int:

@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from services.preprocess.datasets import Sample, SampleError
+from services.preprocess.datasets import OutOfMemory, Sample, SampleError
+from shared.memory_limit import error_text, limit_memory
 
 ChunkResult = tuple[np.ndarray | None, list[Sample], list[SampleError]]
 
@@ -72,10 +73,15 @@ _SHARED: SharedRows | None = None
 
 
 def prepared_chunks(
-    chunks: Sequence[Sequence[Sample]], prepare: Prepare, workers: int, shared: SharedRows
+    chunks: Sequence[Sequence[Sample]],
+    prepare: Prepare,
+    workers: int,
+    shared: SharedRows,
+    memory_limit_bytes: int = 0,
 ) -> Iterator[ChunkResult]:
     """Each chunk's result, in order: here when ``workers`` <= 1, else from a pool of
-    that many forked processes. ``shared`` has a row for every sample of every chunk, in
+    that many forked processes, each allowed ``memory_limit_bytes`` more than it held when
+    forked (0: no limit). ``shared`` has a row for every sample of every chunk, in
     order; a chunk whose tensors fit it comes back as a view of its rows there."""
     starts = [0, *accumulate(len(chunk) for chunk in chunks)][:-1]
     if workers <= 1:
@@ -89,7 +95,7 @@ def prepared_chunks(
         max_workers=workers,
         mp_context=context,
         initializer=_start_child,
-        initargs=(shared if FORK_AVAILABLE else None,),
+        initargs=(shared if FORK_AVAILABLE else None, memory_limit_bytes),
     ) as pool:
         results = pool.map(partial(_prepare_in_child, prepare), starts, chunks)
         for start, (tensors, kept, errors) in zip(starts, results, strict=True):
@@ -119,22 +125,27 @@ def _prepare_in_child(
     """One chunk in a pool child: the count of rows written into the shared buffer is
     sent back instead of the tensors, which are sent themselves only when they did not
     fit it (or there is no shared buffer: a spawned child)."""
-    if _SHARED is None:
-        return prepare(chunk)
-    tensors, kept, errors = _into_rows(prepare, _SHARED, start, chunk)
+    try:
+        if _SHARED is None:
+            return prepare(chunk)
+        tensors, kept, errors = _into_rows(prepare, _SHARED, start, chunk)
+    except MemoryError as exc:  # as text with the limit met; the caller has no limit
+        raise OutOfMemory(error_text(exc, "preparing samples")) from None
     if tensors is not None and _SHARED.takes(tensors):  # now in its rows there
         return len(tensors), kept, errors
     return tensors, kept, errors
 
 
-def _start_child(shared: SharedRows | None) -> None:
+def _start_child(shared: SharedRows | None, memory_limit_bytes: int = 0) -> None:
     """A pool child's start: the shared rows (inherited through the fork, not pickled),
-    and torch on one thread. A child forked after the caller ran torch ops on several
-    threads inherits OpenMP's record of a thread pool whose threads it does not have,
-    and its first parallel region (the fast resize) waited on them for good; one thread
-    runs no parallel region. One process per core wants one thread."""
+    its memory limit (``max_preprocess_memory_mb``), and torch on one thread. A child
+    forked after the caller ran torch ops on several threads inherits OpenMP's record of
+    a thread pool whose threads it does not have, and its first parallel region (the
+    fast resize) waited on them for good; one thread runs no parallel region. One
+    process per core wants one thread."""
     global _SHARED
     _SHARED = shared
+    limit_memory(memory_limit_bytes, setting="BENCHSTACK_MAX_PREPROCESS_MEMORY_MB")
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)

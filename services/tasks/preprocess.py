@@ -10,13 +10,16 @@ inference task deduplicates by its claim).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from celery import shared_task
 
 from services.core.dispatch import inference_message
+from services.preprocess.bounded_child import run_bounded
 from services.preprocess.datasets import DatasetError, resolve_dataset
-from services.preprocess.pipeline import preprocess
+from services.preprocess.pipeline import Prepared, preprocess
 from services.preprocess.shards import is_complete, write_shard
 from services.scheduler.pending import pending_inference
 from shared import queues, worker_context
@@ -35,10 +38,20 @@ class ShardFailed(RuntimeError):
     """Nothing in the shard could be prepared; the message says why."""
 
 
-def prepare_shard(message: PreprocessShard, settings: Settings, store: ObjectStore) -> None:
-    """Write the shard's objects unless they exist already (pure of broker and database)."""
+def prepare_shard(
+    message: PreprocessShard,
+    settings: Settings,
+    store: ObjectStore,
+    should_stop: Callable[[], str | None] = lambda: None,
+) -> bool:
+    """Write the shard's objects unless they exist already (pure of broker and database);
+    False when ``should_stop`` gave a reason first (its evaluation was cancelled).
+
+    The samples are prepared in a child process under ``max_preprocess_memory_mb``
+    (services/preprocess/bounded_child.py): one that needs more fails the shard with
+    that reason instead of drawing the kernel's OOM killer onto the worker."""
     if is_complete(store, message.shard_key):
-        return
+        return True
     dataset = resolve_dataset(
         message.dataset,
         count=message.dataset_count,
@@ -50,15 +63,25 @@ def prepare_shard(message: PreprocessShard, settings: Settings, store: ObjectSto
     if missing:
         raise ShardFailed(f"dataset: samples {missing[:3]} are not in {dataset.name}")
     spec = Input.model_validate(message.input_spec)
-    prepared = preprocess(
-        [by_id[i] for i in message.sample_ids], spec, batch_size=message.batch_size, stored=True
+    samples = [by_id[i] for i in message.sample_ids]
+    outcome = run_bounded(
+        partial(preprocess, samples, spec, batch_size=message.batch_size, stored=True),
+        memory_limit_bytes=settings.max_preprocess_memory_mb * 2**20,
+        should_stop=should_stop,
+        doing=f"preparing shard {message.shard_index}",
     )
+    if outcome.stopped is not None:
+        return False
+    if outcome.error is not None:
+        raise ShardFailed(f"preprocess: {outcome.error}")
+    prepared: Prepared = outcome.value
     if not prepared.ids:
         reasons = "; ".join(str(e) for e in prepared.errors[:3])
         raise ShardFailed(
             f"preprocess: no sample of shard {message.shard_index} decoded: {reasons}"
         )
     write_shard(store, message.shard_key, prepared)
+    return True
 
 
 @shared_task(name=queues.PREPROCESS_SHARD, **RETRY_OPTIONS)
@@ -70,8 +93,15 @@ def preprocess_shard(payload: dict[str, Any]) -> None:
     with resources.db() as session:
         if evaluation_repo.is_final(session, message.evaluation_id):
             return  # cancelled or failed: spare the CPU
+
+    def cancelled() -> str | None:
+        with resources.db() as session:
+            final = evaluation_repo.is_final(session, message.evaluation_id)
+        return "the evaluation is final (cancelled or failed)" if final else None
+
     try:
-        prepare_shard(message, resources.settings, resources.store)
+        if not prepare_shard(message, resources.settings, resources.store, cancelled):
+            return  # cancelled while preparing: its child is ended, nothing is written
     except (ShardFailed, DatasetError, ValueError) as exc:
         with resources.db() as session:
             evaluation_repo.fail(session, message.evaluation_id, str(exc))
