@@ -57,6 +57,21 @@ class Settings(BaseSettings):
     s3_bucket: str = "benchstack"
     s3_secure: bool = False
     s3_region: str = "us-east-1"
+    # Bounds on every object-store request (shared/s3_client.py): a server that refuses,
+    # hangs or answers 5xx costs a caller at most s3_client.worst_case_seconds, then
+    # ObjectStoreUnavailable, which tasks retry with backoff. The read timeout is per read
+    # of the socket, not per transfer, so large objects are not cut short.
+    s3_connect_timeout_seconds: float = Field(default=3.0, gt=0, le=60)
+    s3_read_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+    # Retries of a refused connection or a 5xx answer, with exponential backoff
+    # (s3_backoff_seconds doubled each time, at most 8 s); a read that timed out is
+    # retried once at most, since a hung server rarely answers the second time.
+    s3_retries: int = Field(default=4, ge=0, le=10)
+    s3_backoff_seconds: float = Field(default=0.5, ge=0, le=10)
+    # /readyz asks the object store whether its bucket exists within this many seconds and
+    # keeps the answer this long, so a loop of probes makes one request per interval.
+    s3_probe_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
+    s3_probe_cache_seconds: float = Field(default=1.5, ge=0, le=60)
     secret_key: str = "dev-secret-change-me"
     otlp_endpoint: str = ""
     api_url: str = "http://127.0.0.1:8000"

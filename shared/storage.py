@@ -18,6 +18,24 @@ class ObjectNotFound(KeyError):
     """No object under that key."""
 
 
+class ObjectStoreUnavailable(ConnectionError):
+    """The object store did not answer: refused, timed out, or 5xx after its retries.
+
+    A transient outage, not the evaluation's fault: a ConnectionError, so tasks retry
+    with backoff (``shared/task_guard.TRANSIENT_ERRORS``) and the API answers 503
+    ("object store unavailable"). The message is short: the cause, never a traceback's
+    worth of urllib3 text.
+    """
+
+    def __init__(self, cause: str) -> None:
+        self.cause = cause
+        super().__init__(f"object store unavailable: {cause}")
+
+    def __reduce__(self) -> tuple[type[ObjectStoreUnavailable], tuple[str]]:
+        # Celery pickles a retried task's exception: rebuild it from the cause alone.
+        return (type(self), (self.cause,))
+
+
 class ObjectStore(Protocol):
     def put_bytes(self, key: str, data: bytes) -> None: ...
 
@@ -29,6 +47,11 @@ class ObjectStore(Protocol):
 
     def describe(self, key: str) -> str:
         """Where a person finds the object (a path or an s3:// URL)."""
+        ...
+
+    def check(self) -> None:
+        """Raise ObjectStoreUnavailable unless the store can take objects now; quick
+        (bounded by ``s3_probe_timeout_seconds``), for /readyz."""
         ...
 
 
@@ -79,6 +102,10 @@ class LocalStore:
 
     def describe(self, key: str) -> str:
         return str(self._path(key))
+
+    def check(self) -> None:
+        if not self.root.is_dir():
+            raise ObjectStoreUnavailable(f"folder {self.root} is missing")
 
 
 def make_store(settings: Settings) -> ObjectStore:

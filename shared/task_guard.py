@@ -15,6 +15,7 @@ from shared import runtime
 from shared.db import evaluation_repo
 from shared.memory_limit import error_text
 from shared.runtime import SessionFactory
+from shared.storage import ObjectStoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,14 @@ def _transient_errors() -> tuple[type[BaseException], ...]:
     sweeper re-dispatches it if the retries run out)."""
     from sqlalchemy.exc import InterfaceError, OperationalError
 
-    errors: list[type[BaseException]] = [OperationalError, InterfaceError, ConnectionError]
+    # ObjectStoreUnavailable is a ConnectionError too; named for the reader: an object
+    # store that is down or hangs (shared/s3_store.py) waits, it does not fail a run.
+    errors: list[type[BaseException]] = [
+        OperationalError,
+        InterfaceError,
+        ConnectionError,
+        ObjectStoreUnavailable,
+    ]
     try:
         from kombu.exceptions import OperationalError as BrokerError
         from redis.exceptions import ConnectionError as RedisConnectionError

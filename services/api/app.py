@@ -12,7 +12,7 @@ from cross_web import HTTPException as MalformedRequest
 from fastapi import Depends, FastAPI, HTTPException, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
-from sqlalchemy import select, text
+from sqlalchemy import select
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse
 from strawberry import UNSET
@@ -25,6 +25,7 @@ from services.api.context import ApiDeps, Context, in_thread
 from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
 from services.api.graphql.schema import OperationLimits, make_schema
 from services.api.observability import PUBLISHED, UNAVAILABLE, PrometheusMiddleware
+from services.api.probes import CachedCheck, object_store_status, readiness
 from services.api.request_limits import (
     RESPONSE_TOO_LARGE,
     RequestRefused,
@@ -39,7 +40,7 @@ from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.messages import Message
 from shared.settings import Settings, get_settings
-from shared.storage import ObjectNotFound
+from shared.storage import ObjectNotFound, ObjectStoreUnavailable
 from shared.tracing import install_celery_propagation
 
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
@@ -193,9 +194,13 @@ def _add_errors_and_probes(app: FastAPI, deps: ApiDeps, settings: Settings) -> N
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
+    object_store = CachedCheck(
+        lambda: object_store_status(deps), ttl_s=settings.s3_probe_cache_seconds
+    )
+
     @app.get("/readyz")
     async def readyz(response: Response) -> dict[str, Any]:
-        checks = await in_thread(_readiness, deps)
+        checks = await in_thread(readiness, deps, object_store)
         if not all(c == "ok" for c in checks.values()):
             response.status_code = 503
         return {"status": "ok" if response.status_code != 503 else "unavailable", **checks}
@@ -277,29 +282,6 @@ def metrics_text() -> bytes:
     return generate_latest(registry)
 
 
-def _readiness(deps: ApiDeps) -> dict[str, str]:
-    checks: dict[str, str] = {}
-    try:
-        with deps.read_db() as session:
-            session.execute(text("SELECT 1"))
-        checks["database"] = "ok"
-    except Exception as exc:
-        checks["database"] = f"error: {exc.__class__.__name__}"
-    try:
-        app = make_celery(deps.settings)
-        with app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
-        checks["broker"] = "ok"
-    except Exception as exc:
-        checks["broker"] = f"error: {exc.__class__.__name__}"
-    try:
-        deps.store.exists("readyz-probe")
-        checks["object_store"] = "ok"
-    except Exception as exc:
-        checks["object_store"] = f"error: {exc.__class__.__name__}"
-    return checks
-
-
 def _log_bytes(deps: ApiDeps, user_id: int, run_id: str, name: str) -> bytes | None:
     with deps.read_db() as session:
         row = session.execute(
@@ -317,3 +299,5 @@ def _log_bytes(deps: ApiDeps, user_id: int, run_id: str, name: str) -> bytes | N
         return deps.store.get_bytes(key)
     except ObjectNotFound:
         return None
+    except ObjectStoreUnavailable as exc:
+        raise DependencyUnavailable("object_store") from exc

@@ -1,8 +1,9 @@
-"""Which dependency an exception says is down: the database or the broker.
+"""Which dependency an exception says is down: the database, the broker or the object store.
 
-A client cannot fix an outage and should not see its internals (hosts, SQL), but it
-must learn that the service, not its request, is at fault, and that retrying later
-helps: "database unavailable" or "broker unavailable", HTTP 503, counted in /metrics.
+A client cannot fix an outage and should not see its internals (hosts, SQL, urllib3's
+MaxRetryError), but it must learn that the service, not its request, is at fault, and
+that retrying later helps: "database unavailable", "broker unavailable" or "object store
+unavailable", HTTP 503, counted in /metrics.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ import kombu.exceptions
 import redis.exceptions
 import sqlalchemy.exc
 
-Dependency = Literal["database", "broker"]
+from shared.storage import ObjectStoreUnavailable
+
+Dependency = Literal["database", "broker", "object_store"]
 # The GraphQL error code each dependency's outage is reported with.
 UNAVAILABLE_CODES: dict[Dependency, str] = {
     "database": "DATABASE_UNAVAILABLE",
     "broker": "BROKER_UNAVAILABLE",
+    "object_store": "OBJECT_STORE_UNAVAILABLE",
 }
 
 # Connection-level failures: refused, reset, timed out, a pool with no free connection.
@@ -39,11 +43,16 @@ class DependencyUnavailable(RuntimeError):
 
     def __init__(self, dependency: Dependency) -> None:
         self.dependency = dependency
-        super().__init__(f"{dependency} unavailable")
+        super().__init__(unavailable_message(dependency))
 
     @property
     def code(self) -> str:
         return UNAVAILABLE_CODES[self.dependency]
+
+
+def unavailable_message(dependency: Dependency) -> str:
+    """What a client reads: "object store unavailable" (words, not the label)."""
+    return f"{dependency.replace('_', ' ')} unavailable"
 
 
 def unavailable_dependency(exc: BaseException) -> Dependency | None:
@@ -54,6 +63,8 @@ def unavailable_dependency(exc: BaseException) -> Dependency | None:
         seen.add(id(current))
         if isinstance(current, DependencyUnavailable):
             return current.dependency
+        if isinstance(current, ObjectStoreUnavailable):
+            return "object_store"
         if isinstance(current, _DATABASE_ERRORS):
             return "database"
         if isinstance(current, sqlalchemy.exc.DBAPIError) and current.connection_invalidated:

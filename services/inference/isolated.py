@@ -50,6 +50,8 @@ class ChildOutcome:
     value: Any = None
     error: str | None = None
     stopped: str | None = None  # the reason given by should_stop, or the time limit
+    # The object store was unavailable (its cause in ``error``): worth measuring again.
+    transient: bool = False
 
     @property
     def ok(self) -> bool:
@@ -153,6 +155,8 @@ def _await_outcome(
                 continue
             if status == "ok":
                 return ChildOutcome(value=value), True
+            if status == "transient":
+                return ChildOutcome(error=str(value), transient=True), True
             return ChildOutcome(error=str(value)), True
         if not child.is_alive() and not receiver.poll(0):
             return None, False

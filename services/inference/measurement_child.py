@@ -17,6 +17,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from shared.storage import ObjectStoreUnavailable
+
 # In the child: the connection to the parent, for announce_started().
 _PARENT: Connection | None = None
 
@@ -70,6 +72,9 @@ def _serve(
     os.chdir(cwd)
     try:
         conn.send(("ok", target(*args)))
+    except ObjectStoreUnavailable as exc:
+        # An outage, not the run's fault: the worker retries the run once S3 is back.
+        conn.send(("transient", exc.cause))
     except BaseException as exc:
         conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
 

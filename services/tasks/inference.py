@@ -44,6 +44,7 @@ from shared.messages import RunCompleted, RunInference
 from shared.run_report import attempt_prefix
 from shared.runtime import Resources, SessionFactory
 from shared.settings import Settings
+from shared.storage import ObjectStoreUnavailable
 from shared.task_guard import RETRY_OPTIONS, TRANSIENT_ERRORS, fail_evaluation_on_error
 from shared.worker_context import WorkerContext
 
@@ -172,6 +173,12 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         # that keep them (services/core/workload.Workload.resident).
         resident=settings.model_cache_bytes > 0 and workload_named(message.workload).resident,
     )
+    if result.transient:
+        # The object store was down while the run stored its files: measure it again once
+        # it is back (Celery's retry with backoff), rather than fail the evaluation.
+        with resources.db() as session:
+            evaluation_repo.release_claim(session, message.evaluation_id, attempt)
+        raise ObjectStoreUnavailable(result.error or "unknown cause")
     failure = result.stopped or result.error
     if failure is not None:
         # Ended (cancel, time limit) is news; failed (the child's error) is a warning.

@@ -197,6 +197,22 @@ def complete_attempt(
     )
 
 
+def release_claim(session: Session, evaluation_id: str, attempt: int) -> bool:
+    """Give up an attempt's claim (its run met an outage and will be measured again), so
+    the retry claims the next attempt at once instead of waiting out the lease."""
+    result = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state == EvaluationState.RUNNING.value,
+            Evaluation.attempt == attempt,
+        )
+        .values(claimed_at=None, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
 def fail_attempt(session: Session, evaluation_id: str, attempt: int, reason: str) -> bool:
     """Fail the evaluation for a run that broke, unless another attempt took the claim."""
     return transition(

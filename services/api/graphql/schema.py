@@ -24,7 +24,7 @@ from strawberry.tools import merge_types
 
 from services.api.campaigns.registry import campaigns
 from services.api.context import NotAuthenticated
-from services.api.faults import UNAVAILABLE_CODES, unavailable_dependency
+from services.api.faults import UNAVAILABLE_CODES, unavailable_dependency, unavailable_message
 from services.api.graphql.advice.queries import AdviceQueries
 from services.api.graphql.agents.queries import AgentQueries
 from services.api.graphql.bricks.queries import BrickQueries
@@ -81,8 +81,9 @@ def should_mask_error(error: GraphQLError) -> bool:
 
 
 class MaskErrorsNamingOutages(MaskErrors):
-    """MaskErrors, except that an outage of the database or the broker is named, with
-    code DATABASE_UNAVAILABLE or BROKER_UNAVAILABLE (HTTP 503, see app.py), and counted."""
+    """MaskErrors, except that an outage of the database, the broker or the object store
+    is named, with code DATABASE_UNAVAILABLE, BROKER_UNAVAILABLE or OBJECT_STORE_UNAVAILABLE
+    (HTTP 503, see app.py), and counted."""
 
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
         original = error.original_error
@@ -91,7 +92,7 @@ class MaskErrorsNamingOutages(MaskErrors):
             return super().anonymise_error(error)
         UNAVAILABLE.labels(dependency).inc()
         return GraphQLError(
-            f"{dependency} unavailable; try again shortly",
+            f"{unavailable_message(dependency)}; try again shortly",
             nodes=error.nodes,
             source=error.source,
             positions=error.positions,

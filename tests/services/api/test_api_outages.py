@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from services.api.auth import create_token
 from shared.db.session import get_engine, session_scope
 from shared.settings import Settings
 from tests.services.api.conftest import Api, RecordingPublisher
+from tests.support.s3 import moto_s3_server, silent_server
 
 MODELS = "{ models { name } }"
 
@@ -162,3 +164,52 @@ def test_a_submission_during_a_broker_outage_is_kept_for_the_sweeper(tmp_path: P
         assert created["reason"].startswith("broker unavailable at submission")
         assert "sweeper dispatches it again" in created["reason"]
         assert unavailable_count("broker") == before + 1
+
+
+def _store_settings(tmp_path: Path, endpoint: str, **bounds: float) -> Settings:
+    return Settings(
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path / 'api.db'}",
+        environment="test",
+        s3_endpoint=endpoint,
+        s3_access_key="a",
+        s3_secret_key="b",
+        s3_bucket="readyz",
+        s3_probe_timeout_seconds=0.5,
+        **{"s3_probe_cache_seconds": 0.0, **bounds},
+    )
+
+
+def _object_store(client: TestClient) -> tuple[int, str, float]:
+    started = time.monotonic()
+    response = client.get("/readyz")
+    return response.status_code, response.json()["object_store"], time.monotonic() - started
+
+
+def test_readyz_says_the_object_store_is_down_quickly(tmp_path: Path) -> None:
+    """Stopped, emptied of its bucket, hung: /readyz says so within its probe timeout."""
+    down = "error: object store unavailable"
+    with moto_s3_server() as moto:
+        app = create_app(_store_settings(tmp_path, moto.endpoint), publish=RecordingPublisher())
+        store = app.state.deps.store
+        with TestClient(app) as client:
+            # A fresh S3: the first probe finds no bucket, makes it, and says so.
+            assert _object_store(client)[1] == f"{down}: bucket 'readyz' was missing; created it"
+            assert _object_store(client)[1] == "ok"
+            store.put_bytes("runs/1/a", b"x")
+            moto.stop()
+            status, said, took = _object_store(client)
+            assert status == 503 and took < 2.0
+            assert said == f"{down}: cannot connect to {moto.endpoint}: connection refused"
+            moto.start()
+            assert _object_store(client)[1] == "ok"
+            store.client.remove_object("readyz", "runs/1/a")
+            store.client.remove_bucket("readyz")
+            status, said, _ = _object_store(client)
+            assert status == 503 and said.startswith(f"{down}: bucket 'readyz' was missing")
+    with silent_server() as endpoint:
+        app = create_app(_store_settings(tmp_path, endpoint), publish=RecordingPublisher())
+        with TestClient(app) as client:
+            status, said, took = _object_store(client)
+            assert status == 503 and took < 0.5 * 2 + 1.5
+            assert said == f"{down}: {endpoint} did not answer in time"

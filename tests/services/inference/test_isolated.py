@@ -222,3 +222,17 @@ def test_a_run_under_another_environment_gets_a_fresh_resident_child(
     # whose environment changed must not be served by it.
     monkeypatch.setenv("BENCHSTACK_ISOLATED_PROBE", "changed")
     assert resident_pid() != first
+
+
+def object_store_down() -> None:
+    from shared.storage import ObjectStoreUnavailable
+
+    raise ObjectStoreUnavailable("cannot connect to s3:9000: connection refused")
+
+
+@BOTH
+def test_an_object_store_outage_comes_back_as_transient(resident: bool) -> None:
+    outcome = run_in_child(
+        object_store_down, (), should_stop=never_stop, time_limit_s=60, resident=resident
+    )
+    assert outcome.transient and outcome.error == "cannot connect to s3:9000: connection refused"

@@ -20,6 +20,7 @@ from services.tasks import scheduler as scheduler_tasks
 from shared import queues, runtime
 from shared.db import evaluation_repo
 from shared.db.states import EvaluationState
+from shared.storage import ObjectStoreUnavailable
 from tests.support.pipeline import (
     AGENT,
     OTHER_AGENT,
@@ -158,3 +159,27 @@ def test_aggregator_stores_nothing_for_a_failed_evaluation(outbox: Outbox) -> No
     row = evaluation_row(evaluation_id)
     assert (row.state, row.reason) == ("FAILED", "failed meanwhile")
     assert runs_of(evaluation_id) == 0
+
+
+def object_store_down(*_: Any) -> dict[str, str]:
+    """A measurement whose files could not be stored: S3 stopped (runs in the child)."""
+    raise ObjectStoreUnavailable("cannot connect to 127.0.0.1:9: connection refused")
+
+
+def test_a_run_that_meets_an_object_store_outage_waits_and_is_measured_again(
+    outbox: Outbox,
+) -> None:
+    evaluation_id = submit_quick(seed=10)
+    run = to_running(outbox, evaluation_id)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(inference_tasks, "measure", object_store_down)
+        # Raised for Celery's retry with backoff; the evaluation is not failed.
+        with pytest.raises(ObjectStoreUnavailable, match="connection refused"):
+            inference_tasks.run_inference(run)
+    row = evaluation_row(evaluation_id)
+    assert (row.state, row.attempt, row.claimed_at) == ("RUNNING", 1, None)
+    # The retry, S3 back: it claims the next attempt at once and completes.
+    inference_tasks.run_inference(run)
+    ((completed, _),) = outbox.take(queues.RUN_COMPLETED)
+    assert completed["log_prefix"] == f"runs/{run['run_id']}/attempt-2"
+    assert evaluation_row(evaluation_id).state == "AGGREGATING"
