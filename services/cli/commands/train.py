@@ -157,7 +157,7 @@ def _check_step_options(
     steps: int, batch_size: int, warmup: int, image_size: int, precision: str, optimizer: str
 ) -> None:
     """Each option of a training step within its bounds or among its choices."""
-    from services.training import options
+    from services.workloads.training import options
 
     for name, value in (
         ("--steps", steps),
