@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -52,12 +54,8 @@ def run_bounded(
     """``work()`` in a forked child that may allocate at most ``memory_limit_bytes`` more
     than the worker held (0: no limit). ``doing`` ("preparing shard 3") is what an error
     says was being done. The child is killed as soon as ``should_stop`` gives a reason."""
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(
-        target=_child_main, args=(work, sender, memory_limit_bytes, doing), daemon=True
-    )
-    child.start()
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    child = _Forked.start(lambda: _child_main(work, sender, memory_limit_bytes, doing))
     sender.close()
     try:
         while not receiver.poll(poll_s):
@@ -77,6 +75,46 @@ def run_bounded(
         if child.is_alive():
             child.kill()  # preprocessing leaves nothing to clean up
         child.join(KILL_WAIT_S)
+
+
+class _Forked:
+    """A child made with os.fork, not multiprocessing.Process: a Celery prefork worker is a
+    daemonic process, and multiprocessing refuses to start children from one."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.exitcode: int | None = None
+
+    @classmethod
+    def start(cls, main: Callable[[], None]) -> _Forked:
+        pid = os.fork()
+        if pid == 0:  # the child: run, then leave without the parent's exit handlers
+            code = 0
+            try:
+                main()
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        return cls(pid)
+
+    def is_alive(self) -> bool:
+        if self.exitcode is not None:
+            return False
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return True
+        self.exitcode = os.waitstatus_to_exitcode(status)
+        return False
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+    def join(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 def _death(code: int | None, limit: int, doing: str) -> str:

@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -90,3 +91,25 @@ def test_a_stopped_child_is_ended_at_once(tmp_path: Path) -> None:
     assert result.stopped == "cancelled"
     assert time.monotonic() - asked < 10
     assert not pid_alive(int(pid_file.read_text()))
+
+
+def _from_a_daemon(results: Any) -> None:
+    outcome = run_bounded(
+        lambda: 6 * 7, memory_limit_bytes=0, should_stop=lambda: None, doing="answering"
+    )
+    results.put((outcome.value, outcome.error))
+
+
+def test_a_daemonic_worker_process_may_run_it() -> None:
+    """Celery's prefork children are daemonic, and multiprocessing refuses them children:
+    the bounded child is forked without it."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    worker = context.Process(target=_from_a_daemon, args=(results,), daemon=True)
+    worker.start()
+    try:
+        assert results.get(timeout=30) == (42, None)
+    finally:
+        worker.join(10)
