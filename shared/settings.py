@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     # keeps the answer this long, so a loop of probes makes one request per interval.
     s3_probe_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
     s3_probe_cache_seconds: float = Field(default=1.5, ge=0, le=60)
+    # /readyz's whole answer (database, broker, object store) is kept this long: probes in
+    # a loop are answered from memory and cost other clients nothing.
+    readiness_cache_seconds: float = Field(default=1.0, ge=0, le=60)
     secret_key: str = "dev-secret-change-me"
     otlp_endpoint: str = ""
     api_url: str = "http://127.0.0.1:8000"
