@@ -202,6 +202,8 @@ class Settings(BaseSettings):
     # The estimated cost of one operation (services/api/graphql/query_cost.py: fields times
     # the sizes of the lists they sit in); the web UI's heaviest view costs ~2 x 10^5.
     max_query_cost: int = Field(default=1_000_000, ge=1)
+    # evaluationUpdates subscriptions one user may hold open at once, per API process.
+    max_subscriptions_per_user: int = Field(default=50, ge=1)
     # One GraphQL response body: a larger one is replaced by a RESPONSE_TOO_LARGE error.
     max_response_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
 
