@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     # keeps the answer this long, so a loop of probes makes one request per interval.
     s3_probe_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
     s3_probe_cache_seconds: float = Field(default=1.5, ge=0, le=60)
+    # /readyz's whole answer (database, broker, object store) is kept this long: probes in
+    # a loop are answered from memory and cost other clients nothing.
+    readiness_cache_seconds: float = Field(default=1.0, ge=0, le=60)
     secret_key: str = "dev-secret-change-me"
     otlp_endpoint: str = ""
     api_url: str = "http://127.0.0.1:8000"
@@ -199,6 +202,8 @@ class Settings(BaseSettings):
     # The estimated cost of one operation (services/api/graphql/query_cost.py: fields times
     # the sizes of the lists they sit in); the web UI's heaviest view costs ~2 x 10^5.
     max_query_cost: int = Field(default=1_000_000, ge=1)
+    # evaluationUpdates subscriptions one user may hold open at once, per API process.
+    max_subscriptions_per_user: int = Field(default=50, ge=1)
     # One GraphQL response body: a larger one is replaced by a RESPONSE_TOO_LARGE error.
     max_response_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
 

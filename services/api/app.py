@@ -25,11 +25,12 @@ from services.api.context import ApiDeps, Context, in_thread
 from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
 from services.api.graphql.schema import OperationLimits, make_schema
 from services.api.observability import PUBLISHED, UNAVAILABLE, PrometheusMiddleware
-from services.api.probes import CachedCheck, object_store_status, readiness
+from services.api.probes import CHECKING, CachedCheck, object_store_status, readiness
 from services.api.request_limits import (
     RESPONSE_TOO_LARGE,
     RequestRefused,
     decode_bounded_json,
+    read_bounded_body,
     too_large,
 )
 from services.api.token_cache import Caller
@@ -117,6 +118,10 @@ class BenchstackGraphQLRouter(GraphQLRouter[Context, None]):
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > self.settings.max_request_bytes:
             raise too_large(int(declared), self.settings.max_request_bytes)
+        if request.method == "POST" and not declared:
+            # A chunked body says nothing of its size: read it up to the limit, no further.
+            # (``_request``: the Starlette request behind Strawberry's adapter.)
+            await read_bounded_body(request._request, self.settings.max_request_bytes)
         return await super().parse_http_body(request)
 
     def decode_json(self, data: str | bytes) -> object:
@@ -195,12 +200,21 @@ def _add_errors_and_probes(app: FastAPI, deps: ApiDeps, settings: Settings) -> N
         return {"status": "ok"}
 
     object_store = CachedCheck(
-        lambda: object_store_status(deps), ttl_s=settings.s3_probe_cache_seconds
+        lambda: object_store_status(deps),
+        ttl_s=settings.s3_probe_cache_seconds,
+        pending=CHECKING,
+    )
+    broker = make_celery(settings)
+    ready = CachedCheck(
+        lambda: readiness(deps, broker, object_store),
+        ttl_s=settings.readiness_cache_seconds,
+        pending={"checks": "in progress"},
     )
 
     @app.get("/readyz")
     async def readyz(response: Response) -> dict[str, Any]:
-        checks = await in_thread(readiness, deps, object_store)
+        known = ready.known()
+        checks = known if known is not None else await in_thread(ready)
         if not all(c == "ok" for c in checks.values()):
             response.status_code = 503
         return {"status": "ok" if response.status_code != 503 else "unavailable", **checks}

@@ -42,6 +42,9 @@ class ApiDeps:
     publish: Publisher
     _store: ObjectStore | None = field(default=None, repr=False)
     tokens: TokenCache = field(init=False, repr=False)
+    # evaluationUpdates' one poller (graphql/evaluations/watcher.EvaluationWatcher), made
+    # by the first subscription: it needs the running event loop.
+    watcher: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.tokens = TokenCache(self.settings.api_token_cache_seconds)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from starlette.requests import Request
+
 BAD_REQUEST = "BAD_REQUEST"
 RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"
 
@@ -69,3 +71,21 @@ def decode_bounded_json(data: str | bytes, *, max_bytes: int, max_depth: int) ->
     if nesting_depth(value) > max_depth:
         raise deep
     return value
+
+
+async def read_bounded_body(request: Request, max_bytes: int) -> None:
+    """A body sent without Content-Length (chunked), read chunk by chunk and refused as
+    soon as it passes ``max_bytes``; what was read is left where Starlette's
+    ``Request.body()`` finds it (its ``_body``), so the parser reads it from memory."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise RequestRefused(
+                413,
+                f"request body: more than {max_bytes} bytes, sent without Content-Length, "
+                f"is above the limit of {max_bytes} (BENCHSTACK_MAX_REQUEST_BYTES)",
+            )
+        chunks.append(chunk)
+    request._body = b"".join(chunks)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from services.api.graphql.evaluations import subscriptions
+from services.api.graphql.evaluations import watcher
 from shared.catalogue import CATALOGUE_DIR
 from shared.db.evaluations import Evaluation
 from shared.db.session import session_scope
@@ -283,7 +283,7 @@ def test_subscription_errors_are_masked(
     def broken(*_: Any) -> Any:
         raise RuntimeError("connection to postgres://benchstack:hunter2@db failed")
 
-    monkeypatch.setattr(subscriptions, "_one", broken)
+    monkeypatch.setattr(watcher, "_one", broken)
     token = api.token("alice")
     with api.client.websocket_connect("/graphql", subprotocols=["graphql-transport-ws"]) as ws:
         ws.send_text(

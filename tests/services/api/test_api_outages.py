@@ -176,7 +176,7 @@ def _store_settings(tmp_path: Path, endpoint: str, **bounds: float) -> Settings:
         s3_secret_key="b",
         s3_bucket="readyz",
         s3_probe_timeout_seconds=0.5,
-        **{"s3_probe_cache_seconds": 0.0, **bounds},
+        **{"s3_probe_cache_seconds": 0.0, "readiness_cache_seconds": 0.0, **bounds},
     )
 
 

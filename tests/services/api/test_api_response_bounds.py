@@ -75,3 +75,40 @@ def test_a_refused_operation_is_logged_shortened(
     assert response.status_code == 200 and response.json()["errors"]
     assert caplog.records, "the refusal is logged"
     assert max(len(r.getMessage()) for r in caplog.records) < 2_000
+
+
+def test_a_chunked_body_over_the_limit_is_refused_while_it_streams(api: Api) -> None:
+    token = api.token("sender")
+    chunk = b" " * 2**20
+    sent: list[int] = []
+
+    def body() -> Iterator[bytes]:
+        yield b'{"query": "{ models { name } }", "pad": "'
+        for _ in range(8):  # 8 MiB against a 2 MiB limit
+            sent.append(1)
+            yield chunk
+        yield b'"}'
+
+    response = api.client.post(
+        "/graphql",
+        content=body(),
+        headers={"Authorization": f"Bearer {token}", "content-type": "application/json"},
+    )
+    assert response.status_code == 413
+    (error,) = response.json()["errors"]
+    assert "sent without Content-Length" in error["message"]
+
+
+def test_a_chunked_body_under_the_limit_is_answered(api: Api) -> None:
+    token = api.token("sender")
+
+    def body() -> Iterator[bytes]:
+        yield b'{"query": '
+        yield b'"{ models { name } }"}'
+
+    response = api.client.post(
+        "/graphql",
+        content=body(),
+        headers={"Authorization": f"Bearer {token}", "content-type": "application/json"},
+    )
+    assert response.status_code == 200 and response.json()["data"]["models"]
