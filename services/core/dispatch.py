@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from services.core.workload import DEFAULT_WORKLOAD
 from shared.db.evaluations import Evaluation
 from shared.messages import PreprocessShard, RunInference
 
@@ -42,7 +43,9 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
         backend_options=evaluation.backend_options or {},
         threads=evaluation.threads,
         trace_level=evaluation.trace_level,
-        workload=evaluation.workload,
+        # An Evaluation made in Python has no workload until it is inserted (the column's
+        # default): it is the default kind.
+        workload=evaluation.workload or DEFAULT_WORKLOAD,
         workload_options=evaluation.workload_options,
         data_parallel=data_parallel_of(evaluation),
     )

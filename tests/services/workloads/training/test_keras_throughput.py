@@ -23,7 +23,7 @@ from services.workloads.training.throughput import TrainingSettings
 if importlib.util.find_spec("tensorflow") is None:
     pytest.skip("Keras training needs tensorflow(-cpu) installed", allow_module_level=True)
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 SETTINGS = TrainingSettings(
     model="digits",
     steps=3,
