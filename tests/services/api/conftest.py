@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,9 @@ class Api:
             )
 
 
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[Api]:
+@contextmanager
+def api_with(tmp_path: Path, **settings_given: Any) -> Iterator[Api]:
+    """The API in-process over SQLite in ``tmp_path``, with these settings over the tests'."""
     settings = Settings(
         data_dir=tmp_path,
         database_url=f"sqlite:///{tmp_path / 'api.db'}",
@@ -76,10 +78,17 @@ def api(tmp_path: Path) -> Iterator[Api]:
         # No token cache: these tests revoke and expire tokens and expect the next request
         # to see it (tests/services/api/test_token_cache.py covers the cache's window).
         api_token_cache_seconds=0,
+        **settings_given,
     )
     publisher = RecordingPublisher()
     with TestClient(create_app(settings, publish=publisher)) as client:
         yield Api(client, settings, publisher)
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[Api]:
+    with api_with(tmp_path) as made:
+        yield made
 
 
 @pytest.fixture

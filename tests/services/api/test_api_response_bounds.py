@@ -8,12 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from services.api.app import create_app
 from services.api.request_limits import BAD_REQUEST, RESPONSE_TOO_LARGE
-from shared.settings import Settings
-from tests.services.api.conftest import Api, RecordingPublisher
+from tests.services.api.conftest import Api, api_with
 
 
 @pytest.mark.parametrize(
@@ -41,17 +38,8 @@ def test_a_malformed_request_is_answered_in_json(
 
 @pytest.fixture
 def small_responses(tmp_path: Path) -> Iterator[Api]:
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=f"sqlite:///{tmp_path / 'api.db'}",
-        s3_endpoint="",
-        environment="test",
-        api_token_cache_seconds=0,
-        max_response_bytes=2048,
-    )
-    publisher = RecordingPublisher()
-    with TestClient(create_app(settings, publish=publisher)) as client:
-        yield Api(client, settings, publisher)
+    with api_with(tmp_path, max_response_bytes=2048) as made:
+        yield made
 
 
 def test_a_response_over_the_limit_is_replaced_by_a_typed_error(small_responses: Api) -> None:

@@ -10,16 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 from starlette.testclient import WebSocketTestSession
 
-from services.api.app import create_app
 from services.api.graphql.evaluations import watcher as watcher_module
 from shared.db.evaluation_repo import transition
 from shared.db.session import session_scope
 from shared.db.states import EvaluationState
-from shared.settings import Settings
-from tests.services.api.conftest import Api, RecordingPublisher
+from tests.services.api.conftest import Api, api_with
 
 SUBSCRIBE = "subscription($id: String!) { evaluationUpdates(id: $id) { state reason } }"
 SUBMIT = """mutation($input: SubmitEvaluationInput!) {
@@ -29,17 +26,8 @@ QUICK = {"model": "resnet18", "framework": "null", "settings": {"minDurationS": 
 
 @pytest.fixture
 def capped(tmp_path: Path) -> Iterator[Api]:
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=f"sqlite:///{tmp_path / 'api.db'}",
-        s3_endpoint="",
-        environment="test",
-        api_token_cache_seconds=0,
-        max_subscriptions_per_user=3,
-    )
-    publisher = RecordingPublisher()
-    with TestClient(create_app(settings, publish=publisher)) as client:
-        yield Api(client, settings, publisher)
+    with api_with(tmp_path, max_subscriptions_per_user=3) as made:
+        yield made
 
 
 def _subscribe(api: Api, stack: ExitStack, token: str, evaluation_id: str) -> WebSocketTestSession:
