@@ -16,13 +16,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from shared.manifest import ModelManifest
-from shared.messages import RunInference
-from shared.runtime import Resources
+
+if TYPE_CHECKING:
+    # Types only: the core layer holds contracts, and a run's resources (a database
+    # session factory, an object store) are the stages' to make.
+    from shared.messages import RunInference
+    from shared.runtime import Resources
 
 # The kind of every evaluation that names none: a LoadGen run on a dataset's shards.
 DEFAULT_WORKLOAD = "loadgen"
