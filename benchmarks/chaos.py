@@ -10,6 +10,7 @@ outages and fast settings. Run on a quiet machine from the repository root:
 
     python benchmarks/chaos.py                      # every scenario, 30 s database outage
     python benchmarks/chaos.py --scenario broker --in-flight 6
+    python benchmarks/chaos.py --scenario broker-busy-agent --busy 60  # from the run's end
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from tests.support.chaos import (
     Outcome,
     kill_worker_mid_run,
     restart_broker,
+    restart_broker_behind_busy_agent,
     stop_database,
 )
 
 WORKERS = ("inference", "preprocess", "aggregator", "scheduler")
+SCENARIOS = (*WORKERS, "broker", "broker-busy-agent", "database")
 # The deployment defaults, except the heartbeat the ephemeral stack shortens for tests.
 DEFAULTS = {"BENCHSTACK_AGENT_HEARTBEAT_SECONDS": "10"}
 
@@ -41,6 +44,10 @@ def run(scenario: str, args: argparse.Namespace) -> Outcome:
             return kill_worker_mid_run(chaos, scenario, timeout_s=args.timeout)
         if scenario == "broker":
             return restart_broker(chaos, in_flight=args.in_flight, timeout_s=args.timeout)
+        if scenario == "broker-busy-agent":
+            return restart_broker_behind_busy_agent(
+                chaos, queued=args.in_flight, busy_s=args.busy, timeout_s=args.timeout
+            )
         return stop_database(
             chaos, in_flight=args.in_flight, outage_s=args.outage, timeout_s=args.timeout
         )
@@ -53,14 +60,17 @@ def main() -> None:
     parser.add_argument(
         "--scenario",
         action="append",
-        choices=[*WORKERS, "broker", "database"],
+        choices=SCENARIOS,
         help="repeatable; default: all",
     )
     parser.add_argument("--in-flight", type=int, default=6)
+    parser.add_argument(
+        "--busy", type=float, default=60.0, help="the busy agent's run, seconds (broker-busy-agent)"
+    )
     parser.add_argument("--outage", type=float, default=30.0, help="database outage, seconds")
     parser.add_argument("--timeout", type=float, default=300.0, help="give up after, seconds")
     args = parser.parse_args()
-    scenarios = args.scenario or [*WORKERS, "broker", "database"]
+    scenarios = args.scenario or list(SCENARIOS)
     columns = (
         "scenario",
         "attempts",
@@ -69,6 +79,7 @@ def main() -> None:
         "lost",
         "duplicated",
         "stuck",
+        "stale_reasons",
         "recovery_s",
     )
     rows = []

@@ -113,6 +113,15 @@ def queue_backlog(app: Celery, queue: str) -> int:
         return int(declared.message_count)
 
 
+def broker_identity(app: Celery) -> str:
+    """What changes when the broker restarts: Redis' ``run_id``, new at every start. A
+    Redis restarted without persistence lost every queued and unacked message, so a new
+    identity tells the sweeper to publish again what every evaluation waits for."""
+    with app.connection_for_read() as connection:
+        client = connection.default_channel.client
+        return str(client.info("server")["run_id"])
+
+
 def send(app: Celery, task_name: str, message: Message, *, queue: str | None = None) -> None:
     """Publish one message; the payload is the message's JSON, the only argument."""
     options: dict[str, Any] = {"queue": queue} if queue else {}

@@ -202,6 +202,11 @@ class Settings(BaseSettings):
     # The estimated cost of one operation (services/api/graphql/query_cost.py: fields times
     # the sizes of the lists they sit in); the web UI's heaviest view costs ~2 x 10^5.
     max_query_cost: int = Field(default=1_000_000, ge=1)
+    # Query cost one caller (a user, or an address without a token) may spend per second,
+    # with bursts up to query_cost_burst, per API process: the web UI's views cost 10^3 to
+    # 10^5, so a person never meets it; a loop of the most costly queries allowed does.
+    query_cost_per_second: int = Field(default=2_000_000, ge=1)
+    query_cost_burst: int = Field(default=5_000_000, ge=1)
     # evaluationUpdates subscriptions one user may hold open at once, per API process.
     max_subscriptions_per_user: int = Field(default=50, ge=1)
     # One GraphQL response body: a larger one is replaced by a RESPONSE_TOO_LARGE error.

@@ -234,6 +234,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
         token = bearer_token(connection.headers.get("authorization"))
         found = await _user(deps, token)
         is_http = connection.scope["type"] == "http"
+        address = connection.client.host if connection.client else ""
         # GET without a query serves GraphiQL; every operation over HTTP needs a token.
         wants_ide = (
             is_http
@@ -243,8 +244,8 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
         if isinstance(found, TokenRejected):
             if is_http and not wants_ide:
                 raise _unauthorized(found)
-            return Context(deps, None, None)
-        return Context(deps, found.user_id, found.user_name)
+            return Context(deps, None, None, address)
+        return Context(deps, found.user_id, found.user_name, address)
 
     async def current_user(request: Request) -> int:
         found = await _user(deps, bearer_token(request.headers.get("authorization")))

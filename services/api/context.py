@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from strawberry.dataloader import DataLoader
 from strawberry.fastapi import BaseContext
 
+from services.api.graphql.cost_budget import CostBudget
 from services.api.token_cache import TokenCache
 from shared.celery_app import Publisher
 from shared.db.session import read_scope, session_scope
@@ -42,12 +43,17 @@ class ApiDeps:
     publish: Publisher
     _store: ObjectStore | None = field(default=None, repr=False)
     tokens: TokenCache = field(init=False, repr=False)
+    # Query cost each caller may spend a second (graphql/cost_budget.py), in this process.
+    query_budget: CostBudget = field(init=False, repr=False)
     # evaluationUpdates' one poller (graphql/evaluations/watcher.EvaluationWatcher), made
     # by the first subscription: it needs the running event loop.
     watcher: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.tokens = TokenCache(self.settings.api_token_cache_seconds)
+        self.query_budget = CostBudget(
+            rate=self.settings.query_cost_per_second, burst=self.settings.query_cost_burst
+        )
 
     @property
     def store(self) -> ObjectStore:
@@ -73,11 +79,19 @@ class NotAuthenticated(PermissionError):
 
 
 class Context(BaseContext):
-    def __init__(self, deps: ApiDeps, user_id: int | None, user_name: str | None) -> None:
+    def __init__(
+        self, deps: ApiDeps, user_id: int | None, user_name: str | None, address: str = ""
+    ) -> None:
         super().__init__()
         self.deps = deps
         self.user_id = user_id
         self.user_name = user_name
+        self.address = address  # the client's, for budgets of callers without a token
+
+    @property
+    def caller(self) -> str:
+        """Whose query budget an operation spends: its user's, or its address's."""
+        return f"user:{self.user_id}" if self.user_id is not None else f"address:{self.address}"
 
     def require_user(self) -> int:
         if self.user_id is None:

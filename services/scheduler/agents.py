@@ -10,7 +10,7 @@ from services.core.constraints import requirement, stored_terms
 from services.inference.backends.base import backend_names
 from services.scheduler.planner import AgentChoice, AgentView, Requirement, UnmetConstraint
 from services.scheduler.planner import match_agent as _match
-from shared.db import evaluation_repo
+from shared.db import evaluation_repo, liveness
 from shared.db.evaluations import Agent, Evaluation
 from shared.settings import Settings
 
@@ -37,7 +37,7 @@ def agent_view(row: Agent) -> AgentView:
 
 
 def live_agent_views(session: Session, settings: Settings) -> list[AgentView]:
-    within = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
+    within = liveness.live_within_s(session, settings)
     return [agent_view(a) for a in evaluation_repo.live_agents(session, within_s=within)]
 
 

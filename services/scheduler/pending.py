@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from services.core.dispatch import inference_message
 from services.scheduler.agents import find_agent, requirement_for
 from services.scheduler.planner import UnmetConstraint
-from shared.db import evaluation_repo
+from shared.db import evaluation_repo, liveness
 from shared.db.clock import utcnow
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
@@ -32,7 +32,7 @@ def pending_inference(
     queue of an agent that died), it is routed again; None when nothing can run it now."""
     if evaluation.state != EvaluationState.RUNNING.value:
         return None
-    live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
+    live_within_s = liveness.live_within_s(session, settings)
     free = session.scalar(
         select(func.count())
         .select_from(Evaluation)

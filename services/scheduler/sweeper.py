@@ -35,8 +35,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
+from services.scheduler.broker_watch import BrokerWatch
 from shared import queues, runtime
-from shared.db import evaluation_repo, worker_repo
+from shared.db import evaluation_repo, liveness, worker_repo
 from shared.db.clock import utcnow
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.states import EvaluationState
@@ -92,7 +93,7 @@ def find_stalled(
     session: Session, settings: Settings, now: datetime, backlog: Backlog = no_backlog
 ) -> list[Dispatch]:
     stall = now - timedelta(seconds=settings.stall_seconds)
-    live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
+    live_within_s = liveness.live_within_s(session, settings, now)
     quiet_states = [
         EvaluationState.QUEUED.value,
         EvaluationState.PREPROCESSING.value,
@@ -207,15 +208,26 @@ def sweep_once(
 class Sweeper:
     """Runs ``sweep_once`` every interval on a daemon thread of the scheduler worker."""
 
-    def __init__(self, settings: Settings, publish: Publish, backlog: Backlog = no_backlog) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        publish: Publish,
+        backlog: Backlog = no_backlog,
+        broker_watch: BrokerWatch | None = None,
+    ) -> None:
         self.settings = settings
         self.publish = publish
         self.backlog = backlog
+        self.broker_watch = broker_watch
         self._stop = threading.Event()
 
     def _loop(self) -> None:
+        if self.broker_watch is not None:
+            self.broker_watch.check()  # learns the broker's identity
         while not self._stop.wait(self.settings.sweep_interval_seconds):
             try:
+                if self.broker_watch is not None:
+                    self.broker_watch.check()
                 sweep_once(self.settings, self.publish, self.backlog)
             except Exception:  # the database or broker is down: the next pass retries
                 log.warning("sweep failed; the next pass retries", exc_info=True)

@@ -68,8 +68,9 @@ def announce_ready(node: str) -> None:
 
 
 def sweeper_for(app: Any, settings: Any) -> Any:
+    from services.scheduler.broker_watch import BrokerWatch
     from services.scheduler.sweeper import Sweeper
-    from shared.celery_app import publisher, queue_backlog
+    from shared.celery_app import broker_identity, publisher, queue_backlog
     from shared.messages import EvaluationRequested
 
     publish_message = publisher(app)
@@ -79,7 +80,12 @@ def sweeper_for(app: Any, settings: Any) -> Any:
             queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation_id), None
         )
 
-    return Sweeper(settings, publish, lambda queue: queue_backlog(app, queue))
+    return Sweeper(
+        settings,
+        publish,
+        lambda queue: queue_backlog(app, queue),
+        BrokerWatch(lambda: broker_identity(app), publish),
+    )
 
 
 def _group_steps(kind: str) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from services.inference.profiling.stack_trace import adopt_trace
 from services.inference.profiling.trace_events import TRACE_FILE
 from services.workloads import workload_named
 from shared import queues, runtime, worker_context
-from shared.db import evaluation_repo
+from shared.db import evaluation_repo, liveness
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
 from shared.messages import RunCompleted, RunInference
@@ -229,7 +229,7 @@ def _claim(message: RunInference, agent_id: str, resources: Resources) -> int | 
             message.evaluation_id,
             agent_id=agent_id,
             lease_s=settings.claim_lease_seconds,
-            live_within_s=settings.agent_heartbeat_seconds * settings.agent_live_heartbeats,
+            live_within_s=liveness.live_within_s(session, settings),
         )
         if attempt is None:
             log.info(

@@ -44,6 +44,10 @@ def transition(
     changes: dict[str, Any] = {"state": target.value, "updated_at": now, **values}
     if reason:
         changes["reason"] = reason
+    elif target not in (EvaluationState.FAILED, EvaluationState.CANCELLED):
+        # A reason explains the state it was given in ("PREPROCESSING without progress;
+        # re-dispatched"): moving on makes it stale, so progress clears it.
+        changes["reason"] = ""
     if target in FINAL_STATES:
         changes["finished_at"] = now
     result = session.execute(

@@ -15,6 +15,7 @@ from tests.support.chaos import (
     Outcome,
     kill_worker_mid_run,
     restart_broker,
+    restart_broker_behind_busy_agent,
     stop_database,
 )
 
@@ -36,6 +37,8 @@ def _assert_recovered(outcome: Outcome, chaos: ChaosStack) -> None:
     context = f"{outcome.row()}\nfailed: {outcome.failed}\n{chaos.logs()[-6000:]}"
     assert outcome.lost == 0 and outcome.stuck == 0 and outcome.duplicated == 0, context
     assert outcome.recovery_s is not None and outcome.recovery_s < RECOVERY_LIMIT_S, context
+    # A SUCCEEDED one keeps no reason from the wait it recovered from.
+    assert not outcome.stale_reasons, outcome.stale_reasons
     # A FAILED evaluation always says why.
     assert all(reason.strip() for reason in outcome.failed), context
 
@@ -60,3 +63,17 @@ def test_a_database_outage_leaves_nothing_stuck(chaos: ChaosStack) -> None:
     outcome = stop_database(chaos, in_flight=6, outage_s=10, timeout_s=RECOVERY_LIMIT_S)
     print(outcome.row(), outcome.failed[:3])
     _assert_recovered(outcome, chaos)
+
+
+def test_a_broker_restart_behind_a_busy_agent_is_repaired_at_once() -> None:
+    """With the sweeper's stall rule slowed to a minute, only the broker's new identity can
+    bring the lost runs back in time: they finish within seconds of the busy run."""
+    stack = ChaosStack({**FAST_RECOVERY, "BENCHSTACK_STALL_SECONDS": "60"})
+    try:
+        outcome = restart_broker_behind_busy_agent(stack, queued=3, busy_s=6, timeout_s=45)
+        print(outcome.row(), outcome.failed[:3])
+        assert outcome.completed == 4, f"{outcome.row()}\n{stack.logs()[-6000:]}"
+        assert outcome.recovery_s is not None and outcome.recovery_s < 30, outcome.row()
+        assert not outcome.stale_reasons, outcome.stale_reasons
+    finally:
+        stack.close()

@@ -51,6 +51,7 @@ class Outcome:
     duplicated: int = 0  # runs stored beyond one per evaluation
     stuck: int = 0  # not terminal when the scenario gave up
     recovery_s: float | None = None  # from the fault's end to the last evaluation terminal
+    stale_reasons: list[str] = field(default_factory=list)  # reasons left on SUCCEEDED ones
 
     def row(self) -> dict[str, Any]:
         return {
@@ -61,6 +62,7 @@ class Outcome:
             "lost": self.lost,
             "duplicated": self.duplicated,
             "stuck": self.stuck,
+            "stale_reasons": len(self.stale_reasons),
             "recovery_s": None if self.recovery_s is None else round(self.recovery_s, 1),
         }
 
@@ -190,6 +192,8 @@ class ChaosStack:
         for row in rows.values():
             if row["state"] == "SUCCEEDED":
                 outcome.completed += 1
+                if row["reason"]:
+                    outcome.stale_reasons.append(row["reason"])
             elif row["state"] == "FAILED":
                 outcome.failed.append(row["reason"])
             elif row["state"] not in FINAL:
@@ -251,3 +255,26 @@ def stop_database(
     chaos.postgres.start()
     since = time.monotonic()
     return chaos.settle(f"Postgres down {outage_s:g} s", ids, since=since, timeout_s=timeout_s)
+
+
+def restart_broker_behind_busy_agent(
+    chaos: ChaosStack, *, queued: int, busy_s: float, timeout_s: float
+) -> Outcome:
+    """Redis restarts empty while the only agent measures a long run and ``queued`` runs
+    wait behind it: their messages are gone, and the agent is busy, so an idle-agent rule
+    cannot tell them lost. Recovery counts from the busy run's end."""
+    busy = chaos.submit(
+        settings={"minDurationS": busy_s, "targetQps": 100},
+        seed=300,
+        backendOptions={"service_time_ms": 5},
+    )
+    chaos.wait_state(busy, lambda r: r["state"] == "RUNNING", 60)
+    waiting = [chaos.submit(seed=301 + i, samples=32) for i in range(queued)]
+    for evaluation_id in waiting:  # preprocessed, their RunInference queued behind `busy`
+        chaos.wait_state(evaluation_id, lambda r: r["state"] == "RUNNING", 60)
+    chaos.redis.restart()
+    chaos.wait_state(busy, lambda r: r["state"] in FINAL, busy_s + 60)
+    since = time.monotonic()
+    return chaos.settle(
+        "Redis restart behind a busy agent", [busy, *waiting], since=since, timeout_s=timeout_s
+    )

@@ -37,6 +37,8 @@ from graphql import (
 )
 from strawberry.extensions import SchemaExtension
 
+from services.api.graphql.cost_budget import RATE_LIMITED
+
 QUERY_TOO_COSTLY = "QUERY_TOO_COSTLY"
 # Arguments that say how many items a field returns.
 SIZE_ARGUMENTS = ("first", "limit")
@@ -177,10 +179,28 @@ class QueryCostLimit(SchemaExtension):
         variables = dict(context.variables or {})
         cost = sum(operation_cost(schema, o, fragments, variables) for o in chosen[:1])
         if cost <= self.max_cost:
-            return None
+            return _over_budget(context.context, cost)
         return GraphQLError(
             f"query: its estimated cost {cost:,} is above the limit of {self.max_cost:,} "
             "(BENCHSTACK_MAX_QUERY_COST): ask for fewer items (first, limit) or fields, "
             "or split it into several queries",
             extensions={"code": QUERY_TOO_COSTLY},
         )
+
+
+def _over_budget(context: Any, cost: int) -> GraphQLError | None:
+    """RATE_LIMITED when the caller spent its query budget (cost_budget.py); None where
+    the context has no budget (a schema executed outside the app)."""
+    deps = getattr(context, "deps", None)
+    budget = getattr(deps, "query_budget", None)
+    if budget is None:
+        return None
+    wait = budget.take(context.caller, cost)
+    if wait <= 0:
+        return None
+    return GraphQLError(
+        f"query: this caller spent its query budget of {budget.rate:,.0f} cost units a "
+        f"second (this one costs {cost:,}; BENCHSTACK_QUERY_COST_PER_SECOND): retry in "
+        f"{wait:.1f} s, or ask for fewer items",
+        extensions={"code": RATE_LIMITED, "retryAfterS": round(wait, 2)},
+    )

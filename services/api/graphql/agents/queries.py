@@ -7,13 +7,13 @@ from sqlalchemy import select
 
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.agents.types import AgentType
-from shared.db import evaluation_repo
+from shared.db import evaluation_repo, liveness
 from shared.db.evaluations import Agent
 
 
 def list_agents(deps: ApiDeps, live_only: bool) -> list[AgentType]:
-    within = deps.settings.agent_heartbeat_seconds * deps.settings.agent_live_heartbeats
     with deps.read_db() as session:
+        within = liveness.live_within_s(session, deps.settings)
         live = evaluation_repo.live_agents(session, within_s=within)
         live_ids = {a.id for a in live}
         rows = live if live_only else list(session.scalars(select(Agent).order_by(Agent.id)))

@@ -17,6 +17,7 @@ from services.api.graphql.evaluations.types import (
     EvaluationType,
     RunType,
 )
+from shared.db import liveness
 from shared.db.evaluations import Evaluation
 from shared.db.worker_repo import NEXT_WORKER, waiting_reason
 from shared.settings import Settings
@@ -84,8 +85,7 @@ def waiting_reason_of(session: Session, settings: Settings, row: Evaluation) -> 
         return ""
     # The app's settings, not get_settings(): building Settings reads the environment
     # each time, once per row of a page.
-    live_within_s = settings.agent_heartbeat_seconds * settings.agent_live_heartbeats
-    return waiting_reason(session, row, live_within_s=live_within_s)
+    return waiting_reason(session, row, live_within_s=liveness.live_within_s(session, settings))
 
 
 def _one(deps: ApiDeps, owner_id: int, evaluation_id: str) -> EvaluationType | None:
