@@ -39,6 +39,10 @@ mutation($input: SubmitEvaluationInput!) {
 """
 
 
+class DependencyDown(RuntimeError):
+    """The API answered 503: a server it needs is not (yet) reachable."""
+
+
 @dataclass
 class Outcome:
     """What became of the evaluations of one scenario."""
@@ -113,9 +117,23 @@ class ChaosStack:
             headers={"Authorization": f"Bearer {self.token}"},
             timeout=60,
         )
+        if response.status_code == 503:
+            raise DependencyDown(response.text)
         result = response.json()["data"]["submitEvaluation"]
         assert result["__typename"] == "Evaluation", result
         return str(result["id"])
+
+    def submit_when_up(self, *, within_s: float = 15.0, **overrides: Any) -> str:
+        """``submit`` once the API answers other than 503 (the database still starting);
+        any other refusal, NoMatchingAgent included, fails at once."""
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                return self.submit(**overrides)
+            except DependencyDown:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def pid_of(self, service: str) -> int:
         for running in self.group.running():
@@ -254,6 +272,9 @@ def stop_database(
     time.sleep(outage_s)
     chaos.postgres.start()
     since = time.monotonic()
+    # Submitted the moment the database is back, before any agent could beat again: the
+    # outage's silence must not count against them (shared/db/liveness.py).
+    ids.append(chaos.submit_when_up(seed=299, samples=64))
     return chaos.settle(f"Postgres down {outage_s:g} s", ids, since=since, timeout_s=timeout_s)
 
 
