@@ -1,14 +1,16 @@
-"""The fault campaign: kill -9 each worker kind mid-run, restart the broker, stop the
-database, each against a whole stack on its own Postgres and Redis, with the DEFAULT
-recovery settings (10 s heartbeats, 30 s claim lease, a sweep every 10 s, 45 s to call an
-evaluation stalled, MAX_RUN_SECONDS 3600). Prints, per scenario: attempts, completed,
-failed, lost, duplicated, stuck and the recovery time (from the end of the fault, or the
-replacement worker's start, to the last evaluation terminal).
+"""The fault campaign: kill -9 each worker kind mid-run, restart the broker (also behind a
+busy agent), stop the database, take S3 away (refusing, hung, back empty), each against a
+whole stack on its own Postgres and Redis, with the DEFAULT recovery settings (10 s
+heartbeats, 30 s claim lease, a sweep every 10 s, 45 s to call an evaluation stalled,
+MAX_RUN_SECONDS 3600). Prints, per scenario: attempts, completed, failed, lost,
+duplicated, stuck, reasons left on SUCCEEDED ones and the recovery time (from the end of
+the fault, or the replacement worker's start, to the last evaluation terminal).
 
 The CI version (tests/integration/test_chaos.py) runs the same scenarios with short
 outages and fast settings. Run on a quiet machine from the repository root:
 
-    python benchmarks/chaos.py                      # every scenario, 30 s database outage
+    python benchmarks/chaos.py                      # every scenario, 30 s outages
+    python benchmarks/chaos.py --scenario s3-down --outage 60
     python benchmarks/chaos.py --scenario broker --in-flight 6
     python benchmarks/chaos.py --scenario broker-busy-agent --busy 60  # from the run's end
 """
@@ -25,14 +27,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.chaos import (
     ChaosStack,
     Outcome,
+    empty_object_store,
     kill_worker_mid_run,
     restart_broker,
     restart_broker_behind_busy_agent,
     stop_database,
+    stop_object_store,
 )
 
 WORKERS = ("inference", "preprocess", "aggregator", "scheduler")
-SCENARIOS = (*WORKERS, "broker", "broker-busy-agent", "database")
+SCENARIOS = (
+    *WORKERS,
+    "broker",
+    "broker-busy-agent",
+    "database",
+    "s3-down",
+    "s3-hung",
+    "s3-empty",
+)
 # The deployment defaults, except the heartbeat the ephemeral stack shortens for tests.
 DEFAULTS = {"BENCHSTACK_AGENT_HEARTBEAT_SECONDS": "10"}
 
@@ -48,6 +60,16 @@ def run(scenario: str, args: argparse.Namespace) -> Outcome:
             return restart_broker_behind_busy_agent(
                 chaos, queued=args.in_flight, busy_s=args.busy, timeout_s=args.timeout
             )
+        if scenario in ("s3-down", "s3-hung"):
+            return stop_object_store(
+                chaos,
+                in_flight=args.in_flight,
+                outage_s=args.outage,
+                timeout_s=args.timeout,
+                hung=scenario == "s3-hung",
+            )
+        if scenario == "s3-empty":
+            return empty_object_store(chaos, in_flight=args.in_flight, timeout_s=args.timeout)
         return stop_database(
             chaos, in_flight=args.in_flight, outage_s=args.outage, timeout_s=args.timeout
         )
@@ -67,7 +89,7 @@ def main() -> None:
     parser.add_argument(
         "--busy", type=float, default=60.0, help="the busy agent's run, seconds (broker-busy-agent)"
     )
-    parser.add_argument("--outage", type=float, default=30.0, help="database outage, seconds")
+    parser.add_argument("--outage", type=float, default=30.0, help="database or S3 outage, seconds")
     parser.add_argument("--timeout", type=float, default=300.0, help="give up after, seconds")
     args = parser.parse_args()
     scenarios = args.scenario or list(SCENARIOS)

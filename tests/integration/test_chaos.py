@@ -13,10 +13,12 @@ from tests.support.chaos import (
     FAST_RECOVERY,
     ChaosStack,
     Outcome,
+    empty_object_store,
     kill_worker_mid_run,
     restart_broker,
     restart_broker_behind_busy_agent,
     stop_database,
+    stop_object_store,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -77,3 +79,20 @@ def test_a_broker_restart_behind_a_busy_agent_is_repaired_at_once() -> None:
         assert not outcome.stale_reasons, outcome.stale_reasons
     finally:
         stack.close()
+
+
+@pytest.mark.parametrize("hung", [False, True], ids=["down", "hung"])
+def test_an_object_store_outage_fails_nothing(chaos: ChaosStack, hung: bool) -> None:
+    outcome = stop_object_store(
+        chaos, in_flight=4, outage_s=10, timeout_s=RECOVERY_LIMIT_S, hung=hung
+    )
+    print(outcome.row(), outcome.failed[:3])
+    _assert_recovered(outcome, chaos)
+    assert outcome.completed == outcome.attempted, outcome.row()
+
+
+def test_an_object_store_back_empty_fails_nothing(chaos: ChaosStack) -> None:
+    outcome = empty_object_store(chaos, in_flight=3, timeout_s=RECOVERY_LIMIT_S)
+    print(outcome.row(), outcome.failed[:3])
+    _assert_recovered(outcome, chaos)
+    assert outcome.completed == outcome.attempted, outcome.row()

@@ -19,6 +19,7 @@ import httpx
 from services.stack.manager import ServiceSpec, default_services
 from tests.support.ephemeral import EphemeralStack
 from tests.support.own_servers import OwnPostgres, OwnRedis
+from tests.support.tcp_proxy import TcpProxy
 
 FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
 # Seconds, for tests: a claim lapses in 3 s, the sweeper looks every second and calls an
@@ -86,6 +87,11 @@ class ChaosStack:
             extra_env=extra_env or {},
         )
         self.stack.start_servers()
+        # The stack reaches S3 through a proxy, so a scenario can take it away (and give
+        # it back) without moto losing the objects it holds in memory.
+        self.s3 = TcpProxy(self.stack.s3_port)
+        self.s3.up()
+        self.stack.extra_env["BENCHSTACK_S3_ENDPOINT"] = f"127.0.0.1:{self.s3.port}"
         self.group = self.stack.start_services(
             default_services(
                 port=self.stack.api_port, frameworks=["null"], preprocess_concurrency=2
@@ -222,7 +228,29 @@ class ChaosStack:
     def logs(self) -> str:
         return self.stack.logs()
 
+    def empty_object_store(self) -> None:
+        """Every object and the bucket itself gone, as a fresh S3 server would have it."""
+        from minio import Minio
+        from minio.deleteobjects import DeleteObject
+
+        env = self.stack.env()
+        client = Minio(
+            f"127.0.0.1:{self.stack.s3_port}",
+            access_key=env["BENCHSTACK_S3_ACCESS_KEY"],
+            secret_key=env["BENCHSTACK_S3_SECRET_KEY"],
+            secure=False,
+        )
+        bucket = env["BENCHSTACK_S3_BUCKET"]
+        if client.bucket_exists(bucket):
+            objects = client.list_objects(bucket, recursive=True)
+            for error in client.remove_objects(
+                bucket, (DeleteObject(o.object_name) for o in objects if o.object_name)
+            ):
+                raise RuntimeError(f"could not empty the bucket: {error}")
+            client.remove_bucket(bucket)
+
     def close(self) -> None:
+        self.s3.down()
         self.stack.close()
         self.redis.stop()
         self.postgres.close()
@@ -299,3 +327,33 @@ def restart_broker_behind_busy_agent(
     return chaos.settle(
         "Redis restart behind a busy agent", [busy, *waiting], since=since, timeout_s=timeout_s
     )
+
+
+def stop_object_store(
+    chaos: ChaosStack, *, in_flight: int, outage_s: float, timeout_s: float, hung: bool = False
+) -> Outcome:
+    """S3 refuses connections (or, ``hung``, accepts and never answers) for ``outage_s``
+    while evaluations are in flight, then comes back with its objects."""
+    ids = [chaos.submit(seed=400 + i, samples=64) for i in range(in_flight)]
+    time.sleep(0.5)
+    if hung:
+        chaos.s3.hang()
+    else:
+        chaos.s3.down()
+    time.sleep(outage_s / 2)
+    # Sent while S3 is away: accepted, and waiting rather than failing.
+    ids += [chaos.submit(seed=420 + i, samples=64) for i in range(2)]
+    time.sleep(outage_s / 2)
+    chaos.s3.up()
+    since = time.monotonic()
+    what = "hung" if hung else "down"
+    return chaos.settle(f"S3 {what} {outage_s:g} s", ids, since=since, timeout_s=timeout_s)
+
+
+def empty_object_store(chaos: ChaosStack, *, in_flight: int, timeout_s: float) -> Outcome:
+    """S3 comes back empty, its bucket gone (a fresh server); then evaluations are sent."""
+    chaos.settle("warm-up", [chaos.submit(seed=450, samples=16)], since=0, timeout_s=timeout_s)
+    chaos.empty_object_store()
+    since = time.monotonic()
+    ids = [chaos.submit(seed=460 + i, samples=64) for i in range(in_flight)]
+    return chaos.settle("S3 back empty", ids, since=since, timeout_s=timeout_s)
