@@ -30,6 +30,7 @@ candidate/baseline is printed. Example::
     python benchmarks/api_load.py --clients 50 --duration 60
     python benchmarks/api_load.py --baseline 3b97a69 --duration 60 --rounds 3
     python benchmarks/api_load.py --baseline-env BENCHSTACK_API_WORKERS=1
+    python benchmarks/api_load.py --attack query      # others' latency beside an attacker
 
 Needs Postgres and Redis running (BENCHSTACK_TEST_POSTGRES / BENCHSTACK_TEST_REDIS /
 BENCHSTACK_TEST_REDIS_DB override where).
@@ -59,6 +60,8 @@ import aiohttp
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from api_attacks import ATTACKS, AttackTally, attack  # noqa: E402
 
 from services.api.auth import create_token  # noqa: E402
 from services.stack.manager import default_services, wait_for_http  # noqa: E402
@@ -246,23 +249,50 @@ async def run_load(
     seconds: float,
     seed: int,
     submit_per_s: float,
+    attacker: Attacker | None = None,
 ) -> tuple[Tally, list[tuple[User, str]]]:
     tally = Tally()
     budget = SubmitBudget(submit_per_s)
     submitted: list[tuple[User, str]] = []
     connector = aiohttp.TCPConnector(limit=len(users) + 10)
     timeout = aiohttp.ClientTimeout(total=60)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    async with (
+        aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
+        # The attacker's own connections: it must not take the clients' pool.
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as hostile,
+    ):
         start = time.monotonic()
         until = start + seconds
-        await asyncio.gather(
-            *(
-                client_loop(session, url, u, mix, until, tally, submitted, budget, seed + i)
-                for i, u in enumerate(users)
+        jobs = [
+            client_loop(session, url, u, mix, until, tally, submitted, budget, seed + i)
+            for i, u in enumerate(users)
+        ]
+        if attacker is not None:
+            jobs.append(
+                attack(
+                    hostile,
+                    url,
+                    attacker.kind,
+                    loops=attacker.loops,
+                    token=attacker.user.token,
+                    evaluation_id=attacker.user.evaluation_ids[0],
+                    until=until,
+                    tally=attacker.tally,
+                )
             )
-        )
+        await asyncio.gather(*jobs)
         tally.seconds = time.monotonic() - start
     return tally, submitted
+
+
+@dataclass
+class Attacker:
+    """One hostile user beside the clients (benchmarks/api_attacks.py)."""
+
+    kind: str
+    loops: int
+    user: User
+    tally: AttackTally = field(default_factory=AttackTally)
 
 
 async def seed_users(url: str, users: list[User]) -> None:
@@ -450,7 +480,10 @@ def report(label: str, tally: Tally) -> None:
 
 
 def run_rounds(
-    variants: list[ApiVariant], users: list[User], args: argparse.Namespace
+    variants: list[ApiVariant],
+    users: list[User],
+    args: argparse.Namespace,
+    attacker: Attacker | None = None,
 ) -> tuple[dict[str, Tally], list[tuple[User, str]]]:
     """Alternate the load between variants; each gets ``rounds`` slices of the duration."""
     tallies = {v.label: Tally() for v in variants}
@@ -469,6 +502,7 @@ def run_rounds(
                     slice_s,
                     args.seed + 1000 * round_index,
                     args.submit_rate,
+                    attacker,
                 )
             )
             print(
@@ -551,6 +585,13 @@ def main() -> None:
         help="extra environment of the candidate API (repeatable)",
     )
     parser.add_argument("--preprocess-concurrency", type=int, default=1)
+    parser.add_argument(
+        "--attack",
+        choices=ATTACKS,
+        help="one hostile user beside the clients (benchmarks/api_attacks.py); the clients' "
+        "latencies are what it costs everyone else",
+    )
+    parser.add_argument("--attackers", type=int, default=2, help="the attack's loops")
     args = parser.parse_args()
     if args.rounds < 1 or args.clients < 1 or args.duration <= 0:
         raise SystemExit("--rounds and --clients must be at least 1, --duration above 0")
@@ -581,11 +622,20 @@ def main() -> None:
                 variant.start(env, Path(tmp))
                 print(f"started {variant.describe()} at {variant.url}", flush=True)
             users = make_users(database_url, args.clients, "load")
-            asyncio.run(seed_users(variants[-1].url, users))
+            attacker = None
+            if args.attack:
+                (hostile,) = make_users(database_url, 1, "attacker")
+                attacker = Attacker(args.attack, args.attackers, hostile)
+            asyncio.run(seed_users(variants[-1].url, users + ([attacker.user] if attacker else [])))
             seeded = seeded_ids(users)
-            tallies, submitted = run_rounds(variants, users, args)
+            tallies, submitted = run_rounds(variants, users, args, attacker)
             for variant in variants:
                 report(f"{variant.describe()} ({args.clients} clients)", tallies[variant.label])
+            if attacker is not None:
+                print(
+                    f"\nattack {attacker.kind!r} ({attacker.loops} loops): answers "
+                    f"{attacker.tally.describe()}"
+                )
             if len(variants) == 2:
                 print_ratio(tallies["baseline"], tallies["candidate"])
             finish(variants[-1].url, seeded + submitted, args.grace)

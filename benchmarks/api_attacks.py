@@ -1,0 +1,157 @@
+"""Hostile load beside benchmarks/api_load.py's clients: what one abusive caller does to
+everyone else's latency. Each attack runs ``attackers`` loops as one user of its own:
+
+- ``query``: the 20-alias query (every evaluation's report, environment and 20,000
+  latencies, twenty times over) that once held the API for 15-33 s;
+- ``budget``: the most costly query the cost limit lets through, in a loop (the per-caller
+  budget of query cost is what bounds it);
+- ``subscriptions``: 300 evaluationUpdates subscriptions on one token, held open;
+- ``readyz``: unauthenticated /readyz in a loop.
+
+The outcome is counted per answer (HTTP status, or the GraphQL error code).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+ATTACKS = ("query", "budget", "subscriptions", "readyz")
+SUBSCRIPTIONS = 300
+
+COSTLY = (
+    "{"
+    + " ".join(
+        f"a{i}: evaluations(first: 100) {{ items {{ runs {{ report environment "
+        f"latencySample(limit: 20000) {{ latenciesMs }} }} }} }}"
+        for i in range(20)
+    )
+    + "}"
+)
+# Just under the default cost limit (10^6): pages of reports and latencies.
+MOST_ALLOWED = (
+    "{ evaluations(first: 50) { items { runs { report environment "
+    "latencySample(limit: 2000) { latenciesMs } } } } }"
+)
+UPDATES = "subscription($id: String!) { evaluationUpdates(id: $id) { id state } }"
+
+
+@dataclass
+class AttackTally:
+    answers: dict[str, int] = field(default_factory=dict)
+
+    def count(self, answer: str) -> None:
+        self.answers[answer] = self.answers.get(answer, 0) + 1
+
+    def describe(self) -> str:
+        total = sum(self.answers.values())
+        parts = ", ".join(f"{k}: {v}" for k, v in sorted(self.answers.items()))
+        return f"{total} ({parts})"
+
+
+def _answer(status: int, body: Any) -> str:
+    if status != 200:
+        return f"HTTP {status}"
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if errors:
+        return str(errors[0].get("extensions", {}).get("code", "error"))
+    return "served"
+
+
+async def _post_loop(
+    session: aiohttp.ClientSession,
+    url: str,
+    token: str,
+    query: str,
+    until: float,
+    tally: AttackTally,
+) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    while time.monotonic() < until:
+        try:
+            async with session.post(
+                url + "/graphql", json={"query": query}, headers=headers
+            ) as response:
+                text = await response.text()
+                body = json.loads(text) if response.status == 200 else None
+                tally.count(_answer(response.status, body))
+        except (TimeoutError, aiohttp.ClientError, json.JSONDecodeError) as exc:
+            tally.count(type(exc).__name__)
+
+
+async def _readyz_loop(
+    session: aiohttp.ClientSession, url: str, until: float, tally: AttackTally
+) -> None:
+    while time.monotonic() < until:
+        try:
+            async with session.get(url + "/readyz") as response:
+                await response.read()
+                tally.count(f"HTTP {response.status}")
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            tally.count(type(exc).__name__)
+
+
+async def _hold_subscription(
+    session: aiohttp.ClientSession,
+    url: str,
+    token: str,
+    evaluation_id: str,
+    until: float,
+    tally: AttackTally,
+) -> None:
+    ws_url = url.replace("http://", "ws://") + "/graphql"
+    try:
+        async with session.ws_connect(ws_url, protocols=["graphql-transport-ws"]) as ws:
+            await ws.send_json(
+                {"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}}
+            )
+            await ws.receive_json(timeout=30)
+            await ws.send_json(
+                {
+                    "id": "1",
+                    "type": "subscribe",
+                    "payload": {"query": UPDATES, "variables": {"id": evaluation_id}},
+                }
+            )
+            first = await ws.receive_json(timeout=30)
+            payload = first.get("payload")
+            refused = first["type"] == "error" or (
+                isinstance(payload, dict) and payload.get("errors")
+            )
+            tally.count("refused" if refused else "held")
+            with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+                while time.monotonic() < until:
+                    await ws.receive(timeout=max(0.1, until - time.monotonic()))
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        tally.count(type(exc).__name__)
+
+
+async def attack(
+    session: aiohttp.ClientSession,
+    url: str,
+    kind: str,
+    *,
+    loops: int,
+    token: str,
+    evaluation_id: str,
+    until: float,
+    tally: AttackTally,
+) -> None:
+    """Run ``kind`` against ``url`` until ``until`` (time.monotonic)."""
+    if kind == "subscriptions":
+        jobs = [
+            _hold_subscription(session, url, token, evaluation_id, until, tally)
+            for _ in range(SUBSCRIPTIONS)
+        ]
+    elif kind == "readyz":
+        jobs = [_readyz_loop(session, url, until, tally) for _ in range(loops)]
+    else:
+        query = COSTLY if kind == "query" else MOST_ALLOWED
+        jobs = [_post_loop(session, url, token, query, until, tally) for _ in range(loops)]
+    await asyncio.gather(*jobs)
