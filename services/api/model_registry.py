@@ -47,6 +47,9 @@ def find_model(
     possible before registerModel checked ownership) are never chosen. A private model of
     another user is not found, exactly as a missing one.
 
+    A viewer's own registrations of a name come first (names of private models are each
+    owner's own); otherwise the name means the versions shared by whoever shared it first.
+
     Names are looked up, never read as paths: a request must not make the API read files.
     """
     if name in catalogue_names():
@@ -60,10 +63,12 @@ def find_model(
             .order_by(RegisteredModel.created_at, RegisteredModel.id)
         )
     )
-    if not rows:
-        return None
-    owner = rows[0].owner_id
-    candidates = [r for r in rows if r.owner_id == owner and (r.shared or owner == viewer_id)]
+    candidates = [r for r in rows if r.owner_id == viewer_id]
+    if not candidates:
+        sharers = [r for r in rows if r.shared]
+        if not sharers:
+            return None
+        candidates = [r for r in sharers if r.owner_id == sharers[0].owner_id]
     row = pick_version(candidates, lambda r: r.version, version)
     return (parse_manifest(row.manifest), "registered") if row is not None else None
 
@@ -84,9 +89,11 @@ def _version_exists(manifest: ModelManifest) -> Rejection:
 
 
 def registration_refusal(
-    session: Session, owner_id: int, manifest: ModelManifest
+    session: Session, owner_id: int, manifest: ModelManifest, *, shared: bool = False
 ) -> Rejection | None:
-    """Why this user may not register this name and version, if they may not."""
+    """Why this user may not register this name and version, if they may not. Only what
+    the user may see decides: their own versions, and names other users shared; another
+    user's private model of the same name is never mentioned (it is theirs alone)."""
     if manifest.name in catalogue_names():
         # A registration must never stand in for a shipped model.
         return Rejection(
@@ -96,24 +103,29 @@ def registration_refusal(
         )
     exists = session.scalar(
         select(RegisteredModel.id).where(
-            RegisteredModel.name == manifest.name, RegisteredModel.version == manifest.version
+            RegisteredModel.owner_id == owner_id,
+            RegisteredModel.name == manifest.name,
+            RegisteredModel.version == manifest.version,
         )
     )
     if exists is not None:
         # Versions are immutable: results recorded against one must stay explainable.
         return _version_exists(manifest)
+    if not shared:
+        return None
     first = session.execute(
         select(RegisteredModel.owner_id)
-        .where(RegisteredModel.name == manifest.name)
+        .where(RegisteredModel.name == manifest.name, RegisteredModel.shared.is_(True))
         .order_by(RegisteredModel.created_at, RegisteredModel.id)
         .limit(1)
     ).first()
     if first is not None and first.owner_id != owner_id:
-        # A name belongs to whoever registered it first: nobody else's newer version may
-        # become what the name means (submissions without a version take the highest).
+        # A shared name belongs to whoever shared it first: nobody else's newer version
+        # may become what it means to everyone (submissions without a version take the
+        # highest). Shared models are public, so saying so reveals nothing private.
         return Rejection(
             "ModelExists",
-            f"name: {manifest.name!r} is registered by another user; choose another name",
+            f"name: {manifest.name!r} is shared by another user; choose another name",
             field="name",
         )
     return None
@@ -138,7 +150,7 @@ def register_model(
             field="manifest",
             problems=problems,
         )
-    refusal = registration_refusal(session, owner_id, manifest)
+    refusal = registration_refusal(session, owner_id, manifest, shared=shared)
     if refusal is not None:
         return refusal
     # Stored as sent: relative paths are anchored in the models folder each time the model

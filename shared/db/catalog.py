@@ -25,7 +25,11 @@ from shared.db.clock import utcnow
 
 class RegisteredModel(Base):
     __tablename__ = "models"
-    __table_args__ = (UniqueConstraint("name", "version", name="uq_models_name_version"),)
+    # A version is unique per owner: names of private models are each owner's own (a
+    # refusal across users would tell one user that another's private model exists).
+    __table_args__ = (
+        UniqueConstraint("owner_id", "name", "version", name="uq_models_owner_name_version"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(200), index=True)

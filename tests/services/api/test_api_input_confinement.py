@@ -376,7 +376,7 @@ def test_a_concurrent_duplicate_registration_is_model_exists(
     text = (CATALOGUE_DIR / "resnet18.yaml").read_text().replace("name: resnet18", "name: dup")
     assert api.data(token, register, {"m": text})["registerModel"]["__typename"] == "Model"
     # The other request's check ran before this one's insert: only the constraint decides.
-    monkeypatch.setattr(model_registry, "registration_refusal", lambda *_: None)
+    monkeypatch.setattr(model_registry, "registration_refusal", lambda *_, **__: None)
     result = api.data(token, register, {"m": text})["registerModel"]
     assert result == {"__typename": "ModelExists", "field": "version"}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from services.api.auth import get_or_create_user
-from services.api.model_registry import register_model
+from services.api.model_registry import find_model, register_model
 from services.api.rejections import Rejection
 from shared import runtime
 from shared.catalogue import CATALOGUE_DIR
@@ -46,11 +46,39 @@ def test_a_version_is_registered_once() -> None:
     assert _refusal(_register("alice", OWN)) == ("ModelExists", "version")
 
 
-def test_a_name_belongs_to_who_registered_it_first() -> None:
-    assert isinstance(_register("alice", OWN), ModelManifest)
+def test_a_shared_name_belongs_to_who_shared_it_first() -> None:
+    assert isinstance(_register("alice", OWN, shared=True), ModelManifest)
     newer = OWN.replace("version: 1.0.0", "version: 2.0.0")
-    assert _refusal(_register("mallory", newer)) == ("ModelExists", "name")
-    assert isinstance(_register("alice", newer), ModelManifest)
+    assert _refusal(_register("mallory", newer, shared=True)) == ("ModelExists", "name")
+    assert isinstance(_register("alice", newer, shared=True), ModelManifest)
+    # Everyone else's "mine" is alice's shared one, the highest version.
+    with runtime.db() as session:
+        bob = get_or_create_user(session, "bob")
+        session.flush()
+        found = find_model(session, "mine", None, viewer_id=bob.id)
+    assert found is not None and found[0].version == "2.0.0"
+
+
+def test_a_private_name_is_never_refused_to_another_user_nor_shadowed_by_theirs() -> None:
+    """Refusing mallory's "mine" would tell her alice has a private model of that name."""
+    assert isinstance(_register("alice", OWN), ModelManifest)
+    assert isinstance(_register("mallory", OWN), ModelManifest)  # the same name and version
+    assert isinstance(_register("mallory", OWN.replace("1.0.0", "1.1.0")), ModelManifest)
+    with runtime.db() as session:
+        alice = get_or_create_user(session, "alice")
+        mallory = get_or_create_user(session, "mallory")
+        session.flush()
+        alices = find_model(session, "mine", None, viewer_id=alice.id)
+        mallorys = find_model(session, "mine", None, viewer_id=mallory.id)
+    assert alices is not None and alices[0].version == "1.0.0"
+    assert mallorys is not None and mallorys[0].version == "1.1.0"
+    # Sharing her own "mine" is mallory's right: alice keeps hers.
+    assert isinstance(
+        _register("mallory", OWN.replace("1.0.0", "3.0.0"), shared=True), ModelManifest
+    )
+    with runtime.db() as session:
+        found = find_model(session, "mine", None, viewer_id=alice.id)
+    assert found is not None and found[0].version == "1.0.0"
 
 
 def test_a_catalogue_name_cannot_be_registered() -> None:
