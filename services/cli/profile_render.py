@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from services.cli.render import host_text
+
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
@@ -25,8 +27,10 @@ def _shapes(shapes: list[list[int]]) -> str:
 
 
 def passes_table(profile: dict[str, Any]) -> Table:
-    table = Table(title=f"Passes ({profile['summary_method']})")
-    for column in ("pass", "iterations", "median ms", "trimmed mean ms", "p99 ms", "vs NONE"):
+    table = Table(
+        title=f"Passes, interleaved in rounds ({profile['summary_method']}; IQR: the spread)"
+    )
+    for column in ("pass", "iterations", "median ms", "IQR ms", "p99 ms", "vs NONE"):
         table.add_column(column, justify="left" if column == "pass" else "right")
     base = (profile.get("headline") or {}).get("median_ms")
     for row in profile["passes"]:
@@ -38,7 +42,7 @@ def passes_table(profile: dict[str, Any]) -> Table:
             row["pass"],
             str(row["iterations"]),
             _ms(row["median_ms"]),
-            _ms(row["trimmed_mean_ms"]),
+            _ms(row.get("iqr_ms")),
             _ms(row["p99_ms"]),
             ratio,
         )
@@ -52,8 +56,8 @@ def layer_table(profile: dict[str, Any], top_n: int) -> Table:
         "type",
         "input shapes",
         "calls",
-        "mean ms",
         "median ms",
+        "IQR ms",
         "% model",
         "memory",
         "cold ms",
@@ -65,8 +69,8 @@ def layer_table(profile: dict[str, Any], top_n: int) -> Table:
             row["type"],
             _shapes(row["input_shapes"]),
             str(row["calls"]),
-            _ms(row["mean_ms"]),
             _ms(row["median_ms"]),
+            _ms(row.get("iqr_ms")),
             f"{row['percent']:.1f}",
             _bytes(int(row["memory_bytes"])),
             _ms(row["cold_ms"]),
@@ -76,10 +80,11 @@ def layer_table(profile: dict[str, Any], top_n: int) -> Table:
 
 def type_table(profile: dict[str, Any]) -> Table:
     table = Table(title="Time by operator type")
-    for column in ("type", "layers", "mean ms", "% model"):
+    for column in ("type", "layers", "median ms", "% model"):
         table.add_column(column, justify="left" if column == "type" else "right")
     for row in profile["by_type"]:
-        table.add_row(row["type"], str(row["layers"]), _ms(row["mean_ms"]), f"{row['percent']:.1f}")
+        median = row.get("median_ms", row.get("mean_ms"))  # runs stored before medians
+        table.add_row(row["type"], str(row["layers"]), _ms(median), f"{row['percent']:.1f}")
     return table
 
 
@@ -100,17 +105,17 @@ def short_kernel_name(name: str, width: int = 96) -> str:
 
 def library_table(profile: dict[str, Any], top_n: int, kind: str) -> Table:
     title = (
-        "Library calls (LIBRARY pass), mean per iteration"
+        "Library calls (LIBRARY pass), median per iteration"
         if kind == "library"
         else "GPU kernels and copies (LIBRARY pass), device time per iteration"
     )
     table = Table(title=title)
-    for column in ("call" if kind == "library" else "kernel", "mean ms"):
-        table.add_column(column, justify="right" if column == "mean ms" else "left")
+    for column in ("call" if kind == "library" else "kernel", "median ms"):
+        table.add_column(column, justify="right" if column == "median ms" else "left")
     rows = [row for row in profile["library_ops"] if row["kind"] == kind]
     for row in rows[:top_n]:
         name = row["name"] if kind == "library" else short_kernel_name(row["name"])
-        table.add_row(escape(name), _ms(row["mean_ms"]))
+        table.add_row(escape(name), _ms(row.get("median_ms", row["mean_ms"])))
     return table
 
 
@@ -118,6 +123,8 @@ def print_profile(
     console: Console, profile: dict[str, Any], *, trace_file: str | None = None, top_n: int = 10
 ) -> None:
     console.print(passes_table(profile))
+    if profile.get("host"):
+        console.print(f"host: {host_text(profile['host'])}", soft_wrap=True)
     headline = profile.get("headline") or {}
     if headline.get("median_ms") is not None:
         console.print(

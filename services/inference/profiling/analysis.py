@@ -2,8 +2,11 @@
 
 Layer figures come from the FRAMEWORK pass's warm iterations: a layer's time in one
 iteration is the sum of its calls (a reused ReLU runs several times), summarised over the
-iterations by mean and median. Coverage compares the sum of the leaf layers' time with
-the model latency of the same iterations (the ``forward`` spans of that pass).
+iterations by the median, with the interquartile range as its spread. Tables rank and sum
+medians: one preempted iteration on a shared host once put a ReLU at 34 % of densenet121
+by its mean (58 ms) while its median was 0.013 ms. Coverage compares the sum of the leaf
+layers' time with the model latency of the same iterations (the ``forward`` spans of that
+pass).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def layer_table(profile: Profile) -> list[dict[str, Any]]:
     if not layers or not forwards:
         return []
     iterations = sorted({int(f.args["iteration"]) for f in forwards})
-    model_mean_ns = float(np.mean([f.duration_ns for f in forwards]))
+    model_median_ms = float(np.median([f.duration_ns for f in forwards])) / 1e6
     first: dict[str, Span] = {}
     calls: dict[str, int] = defaultdict(int)
     for span in layers:
@@ -49,7 +52,8 @@ def layer_table(profile: Profile) -> list[dict[str, Any]]:
     rows = []
     for name, by_iteration in _per_iteration(layers).items():
         times_ms = [by_iteration.get(i, 0) / 1e6 for i in iterations]
-        mean_ms = float(np.mean(times_ms))
+        median_ms = float(np.median(times_ms))
+        low, high = (float(q) for q in np.percentile(times_ms, [25, 75]))
         cold_ns = cold.get(name, {}).get(0)
         rows.append(
             {
@@ -57,27 +61,29 @@ def layer_table(profile: Profile) -> list[dict[str, Any]]:
                 "type": first[name].args.get("type", ""),
                 "input_shapes": first[name].args.get("input_shapes", []),
                 "calls": calls[name] // len(iterations),
-                "mean_ms": mean_ms,
-                "median_ms": float(np.median(times_ms)),
+                "mean_ms": float(np.mean(times_ms)),
+                "median_ms": median_ms,
+                "iqr_ms": high - low,
                 "trimmed_mean_ms": trimmed_mean(times_ms),
-                "percent": 100 * mean_ms * 1e6 / model_mean_ns,
+                "percent": 100 * median_ms / model_median_ms if model_median_ms else 0.0,
                 "memory_bytes": first[name].args.get("memory_bytes", 0),
                 "cold_ms": None if cold_ns is None else cold_ns / 1e6,
             }
         )
-    return sorted(rows, key=lambda r: r["mean_ms"], reverse=True)
+    return sorted(rows, key=lambda r: (r["median_ms"], r["mean_ms"]), reverse=True)
 
 
 def by_type(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Layers' medians summed per operator type."""
     totals: dict[str, dict[str, Any]] = {}
     for row in rows:
         entry = totals.setdefault(
-            row["type"], {"type": row["type"], "layers": 0, "mean_ms": 0.0, "percent": 0.0}
+            row["type"], {"type": row["type"], "layers": 0, "median_ms": 0.0, "percent": 0.0}
         )
         entry["layers"] += 1
-        entry["mean_ms"] += row["mean_ms"]
+        entry["median_ms"] += row["median_ms"]
         entry["percent"] += row["percent"]
-    return sorted(totals.values(), key=lambda e: e["mean_ms"], reverse=True)
+    return sorted(totals.values(), key=lambda e: e["median_ms"], reverse=True)
 
 
 def coverage(profile: Profile) -> dict[str, Any] | None:
@@ -99,7 +105,8 @@ def coverage(profile: Profile) -> dict[str, Any] | None:
 
 
 def library_ops(profile: Profile) -> list[dict[str, Any]]:
-    """LIBRARY pass: operators and kernels by name, mean time per iteration, slowest first.
+    """LIBRARY pass: operators and kernels by name, the median over iterations of their
+    time in one iteration (0 where an iteration did not call them), slowest first.
 
     Each kind keeps its own top rows: a CPU operator's time includes the launches of its
     kernels, so one ranking of both would push every GPU kernel off the table.
@@ -107,12 +114,18 @@ def library_ops(profile: Profile) -> list[dict[str, Any]]:
     rows = []
     for category in ("library", "gpu"):
         spans = _pass_spans(profile, "LIBRARY", category)
-        iterations = max(1, len({int(s.args["iteration"]) for s in spans}))
+        iterations = sorted({int(s.args["iteration"]) for s in spans})
         kind_rows = [
-            {"name": name, "kind": category, "mean_ms": sum(by.values()) / iterations / 1e6}
+            {
+                "name": name,
+                "kind": category,
+                "median_ms": float(np.median([by.get(i, 0) for i in iterations])) / 1e6,
+                "mean_ms": sum(by.values()) / len(iterations) / 1e6,
+            }
             for name, by in _per_iteration(spans).items()
         ]
-        rows.extend(sorted(kind_rows, key=lambda r: r["mean_ms"], reverse=True)[: TOP_N * 2])
+        ranked = sorted(kind_rows, key=lambda r: (r["median_ms"], r["mean_ms"]), reverse=True)
+        rows.extend(ranked[: TOP_N * 2])
     return rows
 
 

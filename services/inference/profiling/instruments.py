@@ -48,6 +48,11 @@ class Instrument:
     def predict(self, batch: np.ndarray, iteration: int) -> Any:
         return self.backend.predict(batch)
 
+    def warm(self, batch: np.ndarray) -> None:
+        """Run before the pass's first timed iteration (outside every window): an
+        instrument that predicts on a session of its own warms that session here."""
+        return None
+
     def spans(self, windows: list[Window]) -> list[Span]:
         """Spans below the iterations, each with args ``iteration``."""
         return []

@@ -2,9 +2,15 @@
 
 A profile is: the first inference after loading ("cold"), instrumented at the deepest
 layer level asked for; a short warm-up; then one pass per level (``levels.passes_for``),
-shallowest first, each running the same batch ``iterations`` times. Headline figures come
-from the NONE pass, which records nothing but its own latencies; each deeper level's
-figures come from its own pass, so no profiler's overhead reaches a shallower figure.
+each running the same batch ``iterations`` times. Headline figures come from the NONE
+pass, which records nothing but its own latencies; each deeper level's figures come from
+its own pass, so no profiler's overhead reaches a shallower figure.
+
+The passes run interleaved, in rounds: each round runs a slice of every pass's iterations,
+in an order that alternates round by round. Run one after another, a pass measured
+whatever the host did during its turn alone: three back-to-back profiles on a shared
+2-core host put FRAMEWORK at 0.31, 0.60 and 1.16 times NONE. Interleaved, a burst of
+load falls on every level alike, and the ratios between levels hold.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from services.inference.profiling.spans import Counter, Span, SpanRecorder, now_
 from services.inference.profiling.summary import latency_figures
 
 DEFAULT_ITERATIONS = 10
+# At most this many rounds (fewer when there are fewer iterations: at least one each).
+MAX_ROUNDS = 5
 # Enough that the NONE pass, which runs first, measures a warm model (2 left resnet50
 # about 30 % slow on this machine).
 WARM_UP_ITERATIONS = 5
@@ -75,28 +83,36 @@ def run_pass(
     profile: Profile,
     *,
     label: str | None = None,
+    result: PassResult | None = None,
+    first_iteration: int = 0,
 ) -> PassResult:
-    """One pass at ``level``, appended to ``profile.passes``; its spans join ``profile``."""
+    """One pass at ``level``, appended to ``profile.passes``; its spans join ``profile``.
+    Given the ``result`` of an earlier round, this round's iterations (numbered from
+    ``first_iteration``) are added to it instead."""
     label = label or level
+    if result is not None and result.skipped:
+        return result
     instrument = instrument_for(level, backend)
     if isinstance(instrument, str):
         result = PassResult(level, label, skipped=instrument)
         profile.passes.append(result)
         return result
-    result = PassResult(level, label)
-    profile.passes.append(result)
+    if result is None:
+        result = PassResult(level, label)
+        profile.passes.append(result)
     thread = threading.get_native_id()
     windows: list[Window] = []
     pass_start = now_ns()
     with instrument:
-        for iteration in range(iterations):
+        instrument.warm(batch)
+        for iteration in range(first_iteration, first_iteration + iterations):
             start = now_ns()
             instrument.predict(batch, iteration)
             end = now_ns()
             windows.append(Window(iteration, start, end, thread))
     pass_end = now_ns()
-    result.latencies_ns = [w.end_ns - w.start_ns for w in windows]
-    result.notes = instrument.notes()
+    result.latencies_ns += [w.end_ns - w.start_ns for w in windows]
+    result.notes += [n for n in instrument.notes() if n not in result.notes]
     if level != "NONE":
         # NONE keeps nothing but its latencies: it is the uninstrumented pass.
         inner = instrument.spans(windows)
@@ -152,12 +168,36 @@ def record_cold(backend: Backend, batch: np.ndarray, profile: Profile) -> PassRe
     return result
 
 
+def round_sizes(iterations: int, max_rounds: int = MAX_ROUNDS) -> list[int]:
+    """``iterations`` split into at most ``max_rounds`` rounds, as evenly as they go."""
+    rounds = max(1, min(iterations, max_rounds))
+    size, extra = divmod(iterations, rounds)
+    return [size + (1 if r < extra else 0) for r in range(rounds)]
+
+
 def run_passes(backend: Backend, batch: np.ndarray, profile: Profile) -> Profile:
-    """The warm passes, one per level, shallowest first."""
+    """The warm passes, one per level, interleaved in rounds (the module's docstring)."""
     for _ in range(WARM_UP_ITERATIONS):
         backend.predict(batch)
-    for level in passes_for(profile.level):
-        run_pass(backend, batch, level, profile.iterations, profile)
+    levels = passes_for(profile.level)
+    results: dict[str, PassResult] = {}
+    done = 0
+    for round_index, size in enumerate(round_sizes(profile.iterations)):
+        # Alternating the order: no level always runs right after another's instrument.
+        order = levels if round_index % 2 == 0 else tuple(reversed(levels))
+        for level in order:
+            results[level] = run_pass(
+                backend,
+                batch,
+                level,
+                size,
+                profile,
+                result=results.get(level),
+                first_iteration=done,
+            )
+        done += size
+    # Listed shallowest first, as the levels are.
+    profile.passes.sort(key=lambda p: levels.index(p.level) if p.level in levels else -1)
     return profile
 
 

@@ -24,11 +24,13 @@ def trimmed_mean(values: Sequence[float], proportion: float = TRIM_PROPORTION) -
 
 
 def latency_figures(latencies_ns: Sequence[int]) -> dict[str, float]:
-    """ms figures of one pass: trimmed mean, median, p99, min."""
+    """ms figures of one pass: trimmed mean, median and its spread (IQR), p99, min."""
     values = np.asarray(latencies_ns, dtype=np.float64) / 1e6
+    low, high = np.percentile(values, [25, 75])
     return {
         "trimmed_mean_ms": trimmed_mean(list(values)),
         "median_ms": float(np.median(values)),
+        "iqr_ms": float(high - low),
         "p99_ms": float(np.percentile(values, 99)),
         "min_ms": float(values.min()),
     }

@@ -38,7 +38,13 @@ def test_profile_json_names_the_level_of_every_figure(data_dir: Path, tmp_path: 
     profile = json.loads(result.stdout)["profile"]
     assert profile["headline"]["level"] == "NONE"
     assert [p["level"] for p in profile["passes"]] == ["NONE", "MODEL"]
+    assert all(p["iqr_ms"] >= 0 for p in profile["passes"])  # every figure with its spread
     assert profile["layers"] == [] and profile["coverage"] is None
+    # It held the host slot and measured the host's load, as bench does.
+    host = profile["host"]
+    assert host["exclusive"] is True and host["overlapped"] is False
+    assert host["load"]["wall_s"] > 0 and host["busy"] in (True, False)
+    assert "busy" in host["load"]["reason"] or "quiet" in host["load"]["reason"]
 
 
 def test_profile_refuses_an_unknown_level_in_one_line(data_dir: Path) -> None:

@@ -70,6 +70,9 @@ class LayerType:
     calls: int
     mean_ms: float
     median_ms: float
+    # The interquartile range over the warm iterations: the median's spread.
+    iqr_ms: float | None
+    # Of the model's median latency, from the layer's median.
     percent: float
     # Bytes of the layer's outputs; a Float, since GraphQL's Int stops at 2**31.
     memory_bytes: float
@@ -86,6 +89,7 @@ class LayerType:
             calls=int(row.get("calls", 0)),
             mean_ms=float(row["mean_ms"]),
             median_ms=float(row["median_ms"]),
+            iqr_ms=None if row.get("iqr_ms") is None else float(row["iqr_ms"]),
             percent=float(row["percent"]),
             memory_bytes=float(row.get("memory_bytes", 0)),
             cold_ms=None if cold is None else float(cold),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.inference.profiling.analysis import busy_ns, gpu_time, library_ops
+from services.inference.profiling.analysis import busy_ns, gpu_time, layer_table, library_ops
 from services.inference.profiling.passes import Profile
 from services.inference.profiling.spans import Span
 
@@ -58,3 +58,41 @@ def test_kernels_keep_rows_though_cpu_operators_take_longer() -> None:
     assert kinds.count("library") == 2 and kinds.count("gpu") == 3
     gpu_rows = [row for row in rows if row["kind"] == "gpu"]
     assert gpu_rows[0]["mean_ms"] == pytest.approx(1_000 / 1e6)
+
+
+def test_layers_rank_by_median_so_one_preempted_iteration_moves_nothing() -> None:
+    """A ReLU with one 58 ms iteration and 0.013 ms otherwise once ranked first by its mean."""
+    spans = []
+    for iteration in range(9):
+        origin = iteration * 100_000_000
+        relu = 58_000_000 if iteration == 4 else 13_000
+        spans += [
+            Span(
+                "forward",
+                "model",
+                origin,
+                2_000_000 + relu,
+                args={"pass": "FRAMEWORK", "iteration": iteration},
+            ),
+            Span(
+                "conv",
+                "layer",
+                origin,
+                2_000_000,
+                args={"pass": "FRAMEWORK", "iteration": iteration, "type": "Conv2d"},
+            ),
+            Span(
+                "relu",
+                "layer",
+                origin + 2_000_000,
+                relu,
+                args={"pass": "FRAMEWORK", "iteration": iteration, "type": "ReLU"},
+            ),
+        ]
+    rows = layer_table(Profile(level="FRAMEWORK", iterations=9, spans=spans))
+    assert [r["name"] for r in rows] == ["conv", "relu"]
+    conv, relu = rows
+    assert relu["median_ms"] == pytest.approx(0.013)
+    assert relu["mean_ms"] > conv["mean_ms"]  # the mean would have ranked it first
+    assert conv["percent"] == pytest.approx(100 * 2 / 2.013, rel=1e-3)
+    assert conv["iqr_ms"] == 0 and relu["iqr_ms"] == 0

@@ -120,25 +120,25 @@ function drawLayers(cardEl, layers) {
     fill(cardEl, notice("No layer table: this trace level or framework records none.", "info"));
     return;
   }
-  const shown = [...layers].sort((a, b) => b.meanMs - a.meanMs).slice(0, MAX_LAYER_BARS);
-  const box = chartBox("layer-breakdown", `Mean time of the ${shown.length} slowest layers`);
+  const shown = [...layers].sort((a, b) => b.medianMs - a.medianMs).slice(0, MAX_LAYER_BARS);
+  const box = chartBox("layer-breakdown", `Median time of the ${shown.length} slowest layers`);
   fill(cardEl, box,
     h("p", { class: "small muted" },
       shown.length < layers.length
-        ? `The ${shown.length} slowest of ${layers.length} layers, by mean time per call (warm iterations of the FRAMEWORK pass).`
-        : `All ${layers.length} layers, by mean time per call (warm iterations of the FRAMEWORK pass).`));
+        ? `The ${shown.length} slowest of ${layers.length} layers, by median time per iteration over the warm iterations of the FRAMEWORK pass (hover for the interquartile range).`
+        : `All ${layers.length} layers, by median time per iteration over the warm iterations of the FRAMEWORK pass (hover for the interquartile range).`));
   // Slowest at the top: plotly draws a horizontal bar chart's first category at the bottom.
   const ordered = [...shown].reverse();
   plot(box, [{
     type: "bar", orientation: "h",
-    x: ordered.map((l) => l.meanMs),
+    x: ordered.map((l) => l.medianMs),
     y: ordered.map((l) => `${l.name} (${l.type})`),
-    customdata: ordered.map((l) => [l.percent, l.calls]),
+    customdata: ordered.map((l) => [l.percent, l.calls, l.iqrMs ?? NaN]),
     marker: { color: SERIES[0] },
-    hovertemplate: "%{y}: %{x:.4f} ms, %{customdata[0]:.1f} % of the pass, %{customdata[1]} calls<extra></extra>",
+    hovertemplate: "%{y}: median %{x:.4f} ms (IQR %{customdata[2]:.4f} ms), %{customdata[0]:.1f} % of the model, %{customdata[1]} calls<extra></extra>",
   }], {
     height: 60 + 20 * ordered.length,
-    xaxis: { title: { text: "Mean time per call (ms)" } },
+    xaxis: { title: { text: "Median time per iteration (ms)" } },
     yaxis: { type: "category", automargin: true },
   });
 }
