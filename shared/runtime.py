@@ -81,9 +81,9 @@ def _store_for(settings_json: str) -> ObjectStore:
 
 def reset() -> None:
     """Forget cached handles (tests change settings between cases; forked children)."""
-    from shared.db.session import get_engine
+    from shared.db.session import forget_engines
 
     get_settings.cache_clear()
     store.cache_clear()
     _store_for.cache_clear()
-    get_engine.cache_clear()
+    forget_engines()
