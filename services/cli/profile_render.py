@@ -64,8 +64,10 @@ def layer_table(profile: dict[str, Any], top_n: int) -> Table:
     ):
         table.add_column(column, justify="left" if column in {"layer", "type"} else "right")
     for row in profile["layers"][:top_n]:
+        # A module's work outside its submodules (attention, a residual add).
+        own = " (own work)" if row.get("own") else ""
         table.add_row(
-            escape(row["name"]),
+            escape(row["name"]) + own,
             row["type"],
             _shapes(row["input_shapes"]),
             str(row["calls"]),

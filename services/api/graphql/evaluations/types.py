@@ -77,6 +77,8 @@ class LayerType:
     # Bytes of the layer's outputs; a Float, since GraphQL's Int stops at 2**31.
     memory_bytes: float
     cold_ms: float | None
+    # A module's own work outside its submodules (attention), not a leaf layer.
+    own: bool
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> LayerType:
@@ -93,6 +95,7 @@ class LayerType:
             percent=float(row["percent"]),
             memory_bytes=float(row.get("memory_bytes", 0)),
             cold_ms=None if cold is None else float(cold),
+            own=bool(row.get("own", False)),
         )
 
 
