@@ -121,6 +121,23 @@ def library_table(profile: dict[str, Any], top_n: int, kind: str) -> Table:
     return table
 
 
+def layer_ops_table(profile: dict[str, Any], top_n: int) -> Table:
+    """The slowest layers' own operators and kernels (LIBRARY pass)."""
+    table = Table(title="Operators and kernels per layer (LIBRARY pass), median per iteration")
+    for column in ("layer", "operator / kernel", "kind", "median ms"):
+        table.add_column(column, justify="right" if column == "median ms" else "left")
+    for entry in profile["layer_ops"][:top_n]:
+        for index, op in enumerate(entry["ops"]):
+            name = op["name"] if op["kind"] == "library" else short_kernel_name(op["name"])
+            table.add_row(
+                escape(entry["layer"]) if index == 0 else "",
+                escape(name),
+                "kernel" if op["kind"] == "gpu" else "op",
+                _ms(op["median_ms"]),
+            )
+    return table
+
+
 def print_profile(
     console: Console, profile: dict[str, Any], *, trace_file: str | None = None, top_n: int = 10
 ) -> None:
@@ -149,6 +166,8 @@ def print_profile(
     for kind in ("library", "gpu"):
         if any(row["kind"] == kind for row in profile["library_ops"]):
             console.print(library_table(profile, top_n, kind))
+    if profile.get("layer_ops"):
+        console.print(layer_ops_table(profile, top_n))
     gpu = profile.get("gpu_time")
     if gpu:
         console.print(

@@ -14,7 +14,8 @@ residual block adds its shortcut. Counting leaves only left vit_b_16 at 62 % cov
 no attention row. So a module's *own* time — its call's time less the time of the calls
 of its direct submodules inside it — becomes a row of its own (``own: True``, the
 module's name and type) wherever it is above ``OWN_WORK_SHARE`` of the model, and counts
-toward coverage. Part of it is the hooks' own cost around the submodules' calls.
+toward coverage (containers such as ``nn.Sequential`` excepted: they compute nothing).
+Part of it is the hooks' own cost around the submodules' calls.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from services.inference.profiling.layer_ops import ops_per_layer
 from services.inference.profiling.passes import CLOCK_METHOD, Profile
 from services.inference.profiling.spans import Span
 from services.inference.profiling.summary import SUMMARY_METHOD, trimmed_mean
@@ -31,6 +33,9 @@ from services.inference.profiling.summary import SUMMARY_METHOD, trimmed_mean
 TOP_N = 10
 # A module's own time (outside its submodules) gets a row above this share of the model.
 OWN_WORK_SHARE = 0.005
+# Containers compute nothing themselves: their "own" time is calling their children (and
+# the hooks around those calls).
+CONTAINER_TYPES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
 
 def _pass_spans(profile: Profile, label: str, category: str) -> list[Span]:
@@ -59,6 +64,8 @@ def own_work_spans(profile: Profile, label: str = "FRAMEWORK") -> list[Span]:
             by_parent[parent].append(span)
     own = []
     for module in modules:
+        if module.args.get("type") in CONTAINER_TYPES:
+            continue
         inside = sum(
             child.duration_ns
             for child in by_parent.get(module.name, [])
@@ -265,6 +272,7 @@ def summarise(profile: Profile, top_n: int = TOP_N) -> dict[str, Any]:
         else {"level": cold.level, "latency_ms": cold.latencies_ns[0] / 1e6},
         "layers": rows,
         "top_layers": [r["name"] for r in rows[:top_n]],
+        "layer_ops": ops_per_layer(profile, [r["name"] for r in rows[:top_n]]),
         "by_type": by_type(rows),
         "coverage": coverage(profile),
         "library_ops": library_ops(profile),

@@ -12,6 +12,7 @@ import os
 from collections import defaultdict
 from typing import Any
 
+from services.inference.profiling.layer_ops import flow_events
 from services.inference.profiling.passes import CLOCK_METHOD, Profile
 from services.inference.profiling.spans import GPU_TRACK_BASE
 from services.inference.profiling.summary import SUMMARY_METHOD
@@ -56,6 +57,8 @@ def trace_document(profile: Profile, **other: Any) -> dict[str, Any]:
                 "args": counter.values,
             }
         )
+    # Arrows from each kernel's launch to the kernel (GPU runs with a LIBRARY pass).
+    events.extend(flow_events(profile, pid, origin_ns))
     first_ts = min((e["ts"] for e in events), default=0.0)
     events.append(_metadata("process_name", pid, 0, first_ts, f"benchstack {profile.level}"))
     for thread in sorted(threads):

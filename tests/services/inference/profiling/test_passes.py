@@ -71,6 +71,13 @@ def test_torch_library_ops_nest_under_layers(digits_manifest: ModelManifest) -> 
     assert trace_problems(trace_document(profile)) == []
     summary = summarise(profile)
     assert summary["library_ops"] and summary["library_ops"][0]["mean_ms"] > 0
+    # Each of the slowest layers lists the operators it called: a conv layer its conv op.
+    per_layer = {entry["layer"]: entry["ops"] for entry in summary["layer_ops"]}
+    conv_layers = {row["name"] for row in summary["layers"] if row["type"] == "Conv2d"}
+    convs = [name for name in per_layer if name in conv_layers]
+    assert convs and all(per_layer[name][0]["name"].startswith("aten::conv") for name in convs), (
+        per_layer
+    )
     if not torch.cuda.is_available():
         print("skipped CUDA kernels:", summary["notes"])
         assert any("no CUDA kernels traced" in note for note in summary["notes"])
