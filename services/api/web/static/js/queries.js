@@ -85,7 +85,7 @@ query RunCharts($id: String!, $points: Int!, $spans: Int!) {
     runs {
       id
       latencySample(limit: $points) { totalCount latenciesMs cumulativeFractions downsampled method }
-      layers { name type calls medianMs iqrMs percent }
+      layers { name type calls medianMs iqrMs percent own }
       traceTimeline(limit: $spans) { totalSpans truncated note spans { name category thread startMs durationMs } }
     }
   }

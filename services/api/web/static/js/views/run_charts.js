@@ -132,7 +132,9 @@ function drawLayers(cardEl, layers) {
   plot(box, [{
     type: "bar", orientation: "h",
     x: ordered.map((l) => l.medianMs),
-    y: ordered.map((l) => `${l.name} (${l.type})`),
+    // A module's own work: its time outside its submodules (attention, a residual add, and
+    // the profiler's hooks around its submodules' calls).
+    y: ordered.map((l) => `${l.name} (${l.type}${l.own ? ", own work" : ""})`),
     customdata: ordered.map((l) => [l.percent, l.calls, l.iqrMs ?? NaN]),
     marker: { color: SERIES[0] },
     hovertemplate: "%{y}: median %{x:.4f} ms (IQR %{customdata[2]:.4f} ms), %{customdata[0]:.1f} % of the model, %{customdata[1]} calls<extra></extra>",
