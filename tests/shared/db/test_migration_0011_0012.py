@@ -6,12 +6,9 @@ both go back down. On SQLite and on Postgres (their JSON SQL differs)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 
 from shared.db.migrations import upgrade_engine
 
@@ -27,18 +24,6 @@ RUN_COLUMNS = (
     "mode, batch_size, dataset, validity, preprocess_reused, manifest, settings, environment, "
     "report, log_prefix"
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    url = (
-        f"sqlite:///{tmp_path / 'old.db'}"
-        if request.param == "sqlite"
-        else request.getfixturevalue("postgres_url")
-    )
-    made = create_engine(url)
-    yield made
-    made.dispose()
 
 
 def _evaluation(

@@ -4,28 +4,13 @@ not, and it goes back down. On SQLite and on Postgres."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from shared.db.migrations import upgrade_engine
 
 NOW = "2026-11-27 12:00:00"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    url = (
-        f"sqlite:///{tmp_path / 'old.db'}"
-        if request.param == "sqlite"
-        else request.getfixturevalue("postgres_url")
-    )
-    made = create_engine(url)
-    yield made
-    made.dispose()
 
 
 def _model(engine: Engine, owner: int) -> None:
