@@ -123,7 +123,8 @@ def library_table(profile: dict[str, Any], top_n: int, kind: str) -> Table:
 
 def layer_ops_table(profile: dict[str, Any], top_n: int) -> Table:
     """The slowest layers' own operators and kernels (LIBRARY pass)."""
-    table = Table(title="Operators and kernels per layer (LIBRARY pass), median per iteration")
+    source = profile.get("layer_ops_source") or "LIBRARY pass"
+    table = Table(title=f"Operators and kernels per layer ({source}), median per iteration")
     for column in ("layer", "operator / kernel", "kind", "median ms"):
         table.add_column(column, justify="right" if column == "median ms" else "left")
     for entry in profile["layer_ops"][:top_n]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.profiling.layer_ops import ops_per_layer
+from services.inference.profiling.layer_ops import ops_per_layer, scoped_node_ops
 from services.inference.profiling.passes import CLOCK_METHOD, Profile
 from services.inference.profiling.spans import Span
 from services.inference.profiling.summary import SUMMARY_METHOD, trimmed_mean
@@ -255,6 +255,16 @@ def system_summary(profile: Profile) -> dict[str, Any]:
     }
 
 
+def _layer_ops(profile: Profile, names: list[str]) -> dict[str, Any]:
+    """Operators per layer: torch's LIBRARY pass, else ONNX Runtime's nodes by scope."""
+    from_library = ops_per_layer(profile, names)
+    if from_library:
+        return {"layer_ops": from_library, "layer_ops_source": "LIBRARY pass"}
+    scoped = scoped_node_ops(profile)[: len(names)]
+    source = "FRAMEWORK pass: ONNX Runtime's nodes grouped by the module in their names"
+    return {"layer_ops": scoped, "layer_ops_source": source if scoped else ""}
+
+
 def summarise(profile: Profile, top_n: int = TOP_N) -> dict[str, Any]:
     """The profile as stored with a run and printed by ``benchstack profile``."""
     rows = layer_table(profile)
@@ -272,7 +282,7 @@ def summarise(profile: Profile, top_n: int = TOP_N) -> dict[str, Any]:
         else {"level": cold.level, "latency_ms": cold.latencies_ns[0] / 1e6},
         "layers": rows,
         "top_layers": [r["name"] for r in rows[:top_n]],
-        "layer_ops": ops_per_layer(profile, [r["name"] for r in rows[:top_n]]),
+        **_layer_ops(profile, [r["name"] for r in rows[:top_n]]),
         "by_type": by_type(rows),
         "coverage": coverage(profile),
         "library_ops": library_ops(profile),

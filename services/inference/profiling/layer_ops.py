@@ -8,6 +8,10 @@ in time; only its outermost operators are counted there (``aten::conv2d`` holds
 A GPU kernel runs later on a stream of its own: it belongs to the layer whose CPU-side
 launch carries the same correlation id (Kineto's ``correlation``).
 
+ONNX Runtime has no level below its nodes on the CPU, but an exported model's node names
+keep the torch module they came from (``/layer4/layer4.1/conv2/Conv``): its FRAMEWORK
+pass's nodes, grouped by that scope, are its operators per layer (``scoped_node_ops``).
+
 Figures are medians over the pass's iterations of each operator's time within the layer
 in one iteration (0 where an iteration did not call it).
 """
@@ -107,6 +111,46 @@ def ops_per_layer(
         ]
         ops.sort(key=lambda o: o["median_ms"], reverse=True)
         rows.append({"layer": name, "ops": ops[:top_n]})
+    return rows
+
+
+def scoped_node_ops(profile: Profile, top_n: int = OPS_PER_LAYER) -> list[dict[str, Any]]:
+    """ONNX Runtime's FRAMEWORK nodes grouped by the module scope in their names, the
+    scopes with the most time first; [] when the nodes carry no provider (not ONNX
+    Runtime) or no scope."""
+    nodes = [
+        s
+        for s in profile.spans
+        if s.args.get("pass") == "FRAMEWORK" and s.category == "layer" and "provider" in s.args
+    ]
+    scoped: dict[str, list[Span]] = defaultdict(list)
+    for node in nodes:
+        # ONNX Runtime names a node it fused "fused <first node's name>".
+        scope, _, _ = node.name.removeprefix("fused ").rpartition("/")
+        if scope:
+            scoped[scope].append(node)
+    if not scoped:
+        return []
+    iterations = sorted({int(s.args["iteration"]) for s in nodes})
+
+    def median_ms(spans: list[Span]) -> float:
+        per: dict[int, int] = defaultdict(int)
+        for span in spans:
+            per[int(span.args["iteration"])] += span.duration_ns
+        return float(np.median([per.get(i, 0) for i in iterations])) / 1e6
+
+    rows: list[dict[str, Any]] = []
+    for scope, spans in scoped.items():
+        by_op: dict[str, list[Span]] = defaultdict(list)
+        for span in spans:
+            by_op[f"{span.args.get('type', '')} ({span.args.get('provider', '')})"].append(span)
+        ops: list[dict[str, Any]] = [
+            {"name": op, "kind": "library", "median_ms": median_ms(calls)}
+            for op, calls in by_op.items()
+        ]
+        ops.sort(key=lambda o: o["median_ms"], reverse=True)
+        rows.append({"layer": scope, "ops": ops[:top_n], "median_ms": median_ms(spans)})
+    rows.sort(key=lambda r: r["median_ms"], reverse=True)
     return rows
 
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from services.inference.profiling.layer_ops import assign, flow_events, ops_per_layer
+from services.inference.profiling.layer_ops import (
+    assign,
+    flow_events,
+    ops_per_layer,
+    scoped_node_ops,
+)
 from services.inference.profiling.passes import Profile
 from services.inference.profiling.spans import GPU_TRACK_BASE, Span
 from services.inference.profiling.trace_events import trace_document, trace_problems
@@ -53,3 +58,32 @@ def test_the_trace_draws_an_arrow_from_each_launch_to_its_kernel() -> None:
     ]
     assert flows[0]["id"] == flows[1]["id"]
     assert trace_problems(trace_document(_profile())) == []
+
+
+def test_onnx_runtime_nodes_group_by_the_module_scope_in_their_names() -> None:
+    def node(name: str, kind: str, duration: int) -> Span:
+        args = {
+            "pass": "FRAMEWORK",
+            "iteration": 0,
+            "type": kind,
+            "provider": "CPUExecutionProvider",
+        }
+        return Span(name, "layer", 0, duration, 1, args)
+
+    profile = Profile(
+        "FRAMEWORK",
+        1,
+        spans=[
+            node("/layer1/layer1.0/conv1/Conv", "Conv", 3_000),
+            node("/layer1/layer1.0/conv1/Relu", "Relu", 1_000),
+            node("/fc/Gemm", "Gemm", 2_000),
+            node("Flatten_0", "Flatten", 500),  # no scope: not a layer's
+        ],
+    )
+    rows = scoped_node_ops(profile)
+    assert [r["layer"] for r in rows] == ["/layer1/layer1.0/conv1", "/fc"]
+    assert [o["name"] for o in rows[0]["ops"]] == [
+        "Conv (CPUExecutionProvider)",
+        "Relu (CPUExecutionProvider)",
+    ]
+    assert scoped_node_ops(Profile("FRAMEWORK", 1, spans=[])) == []

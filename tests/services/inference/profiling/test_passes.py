@@ -133,6 +133,10 @@ def test_onnxruntime_framework_pass_reads_per_node_profiling(
     assert all(row["calls"] == 1 for row in summary["layers"])
     assert 0 < summary["coverage"]["ratio"] <= 1
     print(f"digits_cnn onnxruntime coverage {summary['coverage']['ratio']:.1%}")
+    # Its nodes grouped by the torch module in their names: operators per layer.
+    print("onnxruntime layer ops:", summary["layer_ops"][:2])
+    assert summary["layer_ops"] and all(entry["ops"] for entry in summary["layer_ops"])
+    assert all("(CPUExecutionProvider)" in op["name"] for op in summary["layer_ops"][0]["ops"])
     assert trace_problems(trace_document(profile)) == []
     assert any("LIBRARY" in n for n in profile_backend(backend, _batch(), "LIBRARY", 1).notes)
 
