@@ -20,16 +20,14 @@ from sqlalchemy import or_, select, update
 
 from shared import runtime
 from shared.db.evaluations import Evaluation
-from shared.db.states import FINAL_STATES
+from shared.db.states import FINAL_STATES, EvaluationState
 
 log = logging.getLogger(__name__)
 
 Publish = Callable[[str], None]  # evaluation id -> EvaluationRequested sent
 BrokerIdentity = Callable[[], str]  # changes when the broker restarts
 
-ACTIVE_STATES = frozenset({"QUEUED", "PREPROCESSING", "RUNNING", "AGGREGATING"}) - {
-    state.value for state in FINAL_STATES
-}
+ACTIVE_STATES = frozenset(state.value for state in EvaluationState if state not in FINAL_STATES)
 
 
 class BrokerWatch:
@@ -70,7 +68,7 @@ def replan_all(publish: Publish, why: str) -> list[str]:
                     Evaluation.id.in_(ids),
                     Evaluation.reason == "",
                     # A run being measured lost nothing: its worker holds it.
-                    or_(Evaluation.state != "RUNNING", Evaluation.attempt == 0),
+                    or_(Evaluation.state != EvaluationState.RUNNING.value, Evaluation.attempt == 0),
                 )
                 .values(reason=f"{why}; re-dispatched")
                 .execution_options(synchronize_session=False)

@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from shared.db.clock import utcnow
+from shared.db.clock import as_utc, utcnow
 from shared.db.evaluations import Agent, WorkerPresence
 from shared.settings import Settings
 
@@ -44,7 +44,7 @@ def live_within_s(session: Session, settings: Settings, now: datetime | None = N
     if (now - started).total_seconds() > window:
         return window  # long enough after the restart: every live worker has beaten since
     last_before = _newest_beat_before(session, started)
-    last_before = None if last_before is None else _aware(last_before, now)
+    last_before = None if last_before is None else as_utc(last_before)
     if last_before is None or (started - last_before).total_seconds() > MAX_BRIDGED_OUTAGE_S:
         return window
     # Judged as of the outage's start: live then is live now, until the window has passed.
@@ -73,7 +73,3 @@ def _newest_beat_before(session: Session, moment: datetime) -> datetime | None:
     ]
     known = [beat for beat in beats if beat is not None]
     return max(known) if known else None
-
-
-def _aware(moment: datetime, now: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=now.tzinfo)

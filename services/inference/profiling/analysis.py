@@ -28,7 +28,11 @@ import numpy as np
 from services.inference.profiling.layer_ops import ops_per_layer, scoped_node_ops
 from services.inference.profiling.passes import CLOCK_METHOD, Profile
 from services.inference.profiling.spans import Span
-from services.inference.profiling.summary import SUMMARY_METHOD, trimmed_mean
+from services.inference.profiling.summary import (
+    SUMMARY_METHOD,
+    median_over_iterations_ms,
+    trimmed_mean,
+)
 
 TOP_N = 10
 # A module's own time (outside its submodules) gets a row above this share of the model.
@@ -135,8 +139,7 @@ def _significant_own_work(
 ) -> list[Span]:
     own = own_work_spans(profile)
     medians = {
-        name: float(np.median([by.get(i, 0) for i in iterations])) / 1e6
-        for name, by in _per_iteration(own).items()
+        name: median_over_iterations_ms(by, iterations) for name, by in _per_iteration(own).items()
     }
     floor = OWN_WORK_SHARE * model_median_ms
     return [span for span in own if medians[span.name] > floor]
@@ -192,7 +195,7 @@ def library_ops(profile: Profile) -> list[dict[str, Any]]:
             {
                 "name": name,
                 "kind": category,
-                "median_ms": float(np.median([by.get(i, 0) for i in iterations])) / 1e6,
+                "median_ms": median_over_iterations_ms(by, iterations),
                 "mean_ms": sum(by.values()) / len(iterations) / 1e6,
             }
             for name, by in _per_iteration(spans).items()

@@ -21,10 +21,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-import numpy as np
-
 from services.inference.profiling.passes import Profile
 from services.inference.profiling.spans import Span
+from services.inference.profiling.summary import median_over_iterations_ms
 
 # Operators or kernels listed per layer.
 OPS_PER_LAYER = 5
@@ -105,7 +104,7 @@ def ops_per_layer(
             {
                 "name": op,
                 "kind": kind,
-                "median_ms": float(np.median([by.get(i, 0) for i in iterations])) / 1e6,
+                "median_ms": median_over_iterations_ms(by, iterations),
             }
             for (op, kind), by in per_op.items()
         ]
@@ -137,7 +136,7 @@ def scoped_node_ops(profile: Profile, top_n: int = OPS_PER_LAYER) -> list[dict[s
         per: dict[int, int] = defaultdict(int)
         for span in spans:
             per[int(span.args["iteration"])] += span.duration_ns
-        return float(np.median([per.get(i, 0) for i in iterations])) / 1e6
+        return median_over_iterations_ms(per, iterations)
 
     rows: list[dict[str, Any]] = []
     for scope, spans in scoped.items():

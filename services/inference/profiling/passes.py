@@ -196,8 +196,6 @@ def run_passes(backend: Backend, batch: np.ndarray, profile: Profile) -> Profile
                 first_iteration=done,
             )
         done += size
-    # Listed shallowest first, as the levels are.
-    profile.passes.sort(key=lambda p: levels.index(p.level) if p.level in levels else -1)
     return profile
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -34,3 +34,9 @@ def latency_figures(latencies_ns: Sequence[int]) -> dict[str, float]:
         "p99_ms": float(np.percentile(values, 99)),
         "min_ms": float(values.min()),
     }
+
+
+def median_over_iterations_ms(by_iteration: Mapping[int, int], iterations: Sequence[int]) -> float:
+    """The median over ``iterations`` of a time per iteration (ns; 0 where an iteration has
+    none), in ms: how the profile's tables rank operators, layers and own work."""
+    return float(np.median([by_iteration.get(i, 0) for i in iterations])) / 1e6
