@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     # Allocations between collections of the youngest generation in an API process
     # (Python's default is 700; services/stack/entry.py settle_garbage_collector says why).
     api_gc_threshold: int = Field(default=20_000, ge=100, le=1_000_000)
+    # GraphQL requests in progress at once per API process; the rest wait their turn
+    # (services/api/admission.py says why). 0: no limit.
+    api_max_requests_in_progress: int = Field(default=8, ge=0, le=10_000)
+    # Reads that every caller sees alike (the live agents) are kept this long per API
+    # process: a client may see an agent's heartbeat up to this much late. 0: not kept.
+    api_shared_reads_cache_seconds: float = Field(default=1.0, ge=0, le=60)
     # How long an API process trusts a token it has looked up before asking the database
     # again; a revoked token stops working within this many seconds. 0 asks every time.
     api_token_cache_seconds: float = Field(default=5.0, ge=0)

@@ -20,12 +20,14 @@ from strawberry.exceptions import ConnectionRejectionError
 from strawberry.fastapi import GraphQLRouter
 from strawberry.http import GraphQLHTTPResponse
 
+from services.api.admission import AdmissionLimit
 from services.api.auth import TokenRejected, authenticate, bearer_token
 from services.api.context import ApiDeps, Context, in_thread
 from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
 from services.api.graphql.schema import OperationLimits, make_schema
 from services.api.observability import PUBLISHED, UNAVAILABLE, PrometheusMiddleware
 from services.api.probes import CHECKING, CachedCheck, object_store_status, readiness
+from services.api.repeat_refusals import RepeatRefusals
 from services.api.request_limits import (
     RESPONSE_TOO_LARGE,
     RequestRefused,
@@ -87,6 +89,12 @@ async def _user(deps: ApiDeps, token: str | None) -> Caller | TokenRejected:
     if isinstance(found, Caller) and token is not None:
         deps.tokens.put(token, found)
     return found
+
+
+def _token_known(deps: ApiDeps, authorization: str | None) -> bool:
+    """Whether this process accepted the header's token within the cache's lifetime."""
+    token = bearer_token(authorization) if authorization else None
+    return token is not None and deps.tokens.get(token) is not None
 
 
 def _unauthorized(rejected: TokenRejected) -> HTTPException:
@@ -263,6 +271,9 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
         openapi_url="/openapi.json" if docs else None,
     )
     app.state.deps = deps
+    # The last added runs first: Prometheus times a request's wait for admission too.
+    app.add_middleware(AdmissionLimit, limit=settings.api_max_requests_in_progress)
+    app.add_middleware(RepeatRefusals, token_known=lambda header: _token_known(deps, header))
     app.add_middleware(PrometheusMiddleware)
     app.include_router(
         BenchstackGraphQLRouter(

@@ -19,6 +19,7 @@ from strawberry.dataloader import DataLoader
 from strawberry.fastapi import BaseContext
 
 from services.api.graphql.cost_budget import CostBudget
+from services.api.short_cache import ShortCache
 from services.api.token_cache import TokenCache
 from shared.celery_app import Publisher
 from shared.db.session import read_scope, session_scope
@@ -48,9 +49,12 @@ class ApiDeps:
     # evaluationUpdates' one poller (graphql/evaluations/watcher.EvaluationWatcher), made
     # by the first subscription: it needs the running event loop.
     watcher: Any = field(default=None, repr=False)
+    # Reads every caller sees alike (the agents), kept a moment (short_cache.py).
+    shared_reads: ShortCache[Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.tokens = TokenCache(self.settings.api_token_cache_seconds)
+        self.shared_reads = ShortCache(self.settings.api_shared_reads_cache_seconds)
         self.query_budget = CostBudget(
             rate=self.settings.query_cost_per_second, burst=self.settings.query_cost_burst
         )

@@ -27,6 +27,8 @@ from graphql.language import (
 )
 from strawberry.extensions import SchemaExtension
 
+from services.api.short_cache import ShortCache
+
 BAD_USER_INPUT = "BAD_USER_INPUT"
 NUL_ACCEPTED = "text without NUL characters"
 FINITE_ACCEPTED = "a finite number"
@@ -109,6 +111,10 @@ class _LiteralFinder(Visitor):
         return self._check(node, float(node.value))
 
 
+# A document's literals are the same each time its text comes again: checked once per text.
+_CHECKED_TEXTS: ShortCache[GraphQLError | None] = ShortCache(math.inf, max_keys=512)
+
+
 def hostile_in_document(document: DocumentNode) -> GraphQLError | None:
     finder = _LiteralFinder()
     visit(document, finder)
@@ -125,7 +131,11 @@ class InputGuard(SchemaExtension):
         if found is not None:
             error = refusal(*found)
         elif context.graphql_document is not None:
-            error = hostile_in_document(context.graphql_document)
+            document = context.graphql_document
+            if isinstance(context.query, str):
+                error = _CHECKED_TEXTS.get(context.query, lambda: hostile_in_document(document))
+            else:
+                error = hostile_in_document(document)
         if error is not None:
             # A result set before execution makes Strawberry skip executing the operation.
             context.result = ExecutionResult(data=None, errors=[error])

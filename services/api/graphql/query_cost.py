@@ -15,6 +15,8 @@ spans) about 3 x 10^4, and at the resolvers' own maximum sizes about 10^5.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,6 +40,8 @@ from graphql import (
 from strawberry.extensions import SchemaExtension
 
 from services.api.graphql.cost_budget import RATE_LIMITED
+from services.api.repeat_refusals import REFUSED_SCOPE_KEY
+from services.api.short_cache import ShortCache
 
 QUERY_TOO_COSTLY = "QUERY_TOO_COSTLY"
 # Arguments that say how many items a field returns.
@@ -167,6 +171,8 @@ class QueryCostLimit(SchemaExtension):
             refusal = self._refusal(context.schema._schema, document, context)
             if refusal is not None:
                 context.result = ExecutionResult(data=None, errors=[refusal])
+                if refusal.extensions.get("code") == QUERY_TOO_COSTLY:
+                    _remember_refusal(context.context, refusal)
         yield
 
     def _refusal(self, schema: GraphQLSchema, document: Any, context: Any) -> GraphQLError | None:
@@ -177,7 +183,12 @@ class QueryCostLimit(SchemaExtension):
         wanted = context.operation_name
         chosen = [o for o in operations if wanted is None or (o.name and o.name.value == wanted)]
         variables = dict(context.variables or {})
-        cost = sum(operation_cost(schema, o, fragments, variables) for o in chosen[:1])
+        key = _cost_key(context.query, wanted, variables)
+
+        def walk() -> int:
+            return sum(operation_cost(schema, o, fragments, variables) for o in chosen[:1])
+
+        cost = walk() if key is None else _COSTS.get(key, walk)
         if cost <= self.max_cost:
             return _over_budget(context.context, cost)
         return GraphQLError(
@@ -186,6 +197,36 @@ class QueryCostLimit(SchemaExtension):
             "or split it into several queries",
             extensions={"code": QUERY_TOO_COSTLY},
         )
+
+
+# The same text with the same variables costs the same: walked once (clients repeat a few
+# queries). Only short variables are part of a key; others are walked every time.
+_COSTS: ShortCache[int] = ShortCache(math.inf, max_keys=1024)
+MAX_KEYED_VARIABLES_CHARS = 2048
+
+
+def _cost_key(
+    query: Any, operation: str | None, variables: dict[str, Any]
+) -> tuple[str, str | None, str] | None:
+    """A key for ``_COSTS``, or None where the cost is not kept."""
+    if not isinstance(query, str):
+        return None
+    try:
+        written = json.dumps(variables, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    if len(written) > MAX_KEYED_VARIABLES_CHARS:
+        return None
+    return (query, operation, written)
+
+
+def _remember_refusal(context: Any, refusal: GraphQLError) -> None:
+    """Leave the refusal where the HTTP layer sees it (repeat_refusals.py): the same body
+    is refused at once next time. A budget refusal is not left: it depends on the moment."""
+    request = getattr(context, "request", None)
+    scope = getattr(request, "scope", None)
+    if isinstance(scope, dict):
+        scope[REFUSED_SCOPE_KEY] = refusal.formatted
 
 
 def _over_budget(context: Any, cost: int) -> GraphQLError | None:

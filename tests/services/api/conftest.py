@@ -70,16 +70,18 @@ class Api:
 @contextmanager
 def api_with(tmp_path: Path, **settings_given: Any) -> Iterator[Api]:
     """The API in-process over SQLite in ``tmp_path``, with these settings over the tests'."""
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=f"sqlite:///{tmp_path / 'api.db'}",
-        s3_endpoint="",
-        environment="test",
+    chosen: dict[str, Any] = {
+        "data_dir": tmp_path,
+        "database_url": f"sqlite:///{tmp_path / 'api.db'}",
+        "s3_endpoint": "",
+        "environment": "test",
         # No token cache: these tests revoke and expire tokens and expect the next request
         # to see it (tests/services/api/test_token_cache.py covers the cache's window).
-        api_token_cache_seconds=0,
-        **settings_given,
-    )
+        "api_token_cache_seconds": 0,
+        # Nor a cache of shared reads: these tests add agents and list them at once.
+        "api_shared_reads_cache_seconds": 0,
+    }
+    settings = Settings(**{**chosen, **settings_given})
     publisher = RecordingPublisher()
     with TestClient(create_app(settings, publish=publisher)) as client:
         yield Api(client, settings, publisher)

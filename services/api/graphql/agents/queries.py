@@ -12,6 +12,11 @@ from shared.db.evaluations import Agent
 
 
 def list_agents(deps: ApiDeps, live_only: bool) -> list[AgentType]:
+    """The agents (every caller sees the same list), kept ``api_shared_reads_cache_seconds``."""
+    return deps.shared_reads.get(("agents", live_only), lambda: _agents(deps, live_only))
+
+
+def _agents(deps: ApiDeps, live_only: bool) -> list[AgentType]:
     with deps.read_db() as session:
         within = liveness.live_within_s(session, deps.settings)
         live = evaluation_repo.live_agents(session, within_s=within)

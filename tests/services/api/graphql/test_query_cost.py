@@ -105,3 +105,14 @@ def test_an_ordinary_query_still_runs(api: Api) -> None:
     token = api.token("reader")
     page = api.data(token, "{ evaluations(first: 50) { items { id runs { id } } } }")
     assert page["evaluations"]["items"] == []
+
+
+def test_one_text_is_judged_by_its_variables_each_time(api: Api) -> None:
+    """Costs are kept per text and variables: a cheap call does not let a costly one in."""
+    token = api.token("varier")
+    query = "query($n: Int!) { evaluations(first: $n) { items { runs { "
+    query += "latencySample(limit: 20000) { latenciesMs } } } } }"
+    for n, refused in ((1, False), (200, True), (1, False), (200, True)):
+        body = api.gql(token, query, {"n": n}).json()
+        codes = [e["extensions"]["code"] for e in body.get("errors") or []]
+        assert codes == ([QUERY_TOO_COSTLY] if refused else []), (n, body)
