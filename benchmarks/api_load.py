@@ -25,7 +25,8 @@ by side in one run: the baseline API runs the code of REF (exported with ``git a
 or the working tree with the extra environment; the candidate runs the working tree. Both
 serve the same database and workers; the load alternates between them in ``--rounds``
 rounds each, so a machine that gets busier affects both alike, and the ratio
-candidate/baseline is printed. Example::
+candidate/baseline is printed. Each API first gets ``--warmup`` seconds of load that are not
+counted. Example::
 
     python benchmarks/api_load.py --clients 50 --duration 60
     python benchmarks/api_load.py --baseline 3b97a69 --duration 60 --rounds 3
@@ -490,6 +491,15 @@ def run_rounds(
     submitted: list[tuple[User, str]] = []
     mix = parse_mix(args.mix)
     slice_s = args.duration / args.rounds
+    for variant in variants:
+        if args.warmup > 0:
+            # Unrecorded: a new process's first seconds (connection pools, parse caches,
+            # Postgres plans) would otherwise count against whichever variant goes first.
+            _, new = asyncio.run(
+                run_load(variant.url, users, mix, args.warmup, args.seed - 1, args.submit_rate)
+            )
+            submitted += new
+            print(f"warm-up {variant.label}: {args.warmup:g} s (not counted)", flush=True)
     for round_index in range(args.rounds):
         # Alternate who goes first, so neither always follows the other's backlog.
         order = variants if round_index % 2 == 0 else list(reversed(variants))
@@ -549,6 +559,9 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load per API")
     parser.add_argument("--rounds", type=int, default=1, help="slices per API when comparing")
     parser.add_argument(
+        "--warmup", type=float, default=5.0, help="seconds of unrecorded load per API first"
+    )
+    parser.add_argument(
         "--grace",
         type=float,
         default=120.0,
@@ -593,8 +606,10 @@ def main() -> None:
     )
     parser.add_argument("--attackers", type=int, default=2, help="the attack's loops")
     args = parser.parse_args()
-    if args.rounds < 1 or args.clients < 1 or args.duration <= 0:
-        raise SystemExit("--rounds and --clients must be at least 1, --duration above 0")
+    if args.rounds < 1 or args.clients < 1 or args.duration <= 0 or args.warmup < 0:
+        raise SystemExit(
+            "--rounds and --clients must be at least 1, --duration above 0, --warmup at least 0"
+        )
 
     # A SIGTERM (e.g. from `timeout`) must still run the cleanup below, or services linger.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
