@@ -24,6 +24,7 @@ import aiohttp
 
 ATTACKS = ("query", "budget", "subscriptions", "readyz")
 SUBSCRIPTIONS = 300
+CLOSE_GRACE_S = 15.0
 
 COSTLY = (
     "{"
@@ -39,6 +40,7 @@ MOST_ALLOWED = (
     "{ evaluations(first: 50) { items { runs { report environment "
     "latencySample(limit: 2000) { latenciesMs } } } } }"
 )
+ENDED = (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR)
 UPDATES = "subscription($id: String!) { evaluationUpdates(id: $id) { id state } }"
 
 
@@ -127,9 +129,23 @@ async def _hold_subscription(
             tally.count("refused" if refused else "held")
             with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
                 while time.monotonic() < until:
-                    await ws.receive(timeout=max(0.1, until - time.monotonic()))
-    except (TimeoutError, aiohttp.ClientError) as exc:
+                    message = await ws.receive(timeout=max(0.1, until - time.monotonic()))
+                    if message.type in ENDED:
+                        # Closed by the server: receive() would answer at once from now on.
+                        tally.count("closed by the server")
+                        return
+    except (TimeoutError, aiohttp.ClientError, TypeError, ValueError) as exc:
+        # TypeError/ValueError: receive_json met a close frame or a non-JSON message.
         tally.count(type(exc).__name__)
+
+
+async def _bounded(job: Any, *, until: float, tally: AttackTally) -> None:
+    """``job``, given up ``CLOSE_GRACE_S`` after ``until``: a connection the server never
+    lets go of must not hold the benchmark."""
+    try:
+        await asyncio.wait_for(job, timeout=max(1.0, until - time.monotonic()) + CLOSE_GRACE_S)
+    except (TimeoutError, asyncio.TimeoutError):
+        tally.count("not closed in time")
 
 
 async def attack(
@@ -146,7 +162,11 @@ async def attack(
     """Run ``kind`` against ``url`` until ``until`` (time.monotonic)."""
     if kind == "subscriptions":
         jobs = [
-            _hold_subscription(session, url, token, evaluation_id, until, tally)
+            _bounded(
+                _hold_subscription(session, url, token, evaluation_id, until, tally),
+                until=until,
+                tally=tally,
+            )
             for _ in range(SUBSCRIPTIONS)
         ]
     elif kind == "readyz":

@@ -1,5 +1,6 @@
 """The fault campaign: kill -9 each worker kind mid-run, restart the broker (also behind a
-busy agent), stop the database, take S3 away (refusing, hung, back empty), each against a
+busy agent), stop the database, take S3 away (refusing, hung, back empty), send a folder
+of image bombs and loop the too-costly 20-alias query beside honest work, each against a
 whole stack on its own Postgres and Redis, with the DEFAULT recovery settings (10 s
 heartbeats, 30 s claim lease, a sweep every 10 s, 45 s to call an evaluation stalled,
 MAX_RUN_SECONDS 3600). Prints, per scenario: attempts, completed, failed, lost,
@@ -13,6 +14,11 @@ outages and fast settings. Run on a quiet machine from the repository root:
     python benchmarks/chaos.py --scenario s3-down --outage 60
     python benchmarks/chaos.py --scenario broker --in-flight 6
     python benchmarks/chaos.py --scenario broker-busy-agent --busy 60  # from the run's end
+    python benchmarks/chaos.py --scenario image-bomb --scenario costly-query
+
+Below the table, a line per hostile scenario says what became of the hostile part (the
+bomb's state and reason, the largest process, kernel kills; the costly query's answers and
+an ordinary query's latency meanwhile).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from tests.support.chaos import (
     stop_database,
     stop_object_store,
 )
+from tests.support.chaos_attacks import costly_queries, image_bombs
 
 WORKERS = ("inference", "preprocess", "aggregator", "scheduler")
 SCENARIOS = (
@@ -44,6 +51,8 @@ SCENARIOS = (
     "s3-down",
     "s3-hung",
     "s3-empty",
+    "image-bomb",
+    "costly-query",
 )
 # The deployment defaults, except the heartbeat the ephemeral stack shortens for tests.
 DEFAULTS = {"BENCHSTACK_AGENT_HEARTBEAT_SECONDS": "10"}
@@ -68,6 +77,16 @@ def run(scenario: str, args: argparse.Namespace) -> Outcome:
                 timeout_s=args.timeout,
                 hung=scenario == "s3-hung",
             )
+        if scenario == "image-bomb":
+            return image_bombs(chaos, in_flight=args.in_flight, timeout_s=args.timeout)
+        if scenario == "costly-query":
+            return costly_queries(
+                chaos,
+                loops=2,
+                in_flight=args.in_flight,
+                seconds=args.outage,
+                timeout_s=args.timeout,
+            )
         if scenario == "s3-empty":
             return empty_object_store(chaos, in_flight=args.in_flight, timeout_s=args.timeout)
         return stop_database(
@@ -89,7 +108,12 @@ def main() -> None:
     parser.add_argument(
         "--busy", type=float, default=60.0, help="the busy agent's run, seconds (broker-busy-agent)"
     )
-    parser.add_argument("--outage", type=float, default=30.0, help="database or S3 outage, seconds")
+    parser.add_argument(
+        "--outage",
+        type=float,
+        default=30.0,
+        help="database or S3 outage, or the costly query's loops, seconds",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="give up after, seconds")
     args = parser.parse_args()
     scenarios = args.scenario or list(SCENARIOS)
@@ -105,10 +129,12 @@ def main() -> None:
         "recovery_s",
     )
     rows = []
+    outcomes = []
     started = time.monotonic()
     for scenario in scenarios:
         outcome = run(scenario, args)
         rows.append(outcome.row())
+        outcomes.append(outcome)
         for reason in outcome.failed:
             print(f"  {outcome.scenario}: FAILED: {reason[:200]}", flush=True)
         print(outcome.row(), flush=True)
@@ -117,6 +143,9 @@ def main() -> None:
     print(" | ".join("---" for _ in columns))
     for row in rows:
         print(" | ".join("-" if row[c] is None else str(row[c]) for c in columns))
+    for outcome in outcomes:
+        if outcome.hostile:
+            print(f"{outcome.scenario}: {outcome.hostile}")
 
 
 if __name__ == "__main__":

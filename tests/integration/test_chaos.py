@@ -20,6 +20,7 @@ from tests.support.chaos import (
     stop_database,
     stop_object_store,
 )
+from tests.support.chaos_attacks import costly_queries
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -96,3 +97,14 @@ def test_an_object_store_back_empty_fails_nothing(chaos: ChaosStack) -> None:
     print(outcome.row(), outcome.failed[:3])
     _assert_recovered(outcome, chaos)
     assert outcome.completed == outcome.attempted, outcome.row()
+
+
+def test_loops_of_the_costly_query_are_all_refused_and_honest_work_completes(
+    chaos: ChaosStack,
+) -> None:
+    outcome = costly_queries(chaos, loops=2, in_flight=3, seconds=5, timeout_s=RECOVERY_LIMIT_S)
+    print(outcome.row(), outcome.hostile)
+    _assert_recovered(outcome, chaos)
+    assert outcome.completed == outcome.attempted, outcome.row()
+    answers = outcome.hostile_answers
+    assert set(answers) == {"QUERY_TOO_COSTLY"} and answers["QUERY_TOO_COSTLY"] > 10, answers

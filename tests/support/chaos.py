@@ -57,6 +57,8 @@ class Outcome:
     stuck: int = 0  # not terminal when the scenario gave up
     recovery_s: float | None = None  # from the fault's end to the last evaluation terminal
     stale_reasons: list[str] = field(default_factory=list)  # reasons left on SUCCEEDED ones
+    hostile: str = ""  # what became of a hostile caller's part (chaos_attacks.py)
+    hostile_answers: dict[str, int] = field(default_factory=dict)  # its answers, by kind
 
     def row(self) -> dict[str, Any]:
         return {
