@@ -171,7 +171,7 @@ class QueryCostLimit(SchemaExtension):
             refusal = self._refusal(context.schema._schema, document, context)
             if refusal is not None:
                 context.result = ExecutionResult(data=None, errors=[refusal])
-                if refusal.extensions.get("code") == QUERY_TOO_COSTLY:
+                if (refusal.extensions or {}).get("code") == QUERY_TOO_COSTLY:
                     _remember_refusal(context.context, refusal)
         yield
 
