@@ -139,6 +139,34 @@ def layer_ops_table(profile: dict[str, Any], top_n: int) -> Table:
     return table
 
 
+def roofline_table(roofline: dict[str, Any], top_n: int) -> Table:
+    """The slowest layers placed on the roofline (profiling/roofline.py)."""
+    peaks = roofline["peaks"]
+    table = Table(
+        title=(
+            f"Roofline of the slowest layers: peaks {peaks['gflops']:.1f} GFLOP/s and "
+            f"{peaks['gbps']:.1f} GB/s ({peaks['device']}, {peaks['threads']} threads, "
+            f"measured), ridge {roofline['ridge_flops_per_byte']:.1f} FLOP/B"
+        )
+    )
+    columns = ("layer", "GFLOP", "MB", "FLOP/B", "GFLOP/s", "GB/s", "bound", "of roof")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("layer", "bound") else "right")
+    for row in sorted(roofline["layers"], key=lambda r: r["median_ms"], reverse=True)[:top_n]:
+        estimated = "~" if row["flops_source"] != "counted" else ""
+        table.add_row(
+            escape(row["name"]) + (" (own)" if row["own"] else ""),
+            f"{estimated}{row['flops'] / 1e9:.3g}",
+            f"{row['bytes'] / 1e6:.2f}",
+            f"{estimated}{row['intensity']:.1f}",
+            f"{row['gflops']:.1f}",
+            f"{row['gbps']:.2f}",
+            row["bound"],
+            "-" if row["of_roof"] is None else f"{row['of_roof']:.0%}",
+        )
+    return table
+
+
 def print_profile(
     console: Console, profile: dict[str, Any], *, trace_file: str | None = None, top_n: int = 10
 ) -> None:
@@ -169,6 +197,13 @@ def print_profile(
             console.print(library_table(profile, top_n, kind))
     if profile.get("layer_ops"):
         console.print(layer_ops_table(profile, top_n))
+    if profile.get("roofline"):
+        console.print(roofline_table(profile["roofline"], top_n))
+        console.print(
+            "roofline: ~ marks FLOPs estimated as one per output element (no product or "
+            "convolution counted); times include the profiler's hooks",
+            soft_wrap=True,
+        )
     gpu = profile.get("gpu_time")
     if gpu:
         console.print(

@@ -291,5 +291,15 @@ def summarise(profile: Profile, top_n: int = TOP_N) -> dict[str, Any]:
         "library_ops": library_ops(profile),
         "gpu_time": gpu_time(profile),
         "system": system_summary(profile),
+        "roofline": _roofline(profile, rows),
         "notes": profile.notes,
     }
+
+
+def _roofline(profile: Profile, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    inputs = profile.roofline_inputs
+    if inputs is None or not rows:
+        return None
+    from services.inference.profiling.roofline import roofline
+
+    return roofline(rows, inputs["work"], inputs["peaks"])

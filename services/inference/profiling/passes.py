@@ -63,6 +63,9 @@ class Profile:
     cold: PassResult | None = None
     spans: list[Span] = field(default_factory=list)
     counters: list[Counter] = field(default_factory=list)
+    # Work per layer and this machine's peaks, for the roofline (roofline.py); None where
+    # it is not measured (no FRAMEWORK pass, or a backend whose layers it cannot count).
+    roofline_inputs: dict[str, Any] | None = None
 
     def pass_of(self, level: str) -> PassResult | None:
         return next((p for p in self.passes if p.level == level and not p.skipped), None)
@@ -196,7 +199,24 @@ def run_passes(backend: Backend, batch: np.ndarray, profile: Profile) -> Profile
                 first_iteration=done,
             )
         done += size
+    measure_roofline_inputs(backend, batch, profile)
     return profile
+
+
+def measure_roofline_inputs(backend: Backend, batch: np.ndarray, profile: Profile) -> None:
+    """After the timed passes (never inside one): each layer's FLOPs and bytes and the
+    machine's peaks, where the FRAMEWORK pass ran on an eager torch model."""
+    framework = profile.pass_of("FRAMEWORK")
+    if framework is None or backend.name != "torch":
+        return
+    from services.inference.profiling import roofline
+
+    model = getattr(backend, "model", None)
+    work = roofline.layer_work(backend, batch)
+    profile.roofline_inputs = {
+        "work": work,
+        "peaks": roofline.measure_peaks(roofline.model_device(model)),
+    }
 
 
 def new_profile(level: str, iterations: int = DEFAULT_ITERATIONS) -> Profile:

@@ -18,6 +18,7 @@ from services.api.graphql.evaluations.charts import (
     load_latencies,
     load_timeline,
 )
+from services.api.graphql.evaluations.roofline_types import RooflineType
 from services.api.graphql.scalars import to_json
 from services.api.run_charts import (
     DEFAULT_LATENCY_POINTS,
@@ -128,6 +129,8 @@ class RunType:
     # The leveled profile (trace level above NONE): passes, layers, coverage; else null.
     profile: JSON | None
     layers: list[LayerType]
+    # Each layer against this machine's measured peaks (torch FRAMEWORK profiles); else null.
+    roofline: RooflineType | None
     # The Chrome/Perfetto trace JSON stored with the run; null without a trace level.
     trace_file: LogLink | None
     # Logical file name -> object key: what the chart fields below read.
@@ -188,6 +191,7 @@ class RunType:
             logs=links,
             profile=to_json(profile) if profile else None,
             layers=[LayerType.from_dict(r) for r in (profile or {}).get("layers", [])],
+            roofline=RooflineType.from_dict((profile or {}).get("roofline")),
             trace_file=next((link for link in links if link.name == TRACE_FILE), None),
             log_keys={str(k): str(v) for k, v in log_keys.items()},
         )

@@ -135,6 +135,7 @@ def test_run_charts_compare_agents_and_models(
     assert bars(timeline) == len(spans)
     # The null backend records no layer table, and the page says so instead of a chart.
     expect(page.locator('[aria-labelledby="layers-title"]')).to_contain_text("No layer table")
+    expect(page.locator('[aria-labelledby="roofline-title"]')).to_contain_text("No roofline")
     expect(page.get_by_role("heading", name="Latency distribution")).to_contain_text("VALID")
     # The headline's throughput carries its stored 95 % interval (or says it has none).
     interval = run["confidence"]["samplesPerSecond"]

@@ -86,6 +86,11 @@ query RunCharts($id: String!, $points: Int!, $spans: Int!) {
       id
       latencySample(limit: $points) { totalCount latenciesMs cumulativeFractions downsampled method }
       layers { name type calls medianMs iqrMs percent own }
+      roofline {
+        peaks { device threads gflops gbps gflopsIqr gbpsIqr method }
+        ridgeFlopsPerByte unplaced method
+        points { name type own flops flopsEstimated bytes intensity medianMs gflops gbps roofGflops ofRoof bound }
+      }
       traceTimeline(limit: $spans) { totalSpans truncated note spans { name category thread startMs durationMs } }
     }
   }

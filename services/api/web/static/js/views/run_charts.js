@@ -8,6 +8,7 @@ import { CDF_AXES, SERIES, cdfTrace, chartBox, plot } from "../charts.js";
 import { inFormWords, number, stability } from "../format.js";
 import { LATENCY_POINTS, RUN_CHARTS, TRACE_SPANS } from "../queries.js";
 import { notice, verdictBadge } from "../widgets.js";
+import { drawRoofline } from "./roofline_chart.js";
 
 // Layers are many and short: the bar chart shows the slowest, and says how many it left out.
 const MAX_LAYER_BARS = 40;
@@ -29,9 +30,10 @@ export function runChartCards(evaluation, run, signal) {
   if (windows.length) cards.push(windowsCard(run, windows));
   const traced = evaluation.traceLevel && evaluation.traceLevel !== "NONE";
   const layers = traced ? card(titled("Layer breakdown", run), "layers-title", notice("Loading the layers…")) : null;
+  const roofline = traced ? card(titled("Roofline", run), "roofline-title", notice("Loading the roofline…")) : null;
   const timeline = traced ? card(titled("Trace timeline", run), "timeline-title", notice("Loading the trace…")) : null;
-  if (traced) cards.push(layers, timeline);
-  load(evaluation.id, run.id, signal, { latency, layers, timeline, run });
+  if (traced) cards.push(layers, roofline, timeline);
+  load(evaluation.id, run.id, signal, { latency, layers, roofline, timeline, run });
   return cards;
 }
 
@@ -40,13 +42,14 @@ async function load(evaluationId, runId, signal, slots) {
   try {
     data = await gql(RUN_CHARTS, { id: evaluationId, points: LATENCY_POINTS, spans: TRACE_SPANS });
   } catch (err) {
-    if (!signal.aborted) for (const slot of [slots.latency, slots.layers, slots.timeline]) if (slot) fill(slot, notice(err.message, "error"));
+    if (!signal.aborted) for (const slot of [slots.latency, slots.layers, slots.roofline, slots.timeline]) if (slot) fill(slot, notice(err.message, "error"));
     return;
   }
   if (signal.aborted) return;
   const found = data.evaluation?.runs?.find((r) => r.id === runId);
   drawLatency(slots.latency, found?.latencySample);
   if (slots.layers) drawLayers(slots.layers, found?.layers ?? []);
+  if (slots.roofline) drawRoofline(found?.roofline, (...children) => fill(slots.roofline, ...children));
   if (slots.timeline) drawTimeline(slots.timeline, found?.traceTimeline);
 }
 
