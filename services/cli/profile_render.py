@@ -167,6 +167,28 @@ def roofline_table(roofline: dict[str, Any], top_n: int) -> Table:
     return table
 
 
+def memory_table(profile: dict[str, Any], top_n: int) -> Table:
+    """The layers that allocate most (layer_memory.py), median per iteration."""
+    table = Table(
+        title=f"Memory per layer ({profile['layer_memory_source']}), median per iteration"
+    )
+    for column in ("layer", "allocated", "allocations", "peak rise"):
+        table.add_column(column, justify="left" if column == "layer" else "right")
+    rows = [r for r in profile["layers"] if r.get("allocated_bytes") is not None]
+    for row in sorted(rows, key=lambda r: r["allocated_bytes"], reverse=True)[:top_n]:
+        table.add_row(
+            escape(row["name"]) + (" (own)" if row.get("own") else ""),
+            _megabytes(row["allocated_bytes"]),
+            f"{row['allocations']:.0f}",
+            _megabytes(row["peak_rise_bytes"]),
+        )
+    return table
+
+
+def _megabytes(count: float) -> str:
+    return f"{count / 2**20:.2f} MiB"
+
+
 def print_profile(
     console: Console, profile: dict[str, Any], *, trace_file: str | None = None, top_n: int = 10
 ) -> None:
@@ -197,6 +219,8 @@ def print_profile(
             console.print(library_table(profile, top_n, kind))
     if profile.get("layer_ops"):
         console.print(layer_ops_table(profile, top_n))
+    if profile.get("layer_memory_source"):
+        console.print(memory_table(profile, top_n))
     if profile.get("roofline"):
         console.print(roofline_table(profile["roofline"], top_n))
         console.print(

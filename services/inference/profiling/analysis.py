@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from services.inference.profiling.layer_memory import memory_per_layer
 from services.inference.profiling.layer_ops import ops_per_layer, scoped_node_ops
 from services.inference.profiling.passes import CLOCK_METHOD, Profile
 from services.inference.profiling.spans import Span
@@ -271,6 +272,10 @@ def _layer_ops(profile: Profile, names: list[str]) -> dict[str, Any]:
 def summarise(profile: Profile, top_n: int = TOP_N) -> dict[str, Any]:
     """The profile as stored with a run and printed by ``benchstack profile``."""
     rows = layer_table(profile)
+    memory = memory_per_layer(profile)
+    for row in rows:
+        # Allocations per layer where a LIBRARY pass recorded them (layer_memory.py).
+        row.update(memory.get(row["name"], {}))
     none = profile.pass_of("NONE")
     cold = profile.cold
     return {
@@ -292,6 +297,7 @@ def summarise(profile: Profile, top_n: int = TOP_N) -> dict[str, Any]:
         "gpu_time": gpu_time(profile),
         "system": system_summary(profile),
         "roofline": _roofline(profile, rows),
+        "layer_memory_source": "LIBRARY pass (torch.profiler memory events)" if memory else "",
         "notes": profile.notes,
     }
 

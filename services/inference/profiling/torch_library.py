@@ -30,6 +30,7 @@ from services.inference.profiling.spans import GPU_TRACK_BASE, Span, clamp_to_pa
 
 FORWARD_MARK = "benchstack::forward#"
 LAYER_MARK = "layer::"
+MEMORY_EVENT = "[memory]"
 # Kineto categories kept: operators, our annotations, and device work.
 CPU_CATEGORIES = {"cpu_op", "user_annotation", "cuda_runtime"}
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -56,7 +57,9 @@ class TorchLibrary(Instrument):
         activities = [ProfilerActivity.CPU]
         if gpu_in_use(self.backend):
             activities.append(ProfilerActivity.CUDA)
-        self._profiler = profile(activities=activities, record_shapes=True)
+        # profile_memory: each allocation and free as a "[memory]" instant event, which
+        # layer_memory.py gives to the layer that made it.
+        self._profiler = profile(activities=activities, record_shapes=True, profile_memory=True)
         self._profiler.__enter__()
         return self
 
@@ -78,7 +81,7 @@ class TorchLibrary(Instrument):
             events = (
                 document.get("traceEvents", document) if isinstance(document, dict) else document
             )
-            self._events = [e for e in events if e.get("ph") == "X"]
+            self._events = [e for e in events if e.get("ph") == "X" or _is_memory(e)]
 
     def _pre_hook(self, name: str) -> Any:
         def hook(module: torch.nn.Module, inputs: Any) -> None:
@@ -121,6 +124,34 @@ class TorchLibrary(Instrument):
         return clamp_to_parents(spans)
 
 
+def _is_memory(event: dict[str, Any]) -> bool:
+    return event.get("ph") == "i" and event.get("name") == MEMORY_EVENT
+
+
+def _memory_span(
+    event: dict[str, Any],
+    mark: dict[str, Any],
+    start_us: float,
+    end_us: float,
+    offset_ns: int,
+    iteration: int,
+    window: Window,
+) -> list[Span]:
+    """An allocation (bytes > 0) or a free (< 0) in ``mark``'s iteration, on its thread."""
+    ts = float(event.get("ts", 0))
+    if event.get("tid") != mark.get("tid") or not start_us <= ts <= end_us:
+        return []
+    args = event.get("args") or {}
+    start = min(max(round(ts * 1000) + offset_ns, window.start_ns), window.end_ns)
+    kept = {
+        "bytes": int(args.get("Bytes", 0)),
+        "total_allocated": int(args.get("Total Allocated", 0)),
+        "device_type": int(args.get("Device Type", 0)),
+        "iteration": iteration,
+    }
+    return [Span(MEMORY_EVENT, "memory", start, 0, window.thread, kept)]
+
+
 def _converted(
     event: dict[str, Any],
     mark: dict[str, Any],
@@ -133,6 +164,8 @@ def _converted(
     """``event`` on benchstack's clock if it belongs to ``mark``'s iteration."""
     if event is mark:
         return []
+    if _is_memory(event):
+        return _memory_span(event, mark, start_us, end_us, offset_ns, iteration, window)
     category = str(event.get("cat", ""))
     ts, dur = float(event.get("ts", 0)), float(event.get("dur", 0))
     args = dict(event.get("args") or {})

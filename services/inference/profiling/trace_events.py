@@ -21,6 +21,9 @@ TRACE_FILE = "trace.json"
 REQUIRED_KEYS = ("ph", "ts", "pid", "tid")
 
 
+MEMORY_COUNTER = "allocated bytes (torch.profiler, LIBRARY pass)"
+
+
 def trace_document(profile: Profile, **other: Any) -> dict[str, Any]:
     pid = os.getpid()
     events: list[dict[str, Any]] = []
@@ -31,6 +34,19 @@ def trace_document(profile: Profile, **other: Any) -> dict[str, Any]:
         [*(s.start_ns for s in profile.spans), *(c.time_ns for c in profile.counters)], default=0
     )
     for span in sorted(profile.spans, key=lambda s: (s.start_ns, -s.duration_ns)):
+        if span.category == "memory":
+            # An allocation or a free: a step of the allocated-bytes counter track.
+            events.append(
+                {
+                    "name": MEMORY_COUNTER,
+                    "ph": "C",
+                    "ts": (span.start_ns - origin_ns) / 1000,
+                    "pid": pid,
+                    "tid": 0,
+                    "args": {"bytes": span.args.get("total_allocated", 0)},
+                }
+            )
+            continue
         threads.add(span.thread)
         start_us = (span.start_ns - origin_ns) / 1000
         events.append(

@@ -60,6 +60,10 @@ class LogLink:
     url: str
 
 
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 @strawberry.type(name="Layer")
 class LayerType:
     """One layer of a profiled run (its FRAMEWORK pass, warm iterations; cold: the first
@@ -80,6 +84,10 @@ class LayerType:
     cold_ms: float | None
     # A module's own work outside its submodules (attention), not a leaf layer.
     own: bool
+    # What the layer itself allocates per iteration and the most its call raised the
+    # allocator's total (LIBRARY pass, torch.profiler's memory events); null without one.
+    allocated_bytes: float | None
+    peak_rise_bytes: float | None
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> LayerType:
@@ -97,6 +105,8 @@ class LayerType:
             memory_bytes=float(row.get("memory_bytes", 0)),
             cold_ms=None if cold is None else float(cold),
             own=bool(row.get("own", False)),
+            allocated_bytes=_float_or_none(row.get("allocated_bytes")),
+            peak_rise_bytes=_float_or_none(row.get("peak_rise_bytes")),
         )
 
 
