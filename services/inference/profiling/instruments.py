@@ -113,8 +113,15 @@ def instrument_for(level: str, backend: Backend) -> Instrument | str:
                 "LIBRARY: ONNX Runtime's CPU execution provider reports no calls below its "
                 "nodes (per-node kernel time is its deepest level)"
             )
-    if backend.name == "tensorflow" and level == "FRAMEWORK":
+    if backend.name == "tensorflow" and level in ("FRAMEWORK", "LIBRARY"):
         from services.inference.profiling import keras_layers
 
-        return keras_layers.unprofilable(backend) or keras_layers.KerasLayers(backend)
+        problem = keras_layers.unprofilable(backend)
+        if problem:
+            return problem.replace("FRAMEWORK", level, 1)
+        if level == "FRAMEWORK":
+            return keras_layers.KerasLayers(backend)
+        from services.inference.profiling import tf_library
+
+        return tf_library.TensorFlowLibrary(backend)
     return f"{level}: no {level.lower()}-level profiler for the {backend.name} backend yet"

@@ -59,3 +59,35 @@ def test_keras_layers_are_timed_and_cover_the_pass(tmp_path: Path, kind: str) ->
     assert 0 < summary["coverage"]["ratio"] <= 1
     assert EAGER_NOTE in summary["notes"]
     assert trace_problems(trace_document(profile)) == []
+
+
+def test_the_library_pass_lists_each_keras_layer_s_tensorflow_operators(tmp_path: Path) -> None:
+    """LIBRARY on TensorFlow: its profiler's eager operators, per layer, in the trace."""
+    create_backend("tensorflow")
+    import keras
+
+    inputs = keras.Input(SHAPE)
+    hidden = keras.layers.Conv2D(8, 3, name="conv")(inputs)
+    outputs = keras.layers.Dense(5, name="dense")(keras.layers.Flatten(name="flatten")(hidden))
+    path = tmp_path / "tiny.keras"
+    keras.Model(inputs, outputs).save(path)
+    manifest = tensor_manifest(
+        framework="tensorflow",
+        source={"file": {"path": path.name, "sha256": sha256_of(path)}},
+        shape=SHAPE,
+        base_dir=tmp_path,
+    )
+    backend = create_backend("tensorflow")
+    backend.load(manifest)
+    batch = np.random.default_rng(0).random((2, *SHAPE), dtype=np.float32)
+    profile = profile_backend(backend, batch, "LIBRARY", 3)
+    summary = summarise(profile)
+    assert [p["level"] for p in summary["passes"]] == ["NONE", "MODEL", "FRAMEWORK", "LIBRARY"]
+    assert not any("LIBRARY" in note and "no library" in note for note in summary["notes"])
+    calls = {row["name"] for row in summary["library_ops"] if row["kind"] == "library"}
+    assert {"tf::Conv2D", "tf::MatMul"} <= calls, calls
+    per_layer = {
+        entry["layer"]: {op["name"] for op in entry["ops"]} for entry in summary["layer_ops"]
+    }
+    assert "tf::Conv2D" in per_layer["conv"] and "tf::MatMul" in per_layer["dense"], per_layer
+    assert trace_problems(trace_document(profile)) == []
