@@ -31,11 +31,13 @@ def setup_tracing(
     *,
     exporter: SpanExporter | None = None,
     install: bool = True,
+    record_requests: bool = True,
 ) -> TracerProvider:
     """A tracer provider for this service, installed as the process's own.
 
     OpenTelemetry keeps the first provider a process installs and ignores later ones, so
-    each service calls this once at start-up.
+    each service calls this once at start-up. ``record_requests``: keep the spans of
+    evaluations' requests in the database (shared/request_spans.py).
     """
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     processor: SpanProcessor | None = None
@@ -48,6 +50,12 @@ def setup_tracing(
         processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
     if processor is not None:
         provider.add_span_processor(processor)
+    if record_requests:
+        from shared.request_spans import RequestSpanRecorder
+
+        provider.add_span_processor(
+            RequestSpanRecorder(settings.effective_database_url, service_name)
+        )
     if install:
         trace.set_tracer_provider(provider)
     return provider
@@ -98,10 +106,14 @@ def install_celery_propagation() -> None:
             inject_headers(headers)
 
     @signals.task_prerun.connect(weak=False)
-    def _start(task_id: str = "", task: Any = None, **_: Any) -> None:
+    def _start(task_id: str = "", task: Any = None, args: Any = None, **_: Any) -> None:
         parent = extract_context(task.request) if task is not None else None
         span = tracer().start_span(getattr(task, "name", "task"), context=parent)
         span.set_attribute("celery.task_id", task_id)
+        # Every task's payload names its evaluation: the span joins the request's record.
+        payload = args[0] if args and isinstance(args[0], dict) else {}
+        if isinstance(payload.get("evaluation_id"), str):
+            span.set_attribute("benchstack.evaluation_id", payload["evaluation_id"])
         token = otel_context.attach(trace.set_span_in_context(span))
         spans[task_id] = (span, token)
 

@@ -33,7 +33,7 @@ from services.core.workload import AgentRun, entry
 from services.inference.isolated import run_in_child
 from services.inference.measurement import stored_completion
 from services.inference.profiling.spans import now_ns
-from services.inference.profiling.stack_trace import adopt_trace
+from services.inference.profiling.stack_trace import adopt_trace, request_spans_of
 from services.inference.profiling.trace_events import TRACE_FILE
 from services.workloads import workload_named
 from shared import queues, runtime, worker_context
@@ -247,10 +247,12 @@ def _adopt_child_trace(
     with resources.db() as session:
         evaluation = session.get(Evaluation, evaluation_id)
         submitted_at = evaluation.created_at if evaluation is not None else None
+        upstream = request_spans_of(session, evaluation_id)
     adopt_trace(
         resources.store,
         keys,
         evaluation_id=evaluation_id,
         submitted_at=submitted_at,
         task_started_ns=task_started_ns,
+        request_spans=upstream,
     )

@@ -63,4 +63,4 @@ class Metric(Base):
 
 # The other tables live in their own modules; importing them here registers every table on
 # Base.metadata whenever anyone imports the models (init_schema and Alembic rely on that).
-from shared.db import accounts, bricks, catalog, evaluations  # noqa: E402, F401
+from shared.db import accounts, bricks, catalog, evaluations, request_spans  # noqa: E402, F401

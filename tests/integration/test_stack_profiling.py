@@ -145,6 +145,15 @@ def test_framework_trace_runs_from_the_submission_to_the_layers_in_one_trace(
     assert names[:2] == ["evaluation", "inference.run"] and "conv1" in names
     trace_id = document["otherData"]["trace_id"]
     assert len(trace_id) == 32
+    # The whole request is in the stored file: the other services' spans, each service on
+    # a track of its own, in the same trace.
+    requests = [e for e in document["traceEvents"] if e.get("cat") == "request"]
+    assert {"api.submit_evaluation", "scheduler.plan_evaluation", "preprocess.shard"} <= {
+        e["name"] for e in requests
+    }, requests
+    submit = next(e for e in requests if e["name"] == "api.submit_evaluation")
+    assert submit["args"]["service"] == "benchstack-api"
+    assert trace_problems(document) == []
 
     # Batch exporters flush every few seconds: wait for the API's span to arrive.
     wanted = {"api.submit_evaluation", "scheduler.plan_evaluation", "inference.run", "conv1"}

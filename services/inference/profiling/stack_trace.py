@@ -23,8 +23,12 @@ import math
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from services.inference.profiling.otel_export import current_trace_id, export_trace_events
 from services.inference.profiling.trace_events import TRACE_FILE
+from shared.db.request_spans import RequestSpan
 from shared.storage import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -62,14 +66,17 @@ def adopt_trace(
     evaluation_id: str,
     submitted_at: datetime | None,
     task_started_ns: int,
+    request_spans: list[dict[str, Any]] | None = None,
 ) -> int:
-    """Join the stored trace (if the run has one) to the current trace; returns the number
-    of spans exported. A trace that cannot be joined costs the run nothing: it is logged."""
+    """Join the stored trace (if the run has one) to the current trace, with the
+    request's spans from the other services (``request_spans_of``) on tracks of their
+    own; returns the number of spans exported. A trace that cannot be joined costs the run
+    nothing: it is logged."""
     key = keys.get(TRACE_FILE)
     if key is None:
         return 0
     try:
-        return _adopt(store, key, evaluation_id, submitted_at, task_started_ns)
+        return _adopt(store, key, evaluation_id, submitted_at, task_started_ns, request_spans or [])
     except Exception:  # the measurement is stored; a trace problem must not fail it
         log.warning("could not join %s to the evaluation's trace", key, exc_info=True)
         return 0
@@ -81,6 +88,7 @@ def _adopt(
     evaluation_id: str,
     submitted_at: datetime | None,
     task_started_ns: int,
+    request_spans: list[dict[str, Any]],
 ) -> int:
     document: dict[str, Any] = json.loads(store.get_bytes(key))
     trace_id = current_trace_id()
@@ -92,6 +100,7 @@ def _adopt(
         evaluation_id=evaluation_id,
         trace_id=trace_id,
     )
+    add_request_spans(document, request_spans)
     store.put_bytes(key, json.dumps(document).encode())
     return export_trace_events(document)
 
@@ -140,3 +149,86 @@ def enclose(
         note="from the API's submission (the evaluation's created_at)",
     )
     document["traceEvents"] = [evaluation, *document["traceEvents"]]
+
+
+# The most request spans one stored trace takes (shards make one span each).
+MAX_REQUEST_SPANS = 2_000
+# Tracks of the request's services, numbered apart from threads and GPU streams.
+REQUEST_TRACK_BASE = 2_000_000_000
+
+
+def request_spans_of(session: Session, evaluation_id: str) -> list[dict[str, Any]]:
+    """The evaluation's request spans the services recorded (shared/request_spans.py),
+    oldest first, at most ``MAX_REQUEST_SPANS``."""
+    rows = session.scalars(
+        select(RequestSpan)
+        .where(RequestSpan.evaluation_id == evaluation_id)
+        .order_by(RequestSpan.start_ns)
+        .limit(MAX_REQUEST_SPANS)
+    )
+    return [
+        {
+            "name": r.name,
+            "service": r.service,
+            "start_ns": r.start_ns,
+            "end_ns": r.end_ns,
+            "span_id": r.span_id,
+            "parent_id": r.parent_id,
+            "trace_id": r.trace_id,
+        }
+        for r in rows
+    ]
+
+
+def add_request_spans(document: dict[str, Any], spans: list[dict[str, Any]]) -> None:
+    """The other services' spans as "request" events, one track per service (more where a
+    service's spans overlap, e.g. shards prepared in parallel), named after the service."""
+    if not spans:
+        return
+    pid = next((e["pid"] for e in document["traceEvents"] if e.get("ph") == "X"), 0)
+    earliest = min(int(s["start_ns"]) for s in spans)
+    origin_ns = int(document["otherData"]["origin_unix_ns"])
+    if earliest < origin_ns:
+        shift_us = (origin_ns - earliest) / 1000
+        for event in document["traceEvents"]:
+            event["ts"] = float(event["ts"]) + shift_us
+        document["otherData"]["origin_unix_ns"] = origin_ns = earliest
+    lanes: dict[str, list[int]] = {}  # service -> each lane's end (ns)
+    tracks: dict[tuple[str, int], int] = {}
+    for span in sorted(spans, key=lambda s: int(s["start_ns"])):
+        service, start, end = str(span["service"]), int(span["start_ns"]), int(span["end_ns"])
+        ends = lanes.setdefault(service, [])
+        lane = next((i for i, lane_end in enumerate(ends) if lane_end <= start), len(ends))
+        if lane == len(ends):
+            ends.append(end)
+        else:
+            ends[lane] = end
+        track = tracks.setdefault((service, lane), REQUEST_TRACK_BASE + len(tracks))
+        start_us = (start - origin_ns) / 1000
+        document["traceEvents"].append(
+            {
+                "name": span["name"],
+                "cat": "request",
+                "ph": "X",
+                "ts": start_us,
+                "dur": max(0.0, (end - origin_ns) / 1000 - start_us),
+                "pid": pid,
+                "tid": track,
+                "args": {
+                    "service": service,
+                    "span_id": span["span_id"],
+                    "parent_id": span["parent_id"],
+                },
+            }
+        )
+    for (service, lane), track in tracks.items():
+        document["traceEvents"].append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "ts": 0,
+                "pid": pid,
+                "tid": track,
+                "args": {"name": f"request: {service}" + (f" #{lane + 1}" if lane else "")},
+            }
+        )

@@ -131,3 +131,58 @@ def test_evaluation_and_inference_run_nest_whatever_the_float_rounding() -> None
         names = [e["name"] for e in document["traceEvents"]]
         assert names == ["evaluation", "inference.run", "step"], case
         assert trace_problems(document) == [], (case, document)
+
+
+def test_the_other_services_request_spans_join_the_stored_trace_on_their_own_tracks(
+    tmp_path: Path, digits_manifest: ModelManifest
+) -> None:
+    store = LocalStore(tmp_path / "store")
+    started = now_ns()
+    _stored_trace(store, digits_manifest, tmp_path)
+    before = started - 3_000_000_000  # the API and the scheduler, seconds before the run
+
+    def span(name: str, service: str, start: int, end: int) -> dict[str, object]:
+        return {
+            "name": name,
+            "service": service,
+            "start_ns": start,
+            "end_ns": end,
+            "span_id": f"{start:016x}"[-16:],
+            "parent_id": "",
+            "trace_id": "0" * 32,
+        }
+
+    upstream = [
+        span("api.submit_evaluation", "benchstack-api", before, before + 5_000_000),
+        span(
+            "scheduler.plan_evaluation",
+            "benchstack-scheduler",
+            before + 6_000_000,
+            before + 9_000_000,
+        ),
+        # Two shards prepared at once: they overlap, so they take two tracks.
+        span("preprocess.shard", "benchstack-preprocess", before + 10_000_000, before + 90_000_000),
+        span("preprocess.shard", "benchstack-preprocess", before + 20_000_000, before + 80_000_000),
+    ]
+    adopt_trace(
+        store,
+        {TRACE_FILE: KEY},
+        evaluation_id="e1",
+        submitted_at=None,
+        task_started_ns=started,
+        request_spans=upstream,
+    )
+    document = json.loads(store.get_bytes(KEY))
+    assert trace_problems(document) == []
+    requests = [e for e in document["traceEvents"] if e.get("cat") == "request"]
+    assert [e["name"] for e in requests] == [s["name"] for s in upstream]
+    # The earliest span moved the origin back: it starts at 0, the run seconds later.
+    assert requests[0]["ts"] == 0 and document["otherData"]["origin_unix_ns"] == before
+    shards = [e for e in requests if e["name"] == "preprocess.shard"]
+    assert shards[0]["tid"] != shards[1]["tid"]
+    names = {e["args"]["name"] for e in document["traceEvents"] if e["ph"] == "M"}
+    assert {
+        "request: benchstack-api",
+        "request: benchstack-preprocess",
+        "request: benchstack-preprocess #2",
+    } <= names
