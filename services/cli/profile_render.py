@@ -50,8 +50,12 @@ def passes_table(profile: dict[str, Any]) -> Table:
 
 
 def layer_table(profile: dict[str, Any], top_n: int) -> Table:
-    table = Table(title=f"Top {top_n} layers (FRAMEWORK pass, warm; cold = first inference)")
+    table = Table(
+        title=f"Top {top_n} layers (FRAMEWORK pass, warm; cold = first inference; "
+        "=N: tied, medians within noise, in model order)"
+    )
     for column in (
+        "rank",
         "layer",
         "type",
         "input shapes",
@@ -66,7 +70,9 @@ def layer_table(profile: dict[str, Any], top_n: int) -> Table:
     for row in profile["layers"][:top_n]:
         # A module's work outside its submodules (attention, a residual add).
         own = " (own work)" if row.get("own") else ""
+        rank = row.get("rank")
         table.add_row(
+            "" if rank is None else f"{'=' if row.get('tied') else ''}{rank}",
             escape(row["name"]) + own,
             row["type"],
             _shapes(row["input_shapes"]),
