@@ -99,7 +99,7 @@ def test_layers_rank_by_median_so_one_preempted_iteration_moves_nothing() -> Non
 
 
 def test_layers_within_noise_share_a_rank_and_keep_the_model_s_order() -> None:
-    from services.inference.profiling.analysis import ranked
+    from services.inference.profiling.ranking import ranked
 
     rows = [
         {"name": "late", "median_ms": 5.0, "mean_ms": 5.0, "iqr_ms": 1.0},
