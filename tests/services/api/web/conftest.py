@@ -61,13 +61,14 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
-@pytest.fixture
-def page(browser: Any, stack: EphemeralStack) -> Iterator[Any]:
-    """A page on the stack's API; a CSP violation or a script error (console errors
+def watched_page(
+    browser: Any, base_url: str, *, height: int = 900, timeout_ms: int = 20_000
+) -> Iterator[Any]:
+    """A page on ``base_url``; a CSP violation or a script error (console errors
     included) fails the test that used it."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.api_url)
+    context = browser.new_context(viewport={"width": 1280, "height": height}, base_url=base_url)
     page = context.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(timeout_ms)
     problems: list[str] = []
     page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
     page.on(
@@ -77,3 +78,9 @@ def page(browser: Any, stack: EphemeralStack) -> Iterator[Any]:
     yield page
     context.close()
     assert not problems, problems
+
+
+@pytest.fixture
+def page(browser: Any, stack: EphemeralStack) -> Iterator[Any]:
+    """A page on the stack's API (``watched_page``)."""
+    yield from watched_page(browser, stack.api_url)

@@ -16,6 +16,7 @@ from tests.integration.conftest import (  # noqa: F401  (fixtures, re-used by na
     torch_client,
     torch_stack,
 )
+from tests.services.api.web.conftest import watched_page
 from tests.support.ephemeral import EphemeralStack
 from tests.support.web import sign_in
 
@@ -44,20 +45,7 @@ query($id: String!) {
 
 @pytest.fixture
 def torch_page(browser: Any, torch_stack: EphemeralStack) -> Iterator[Any]:  # noqa: F811
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 1000}, base_url=torch_stack.api_url
-    )
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    page.on(
-        "console",
-        lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
-    )
-    yield page
-    context.close()
-    assert not problems, problems
+    yield from watched_page(browser, torch_stack.api_url, height=1000, timeout_ms=30_000)
 
 
 def profiled_run(client: GraphQLClient) -> tuple[str, dict[str, Any]]:

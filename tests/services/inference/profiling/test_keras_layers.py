@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,12 +11,28 @@ import pytest
 from services.inference.backends.base import create_backend
 from services.inference.profiling.analysis import summarise
 from services.inference.profiling.keras_layers import EAGER_NOTE
-from services.inference.profiling.passes import profile_backend
+from services.inference.profiling.passes import Profile, profile_backend
 from services.inference.profiling.trace_events import trace_document, trace_problems
 from shared.manifest import sha256_of
 from tests.support.manifests import tensor_manifest
 
 SHAPE = (16, 16, 1)
+
+
+def _profiled(model: Any, tmp_path: Path, level: str) -> Profile:
+    """``model`` saved, loaded by the tensorflow backend and profiled at ``level``."""
+    path = tmp_path / "tiny.keras"
+    model.save(path)
+    manifest = tensor_manifest(
+        framework="tensorflow",
+        source={"file": {"path": path.name, "sha256": sha256_of(path)}},
+        shape=SHAPE,
+        base_dir=tmp_path,
+    )
+    backend = create_backend("tensorflow")
+    backend.load(manifest)
+    batch = np.random.default_rng(0).random((2, *SHAPE), dtype=np.float32)
+    return profile_backend(backend, batch, level, 3)
 
 
 @pytest.mark.parametrize("kind", ["sequential", "functional"])
@@ -39,18 +56,7 @@ def test_keras_layers_are_timed_and_cover_the_pass(tmp_path: Path, kind: str) ->
         added = keras.layers.Add(name="add")([hidden, hidden])
         outputs = keras.layers.Dense(5, name="dense")(keras.layers.Flatten(name="flatten")(added))
         model = keras.Model(inputs, outputs)
-    path = tmp_path / "tiny.keras"
-    model.save(path)
-    manifest = tensor_manifest(
-        framework="tensorflow",
-        source={"file": {"path": path.name, "sha256": sha256_of(path)}},
-        shape=SHAPE,
-        base_dir=tmp_path,
-    )
-    backend = create_backend("tensorflow")
-    backend.load(manifest)
-    batch = np.random.default_rng(0).random((2, *SHAPE), dtype=np.float32)
-    profile = profile_backend(backend, batch, "FRAMEWORK", 3)
+    profile = _profiled(model, tmp_path, "FRAMEWORK")
     summary = summarise(profile)
     names = {row["name"] for row in summary["layers"]}
     assert {"conv", "flatten", "dense"} <= names
@@ -69,18 +75,7 @@ def test_the_library_pass_lists_each_keras_layer_s_tensorflow_operators(tmp_path
     inputs = keras.Input(SHAPE)
     hidden = keras.layers.Conv2D(8, 3, name="conv")(inputs)
     outputs = keras.layers.Dense(5, name="dense")(keras.layers.Flatten(name="flatten")(hidden))
-    path = tmp_path / "tiny.keras"
-    keras.Model(inputs, outputs).save(path)
-    manifest = tensor_manifest(
-        framework="tensorflow",
-        source={"file": {"path": path.name, "sha256": sha256_of(path)}},
-        shape=SHAPE,
-        base_dir=tmp_path,
-    )
-    backend = create_backend("tensorflow")
-    backend.load(manifest)
-    batch = np.random.default_rng(0).random((2, *SHAPE), dtype=np.float32)
-    profile = profile_backend(backend, batch, "LIBRARY", 3)
+    profile = _profiled(keras.Model(inputs, outputs), tmp_path, "LIBRARY")
     summary = summarise(profile)
     assert [p["level"] for p in summary["passes"]] == ["NONE", "MODEL", "FRAMEWORK", "LIBRARY"]
     assert not any("LIBRARY" in note and "no library" in note for note in summary["notes"])
