@@ -212,11 +212,13 @@ def measure_roofline_inputs(backend: Backend, batch: np.ndarray, profile: Profil
     from services.inference.profiling import roofline
 
     model = getattr(backend, "model", None)
-    work = roofline.layer_work(backend, batch)
-    profile.roofline_inputs = {
-        "work": work,
-        "peaks": roofline.measure_peaks(roofline.model_device(model)),
-    }
+    try:
+        work = roofline.layer_work(backend, batch)
+        peaks = roofline.measure_peaks(roofline.model_device(model))
+    except Exception as exc:  # a model FlopCounterMode cannot walk loses its roofline only
+        framework.notes.append(f"roofline: not drawn ({type(exc).__name__}: {exc})"[:300])
+        return
+    profile.roofline_inputs = {"work": work, "peaks": peaks}
 
 
 def new_profile(level: str, iterations: int = DEFAULT_ITERATIONS) -> Profile:

@@ -89,3 +89,26 @@ def test_a_profile_without_a_framework_pass_has_no_roofline() -> None:
     batch = np.ones((2, 8, 16), np.float32)
     profile = profile_backend(Eager(TinyEncoder().eval()), batch, "MODEL", 2)  # type: ignore[arg-type]
     assert summarise(profile)["roofline"] is None
+
+
+class Uncountable(torch.nn.Module):
+    """A model whose counted forward fails (as an exotic operator might)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_grad_enabled() is False and not torch.is_inference_mode_enabled():
+            raise RuntimeError("no counting here")
+        return self.linear(x)
+
+
+def test_a_model_that_cannot_be_counted_loses_its_roofline_not_its_profile() -> None:
+    batch = np.ones((2, 16), np.float32)
+    backend = Eager(Uncountable().eval())
+    backend.predict = lambda b: backend.model(torch.from_numpy(b))  # type: ignore[method-assign]
+    summary = summarise(profile_backend(backend, batch, "FRAMEWORK", 2))  # type: ignore[arg-type]
+    assert summary["roofline"] is None
+    assert any(note.startswith("roofline: not drawn (RuntimeError") for note in summary["notes"])
+    assert summary["layers"]
