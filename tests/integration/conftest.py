@@ -107,6 +107,16 @@ class GraphQLClient:
         data: dict[str, Any] = body["data"]
         return data
 
+    def until_final(self, query: str, evaluation_id: str, timeout_s: float) -> dict[str, Any]:
+        """``query``'s ``evaluation`` (asked with ``id``), polled until it is final."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            evaluation: dict[str, Any] = self(query, {"id": evaluation_id})["evaluation"]
+            if evaluation["state"] in {"SUCCEEDED", "FAILED", "CANCELLED"}:
+                return evaluation
+            assert time.monotonic() < deadline, evaluation
+            time.sleep(0.5)
+
     def follow(self, evaluation_id: str, timeout_s: float = 90.0) -> list[dict[str, Any]]:
         """Every update of evaluationUpdates(id) over graphql-transport-ws, until it ends."""
         return asyncio.run(asyncio.wait_for(self._follow(evaluation_id), timeout_s))

@@ -116,13 +116,7 @@ def test_framework_trace_runs_from_the_submission_to_the_layers_in_one_trace(
         },
     )["submitEvaluation"]
     assert created["__typename"] == "Evaluation", created
-    deadline = time.monotonic() + 240
-    while True:
-        evaluation = client(PROFILED, {"id": created["id"]})["evaluation"]
-        if evaluation["state"] in {"SUCCEEDED", "FAILED", "CANCELLED"}:
-            break
-        assert time.monotonic() < deadline, evaluation
-        time.sleep(0.5)
+    evaluation = client.until_final(PROFILED, created["id"], timeout_s=240)
     assert evaluation["state"] == "SUCCEEDED", evaluation
     assert evaluation["traceLevel"] == "FRAMEWORK"
     layers = evaluation["layers"]

@@ -4,7 +4,6 @@ what the peaks are. A screenshot goes to /tmp/web-shots/roofline.png."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,15 +62,10 @@ def profiled_run(client: GraphQLClient) -> tuple[str, dict[str, Any]]:
         },
     )["submitEvaluation"]
     assert created["__typename"] == "Evaluation", created
-    deadline = time.monotonic() + 240
-    while True:
-        evaluation = client(STORED, {"id": created["id"]})["evaluation"]
-        if evaluation["state"] in {"SUCCEEDED", "FAILED", "CANCELLED"}:
-            assert evaluation["state"] == "SUCCEEDED", evaluation
-            (run,) = evaluation["runs"]
-            return str(created["id"]), run
-        assert time.monotonic() < deadline, evaluation
-        time.sleep(0.5)
+    evaluation = client.until_final(STORED, created["id"], timeout_s=240)
+    assert evaluation["state"] == "SUCCEEDED", evaluation
+    (run,) = evaluation["runs"]
+    return str(created["id"]), run
 
 
 def test_the_run_page_places_every_layer_on_the_roofline(
