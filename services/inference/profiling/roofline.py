@@ -36,6 +36,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from services.inference.backends.base import Backend
+from services.inference.profiling.torch_layers import bytes_of, elements_of
 
 GEMM_SIZE = 1024
 COPY_BYTES = 64 * 2**20
@@ -70,8 +71,8 @@ def layer_work(backend: Backend, batch: np.ndarray) -> dict[str, dict[str, Any]]
             t.element_size() * t.nelement()
             for t in [*module.parameters(recurse=False), *module.buffers(recurse=False)]
         )
-        moved[name] = moved.get(name, 0) + _tensor_bytes(inputs) + _tensor_bytes(output) + own
-        outputs[name] = outputs.get(name, 0) + _tensor_elements(output)
+        moved[name] = moved.get(name, 0) + bytes_of(inputs) + bytes_of(output) + own
+        outputs[name] = outputs.get(name, 0) + elements_of(output)
 
     handles = [module.register_forward_hook(after) for module in names if names[module]]
     try:
@@ -107,26 +108,6 @@ def layer_work(backend: Backend, batch: np.ndarray) -> dict[str, dict[str, Any]]
 
 def _strip_root(key: str, root: str) -> str:
     return key[len(root) + 1 :] if key.startswith(root + ".") else ("" if key == root else key)
-
-
-def _tensor_bytes(values: Any) -> int:
-    if isinstance(values, torch.Tensor):
-        return int(values.element_size() * values.nelement())
-    if isinstance(values, (tuple, list)):
-        return sum(_tensor_bytes(v) for v in values)
-    if isinstance(values, dict):
-        return sum(_tensor_bytes(v) for v in values.values())
-    return 0
-
-
-def _tensor_elements(values: Any) -> int:
-    if isinstance(values, torch.Tensor):
-        return int(values.nelement())
-    if isinstance(values, (tuple, list)):
-        return sum(_tensor_elements(v) for v in values)
-    if isinstance(values, dict):
-        return sum(_tensor_elements(v) for v in values.values())
-    return 0
 
 
 def measure_peaks(device: torch.device) -> dict[str, Any]:

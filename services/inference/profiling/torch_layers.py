@@ -14,6 +14,7 @@ kernels' execution (the per-kernel view is the LIBRARY pass's).
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -47,12 +48,24 @@ def shapes_of(values: Any) -> list[list[int]]:
     return []
 
 
-def bytes_of(values: Any) -> int:
+def tensors_in(values: Any) -> Iterator[torch.Tensor]:
+    """The tensors in a module's inputs or outputs (nested tuples, lists and dicts)."""
     if isinstance(values, torch.Tensor):
-        return int(values.element_size() * values.nelement())
-    if isinstance(values, (tuple, list)):
-        return sum(bytes_of(value) for value in values)
-    return 0
+        yield values
+    elif isinstance(values, (tuple, list)):
+        for value in values:
+            yield from tensors_in(value)
+    elif isinstance(values, dict):
+        for value in values.values():
+            yield from tensors_in(value)
+
+
+def bytes_of(values: Any) -> int:
+    return sum(int(t.element_size() * t.nelement()) for t in tensors_in(values))
+
+
+def elements_of(values: Any) -> int:
+    return sum(int(t.nelement()) for t in tensors_in(values))
 
 
 class TorchLayers(Instrument):
