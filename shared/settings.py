@@ -97,6 +97,12 @@ class Settings(BaseSettings):
     # How long an API process trusts a token it has looked up before asking the database
     # again; a revoked token stops working within this many seconds. 0 asks every time.
     api_token_cache_seconds: float = Field(default=5.0, ge=0)
+    # Reads of the API run on its event loop through asyncpg (shared/db/loop_reads.py says
+    # why) when the database is Postgres; false: every read in a worker thread (psycopg2).
+    api_reads_on_loop: bool = True
+    # The API's reads on the loop: connecting, waiting for a pooled connection and each
+    # statement end within this many seconds (then "database unavailable", 503).
+    api_database_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     # host:port of the Triton (KServe-V2) server the triton backend talks to from the
     # stack (API submissions cannot name one); empty keeps the backend's own default.
     triton_url: str = ""

@@ -8,20 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
 
 from anyio import CapacityLimiter, to_thread
 from anyio.lowlevel import RunVar
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 from strawberry.dataloader import DataLoader
 from strawberry.fastapi import BaseContext
 
+from services.api.faults import DependencyUnavailable
 from services.api.graphql.cost_budget import CostBudget
 from services.api.short_cache import ShortCache
 from services.api.token_cache import TokenCache
 from shared.celery_app import Publisher
+from shared.db.loop_reads import loop_reads_supported, make_loop_read_engine
 from shared.db.session import read_scope, session_scope
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store
@@ -34,6 +38,12 @@ T = TypeVar("T")
 # moment for a pooled one (measured: connecting was the largest wait under 50 clients).
 BLOCKING_THREADS = 5
 _BLOCKING_LIMITER: RunVar[CapacityLimiter] = RunVar("benchstack_blocking_limiter")
+# The reads' asyncio engine of this event loop (its connections belong to the loop).
+_LOOP_READ_ENGINE: RunVar[AsyncEngine] = RunVar("benchstack_loop_read_engine")
+# The session a read function runs with on the loop (read_on_loop); ApiDeps.read_db gives it.
+_LOOP_READ_SESSION: ContextVar[Session | None] = ContextVar(
+    "benchstack_loop_read_session", default=None
+)
 
 
 @dataclass
@@ -72,9 +82,20 @@ class ApiDeps:
 
     @contextmanager
     def read_db(self) -> Iterator[Session]:
-        """For queries that write nothing (shared/db/session.py's read_scope says why)."""
+        """For queries that write nothing (shared/db/session.py's read_scope says why); on
+        the event loop's session when called from read_on_loop."""
+        on_loop = _LOOP_READ_SESSION.get()
+        if on_loop is not None:
+            yield on_loop
+            return
         with read_scope(self.settings.effective_database_url) as session:
             yield session
+
+    @cached_property
+    def reads_on_loop(self) -> bool:
+        return self.settings.api_reads_on_loop and loop_reads_supported(
+            self.settings.effective_database_url
+        )
 
 
 class NotAuthenticated(PermissionError):
@@ -107,7 +128,7 @@ class Context(BaseContext):
         from services.api.graphql.evaluations.loaders import load_runs
 
         async def batch(ids: list[str]) -> list[list[Any]]:
-            return await in_thread(load_runs, self.deps, ids)
+            return await read_on_loop(load_runs, self.deps, ids)
 
         return DataLoader(load_fn=batch)
 
@@ -125,3 +146,45 @@ def _blocking_limiter() -> CapacityLimiter:
 async def in_thread(fn: Callable[..., T], *args: Any) -> T:
     """Run blocking database or broker work off the event loop."""
     return await to_thread.run_sync(lambda: fn(*args), limiter=_blocking_limiter())
+
+
+def _loop_read_engine(settings: Settings) -> AsyncEngine:
+    try:
+        return _LOOP_READ_ENGINE.get()
+    except LookupError:
+        # Connections for as many reads as the admission limit lets run at once.
+        pool = max(BLOCKING_THREADS, settings.api_max_requests_in_progress)
+        engine = make_loop_read_engine(
+            settings.effective_database_url, settings.api_database_timeout_seconds, pool
+        )
+        _LOOP_READ_ENGINE.set(engine)
+        return engine
+
+
+async def read_on_loop(fn: Callable[..., T], deps: ApiDeps, *args: Any) -> T:
+    """``fn(deps, *args)``, a function that only reads the database through
+    ``deps.read_db()``: on the event loop through the async driver where the database has
+    one (shared/db/loop_reads.py says why), else in a worker thread like ``in_thread``.
+
+    ``fn`` must touch nothing else that blocks (the broker, the object store): on the loop
+    only the database's waits give way to other requests."""
+    if not deps.reads_on_loop:
+        return await in_thread(fn, deps, *args)
+
+    def bound(session: Session) -> T:
+        token = _LOOP_READ_SESSION.set(session)
+        try:
+            return fn(deps, *args)
+        finally:
+            _LOOP_READ_SESSION.reset(token)
+
+    try:
+        async with AsyncSession(
+            _loop_read_engine(deps.settings), expire_on_commit=False
+        ) as session:
+            return await session.run_sync(bound)
+    except (OSError, TimeoutError) as exc:
+        # asyncpg's connect lets these through unwrapped (psycopg2's become SQLAlchemy's
+        # OperationalError): refused, reset or no answer within the timeout. A read
+        # function touches nothing but the database, so the database is what is down.
+        raise DependencyUnavailable("database") from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 from sqlalchemy import select
 
-from services.api.context import ApiDeps, in_thread
+from services.api.context import ApiDeps, read_on_loop
 from services.api.graphql.agents.types import AgentType
 from shared.db import evaluation_repo, liveness
 from shared.db.evaluations import Agent
@@ -30,4 +30,4 @@ class AgentQueries:
     @strawberry.field
     async def agents(self, info: strawberry.Info, live_only: bool = True) -> list[AgentType]:
         info.context.require_user()
-        return await in_thread(list_agents, info.context.deps, live_only)
+        return await read_on_loop(list_agents, info.context.deps, live_only)

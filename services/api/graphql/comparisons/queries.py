@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
-from services.api.context import ApiDeps, in_thread
+from services.api.context import ApiDeps, read_on_loop
 from services.api.fan_out import load_comparison
 from services.api.graphql.comparisons.types import ComparisonType
 
@@ -20,4 +20,4 @@ class ComparisonQueries:
     @strawberry.field
     async def compare(self, info: strawberry.Info, group_id: str) -> ComparisonType | None:
         owner = info.context.require_user()
-        return await in_thread(_compare, info.context.deps, owner, group_id)
+        return await read_on_loop(_compare, info.context.deps, owner, group_id)

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from strawberry.types.nodes import SelectedField
 
-from services.api.context import ApiDeps, in_thread
+from services.api.context import ApiDeps, read_on_loop
 from services.api.graphql.evaluations.loaders import runs_of
 from services.api.graphql.evaluations.types import (
     EvaluationPage,
@@ -128,7 +128,9 @@ class EvaluationQueries:
     ) -> EvaluationPage:
         owner = info.context.require_user()
         first = max(1, min(first, MAX_PAGE))
-        return await in_thread(_page, info.context.deps, owner, where, first, parse_cursor(after))
+        return await read_on_loop(
+            _page, info.context.deps, owner, where, first, parse_cursor(after)
+        )
 
     @strawberry.field
     async def evaluation(self, info: strawberry.Info, id: str) -> EvaluationType | None:
@@ -136,7 +138,7 @@ class EvaluationQueries:
         # With its runs asked for, one trip to a worker thread and one session instead of
         # two (the runs loader would take a second): the loader is primed with them.
         with_runs = selects_runs(info)
-        found, runs = await in_thread(_one_with_runs, info.context.deps, owner, id, with_runs)
+        found, runs = await read_on_loop(_one_with_runs, info.context.deps, owner, id, with_runs)
         if found is not None and with_runs:
             info.context.runs_loader.prime(found.id, runs)
         return found
