@@ -62,7 +62,8 @@ class RunInference(Message):
     workload: str = "loadgen"
     workload_options: dict[str, Any] | None = None
     # A training evaluation that is one rank of a data-parallel gang (services/api/
-    # training_scaling.py): {"gang", "rank", "world_size", "host_ranks"}. None: alone.
+    # training_scaling.py): {"gang", "rank", "world_size", "host_ranks", "local_rank"}
+    # (local_rank since issue 33). None: alone.
     data_parallel: dict[str, Any] | None = None
 
 

@@ -142,7 +142,7 @@ def submit(
     pins = [[f"agent={a.id}"] for a in accepted.agents] if request.fan_out else [[]]
     infos: list[dict[str, Any] | None] = [group_info] * len(pins)
     if request.gang_size is not None:
-        gang = gang_of(accepted.agents, request.gang_size, group_info or {})
+        gang = gang_of(accepted.agents, request.gang_size, group_info or {}, request.gang_largest)
         if isinstance(gang, Rejection):
             return gang
         pins, infos = gang

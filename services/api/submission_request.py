@@ -51,6 +51,9 @@ class SubmitRequest:
     # its agent, with its rank and the ranks sharing its host in its group. None: one
     # evaluation.
     gang_size: int | None = None
+    # The largest gang the request's group will submit later (a training scaling's largest
+    # world size): refused now, naming worldSizes, when the live agents cannot fill it.
+    gang_largest: int | None = None
 
     @property
     def workload(self) -> str:

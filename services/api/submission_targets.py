@@ -122,21 +122,36 @@ def requirement_of(
 
 
 def gang_of(
-    agents: list[AgentView], size: int, group_info: dict[str, Any]
+    agents: list[AgentView], size: int, group_info: dict[str, Any], largest: int | None = None
 ) -> tuple[list[list[str]], list[dict[str, Any] | None]] | Rejection:
     """Pins and groups of a gang of ``size`` ranks on distinct agents, in the order of their
-    ids (so a gang of two reuses the agent a gang of one ran on)."""
-    chosen = sorted(agents, key=lambda a: a.id)[:size]
-    if len(chosen) < size:
+    ids (so a gang of two reuses the agent a gang of one ran on). ``largest``: the largest
+    gang the group will ask for later, refused now when the live agents cannot fill it.
+
+    Each rank's group holds its ``local_rank``, its index among the gang's ranks on its
+    host (the rank sets LOCAL_RANK from it, which picks its GPU), and ``host_ranks``."""
+    need = max(size, largest or size)
+    if len(agents) < need:
+        accepted = f"1..{len(agents)}" if agents else "none"
         return Rejection(
             "NoMatchingAgent",
-            f"worldSizes: {size} ranks need {size} live agents that can run this training; "
-            f"{len(agents)} match",
+            f"worldSizes: {need} ranks need {need} live agents that can run this training; "
+            f"{len(agents)} match, so the world sizes accepted now are {accepted}",
             field="worldSizes",
+            accepted=[accepted],
         )
+    chosen = sorted(agents, key=lambda a: a.id)[:size]
     on_host = Counter(a.hostname for a in chosen)
-    infos: list[dict[str, Any] | None] = [
-        {**group_info, "rank": rank, "host_ranks": on_host[agent.hostname]}
-        for rank, agent in enumerate(chosen)
-    ]
+    seen: Counter[str] = Counter()
+    infos: list[dict[str, Any] | None] = []
+    for rank, agent in enumerate(chosen):
+        infos.append(
+            {
+                **group_info,
+                "rank": rank,
+                "local_rank": seen[agent.hostname],
+                "host_ranks": on_host[agent.hostname],
+            }
+        )
+        seen[agent.hostname] += 1
     return [[f"agent={a.id}"] for a in chosen], infos

@@ -52,6 +52,8 @@ def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInfer
 
 
 DATA_PARALLEL_KEYS = ("gang", "rank", "world_size", "host_ranks")
+# Given to gangs from issue 33 on; a gang stored before has none (its rank assumes 0).
+OPTIONAL_DATA_PARALLEL_KEYS = ("local_rank",)
 
 
 def data_parallel_of(evaluation: Evaluation) -> dict[str, Any] | None:
@@ -60,7 +62,8 @@ def data_parallel_of(evaluation: Evaluation) -> dict[str, Any] | None:
     info = evaluation.group_info or {}
     if info.get("kind") != "training-scaling":
         return None
-    return {key: info[key] for key in DATA_PARALLEL_KEYS}
+    place = {key: info[key] for key in DATA_PARALLEL_KEYS}
+    return place | {key: info[key] for key in OPTIONAL_DATA_PARALLEL_KEYS if key in info}
 
 
 def shard_message(

@@ -13,7 +13,7 @@ from services.inference.backends.base import BackendOptions
 from services.inference.host_slot import HostSlot
 from services.inference.measurement import store_outcome
 from services.inference.measurement_child import announce_started
-from shared.host_load import usable_cpus
+from shared.host_load import HostLoadSampler, usable_cpus
 from shared.messages import RunInference
 from shared.settings import Settings
 
@@ -55,7 +55,11 @@ def measure_holding_host(run: AgentRun, measurement: OutcomeMeasurement) -> dict
     shared = message.data_parallel is not None
     with host_slot(settings).measuring(message.run_id, shared=shared) as host:
         announce_started()
-        document = measurement(run, threads)
-    document["host"] = host.to_dict() | {"threads": threads}
+        # How busy other processes kept the host meanwhile: BUSY as `bench` says it (the
+        # ranks of a gang sharing a host count as each other's load: they share it).
+        with HostLoadSampler() as load:
+            document = measurement(run, threads)
+    busy = {"load": load.result.to_dict(), "busy": bool(load.result.busy)}
+    document["host"] = host.to_dict() | busy | {"threads": threads}
     document["agent"] = {"id": run.agent_id, "settings": dict(run.agent_settings)}
     return store_outcome(run.resources.store, run.prefix, message.workload, document)

@@ -66,3 +66,24 @@ def test_the_training_pods_run_as_non_root_with_bounded_resources() -> None:
     for container in containers(job):
         assert container["resources"]["requests"] and container["resources"]["limits"]
     assert job["spec"]["activeDeadlineSeconds"] <= 24 * 3600
+
+
+def test_each_rank_gets_a_node_of_its_own_and_local_rank_zero() -> None:
+    job = by_kind(manifests(), "Job")["train"]
+    anti = pod_spec(job)["affinity"]["podAntiAffinity"]
+    (term,) = anti["requiredDuringSchedulingIgnoredDuringExecution"]  # required, not preferred
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == {"app.kubernetes.io/component": "train"}
+    env = {e["name"]: e for e in next(containers(job))["env"]}
+    assert env["LOCAL_RANK"]["value"] == "0"  # one rank per pod: it uses the pod's GPU
+
+
+def test_threads_follow_the_cpu_limit_of_a_guaranteed_pod() -> None:
+    job = by_kind(manifests(), "Job")["train"]
+    container = next(containers(job))
+    resources = container["resources"]
+    assert resources["limits"] == resources["requests"]  # Guaranteed QoS
+    assert float(resources["limits"]["cpu"]) >= 1
+    field = {e["name"]: e for e in container["env"]}["OMP_NUM_THREADS"]["valueFrom"]
+    assert field["resourceFieldRef"]["resource"] == "limits.cpu"
+    assert field["resourceFieldRef"]["containerName"] == container["name"]

@@ -107,6 +107,8 @@ def test_one_then_two_agents_train_together_and_report_speedup_and_efficiency(
     ("given", "kind", "field"),
     [
         ({"evaluation": BASE, "worldSizes": [3]}, "NoMatchingAgent", "worldSizes"),
+        # The first gang fits; the last could never run: refused now, not half-way.
+        ({"evaluation": BASE, "worldSizes": [1, 3]}, "NoMatchingAgent", "worldSizes"),
         ({"evaluation": BASE, "worldSizes": [0]}, "InvalidInput", "worldSizes"),
         ({"evaluation": BASE, "worldSizes": [1, 1]}, "InvalidInput", "worldSizes"),
         (
@@ -122,3 +124,5 @@ def test_a_scaling_that_cannot_run_is_refused_naming_the_field(
     refused = two_torch_agents(SUBMIT, {"input": given})["submitTrainingScaling"]
     assert refused["__typename"] == kind, refused
     assert refused["field"] == field
+    if kind == "NoMatchingAgent":
+        assert "accepted now are 1..2" in refused["message"], refused

@@ -75,6 +75,7 @@ def stored_request(base: SubmitRequest) -> dict[str, Any]:
     stored = asdict(base)
     stored.pop("group")
     stored.pop("gang_size")
+    stored.pop("gang_largest")
     stored["settings"] = snake_keys(dict(base.settings)) if isinstance(base.settings, dict) else {}
     return stored
 

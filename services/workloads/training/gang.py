@@ -8,6 +8,11 @@ busy starts late). Rank 0's address is ``BENCHSTACK_RENDEZVOUS_HOST`` where set 
 multi-host stack names the address the others reach it at), else its hostname's address.
 Gloo's own connections use ``GLOO_SOCKET_IFNAME`` where set, else loopback when the
 rendezvous is on loopback (one host).
+
+The stack gives each rank its ``local_rank``, its index among the gang's ranks on its host
+(services/api/submission_targets.gang_of), and the rank sets ``LOCAL_RANK`` from it, as
+torchrun does: on GPUs it picks the device (scaling.cuda_index), never the global rank.
+Threads are the host's share per rank, bounded by the process's CPU quota.
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ from dataclasses import replace
 from typing import Any
 
 from services.workloads.training.scaling import RENDEZVOUS_TIMEOUT_S, free_port, train_rank
-from services.workloads.training.step_timing import summarise
-from services.workloads.training.throughput import TrainingResult, TrainingSettings
+from services.workloads.training.throughput import TrainingSettings, result_of
+from shared.cpu_quota import cpu_limit
 from shared.storage import ObjectNotFound, ObjectStore
 
 POLL_S = 0.2
@@ -69,9 +74,14 @@ def train_in_gang(
     rank's step time) and a ``data_parallel`` section (rank, world size, backend, the
     digest of the trained parameters, threads)."""
     rank, world = int(place["rank"]), int(place["world_size"])
+    # Gangs stored before the stack gave local ranks: one rank per host was the norm.
+    local_rank = int(place.get("local_rank", 0))
+    os.environ["LOCAL_RANK"] = str(local_rank)
     key = rendezvous_key(str(place["gang"]))
-    # Ranks sharing a host share its cores, as `benchstack train --workers N` shares them.
-    threads = max(1, settings.threads // max(1, int(place.get("host_ranks", 1))))
+    # Ranks sharing a host share its cores, as `benchstack train --workers N` shares them;
+    # none gets more threads than its CPU quota lets it keep busy.
+    host_ranks = max(1, int(place.get("host_ranks", 1)))
+    threads = max(1, min(settings.threads, cpu_limit()) // host_ranks)
     settings = replace(settings, threads=threads)
     address: dict[str, Any]
     if rank == 0:
@@ -83,14 +93,14 @@ def train_in_gang(
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     # The key stays behind (a few bytes): a gang's key is never used by another gang.
     init_method = f"tcp://{address['host']}:{address['port']}"
-    steps, data, digest = train_rank(rank, world, init_method, settings)
+    timed, digest = train_rank(rank, world, init_method, settings, local_rank)
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    statistics = summarise(steps, data, settings.batch_size * world)
-    result = TrainingResult(settings, statistics, peak_rss, None)
+    result = result_of(settings, timed, peak_rss, images_per_step=settings.batch_size * world)
     return {
         **result.as_dict(),
         "data_parallel": {
             "rank": rank,
+            "local_rank": local_rank,
             "world_size": world,
             "gang": place["gang"],
             "backend": "nccl" if settings.device == "cuda" else "gloo",

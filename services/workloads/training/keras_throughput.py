@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import queue
 import resource
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +31,24 @@ from services.workloads.training.data_sources import (
     folder_arrays,
     synthetic_arrays,
 )
-from services.workloads.training.step_timing import summarise, timed_loop
-from services.workloads.training.throughput import TrainingResult, TrainingSettings, channels_of
+from services.workloads.training.step_timing import StepLog, timed_loop
+from services.workloads.training.throughput import (
+    TrainingResult,
+    TrainingSettings,
+    channels_of,
+    result_of,
+)
 
-CLASSES = 10
 # Keras mixed-precision policies by --precision: variables stay float32 under both.
 POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16"}
 
 
-def run_keras(settings: TrainingSettings) -> TrainingResult:
+def run_keras(
+    settings: TrainingSettings, show: Callable[[StepLog], None] | None = None
+) -> TrainingResult:
     """Train in a spawned child (see the module docstring); its errors come back as raised
-    here: ValueError for bad input (the message names the option), RuntimeError otherwise."""
+    here: ValueError for bad input (the message names the option), RuntimeError otherwise.
+    The child's progress lines come back through the same queue, to ``show``."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     process = context.Process(target=_child, args=(settings, results))
@@ -49,7 +57,10 @@ def run_keras(settings: TrainingSettings) -> TrainingResult:
         while True:
             try:
                 kind, payload = results.get(timeout=0.5)
-                break
+                if kind != "log":
+                    break
+                if show is not None:
+                    show(payload)
             except queue.Empty:
                 if process.exitcode is not None:  # died without a word (e.g. a crash)
                     raise RuntimeError(
@@ -72,7 +83,8 @@ def _child(settings: TrainingSettings, results: Any) -> None:
     # INFO lines (oneDNN notices, CPU feature hints) would drown the report; warnings stay.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     try:
-        results.put(("result", train_here(settings)))
+        result = train_here(settings, show=lambda line: results.put(("log", line)))
+        results.put(("result", result))
     except ValueError as exc:  # bad input: the message names the option
         results.put(("input", str(exc)))
     except Exception as exc:
@@ -84,8 +96,10 @@ def keras_batches(settings: TrainingSettings) -> ArrayBatchSource:
     """NHWC float32 images and int64 labels, synthetic or read from the folder."""
     channels, size = channels_of(settings.model), settings.image_size
     if settings.data == "synthetic":
-        return synthetic_arrays(settings.batch_size, (size, size, channels), CLASSES)
-    return folder_arrays(Path(settings.data), settings.batch_size, channels, size, CLASSES, "NHWC")
+        return synthetic_arrays(settings.batch_size, (size, size, channels), settings.classes)
+    return folder_arrays(
+        Path(settings.data), settings.batch_size, channels, size, settings.classes, "NHWC"
+    )
 
 
 def make_keras_optimiser(settings: TrainingSettings) -> Any:
@@ -107,12 +121,14 @@ def build_under_policy(settings: TrainingSettings) -> Any:
     keras.mixed_precision.set_global_policy(POLICIES[settings.precision])
     try:
         channels = channels_of(settings.model)
-        return build_keras_model(settings.model, settings.image_size, channels, CLASSES)
+        return build_keras_model(settings.model, settings.image_size, channels, settings.classes)
     finally:
         keras.mixed_precision.set_global_policy(previous)
 
 
-def train_here(settings: TrainingSettings) -> TrainingResult:
+def train_here(
+    settings: TrainingSettings, show: Callable[[StepLog], None] | None = None
+) -> TrainingResult:
     """Train in this process. TensorFlow must not have initialised yet here for the thread
     count to take; run_keras gives it a fresh process."""
     import keras
@@ -144,13 +160,22 @@ def train_here(settings: TrainingSettings) -> TrainingResult:
         images, labels = next_batch()
         return tf.convert_to_tensor(images), tf.convert_to_tensor(labels)
 
-    def train_step(batch: tuple[Any, Any]) -> None:
+    def train_step(batch: tuple[Any, Any]) -> float:
         loss = float(step(*batch))  # reading the loss waits for the whole step
         if not np.isfinite(loss):
             raise RuntimeError(f"the loss became {loss}: the step did not train")
+        return loss
 
     try:
-        step_seconds, data_seconds = timed_loop(settings.warmup, settings.steps, fetch, train_step)
+        timed = timed_loop(
+            settings.warmup,
+            settings.steps,
+            fetch,
+            train_step,
+            batch_size=settings.batch_size,
+            display_every=settings.display_every,
+            show=show,
+        )
     except tf.errors.OpError as exc:
         # A missing kernel for the reduced-precision dtype reads "No OpKernel was registered"
         # (InvalidArgumentError in a tf.function) or "Could not find device" (NotFoundError).
@@ -162,5 +187,4 @@ def train_here(settings: TrainingSettings) -> TrainingResult:
             f"({type(exc).__name__}); accepted here: fp32"
         ) from exc
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-    summary = summarise(step_seconds, data_seconds, settings.batch_size)
-    return TrainingResult(settings, summary, peak_rss, None)
+    return result_of(settings, timed, peak_rss)

@@ -11,6 +11,7 @@ BOUNDS: dict[str, tuple[int, int]] = {
     "--batch-size": (1, 4096),
     "--warmup": (0, 10_000),
     "--image-size": (8, 1024),
+    "--display-every": (0, 100_000),
 }
 PRECISIONS = ("fp32", "bf16")
 OPTIMIZERS = ("sgd", "adam")

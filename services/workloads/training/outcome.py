@@ -22,10 +22,11 @@ def read(evaluation: Evaluation, message: RunCompleted, store: ObjectStore) -> d
 def training_metrics(training: dict[str, Any]) -> list[tuple[str, float | None, str]]:
     statistics = training["statistics"]
     return [
-        ("images_per_second", statistics.get("mean_images_per_s"), "images/s"),
+        # batch / mean step time (step_timing), not a mean of per-step rates.
+        ("images_per_second", statistics.get("images_per_s"), "images/s"),
         ("images_per_second_se", statistics.get("standard_error_images_per_s"), "images/s"),
         ("step_time_mean", _ms(statistics.get("mean_step_s")), "ms"),
-        ("jitter", statistics.get("jitter"), "ratio"),
+        ("images_per_second_jitter", statistics.get("jitter_images_per_s"), "images/s"),
         ("data_share", statistics.get("data_share"), "ratio"),
         ("steps", statistics.get("steps"), "count"),
         ("peak_rss", _mib(training.get("peak_rss_bytes")), "MiB"),
@@ -53,7 +54,7 @@ def training_record(
         dataset=str(settings.get("data", "synthetic")),
         # Not LoadGen's verdict: the training steps were timed (no validity rules apply).
         validity="MEASURED",
-        samples_per_second=document["statistics"].get("mean_images_per_s"),
+        samples_per_second=document["statistics"].get("images_per_s"),
         figures=training_metrics(document),
         settings={"training": settings},
     )

@@ -6,11 +6,16 @@ workers train on N batches a step. Every N runs through DDP, N = 1 included, so 
 comparison holds the framework's gradient all-reduce path constant. The step time of a
 worker includes the all-reduce (backward waits for it), so rank 0's steps pace them all:
 
-- throughput(N) = N x batch size / rank 0's step time, mean over measured steps;
+- throughput(N) = N x batch size / rank 0's mean step time (step_timing's images/s);
 - speedup(N) = throughput(N) / throughput(1); efficiency E(N) = speedup(N) / N.
 
+One point per count is one run; `benchstack train --workers 1,2 --repeats 5` measures the
+counts in turn, five times, and gives speedup and E(N) with intervals over the repeats
+(training/repeats.py).
+
 On CPU the workers share the machine's cores: each gets cores // N intra-op threads (at
-least one), which the report states. On CUDA worker r uses GPU r.
+least one), which the report states. On CUDA a worker uses the GPU of its local rank (its
+index among the ranks on its host: ``cuda_index``).
 """
 
 from __future__ import annotations
@@ -21,15 +26,23 @@ import os
 import queue
 import socket
 import time
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from services.workloads.training.step_timing import StepStatistics, summarise
+from services.workloads.training.step_timing import (
+    DEFINITIONS,
+    StepLog,
+    StepStatistics,
+    TimedSteps,
+    summarise,
+)
 from services.workloads.training.throughput import (
     TrainingSettings,
     batch_source,
     build_model,
+    settings_dict,
     timed_steps,
 )
 
@@ -47,15 +60,26 @@ class ScalingPoint:
     # One digest of the trained parameters per rank: equal when the all-reduce kept the
     # replicas in step (the check that the workers really trained one model together).
     weight_digests: tuple[str, ...]
+    # Rank 0's measured steps, which pace the gang: the statistics' raw times.
+    timed: TimedSteps = field(default_factory=lambda: TimedSteps([], [], []))
 
     def speedup(self, single: ScalingPoint) -> float:
-        return self.statistics.mean_images_per_s / single.statistics.mean_images_per_s
+        return self.statistics.images_per_s / single.statistics.images_per_s
 
     def efficiency(self, single: ScalingPoint) -> float:
         return self.speedup(single) / (self.workers / single.workers)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "weight_digests": list(self.weight_digests)}
+        return {
+            "workers": self.workers,
+            "threads_per_worker": self.threads_per_worker,
+            "backend": self.backend,
+            "statistics": self.statistics.as_dict(),
+            "weight_digests": list(self.weight_digests),
+            "step_seconds": self.timed.step_seconds,
+            "data_seconds": self.timed.data_seconds,
+            "log": [line.as_dict() for line in self.timed.log],
+        }
 
 
 def parse_workers(text: str) -> list[int]:
@@ -82,26 +106,52 @@ def free_port() -> int:
 
 def _worker(rank: int, world: int, port: int, settings: TrainingSettings, results: Any) -> None:
     try:
-        steps, data, digest = train_rank(rank, world, f"tcp://127.0.0.1:{port}", settings)
+        # One host: a worker's local rank is its rank.
+        timed, digest = train_rank(rank, world, f"tcp://127.0.0.1:{port}", settings, rank)
     except Exception as exc:  # the parent reports it, rather than a bare exit code
-        results.put((rank, None, None, f"{type(exc).__name__}: {exc}"))
+        results.put((rank, None, f"{type(exc).__name__}: {exc}"))
         raise
-    results.put((rank, steps, data, digest))
+    results.put((rank, timed, digest))
+
+
+def cuda_index(local_rank: int, device_count: int) -> int:
+    """The GPU a rank trains on: its local rank (its index among the ranks on its host),
+    except where the process sees one GPU only (a pod or agent given its own GPU), which it
+    uses whatever its local rank. A rank on a host with fewer GPUs than ranks is refused."""
+    if device_count < 1:
+        raise ValueError("device: cuda was asked for, but this process sees no GPU")
+    if device_count == 1:
+        return 0
+    if not 0 <= local_rank < device_count:
+        raise ValueError(
+            f"LOCAL_RANK: {local_rank} is not a GPU of this host; accepted: 0..{device_count - 1}"
+            " (one rank per GPU)"
+        )
+    return local_rank
 
 
 def train_rank(
-    rank: int, world: int, init_method: str, settings: TrainingSettings
-) -> tuple[list[float], list[float], str]:
+    rank: int,
+    world: int,
+    init_method: str,
+    settings: TrainingSettings,
+    local_rank: int,
+    images_per_step: int | None = None,
+    show: Callable[[StepLog], None] | None = None,
+) -> tuple[TimedSteps, str]:
     """Train as rank ``rank`` of ``world`` (rendezvous at ``init_method``, e.g.
-    tcp://host:port where rank 0 listens): (step seconds, data seconds, a digest of the
-    trained parameters). On CUDA, rank r uses the GPU of its local index (LOCAL_RANK where
-    set, else r)."""
+    tcp://host:port where rank 0 listens): (the measured steps, a digest of the trained
+    parameters). ``local_rank`` is the rank's index among the ranks on its host (the
+    launcher's LOCAL_RANK): on CUDA it picks the GPU (``cuda_index``), never the global
+    rank, which names no GPU of a one-GPU pod. Progress lines count ``images_per_step``
+    (default: world x batch size)."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
     cuda = settings.device == "cuda"
     torch.set_num_threads(settings.threads)
+    index = cuda_index(local_rank, torch.cuda.device_count()) if cuda else 0
     dist.init_process_group(
         "nccl" if cuda else "gloo",
         init_method=init_method,
@@ -110,21 +160,25 @@ def train_rank(
         timeout=timedelta(seconds=RENDEZVOUS_TIMEOUT_S),
     )
     try:
-        local = int(os.environ.get("LOCAL_RANK", rank))
-        device = torch.device(f"cuda:{local}" if cuda else "cpu")
+        device = torch.device(f"cuda:{index}" if cuda else "cpu")
         torch.manual_seed(0)  # the same initial weights on every rank (DDP checks shapes)
         model = build_model(settings.model).to(device).train()
-        model = DistributedDataParallel(model, device_ids=[local] if cuda else None)
+        model = DistributedDataParallel(model, device_ids=[index] if cuda else None)
         # Each rank its own data, as each worker would read its own shard.
-        steps, data = timed_steps(
-            settings, model, batch_source(settings, seed=rank, device=str(device)), device
+        timed = timed_steps(
+            settings,
+            model,
+            batch_source(settings, seed=rank, device=str(device)),
+            device,
+            show,
+            images_per_step=images_per_step or world * settings.batch_size,
         )
         # Parameters only: buffers such as BatchNorm's running statistics are updated by
         # each rank's last forward pass on its own data (DDP broadcasts them at the next).
         digest = hashlib.sha256()
         for tensor in model.module.parameters():
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-        return steps, data, digest.hexdigest()
+        return timed, digest.hexdigest()
     finally:
         dist.destroy_process_group()
 
@@ -160,14 +214,15 @@ def measure(settings: TrainingSettings, workers: int) -> ScalingPoint:
             if process.is_alive():
                 process.kill()
     reports.sort(key=lambda report: report[0])
-    _, steps, data, _ = reports[0]
-    statistics = summarise(steps, data, settings.batch_size * workers)
+    _, timed, _ = reports[0]
+    statistics = summarise(timed.step_seconds, timed.data_seconds, settings.batch_size * workers)
     return ScalingPoint(
         workers=workers,
         threads_per_worker=threads,
         backend="nccl" if cuda else "gloo",
         statistics=statistics,
-        weight_digests=tuple(report[3] for report in reports),
+        weight_digests=tuple(report[2] for report in reports),
+        timed=timed,
     )
 
 
@@ -183,7 +238,7 @@ def _collect(results: Any, processes: list[Any], deadline: float) -> list[Any]:
         if report is not None and report[1] is None:
             for process in processes:
                 process.kill()
-            raise RuntimeError(f"training worker {report[0]} failed: {report[3]}")
+            raise RuntimeError(f"training worker {report[0]} failed: {report[2]}")
         if report is not None:
             reports.append(report)
             continue
@@ -201,6 +256,19 @@ def _collect(results: Any, processes: list[Any], deadline: float) -> list[Any]:
 def _budget_s(settings: TrainingSettings) -> float:
     # A generous bound for the whole run; a hung rendezvous or worker ends in an error.
     return RENDEZVOUS_TIMEOUT_S + 5.0 * (settings.warmup + settings.steps)
+
+
+def measure_point(settings: TrainingSettings, workers: int) -> dict[str, Any]:
+    """One point as a `benchstack train` session stores a run: its settings, rank 0's
+    statistics and raw step times, the workers' threads and weight digests."""
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: one host
+    point = measure(settings, workers)
+    return {
+        "settings": settings_dict(settings),
+        **point.as_dict(),
+        "definitions": DEFINITIONS
+        | {"images_per_s": "workers x batch size / rank 0's mean step seconds"},
+    }
 
 
 def scaling(settings: TrainingSettings, counts: list[int]) -> list[ScalingPoint]:

@@ -1,7 +1,8 @@
 """A training evaluation on an agent: `benchstack train`'s measurement (warm-up excluded,
-images/s with standard error and jitter, data share, peak memory) run by the worker in a
-measurement child of its own, and written to ``training.json`` under the attempt's prefix
-for the aggregator to store."""
+images/s = batch / mean step time with its standard error and jitter, the raw step times,
+data share, peak memory) run by the worker in a measurement child of its own, holding the
+host slot and with the host's load sampled (``host.busy``), and written to
+``training.json`` under the attempt's prefix for the aggregator to store."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from services.workloads.agent_run import measure_holding_host
 from services.workloads.training.gang import train_in_gang
 from services.workloads.training.options import TrainingOptions
 from services.workloads.training.throughput import TrainingSettings, run
+from shared.cpu_quota import cpu_limit
 from shared.environment import capture_environment
 from shared.manifest import parse_manifest
 from shared.messages import RunInference
@@ -39,7 +41,8 @@ def training_settings(message: RunInference, threads: int) -> TrainingSettings:
         precision=options.precision,
         optimizer=options.optimizer,
         data="synthetic",
-        threads=threads,
+        # No more threads than the agent's CPU quota lets it keep busy (a pod's limit).
+        threads=max(1, min(threads, cpu_limit())),
         device=message.device,
     )
 

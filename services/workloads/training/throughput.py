@@ -1,14 +1,31 @@
-"""Time training steps of a model on synthetic tensors; warm-up steps are excluded."""
+"""Time training steps of a model on synthetic tensors or an image folder; warm-up steps are
+excluded. Every result keeps its raw step times (step_timing.TimedSteps), so each figure can
+be recomputed from what the report stores."""
 
 from __future__ import annotations
 
 import resource
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from services.workloads.training.data_sources import BatchSource, image_folder, synthetic
-from services.workloads.training.step_timing import StepStatistics, summarise, timed_loop
+from services.workloads.training.step_timing import (
+    DEFAULT_DISPLAY_EVERY,
+    DEFINITIONS,
+    StepLog,
+    StepStatistics,
+    TimedSteps,
+    summarise,
+    timed_loop,
+)
+
+# Every framework's model gets the same classifier head (issue 33: Keras trained 10
+# classes where torch kept torchvision's 1000): ImageNet's 1000 classes, as torchvision
+# builds its models, except the digits CNN, whose head is its 10 digits.
+IMAGENET_CLASSES = 1000
+DIGITS_CLASSES = 10
 
 
 @dataclass(frozen=True)
@@ -25,6 +42,22 @@ class TrainingSettings:
     device: str
     # Recorded in every report; the default keeps torch-only callers (scaling) as they were.
     framework: str = "torch"
+    # A progress line every this many measured steps (0: none); kept in the report too.
+    display_every: int = DEFAULT_DISPLAY_EVERY
+
+    @property
+    def classes(self) -> int:
+        return classes_of(self.model)
+
+
+def classes_of(model_name: str) -> int:
+    """The classifier head's class count, the same in every framework."""
+    return DIGITS_CLASSES if model_name == "digits" else IMAGENET_CLASSES
+
+
+def settings_dict(settings: TrainingSettings) -> dict[str, Any]:
+    """The settings as a report states them, the model head's class count included."""
+    return {**asdict(settings), "classes": settings.classes}
 
 
 @dataclass(frozen=True)
@@ -33,23 +66,39 @@ class TrainingResult:
     statistics: StepStatistics
     peak_rss_bytes: int
     cuda_max_allocated_bytes: int | None
+    # The raw step times and progress lines the statistics come from.
+    timed: TimedSteps = field(default_factory=lambda: TimedSteps([], [], []))
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "settings": asdict(self.settings),
-            "statistics": asdict(self.statistics),
+            "settings": settings_dict(self.settings),
+            "statistics": self.statistics.as_dict(),
+            "step_seconds": self.timed.step_seconds,
+            "data_seconds": self.timed.data_seconds,
+            "log": [line.as_dict() for line in self.timed.log],
             "peak_rss_bytes": self.peak_rss_bytes,
             "cuda_max_allocated_bytes": self.cuda_max_allocated_bytes,
-            "definitions": {
-                "mean_images_per_s": "mean over measured steps of batch size / step seconds",
-                "standard_error_images_per_s": "sample std of per-step images/s / sqrt(steps)",
-                "jitter": "mean |step time difference| of consecutive steps / mean step time",
-                "data_share": "time getting the batch / total step time",
-            },
+            "definitions": DEFINITIONS,
         }
 
 
+def result_of(
+    settings: TrainingSettings,
+    timed: TimedSteps,
+    peak_rss_bytes: int,
+    cuda_max_allocated_bytes: int | None = None,
+    images_per_step: int | None = None,
+) -> TrainingResult:
+    """A result whose statistics are those of ``timed``'s steps (``images_per_step``: the
+    images one step trains, the batch size unless several workers share the step)."""
+    figures = summarise(
+        timed.step_seconds, timed.data_seconds, images_per_step or settings.batch_size
+    )
+    return TrainingResult(settings, figures, peak_rss_bytes, cuda_max_allocated_bytes, timed)
+
+
 def build_model(name: str) -> Any:
+    """The torch model, its head of ``classes_of(name)`` classes (torchvision's default)."""
     from services.inference.backends.torch.architectures import build_architecture
 
     spec = (
@@ -69,9 +118,14 @@ def make_optimiser(settings: TrainingSettings, model: Any) -> Any:
 
 
 def timed_steps(
-    settings: TrainingSettings, model: Any, next_batch: BatchSource, device: Any
-) -> tuple[list[float], list[float]]:
-    """(step seconds, data seconds) of the measured steps, after ``settings.warmup``."""
+    settings: TrainingSettings,
+    model: Any,
+    next_batch: BatchSource,
+    device: Any,
+    show: Callable[[StepLog], None] | None = None,
+    images_per_step: int | None = None,
+) -> TimedSteps:
+    """The measured steps, after ``settings.warmup``; progress lines go to ``show``."""
     import torch
     from torch import nn
 
@@ -85,7 +139,7 @@ def timed_steps(
         images, labels = next_batch()
         return images.to(device), labels.to(device)
 
-    def train_step(batch: tuple[Any, Any]) -> None:
+    def train_step(batch: tuple[Any, Any]) -> Any:
         images, labels = batch
         optimiser.zero_grad()
         with torch.autocast(
@@ -96,8 +150,17 @@ def timed_steps(
         optimiser.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
+        return loss.detach()  # read (float) only on a progress line, after the timer
 
-    return timed_loop(settings.warmup, settings.steps, fetch, train_step)
+    return timed_loop(
+        settings.warmup,
+        settings.steps,
+        fetch,
+        train_step,
+        batch_size=images_per_step or settings.batch_size,
+        display_every=settings.display_every,
+        show=show,
+    )
 
 
 def channels_of(model_name: str) -> int:
@@ -105,7 +168,7 @@ def channels_of(model_name: str) -> int:
 
 
 def batch_source(settings: TrainingSettings, seed: int = 0, device: str = "cpu") -> BatchSource:
-    channels, classes = channels_of(settings.model), 10
+    channels, classes = channels_of(settings.model), settings.classes
     if settings.data == "synthetic":
         return synthetic(
             settings.batch_size, channels, settings.image_size, classes, seed=seed, device=device
@@ -115,7 +178,9 @@ def batch_source(settings: TrainingSettings, seed: int = 0, device: str = "cpu")
     )
 
 
-def run(settings: TrainingSettings) -> TrainingResult:
+def run(
+    settings: TrainingSettings, show: Callable[[StepLog], None] | None = None
+) -> TrainingResult:
     import torch
 
     torch.set_num_threads(settings.threads)
@@ -123,12 +188,8 @@ def run(settings: TrainingSettings) -> TrainingResult:
     model = build_model(settings.model).to(device).train()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    step_seconds, data_seconds = timed_steps(
-        settings, model, batch_source(settings, device=str(device)), device
-    )
+    timed = timed_steps(settings, model, batch_source(settings, device=str(device)), device, show)
     # ru_maxrss is in KiB on Linux.
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     cuda_peak = int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
-    return TrainingResult(
-        settings, summarise(step_seconds, data_seconds, settings.batch_size), peak_rss, cuda_peak
-    )
+    return result_of(settings, timed, peak_rss, cuda_peak)

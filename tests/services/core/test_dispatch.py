@@ -55,3 +55,17 @@ def test_a_shard_message_names_the_shard_and_how_to_prepare_it() -> None:
     )
     assert (message.dataset, message.dataset_count, message.seed) == ("synthetic", 16, 3)
     assert message.input_spec == {"shape": [3, 8, 8]}
+
+
+def test_a_gang_rank_is_told_its_local_rank_and_an_older_one_goes_without() -> None:
+    place = {"kind": "training-scaling", "gang": "g", "rank": 1, "world_size": 2, "host_ranks": 2}
+    newer = inference_message(_evaluation(group_info=place | {"local_rank": 1}), [])
+    assert newer.data_parallel == {
+        "gang": "g",
+        "rank": 1,
+        "world_size": 2,
+        "host_ranks": 2,
+        "local_rank": 1,
+    }
+    older = inference_message(_evaluation(group_info=place), [])
+    assert older.data_parallel is not None and "local_rank" not in older.data_parallel

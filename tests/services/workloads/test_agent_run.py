@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from services.core.workload import AgentRun
 from services.inference.backends.base import BackendOptions
-from services.workloads.agent_run import backend_options
+from services.workloads.agent_run import backend_options, measure_holding_host
 from shared.messages import RunInference
+from shared.runtime import Resources
 from shared.settings import Settings
+from shared.storage import LocalStore
 
 AGENT_SETTINGS = {"intra_op_threads": 3}
 
@@ -47,3 +55,29 @@ def test_triton_url_defaults_to_the_deployments_unless_the_submission_names_one(
     given = options(_message("triton", url="elsewhere:8001"), AGENT_SETTINGS)
     assert given.extra == {"url": "elsewhere:8001"}
     assert "url" not in options(_message("onnxruntime"), AGENT_SETTINGS).extra
+
+
+def test_a_measurement_without_a_dataset_is_stored_with_the_hosts_load(tmp_path: Path) -> None:
+    """What `bench` records of its host, a training or bricks run records too: the slot it
+    held, the other processes' load over the measurement and whether that made it BUSY."""
+    store = LocalStore(tmp_path / "store")
+    settings = Settings(environment="test", host_slot_dir=tmp_path / "slot")
+    run = AgentRun(
+        message=_message("torch").model_copy(update={"workload": "training"}),
+        agent_id="agent-1",
+        prefix="runs/r/attempt-1",
+        agent_settings={"intra_op_threads": 1},
+        resources=Resources(settings=settings, db=None, open_store=lambda: store),  # type: ignore[arg-type]
+    )
+
+    def measurement(_: AgentRun, threads: int) -> dict[str, Any]:
+        time.sleep(0.6)  # a window long enough for the kernel's CPU counters
+        return {"kind": "example", "threads_given": threads}
+
+    keys = measure_holding_host(run, measurement)
+    document = json.loads(store.get_bytes(keys["training"]))
+    host = document["host"]
+    assert document["threads_given"] == 1 == host["threads"]
+    assert host["exclusive"] and not host["overlapped"]
+    assert isinstance(host["busy"], bool) and host["busy"] == host["load"]["busy"]
+    assert host["load"]["wall_s"] >= 0.6 and host["load"]["reason"]

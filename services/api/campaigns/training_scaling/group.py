@@ -106,7 +106,10 @@ def _gang_request(
 ) -> SubmitRequest:
     size = world_sizes[index]
     gang = {**group, "gang": str(uuid.uuid4()), "world_size": size, "point": index}
-    return replace(base, group=gang, gang_size=size)
+    # The first gang is checked against the largest: a scaling whose last point the live
+    # agents cannot fill is refused at submission, not stopped half-way.
+    largest = max(world_sizes) if index == 0 else None
+    return replace(base, group=gang, gang_size=size, gang_largest=largest)
 
 
 def submit_training_scaling(
@@ -158,6 +161,13 @@ def training_of(run: Run | None) -> dict[str, Any]:
     return document
 
 
+def images_per_second_of(statistics: dict[str, Any]) -> float | None:
+    """A stored run's images/s: batch / mean step time. Runs stored before issue 33 hold
+    the mean of per-step rates instead, under its own name, and are shown with it."""
+    value = statistics.get("images_per_s", statistics.get("mean_images_per_s"))
+    return None if value is None else float(value)
+
+
 def _point(size: int, gang: str, ranks: list[tuple[Evaluation, Run | None]]) -> ScalingPoint:
     ranks.sort(key=lambda member: int((member[0].group_info or {})["rank"]))
     runs = [run for _, run in ranks]
@@ -171,7 +181,7 @@ def _point(size: int, gang: str, ranks: list[tuple[Evaluation, Run | None]]) -> 
         world_size=size,
         gang=gang,
         ranks=ranks,
-        images_per_second=statistics_.get("mean_images_per_s"),
+        images_per_second=images_per_second_of(statistics_),
         standard_error=statistics_.get("standard_error_images_per_s"),
         weights_agree=len(set(digests)) == 1 and None not in digests,
     )

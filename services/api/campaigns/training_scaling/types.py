@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import strawberry
 
-from services.api.campaigns.training_scaling.group import ScalingPoint, ScalingView, training_of
+from services.api.campaigns.training_scaling.group import (
+    ScalingPoint,
+    ScalingView,
+    images_per_second_of,
+    training_of,
+)
 from services.api.graphql.evaluations.types import EvaluationType
 
 
@@ -24,7 +29,7 @@ class ScalingPointType:
     # SUCCEEDED once every rank is stored; FAILED or CANCELLED when one ended so.
     state: str
     ranks: list[ScalingRankType]
-    # N x batch / rank 0's step time, mean over measured steps, with its standard error.
+    # N x batch / rank 0's mean step time, with its standard error (delta method).
     images_per_second: float | None
     standard_error: float | None
     # Relative to the smallest world size measured.
@@ -42,7 +47,7 @@ class ScalingPointType:
                     rank=int((evaluation.group_info or {}).get("rank", 0)),
                     evaluation=EvaluationType.from_row(evaluation),
                     run_id=run.id if run is not None else None,
-                    images_per_second=statistics.get("mean_images_per_s"),
+                    images_per_second=images_per_second_of(statistics),
                 )
             )
         return cls(

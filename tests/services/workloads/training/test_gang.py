@@ -4,6 +4,7 @@ the object store; a rank that finds none in time says so, naming the key."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,11 @@ def test_a_rank_without_a_published_address_fails_with_the_gang_named(tmp_path: 
         train_in_gang(SETTINGS, place, store, timeout_s=0.5, sleep=lambda s: None)
 
 
-def test_a_gang_of_one_trains_and_reports_its_rank_and_weights(tmp_path: Path) -> None:
+def test_a_gang_of_one_trains_and_reports_its_rank_and_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("torch", reason="torch not installed")
+    monkeypatch.setenv("LOCAL_RANK", "7")  # restored after the test
     store = LocalStore(tmp_path)
     place = {"gang": "g-2", "rank": 0, "world_size": 1, "host_ranks": 1}
     document = train_in_gang(SETTINGS, place, store)
@@ -44,6 +48,8 @@ def test_a_gang_of_one_trains_and_reports_its_rank_and_weights(tmp_path: Path) -
     assert (section["rank"], section["world_size"], section["backend"]) == (0, 1, "gloo")
     assert len(section["weight_digest"]) == 64 and section["threads_per_rank"] == 2
     assert document["statistics"]["steps"] == 2
-    assert document["statistics"]["mean_images_per_s"] > 0
+    assert document["statistics"]["images_per_s"] > 0
+    assert len(document["step_seconds"]) == 2 and section["local_rank"] == 0
+    assert os.environ["LOCAL_RANK"] == "0"  # set from the gang's place, as torchrun would
     published = json.loads(store.get_bytes(rendezvous_key("g-2")))
     assert published == section["rendezvous"] and published["port"] > 0

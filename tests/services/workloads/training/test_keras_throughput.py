@@ -59,8 +59,11 @@ def test_bf16_adam_run_reports_measured_steps_only_with_a_standard_error() -> No
     result = run_keras(settings)
     stats = result.statistics
     assert stats.steps == 3  # the 2 warm-up steps are run and not measured
-    assert stats.mean_images_per_s > 0 and stats.standard_error_images_per_s > 0
-    assert 0 < stats.data_share < 1 and stats.jitter >= 0
+    assert stats.images_per_s > 0 and stats.standard_error_images_per_s > 0
+    assert 0 < stats.data_share < 1 and stats.jitter_images_per_s >= 0
+    # The figure is batch / mean of the step times the result keeps.
+    steps = result.timed.step_seconds
+    assert stats.images_per_s == pytest.approx(4 * len(steps) / sum(steps))
     assert result.peak_rss_bytes > 0 and result.cuda_max_allocated_bytes is None
     recorded = result.as_dict()["settings"]
     assert (recorded["framework"], recorded["optimizer"], recorded["precision"]) == (
@@ -89,7 +92,7 @@ def test_an_image_folder_trains_beside_synthetic_with_more_data_time(tmp_path: P
     synthetic = run_keras(SETTINGS).statistics
     from_folder = run_keras(replace(SETTINGS, data=str(folder))).statistics
     assert from_folder.steps == synthetic.steps == 3
-    ratio = from_folder.mean_images_per_s / synthetic.mean_images_per_s
+    ratio = from_folder.images_per_s / synthetic.images_per_s
     assert ratio > 0
     # Decoding and resizing 4 JPEGs takes longer than drawing 4 random arrays.
     assert from_folder.data_share > synthetic.data_share
@@ -111,23 +114,30 @@ def test_a_missing_folder_names_the_data_option(tmp_path: Path) -> None:
         run_keras(replace(SETTINGS, data=str(tmp_path / "absent")))
 
 
-def test_keras_resnet18_has_torchvision_resnet18s_trainable_parameters() -> None:
-    import torchvision
+def test_keras_and_torch_train_resnet18_with_the_same_head_and_parameters() -> None:
+    from services.workloads.training.throughput import build_model
 
-    # Built in a child: torchvision imported after TensorFlow crashes a process.
-    keras_count = subprocess.run(
+    settings = replace(SETTINGS, model="resnet18")
+    # Built in a child, as training builds it: torchvision imported after TensorFlow
+    # crashes a process.
+    keras_figures = subprocess.run(
         [
             sys.executable,
             "-c",
-            "from services.workloads.training.keras_resnet18 import build_resnet18; "
-            "model = build_resnet18((32, 32, 3), 10); "
-            "print(sum(int(w.numpy().size) for w in model.trainable_weights))",
+            "from services.workloads.training.keras_throughput import build_under_policy\n"
+            "from services.workloads.training.throughput import TrainingSettings\n"
+            f"model = build_under_policy({settings!r})\n"
+            "print(model.output.shape[-1], "
+            "sum(int(w.numpy().size) for w in model.trainable_weights))",
         ],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
         timeout=120,
-    ).stdout.split()[-1]
-    torch_count = sum(p.numel() for p in torchvision.models.resnet18(num_classes=10).parameters())
-    assert int(keras_count) == torch_count
+    ).stdout.split()[-2:]
+    torch_model = build_model("resnet18")
+    torch_count = sum(p.numel() for p in torch_model.parameters())
+    assert settings.classes == 1000  # ImageNet's head, as torchvision builds it
+    assert [int(v) for v in keras_figures] == [torch_model.fc.out_features, torch_count]
+    assert torch_model.fc.out_features == settings.classes

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from services.workloads.training.scaling import parse_workers, scaling
+from services.workloads.training.scaling import cuda_index, parse_workers, scaling
 from services.workloads.training.throughput import TrainingSettings
 
 pytest.importorskip("torch", reason="training needs torch")
@@ -45,7 +45,10 @@ def test_two_cpu_workers_train_one_model_together_and_report_against_one() -> No
     # The all-reduce kept both replicas' parameters identical after training.
     assert len(double.weight_digests) == 2 and len(set(double.weight_digests)) == 1
     assert single.statistics.steps == double.statistics.steps == SETTINGS.steps
-    assert double.statistics.mean_images_per_s > 0
+    assert double.statistics.images_per_s > 0
+    # Rank 0's step times are kept, and the figure is 2 x batch / their mean.
+    steps = double.timed.step_seconds
+    assert double.statistics.images_per_s == pytest.approx(2 * 8 * len(steps) / sum(steps))
     assert single.speedup(single) == 1.0 and single.efficiency(single) == 1.0
     assert double.efficiency(single) == pytest.approx(double.speedup(single) / 2)
 
@@ -62,3 +65,12 @@ def test_nccl_workers_on_gpus() -> None:
 def test_a_worker_that_fails_is_reported_with_its_error() -> None:
     with pytest.raises(RuntimeError, match="training worker 0 failed: RuntimeError: mat1"):
         scaling(replace(SETTINGS, image_size=16), [1])
+
+
+def test_a_rank_uses_the_gpu_of_its_local_rank_never_its_global_rank() -> None:
+    assert cuda_index(0, 1) == 0 and cuda_index(3, 1) == 0  # a pod given one GPU uses it
+    assert cuda_index(1, 2) == 1
+    with pytest.raises(ValueError, match=r"LOCAL_RANK: 2 .* accepted: 0\.\.1"):
+        cuda_index(2, 2)
+    with pytest.raises(ValueError, match="sees no GPU"):
+        cuda_index(0, 0)
