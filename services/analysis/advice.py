@@ -1,7 +1,8 @@
 """Stack advice: for each system that measured a model, the highest Server QPS under a
 latency bound, from stored find-peak probes, and what an inference costs there.
 
-A system is one machine (agent, or the local host for embedded runs) with one framework
+A system is one machine (an agent's host and queue, whatever its process id, or the local
+host for embedded runs) with one framework
 (name, version, device) and one set of run settings (batch size, workers, threads, backend
 options). Its QPS under a bound is the highest stored find-peak probe that
 
@@ -40,7 +41,7 @@ _BOUND_SLACK = 1e-9
 @dataclass(frozen=True)
 class SystemAdvice:
     system: str  # one line naming the machine, framework and settings
-    machine: str  # agent id, or "local:<hostname>" for embedded runs
+    machine: str  # "host/queue" of the agent ids (machine_of), or "local:<hostname>"
     framework: str
     settings: dict[str, Any]
     # "meets the bound", "no valid peak", "no find-peak result"
@@ -88,12 +89,20 @@ def check_request(latency_bound_ms: float, percentile: float) -> None:
     percentile_key(percentile)
 
 
+def machine_of(agent_id: str) -> str:
+    """The machine an agent id names: "host/queue" of "host/queue/pid". The process id
+    changes at every restart of the agent; the machine and what it serves do not, so a
+    restarted agent's runs and prices stay one system's."""
+    parts = agent_id.split("/")
+    return "/".join(parts[:-1]) if len(parts) >= 3 and parts[-1].isdigit() else agent_id
+
+
 def system_of(report: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """(machine, framework, settings) of a stored run: what makes it one system."""
     settings = report.get("settings") or {}
     options = settings.get("backend_options") or {}
     fw = report.get("framework") or {}
-    machine = str(report.get("agent_id") or "") or (
+    machine = machine_of(str(report.get("agent_id") or "")) or (
         "local:" + str((report.get("environment") or {}).get("hostname") or "?")
     )
     framework = f"{fw.get('name', '?')} {fw.get('version', '')}".strip()
@@ -163,7 +172,8 @@ def advise(
     prices: dict[str, float] | None = None,
 ) -> Advice:
     """Advice from stored reports of one model's runs, newest first (see the docstring).
-    ``prices``: machine -> the price it declares now (live agents), over recorded ones."""
+    ``prices``: machine (``machine_of`` an agent id) -> the price it declares now, over
+    recorded ones."""
     check_request(latency_bound_ms, percentile)
     systems: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     names: dict[tuple[str, str, str], tuple[str, str, dict[str, Any]]] = {}

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from services.core.early_stopping import duration_warning, sized_probe_s
 from services.core.figures import percentile_key
 from services.core.find_peak_search import PeakResult, Probe, judge, search_peak
 from services.embedded.bench import BenchRequest
@@ -26,10 +27,16 @@ def find_peak(
     tolerance: float = 0.05,
     max_probes: int = 12,
     on_probe: Callable[[Probe], None] = lambda probe: None,
+    size_probes: bool = False,
+    warn: Callable[[str], None] = lambda line: None,
 ) -> tuple[PeakResult, dict[str, Any] | None]:
     """Search with stored Server runs of ``request``; returns the result and, when no
     start rate is given, the Offline run whose throughput became the start rate (an
-    upper bound on what Server can sustain with the same batch size and workers)."""
+    upper bound on what Server can sustain with the same batch size and workers).
+
+    ``size_probes``: each probe runs as long as LoadGen's early stopping and the stability
+    rule need at its rate (core/early_stopping.py); else the request's duration, and
+    ``warn`` is told when that is too short to judge a probe at the start rate."""
     if latency_bound_ms <= 0:
         raise ValueError(f"--latency-bound-ms: {latency_bound_ms} must be positive")
     percentile_key(percentile)
@@ -44,16 +51,22 @@ def find_peak(
         start_qps = float(estimate["performance"]["samples_per_second"])
         if not start_qps > 0:
             raise ValueError("find-peak: the Offline estimate completed no samples; see its run")
+    if not size_probes:
+        fixed = request.scenario.effective_min_duration_s
+        warning = duration_warning(fixed, start_qps, percentile)
+        if warning is not None:
+            warn(warning)
 
     def probe(qps: float) -> Probe:
-        scenario = request.scenario.model_copy(
-            update={
-                "scenario": "server",
-                "target_qps": qps,
-                "target_latency_ms": latency_bound_ms,
-                "latency_percentile": percentile,
-            }
-        )
+        update: dict[str, Any] = {
+            "scenario": "server",
+            "target_qps": qps,
+            "target_latency_ms": latency_bound_ms,
+            "latency_percentile": percentile,
+        }
+        if size_probes:
+            update["min_duration_s"] = sized_probe_s(qps, percentile)
+        scenario = request.scenario.model_copy(update=update)
         group = {"kind": "find-peak", "id": group_id, "role": "probe", "qps": qps}
         report = run(replace(request, scenario=scenario, group=group, run_id=None))
         result = judge(report, qps, latency_bound_ms=latency_bound_ms, percentile=percentile)

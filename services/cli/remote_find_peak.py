@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from services.analysis.advice import machine_of
 from services.cli.remote import RemoteError, graphql
 
 AGENTS_QUERY = "query { agents(liveOnly: true) { id framework settings } }"
@@ -49,8 +50,8 @@ class Search:
     probes_seen: int = 0
 
 
-def check_measure_options(duration_s: float, max_probes: int, wait_s: float) -> None:
-    if not 0 < duration_s <= MAX_DURATION_S:
+def check_measure_options(duration_s: float | None, max_probes: int, wait_s: float) -> None:
+    if duration_s is not None and not 0 < duration_s <= MAX_DURATION_S:
         raise ValueError(
             f"--duration: {duration_s:g}; accepted: above 0 up to {MAX_DURATION_S:g} s"
         )
@@ -67,7 +68,13 @@ def unmeasured_agents(
     never searched, or searched with no probe judged (a longer --duration may give one)."""
     measured = {s["machine"] for s in advice["systems"] if s["status"] == "meets the bound"}
     agents = graphql(server, token, AGENTS_QUERY)["agents"]
-    return [a for a in agents if a["framework"] == framework and a["id"] not in measured]
+    # One search per machine: two agents of one host and queue measure the same system.
+    unmeasured: dict[str, dict[str, Any]] = {}
+    for agent in agents:
+        machine = machine_of(agent["id"])
+        if agent["framework"] == framework and machine not in measured:
+            unmeasured.setdefault(machine, agent)
+    return list(unmeasured.values())
 
 
 def start_searches(
@@ -78,7 +85,7 @@ def start_searches(
     agents: list[dict[str, Any]],
     bound: float,
     percentile: float,
-    duration_s: float,
+    duration_s: float | None,
     max_probes: int,
     start_qps: float | None = None,
 ) -> list[Search]:
@@ -88,7 +95,8 @@ def start_searches(
             "model": model,
             "framework": agent["framework"],
             "constraints": {"require": [f"agent={agent['id']}"]},
-            "settings": {"minDurationS": duration_s},
+            # No duration: the stack sizes each probe from its rate (early stopping).
+            "settings": {} if duration_s is None else {"minDurationS": duration_s},
         }
         given = {
             "evaluation": evaluation,

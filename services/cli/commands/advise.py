@@ -108,7 +108,10 @@ def advise_command(
     latency_bound_ms: float = typer.Option(..., help="The latency bound, ms."),
     percentile: float = typer.Option(99.0, help="50, 90, 95, 97, 99 or 99.9."),
     server: str | None = typer.Option(
-        None, help="Ask a benchstack API instead of the local database."
+        None,
+        envvar="BENCHSTACK_API_URL",
+        help="Ask a benchstack API instead of the local database (default: "
+        "BENCHSTACK_API_URL where it is set, as `compare` does).",
     ),
     token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token."),
     measure: bool = typer.Option(
@@ -123,7 +126,11 @@ def advise_command(
         "-f",
         help="With --measure: the agents' framework (default: the model's).",
     ),
-    duration: float = typer.Option(10.0, help="With --measure: each probe's minimum duration, s."),
+    duration: float | None = typer.Option(
+        None,
+        help="With --measure: each probe's minimum duration, s (default: sized from the "
+        "probe's rate and the percentile, as LoadGen's early stopping needs).",
+    ),
     max_probes: int = typer.Option(8, help="With --measure: probes per search, 1..16."),
     wait: float = typer.Option(3600.0, help="With --measure: give up waiting after this many s."),
     start_qps: float | None = typer.Option(
@@ -167,7 +174,7 @@ def measure_missing(
     model: str,
     framework: str | None,
     advice: dict[str, Any],
-    options: tuple[float, int, float, float | None],
+    options: tuple[float | None, int, float, float | None],
     bound: float,
     percentile: float,
 ) -> bool:

@@ -76,7 +76,11 @@ def find_peak_command(
     ),
     tolerance: float = typer.Option(0.05, help="Stop when the bracket is this narrow."),
     max_probes: int = typer.Option(12, min=2, help="At most this many Server runs."),
-    duration: float = typer.Option(2.0, help="Seconds per probe (keep the bound < 10 %)."),
+    duration: float | None = typer.Option(
+        None,
+        help="Seconds per probe; default: sized from each probe's rate and the percentile "
+        "(LoadGen's early stopping: 662 queries at p99).",
+    ),
     batch_size: int = typer.Option(1, "--batch-size", "-b", min=1, help="Dynamic batch cap."),
     framework: str | None = FRAMEWORK,
     dataset: str = DATASET,
@@ -116,6 +120,10 @@ def find_peak_command(
             start_qps=start_qps,
             tolerance=tolerance,
             max_probes=max_probes,
+            size_probes=duration is None,
+            warn=lambda line: Console(stderr=True).print(
+                f"[yellow]warning:[/] {line}", soft_wrap=True
+            ),
         )
     if as_json:
         payload = result.to_dict() | {"estimate_run": estimate["run_id"] if estimate else None}

@@ -106,3 +106,33 @@ def test_a_bad_percentile_or_bound_is_refused_by_name() -> None:
         advise([], model="m", latency_bound_ms=10, percentile=98)
     with pytest.raises(ValueError, match="--latency-bound-ms: -1"):
         advise([], model="m", latency_bound_ms=-1)
+
+
+def test_a_restarted_agent_is_the_same_system(settings: Settings) -> None:
+    """Agent ids end in the process id; the machine (host and queue) is what the runs and
+    the price belong to, so restarts add no rows."""
+    from services.analysis.advice import machine_of
+
+    assert machine_of("gpu-7/benchstack.inference.host.gpu-7/4242") == (
+        "gpu-7/benchstack.inference.host.gpu-7"
+    )
+    assert machine_of("local:laptop") == "local:laptop"
+    reports = []
+    for pid in ("101", "202"):
+        report = {
+            "agent_id": f"host-a/benchstack.inference.shared/{pid}",
+            "framework": {"name": "null", "version": "1"},
+            "settings": {"backend_options": {"device": "cpu"}},
+            "performance": {"samples_per_second": 10.0},
+        }
+        reports.append(report)
+    advice = advise(
+        reports,
+        model="tiny-cnn",
+        latency_bound_ms=BOUND_MS,
+        prices={"host-a/benchstack.inference.shared": 2.0},
+    )
+    (system,) = advice.systems
+    assert system.machine == "host-a/benchstack.inference.shared"
+    assert system.price_per_hour == 2.0
+    assert system.status == "no find-peak result" and "2 runs" in system.notes[0]

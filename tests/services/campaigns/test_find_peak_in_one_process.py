@@ -7,6 +7,7 @@ import math
 
 from services.aggregator.repository import get_run
 from services.campaigns.find_peak import find_peak
+from services.core.early_stopping import probe_duration_s
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
@@ -82,3 +83,58 @@ def test_a_peak_is_only_taken_from_a_judged_probe(settings: Settings) -> None:
     with session_scope(settings.effective_database_url) as session:
         stored = get_run(session, result.peak.run_id).report
     assert stored["performance"]["validity"]["result"] == "VALID"
+
+
+def test_probes_without_a_duration_run_as_long_as_early_stopping_needs(
+    settings: Settings,
+) -> None:
+    # 1,000 and 2,000 queries/s on a null backend far from its limit: each probe runs
+    # 1.25 x 662 queries' worth (core/early_stopping.py) and LoadGen judges every one.
+    request = BenchRequest(
+        model="tests/fixtures/tiny_cnn.yaml",
+        framework="null",
+        scenario=ScenarioConfig(scenario="server"),
+        samples=16,
+        workers=2,
+        backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
+    )
+    warnings: list[str] = []
+    result, _ = find_peak(
+        request,
+        lambda r: run_bench(r, settings),
+        latency_bound_ms=200,
+        start_qps=1000,
+        tolerance=0.9,
+        max_probes=2,
+        size_probes=True,
+        warn=warnings.append,
+    )
+    assert warnings == []
+    assert [p.qps for p in result.curve] == [1000, 2000], result.to_dict()
+    for probe in result.curve:
+        with session_scope(settings.effective_database_url) as session:
+            stored = get_run(session, probe.run_id).report
+        assert stored["settings"]["scenario"]["min_duration_s"] == probe_duration_s(
+            probe.qps, 99
+        )
+        assert probe.validity == "VALID", probe
+
+
+def test_a_duration_too_short_for_the_start_rate_is_said_first(settings: Settings) -> None:
+    request = BenchRequest(
+        model="tests/fixtures/tiny_cnn.yaml",
+        framework="null",
+        scenario=ScenarioConfig(scenario="server", min_duration_s=0.3),
+        samples=16,
+        backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
+    )
+    warnings: list[str] = []
+    find_peak(
+        request,
+        lambda r: run_bench(r, settings),
+        latency_bound_ms=200,
+        start_qps=100,
+        max_probes=1,
+        warn=warnings.append,
+    )
+    assert len(warnings) == 1 and "probes of 0.3 s at 100 QPS" in warnings[0], warnings

@@ -32,6 +32,7 @@ from services.api.campaigns.groups import (
 from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest, snake_keys
+from services.core.early_stopping import MAX_SIZED_PROBE_S, sized_probe_s
 from services.core.figures import percentile_key
 from services.core.find_peak_search import PeakResult, Probe, judge, next_step
 from services.core.workload import DEFAULT_WORKLOAD
@@ -107,7 +108,11 @@ def _problem(search: SearchSettings, base: SubmitRequest) -> Rejection | None:
 
 
 def _probe_request(
-    base: SubmitRequest, group: dict[str, Any], search: SearchSettings, qps: float
+    base: SubmitRequest,
+    group: dict[str, Any],
+    search: SearchSettings,
+    qps: float,
+    max_probe_s: float = MAX_SIZED_PROBE_S,
 ) -> SubmitRequest:
     settings = {
         **base.settings,
@@ -115,12 +120,21 @@ def _probe_request(
         "target_latency_ms": search.latency_bound_ms,
         "latency_percentile": search.percentile,
     }
+    if base.settings.get("min_duration_s") is None:
+        # No duration given: as long as LoadGen's early stopping and the stability rule
+        # need at this rate (core/early_stopping.py), within the run's longest schedule.
+        settings["min_duration_s"] = sized_probe_s(qps, search.percentile, cap_s=max_probe_s)
     return replace(
         base,
         scenario="server",
         settings=settings,
         group={**group, "role": "probe", "qps": qps},
     )
+
+
+def _longest_probe_s(settings: Settings) -> float:
+    """A sized probe's longest schedule: half the longest run, so it ends in time."""
+    return min(MAX_SIZED_PROBE_S, settings.max_run_seconds / 2)
 
 
 def _estimate_request(base: SubmitRequest, group: dict[str, Any]) -> SubmitRequest:
@@ -155,7 +169,7 @@ def submit_find_peak(
         "request": stored_request(base),
     }
     first = (
-        _probe_request(base, group, search, search.start_qps)
+        _probe_request(base, group, search, search.start_qps, _longest_probe_s(settings))
         if search.start_qps is not None
         else _estimate_request(base, group)
     )
@@ -287,7 +301,7 @@ def continue_find_peak(
         settings,
         publish,
         owner_id=evaluation.owner_id,
-        request=_probe_request(base, group, view.settings, step),
+        request=_probe_request(base, group, view.settings, step, _longest_probe_s(settings)),
     )
     assert not isinstance(result, FanOut)
     if isinstance(result, Rejection):

@@ -9,7 +9,14 @@ import strawberry
 from sqlalchemy import select
 from strawberry.scalars import JSON
 
-from services.analysis.advice import Advice, SystemAdvice, advise, check_request, load_reports
+from services.analysis.advice import (
+    Advice,
+    SystemAdvice,
+    advise,
+    check_request,
+    load_reports,
+    machine_of,
+)
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.errors import InvalidInput
 from services.api.graphql.scalars import to_json
@@ -84,10 +91,13 @@ def _advice(
 ) -> AdviceType:
     with deps.read_db() as session:
         reports = load_reports(session, model, owner_id=owner_id)
-        # The price each agent declares now (its settings row), over the recorded ones.
+        # The price each machine's agents declare now (their settings rows; the newest
+        # heartbeat's where restarts left several), over the recorded ones.
         prices = {
-            agent_id: float(settings["price_per_hour"])
-            for agent_id, settings in session.execute(select(Agent.id, Agent.settings))
+            machine_of(agent_id): float(settings["price_per_hour"])
+            for agent_id, settings in session.execute(
+                select(Agent.id, Agent.settings).order_by(Agent.last_heartbeat)
+            )
             if isinstance((settings or {}).get("price_per_hour"), int | float)
         }
     found = advise(
