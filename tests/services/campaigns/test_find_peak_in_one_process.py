@@ -114,9 +114,7 @@ def test_probes_without_a_duration_run_as_long_as_early_stopping_needs(
     for probe in result.curve:
         with session_scope(settings.effective_database_url) as session:
             stored = get_run(session, probe.run_id).report
-        assert stored["settings"]["scenario"]["min_duration_s"] == probe_duration_s(
-            probe.qps, 99
-        )
+        assert stored["settings"]["scenario"]["min_duration_s"] == probe_duration_s(probe.qps, 99)
         assert probe.validity == "VALID", probe
 
 
