@@ -159,6 +159,10 @@ class Settings(BaseSettings):
     # recorded in the agent's settings and with every run it measures (embedded runs too),
     # so `benchstack advise` can price an inference. Unset: no cost is given.
     agent_price_per_hour: float | None = Field(default=None, gt=0, le=1_000_000)
+    # The machine `advise` files this agent's runs and price under; empty: the host and
+    # queue of its agent id. Set it where a host name changes at every restart (pods of a
+    # Deployment) or to tell apart agents that share a host. Letters, digits, ".-_:/".
+    agent_machine: str = Field(default="", max_length=200, pattern=r"^[A-Za-z0-9._:/-]*$")
     # How long a new API token lives unless `token create --expires-in` says otherwise,
     # and the longest lifetime anyone may ask for: no token lives for ever.
     token_lifetime_days: float = Field(default=90.0, gt=0)

@@ -89,10 +89,14 @@ def check_request(latency_bound_ms: float, percentile: float) -> None:
     percentile_key(percentile)
 
 
-def machine_of(agent_id: str) -> str:
-    """The machine an agent id names: "host/queue" of "host/queue/pid". The process id
-    changes at every restart of the agent; the machine and what it serves do not, so a
-    restarted agent's runs and prices stay one system's."""
+def machine_of(agent_id: str, agent_settings: dict[str, Any] | None = None) -> str:
+    """The machine of an agent: the one it declares (``agent_machine``), else "host/queue"
+    of its id "host/queue/pid". The process id changes at every restart of the agent; the
+    machine and what it serves do not, so a restarted agent's runs and prices stay one
+    system's."""
+    declared = (agent_settings or {}).get("machine")
+    if isinstance(declared, str) and declared:
+        return declared
     parts = agent_id.split("/")
     return "/".join(parts[:-1]) if len(parts) >= 3 and parts[-1].isdigit() else agent_id
 
@@ -102,7 +106,8 @@ def system_of(report: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     settings = report.get("settings") or {}
     options = settings.get("backend_options") or {}
     fw = report.get("framework") or {}
-    machine = machine_of(str(report.get("agent_id") or "")) or (
+    agent_settings = (report.get("agent") or {}).get("settings") or {}
+    machine = machine_of(str(report.get("agent_id") or ""), agent_settings) or (
         "local:" + str((report.get("environment") or {}).get("hostname") or "?")
     )
     framework = f"{fw.get('name', '?')} {fw.get('version', '')}".strip()

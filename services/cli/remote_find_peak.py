@@ -71,7 +71,7 @@ def unmeasured_agents(
     # One search per machine: two agents of one host and queue measure the same system.
     unmeasured: dict[str, dict[str, Any]] = {}
     for agent in agents:
-        machine = machine_of(agent["id"])
+        machine = machine_of(agent["id"], agent.get("settings"))
         if agent["framework"] == framework and machine not in measured:
             unmeasured.setdefault(machine, agent)
     return list(unmeasured.values())

@@ -38,6 +38,8 @@ class Agent:
     threads: int = 0
     # The machine's price per hour (BENCHSTACK_AGENT_PRICE_PER_HOUR); None: not declared.
     price_per_hour: float | None = None
+    # The machine advice files its runs under (BENCHSTACK_AGENT_MACHINE); "": host/queue.
+    machine: str = ""
     hostname: str = field(default_factory=platform.node)
     heartbeat_s: float = 10.0
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -80,6 +82,8 @@ class Agent:
         settings: dict[str, Any] = {"intra_op_threads": self.threads}
         if self.price_per_hour is not None:
             settings["price_per_hour"] = self.price_per_hour
+        if self.machine:
+            settings["machine"] = self.machine
         return settings
 
     def agent_id(self, framework: str) -> str:

@@ -119,6 +119,7 @@ def _start_agent(
         device=device,
         threads=threads,
         price_per_hour=settings.agent_price_per_hour,
+        machine=settings.agent_machine,
         heartbeat_s=settings.agent_heartbeat_seconds,
     )
     identity = worker_context.AgentIdentity(

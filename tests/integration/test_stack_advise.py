@@ -20,6 +20,8 @@ from tests.support.ephemeral import EphemeralStack
 pytestmark = pytest.mark.integration
 
 PRICES = {"cheap": 0.5, "dear": 4.0}
+# Both agents run on this host: each declares its machine (BENCHSTACK_AGENT_MACHINE).
+MACHINES = {price: f"{name}-machine" for name, price in PRICES.items()}
 
 
 def _priced(client: GraphQLClient) -> dict[float, str]:
@@ -40,7 +42,11 @@ def priced_agents(
     saved = dict(stack.extra_env)
     try:
         for name, price in PRICES.items():
-            stack.extra_env = {**saved, "BENCHSTACK_AGENT_PRICE_PER_HOUR": str(price)}
+            stack.extra_env = {
+                **saved,
+                "BENCHSTACK_AGENT_PRICE_PER_HOUR": str(price),
+                "BENCHSTACK_AGENT_MACHINE": MACHINES[price],
+            }
             argv = [
                 sys.executable,
                 "-m",
@@ -103,7 +109,7 @@ def test_advise_measures_the_missing_agents_then_names_the_cheaper_one(
         assert f"{agent_id}: probe 200.0 QPS" in measured.stderr
     advice = json.loads(measured.stdout)
     systems = {s["machine"]: s for s in advice["systems"]}
-    cheap, dear = systems[priced_agents[0.5]], systems[priced_agents[4.0]]
+    cheap, dear = systems[MACHINES[0.5]], systems[MACHINES[4.0]]
     for system, price in ((cheap, 0.5), (dear, 4.0)):
         assert system["status"] != "no find-peak result", system
         assert system["price_per_hour"] == price
@@ -125,8 +131,11 @@ def test_advise_measures_the_missing_agents_then_names_the_cheaper_one(
         for line in again.stderr.splitlines()
         if line.startswith("find-peak on ")
     }
-    assert searched.isdisjoint(met), (searched, met)
-    assert {a for a in priced_agents.values() if a not in met} <= searched, (searched, met)
+    machine_of_agent = {agent: MACHINES[price] for price, agent in priced_agents.items()}
+    searched_machines = {machine_of_agent.get(agent, agent) for agent in searched}
+    assert searched_machines.isdisjoint(met), (searched, met)
+    unmet = {a for a, machine in machine_of_agent.items() if machine not in met}
+    assert unmet <= searched, (searched, met)
     if not searched:
         assert "every live null agent has a valid peak for this bound" in again.stderr
 

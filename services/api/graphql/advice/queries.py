@@ -94,7 +94,7 @@ def _advice(
         # The price each machine's agents declare now (their settings rows; the newest
         # heartbeat's where restarts left several), over the recorded ones.
         prices = {
-            machine_of(agent_id): float(settings["price_per_hour"])
+            machine_of(agent_id, settings): float(settings["price_per_hour"])
             for agent_id, settings in session.execute(
                 select(Agent.id, Agent.settings).order_by(Agent.last_heartbeat)
             )
