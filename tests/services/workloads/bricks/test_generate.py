@@ -3,15 +3,19 @@ tells which model they came from or how it is wired."""
 
 from __future__ import annotations
 
+import io
 import json
+import warnings
 from pathlib import Path
 
+import onnx
 import pytest
 import torch
 import torchvision
 
 from services.workloads.bricks.generate import (
     ModelInput,
+    OnnxModelInput,
     generate_suite,
     list_bricks,
     load_brick,
@@ -19,6 +23,7 @@ from services.workloads.bricks.generate import (
 )
 from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import parse_model
+from tests.services.workloads.bricks.renaming import MARKER, renamed_onnx, renamed_torch
 
 
 def _model(name: str) -> ModelInput:
@@ -88,3 +93,30 @@ def test_models_are_named_by_catalogue_file_or_architecture() -> None:
 def test_bad_model_options_name_the_option(spec: str, kwargs: dict[str, int], words: str) -> None:
     with pytest.raises(ValueError, match=words.replace(".", r"\.").replace("(", r"\(")):
         model_input(spec, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("framework", ["torch", "onnx"])
+def test_no_brick_file_holds_a_name_of_a_model_with_concatenations(
+    tmp_path: Path, framework: str
+) -> None:
+    # squeezenet's Fire modules end in a cat of two named branches, which once put their
+    # node names (features_3_expand1x1_activation) into the bricks. Every module here is
+    # renamed to hold a marker, so any name that gets through is found in the bytes.
+    module = renamed_torch(torchvision.models.squeezenet1_1())
+    example = torch.randn(1, 3, 64, 64)
+    model: ModelInput | OnnxModelInput = ModelInput("squeezenet1_1", module, example)
+    if framework == "onnx":
+        buffer = io.BytesIO()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, (example,), buffer, dynamo=False, opset_version=17)
+        model = OnnxModelInput(
+            "squeezenet1_1", renamed_onnx(onnx.load_from_string(buffer.getvalue()))
+        )
+    report = generate_suite([model], 2, tmp_path)
+    files = list((tmp_path / "bricks").iterdir())
+    assert report.new_bricks > 5 and len(files) == 2 * report.new_bricks
+    for path in files:
+        content = path.read_bytes()
+        assert MARKER.encode() not in content, path.name
+        assert b"squeezenet" not in content, path.name
