@@ -67,3 +67,35 @@ def test_an_onnx_file_generates_runs_and_constructs(tmp_path: Path) -> None:
         tmp_path, "bricks", "generate", str(model), "--image-size", "64", "--suite", suite
     )
     assert sized.returncode != 0 and "image-size: 64 is not accepted" in sized.stderr
+
+
+def test_models_outside_the_catalogue_construct_by_their_recipe_name(tmp_path: Path) -> None:
+    # googlenet and regnet_x_400mf are torchvision models the catalogue does not ship: the
+    # suite's recipes are enough to construct them by name, and to measure them again
+    # (each recipe keeps how the model was named to generate).
+    suite = str(tmp_path / "suite")
+    shape = ["--image-size", "32"]
+    models = ["torchvision:googlenet", "torchvision:regnet_x_400mf"]
+    generated = piped(tmp_path, "bricks", "generate", *models, "-H", "64", *shape, "--suite", suite)
+    assert generated.returncode == 0, generated.stderr
+    assert piped(tmp_path, "bricks", "run", suite, *FAST).returncode == 0
+    built = piped(
+        tmp_path,
+        "bricks",
+        "construct",
+        "googlenet",
+        "regnet_x_400mf",
+        "--suite",
+        suite,
+        "--measure",
+        *shape,
+        *FAST,
+    )
+    assert built.returncode == 0, built.stderr
+    assert "googlenet: all" in built.stdout and "regnet_x_400mf: all" in built.stdout
+    # Every mean says over which models; one with no calibration names each one left out.
+    assert "seq:" in built.stdout and "over 2 of 2 models" in built.stdout
+    assert "calib: - over 0 of 2 models; left out: googlenet (no calibration" in built.stdout
+    unknown = piped(tmp_path, "bricks", "construct", "alexnet", "--suite", suite)
+    assert unknown.returncode != 0
+    assert "no recipe for 'alexnet'" in unknown.stderr and "googlenet" in unknown.stderr

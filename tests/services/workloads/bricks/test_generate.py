@@ -21,7 +21,7 @@ from services.workloads.bricks.generate import (
     load_brick,
     read_recipe,
 )
-from services.workloads.bricks.models import model_input, recipe_name
+from services.workloads.bricks.models import find_recipe, model_input, recipe_name
 from services.workloads.bricks.parse import parse_model
 from tests.services.workloads.bricks.renaming import MARKER, renamed_onnx, renamed_torch
 
@@ -120,3 +120,20 @@ def test_no_brick_file_holds_a_name_of_a_model_with_concatenations(
         content = path.read_bytes()
         assert MARKER.encode() not in content, path.name
         assert b"squeezenet" not in content, path.name
+
+
+def test_a_recipe_is_found_by_any_name_its_model_was_given(tmp_path: Path) -> None:
+    # squeezenet1_0 is no catalogue model: its recipe's own name finds it.
+    specs = ["tests/fixtures/tiny_cnn.yaml", "torchvision:squeezenet1_0"]
+    models = [model_input(spec, image_size=32) for spec in specs]
+    generate_suite(models, 64, tmp_path)
+    for spec, name in zip(specs, ["tiny-cnn", "squeezenet1_0"], strict=True):
+        recipe = find_recipe(tmp_path, spec)
+        assert recipe["model"] == name and find_recipe(tmp_path, name) == recipe
+    # How each was given is kept, a file by its absolute path, to build it again later.
+    assert find_recipe(tmp_path, "tiny-cnn")["spec"] == str(Path(specs[0]).resolve())
+    assert find_recipe(tmp_path, "squeezenet1_0")["spec"] == specs[1]
+    with pytest.raises(ValueError, match="no recipe for 'alexnet'.*squeezenet1_0, tiny-cnn"):
+        find_recipe(tmp_path, "alexnet")
+    with pytest.raises(ValueError, match="no recipe for 'resnet18'"):
+        find_recipe(tmp_path, "resnet18")  # in the catalogue, not in this suite
