@@ -10,9 +10,10 @@ the phases reaches both sides. Printed per H:
 layers, unique sequences (and their share), the seconds spent measuring the bricks vs
 measuring every model (the speedup), and per model the constructed / measured ratio for
 the sequential sum, the floor-corrected sum and the calibrated sum whose per-brick cost
-is fitted leave-one-out (on every model but the one scored). The geometric mean of each
-ratio closes each H. Generation (tracing and export) is timed apart: it is done once per
-zoo, not once per system.
+is fitted leave-one-out (on every model but the one scored) and held to minus the
+fastest brick (construct.calibration_bound). The geometric mean of each ratio closes
+each H, over the models with a figure above zero; any other model is named. Generation
+(tracing and export) is timed apart: it is done once per zoo, not once per system.
 
     python benchmarks/dlbricks.py [--granularities 1,2,3,4] [--image-size 224]
         [--queries 50] [--min-duration 0.05] [--threads 1] [--models resnet18,...]
@@ -25,9 +26,11 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from services.workloads.bricks.construct import construct, fit_brick_cost, geometric_mean
+from services.workloads.bricks.construct import construct, fit_brick_cost, summarise
 from services.workloads.bricks.generate import BrickError, ModelInput, generate_suite, read_recipe
 from services.workloads.bricks.measure import MeasureSettings, Timing, system_key, time_modules
 from services.workloads.bricks.models import model_input
@@ -135,33 +138,50 @@ def report_granularity(
     rows = score(recipes, results, measured)
     print(f"  {'model':<20} {'measured':>9} {'seq/meas':>9} {'floor/meas':>11} {'loo/meas':>9}")
     for name, (meas, seq, floor, loo) in rows.items():
-        print(f"  {name:<20} {meas:>9.3f} {seq:>9.3f} {floor:>11.3f} {loo:>9.3f}")
+        print(f"  {name:<20} {meas:>9.3f} {_ratio(seq):>9} {_ratio(floor):>11} {_ratio(loo):>9}")
     for label, column in (("sequential", 1), ("floor-corrected", 2), ("calibrated LOO", 3)):
-        mean = geometric_mean(row[column] for row in rows.values())
-        print(f"  geomean {label} / measured: {mean:.3f}")
+        ratios = {name: row[column] for name, row in rows.items()}
+        # Every model is counted: one whose figure is missing or not above zero is named.
+        summary = summarise(ratios, {name: "no figure" for name in ratios})
+        print(f"  geomean {label} / measured: {summary.describe()}")
     return after
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def score(
-    recipes: dict[str, dict[str, object]], results: SystemResults, measured: dict[str, float]
-) -> dict[str, tuple[float, float, float, float]]:
-    """Per model: measured ms and the three constructed / measured ratios."""
+    recipes: dict[str, dict[str, Any]], results: SystemResults, measured: dict[str, float]
+) -> dict[str, tuple[float, float | None, float | None, float | None]]:
+    """Per model: measured ms and the three constructed / measured ratios (None where the
+    construction has no figure). The calibrated one is fitted on every other model and
+    held to calibration_bound, as `bricks calibrate` does."""
     built = {name: construct(recipe, results) for name, recipe in recipes.items()}
+    brick_ms = [float(t["median_ms"]) for t in results.bricks.values()]
     rows = {}
     for name, construction in built.items():
         others = [n for n in built if n != name]
-        cost = fit_brick_cost([built[n] for n in others], [measured[n] for n in others])
-        assert construction.sequential_ms is not None
-        assert construction.floor_corrected_ms is not None
-        loo = construction.sequential_ms + cost * construction.steps
+        cost = fit_brick_cost([built[n] for n in others], [measured[n] for n in others], brick_ms)
+        if cost.bounded:
+            print(
+                f"  {name}: the fit on the others said {cost.fitted_ms * 1000:+.1f} us per "
+                f"brick; held to {cost.bound_ms * 1000:+.1f} us (the fastest brick)"
+            )
+        fitted = {"ms_per_brick": cost.ms_per_brick, "fitted_on": others}
+        loo = construct(recipes[name], replace(results, brick_cost=fitted)).calibrated_ms
         meas = measured[name]
         rows[name] = (
             meas,
-            construction.sequential_ms / meas,
-            construction.floor_corrected_ms / meas,
-            loo / meas,
+            _over(construction.sequential_ms, meas),
+            _over(construction.floor_corrected_ms, meas),
+            _over(loo, meas),
         )
     return rows
+
+
+def _over(value: float | None, measured: float) -> float | None:
+    return None if value is None else value / measured
 
 
 if __name__ == "__main__":

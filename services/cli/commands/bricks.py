@@ -70,19 +70,48 @@ def run(
     min_duration: float = DURATION,
     threads: int = THREADS,
 ) -> None:
-    """Measure each brick this system has no figure for (LoadGen SingleStream)."""
+    """Measure each brick this system has no figure for (LoadGen SingleStream), holding
+    the host as `bench` does, and keep the host's load with the figures."""
     with user_errors():
+        import uuid
+
+        from services.inference.host_slot import HostSlot
         from services.workloads.bricks.measure import MeasureSettings
-        from services.workloads.bricks.run import run_suite
+        from services.workloads.bricks.run import record_run, run_suite
+        from shared.settings import get_settings
 
         settings = MeasureSettings(queries, min_duration, threads)
-        reports = run_suite(suite, settings)
+        config = get_settings()
+        slot = HostSlot(config.host_slot_dir, exclusive=config.measure_exclusive)
+        # No other measurement on this host disturbs the bricks, nor they it.
+        with slot.measuring(f"bricks-{uuid.uuid4()}") as host:
+            reports = run_suite(suite, settings)
+        threads_text = f"--threads {threads}" if threads else "the framework's default threads"
+        slot_record = host.to_dict() | {"threads": threads_text}
+        for report in reports:
+            record_run(suite, report, slot_record)
+    console = Console()
     for report in reports:  # one per framework: each has its own system key and floor
-        Console().print(
+        console.print(
             f"{report.system}: {report.bricks} brick(s); measured now {report.measured_now} "
             f"in {report.seconds:.1f} s, already measured {report.reused}",
             soft_wrap=True,
         )
+        console.print(f"  host: {_host_line(report, slot_record)}", soft_wrap=True)
+
+
+def _host_line(report: Any, slot: dict[str, Any]) -> str:
+    """The run's host as `bench` prints it (BUSY, overlapped, waited), and how many of the
+    LoadGen runs were busy: their bricks' figures say so in the results file."""
+    from services.cli.render import host_text
+
+    load = report.load
+    text = host_text(
+        slot | {"load": load.to_dict() if load else {}, "busy": bool(load and load.busy)}
+    )
+    if report.busy_runs:
+        text += f"; [bold red]{report.busy_runs} LoadGen run(s) busy[/]: their bricks are marked"
+    return text
 
 
 @app.command("construct")
@@ -104,12 +133,14 @@ def construct(
         from services.workloads.bricks.measure import MeasureSettings
 
         settings = MeasureSettings(queries, min_duration, threads)
-        systems, built = _construct_all(models, suite, threads)
+        systems, built, recipes = _construct_all(models, suite, threads)
         measured = {}
         if measure:
-            for spec, construction in zip(models, built, strict=True):
+            for spec, recipe, construction in zip(models, recipes, built, strict=True):
                 if not construction.missing:
-                    measured[construction.model] = _measure(spec, batch_size, image_size, settings)
+                    measured[construction.model] = _measure(
+                        spec, recipe, batch_size, image_size, settings
+                    )
     _print_constructions(built, measured, ", ".join(systems), suite)
 
 
@@ -133,7 +164,7 @@ def calibrate(
         from services.workloads.bricks.results import write_results
 
         settings = MeasureSettings(queries, min_duration, threads)
-        systems, built = _construct_all(models, suite, threads)
+        systems, built, recipes = _construct_all(models, suite, threads)
         if len(systems) != 1:
             raise ValueError(
                 f"models: {', '.join(models)} are measured on {len(systems)} systems "
@@ -146,44 +177,80 @@ def calibrate(
                 f"calibrate: {', '.join(unready)} not fully measured on this system; "
                 f"run `benchstack bricks run {suite}` first"
             )
-        measured = [_measure(m, batch_size, image_size, settings) for m in models]
-        cost = fit_brick_cost(built, measured)
-        results.brick_cost = {"ms_per_brick": cost, "fitted_on": [c.model for c in built]}
+        measured = [
+            _measure(m, r, batch_size, image_size, settings)
+            for m, r in zip(models, recipes, strict=True)
+        ]
+        brick_ms = [float(t["median_ms"]) for t in results.bricks.values()]
+        cost = fit_brick_cost(built, measured, brick_ms)
+        results.brick_cost = {
+            "ms_per_brick": cost.ms_per_brick,
+            "fitted_ms_per_brick": cost.fitted_ms,
+            "bounded": cost.bounded,
+            "fitted_on": [c.model for c in built],
+        }
         write_results(suite, results)
-    Console().print(
-        f"{results.system}: {cost * 1000:+.2f} us per brick, fitted on "
-        f"{', '.join(c.model for c in built)} (not scored with it from now on)"
+    console = Console()
+    console.print(
+        f"{results.system}: {cost.ms_per_brick * 1000:+.2f} us per brick, fitted on "
+        f"{', '.join(c.model for c in built)} (not scored with it from now on)",
+        soft_wrap=True,
     )
+    if cost.bounded:
+        console.print(
+            f"The fit said {cost.fitted_ms * 1000:+.2f} us; held to {cost.bound_ms * 1000:+.2f} "
+            "us, minus the fastest brick on this system: no brick can take less than nothing.",
+            soft_wrap=True,
+        )
 
 
 def _construct_all(
     models: list[str], suite: Path, threads: int
-) -> tuple[dict[str, Any], list[Any]]:
+) -> tuple[dict[str, Any], list[Any], list[dict[str, Any]]]:
     """This system's brick timings for each framework the models' recipes use (by system
-    key), and each model's construction from its recipe."""
+    key), each model's construction from its recipe, and the recipes."""
     from services.workloads.bricks.construct import construct
-    from services.workloads.bricks.generate import read_recipe
     from services.workloads.bricks.measure import system_key
-    from services.workloads.bricks.models import recipe_name
+    from services.workloads.bricks.models import find_recipe
     from services.workloads.bricks.results import read_results
 
     systems: dict[str, Any] = {}
     built = []
+    recipes = []
     for model in models:
-        recipe = read_recipe(suite, recipe_name(model))
+        recipe = find_recipe(suite, model)
         system = system_key(threads, recipe.get("framework", "torch"))
         results = systems.setdefault(system, read_results(suite, system))
         built.append(construct(recipe, results))
-    return systems, built
+        recipes.append(recipe)
+    return systems, built, recipes
 
 
-def _measure(spec: str, batch_size: int, image_size: int | None, settings: Any) -> float:
+def _measure(
+    spec: str, recipe: dict[str, Any], batch_size: int, image_size: int | None, settings: Any
+) -> float:
     """The model's own median latency, end to end through the bricks' harness (an ONNX
-    model through an onnxruntime session, as its bricks)."""
+    model through an onnxruntime session, as its bricks). A bare name is built as the
+    recipe says it was given to generate (googlenet: torchvision:googlenet)."""
+    from services.workloads.bricks.generate import ModelInput
     from services.workloads.bricks.measure import time_module
-    from services.workloads.bricks.models import measurable, model_source
+    from services.workloads.bricks.models import (
+        is_model_file_or_architecture,
+        measurable,
+        model_source,
+    )
 
+    if not is_model_file_or_architecture(spec) and recipe.get("spec"):
+        spec = str(recipe["spec"])
     model = model_source(spec, batch_size=batch_size, image_size=image_size)
+    shape = list(model.example.shape) if isinstance(model, ModelInput) else None
+    if shape is not None and shape != list(recipe["input_shape"]):
+        # Bricks cut at one shape say nothing of the model at another.
+        raise ValueError(
+            f"batch-size/image-size: {recipe['model']} would be measured at input {shape}, "
+            f"but its bricks were cut at {recipe['input_shape']}; accepted: the options "
+            "given to `bricks generate`"
+        )
     module, inputs = measurable(model, settings.threads)
     return time_module(module, inputs, settings).median_ms
 
@@ -211,8 +278,9 @@ def _print_constructions(
     built: list[Any], measured: dict[str, float], system: str, suite: Path
 ) -> None:
     """Two tables, each within 80 columns: the constructions, then (with --measure) each
-    construction over the measured latency."""
-    from services.workloads.bricks.construct import geometric_mean
+    construction over the measured latency. Every model is named: with a missing figure
+    or one at or below zero, and the summary says over which models it is taken."""
+    from services.workloads.bricks.construct import FIGURES, summarise
 
     console = Console()
     latency = _table(
@@ -221,7 +289,8 @@ def _print_constructions(
         LEGEND,
     )
     versus = _table("Constructed / measured", ["model", "measured ms", "seq", "floor", "calib"])
-    ratios: dict[str, list[float]] = {key: [] for key, _ in CONSTRUCTIONS}
+    ratios: dict[str, dict[str, float | None]] = {key: {} for key, _ in CONSTRUCTIONS}
+    absent: dict[str, dict[str, str]] = {key: {} for key, _ in CONSTRUCTIONS}
     notes = []
     for c in built:
         if c.missing:
@@ -229,41 +298,47 @@ def _print_constructions(
                 f"{c.model}: {len(c.missing)} of {c.unique_bricks} brick(s) not measured on "
                 f"this system; run `benchstack bricks run {suite}`"
             )
+        else:
+            notes.append(
+                f"{c.model}: all {c.unique_bricks} brick(s) already measured on this system; "
+                "no new brick ran"
+            )
+            latency.add_row(
+                c.model,
+                str(c.steps),
+                str(c.unique_bricks),
+                _ms(c.sequential_ms),
+                _ms(c.critical_path_ms),
+                _ms(c.floor_corrected_ms),
+                _ms(c.calibrated_ms),
+            )
+        for figure in c.non_positive():
+            notes.append(
+                f"{c.model}: the {FIGURES[figure]} construction is "
+                f"{getattr(c, figure):.3f} ms, not above zero: it does not fit this model "
+                "and is left out of every mean"
+            )
+        if c.model not in measured:
             continue
-        notes.append(
-            f"{c.model}: all {c.unique_bricks} brick(s) already measured on this system; "
-            "no new brick ran"
-        )
-        latency.add_row(
-            c.model,
-            str(c.steps),
-            str(c.unique_bricks),
-            _ms(c.sequential_ms),
-            _ms(c.critical_path_ms),
-            _ms(c.floor_corrected_ms),
-            _ms(c.calibrated_ms),
-        )
-        if c.model in measured:
-            m = measured[c.model]
-            row = [c.model, _ms(m)]
-            for key, attribute in CONSTRUCTIONS:
-                value = getattr(c, attribute)
-                ratio = value / m if value is not None else None
-                if ratio is not None:
-                    ratios[key].append(ratio)
-                row.append(_ms(ratio))
-            versus.add_row(*row)
+        m = measured[c.model]
+        row = [c.model, _ms(m)]
+        for key, attribute in CONSTRUCTIONS:
+            value = getattr(c, attribute)
+            ratios[key][c.model] = value / m if value is not None else None
+            absent[key][c.model] = c.why_absent(attribute) or "no figure"
+            row.append(_ms(ratios[key][c.model]))
+        versus.add_row(*row)
     for table in (latency, versus):
         if table.row_count:
             console.print(table)
     for note in notes:
         console.print(note, soft_wrap=True)  # commands and paths stay on one line
-    if any(len(v) > 1 for v in ratios.values()):
-        parts = [f"{key} {_ms(geometric_mean(ratios[key]))}" for key, _ in CONSTRUCTIONS]
-        console.print(
-            f"geometric mean of constructed / measured over {len(measured)} models: "
-            + ", ".join(parts)
-        )
+    if len(measured) > 1:
+        console.print("Geometric mean of constructed / measured:")
+        for key, _ in CONSTRUCTIONS:
+            console.print(
+                f"  {key}: {summarise(ratios[key], absent[key]).describe()}", soft_wrap=True
+            )
 
 
 def _ms(value: float | None) -> str:

@@ -14,7 +14,12 @@ Constructions (DLBricks, Li et al. 2020, and two corrections measured here):
 - **calibrated**: the sequential sum plus a cost per brick, k x bricks, for what a brick
   call pays and the model does not (or the reverse: k may be negative). k is fitted by
   least squares on the models given to ``bricks calibrate``, measured end to end on the
-  same system, and a model it was fitted on is never scored with it.
+  same system, and a model it was fitted on is never scored with it. k is held to
+  ``calibration_bound`` (no brick may be given a negative share).
+
+A figure at or below zero is kept and reported (Construction.non_positive), and a summary
+over models names each one it leaves out and why (``summarise``): nothing is dropped
+quietly.
 
 Nothing is measured here; a brick without a timing on the system is named, never guessed.
 """
@@ -23,10 +28,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from services.workloads.bricks.results import SystemResults
+
+# Each construction's field and the name a summary gives it.
+FIGURES = {
+    "sequential_ms": "sequential",
+    "critical_path_ms": "critical path",
+    "floor_corrected_ms": "floor-corrected",
+    "calibrated_ms": "calibrated",
+}
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,18 @@ class Construction:
     critical_path_ms: float | None = None
     floor_corrected_ms: float | None = None  # None: no floor measured on this system
     calibrated_ms: float | None = None  # None: no calibration, or fitted on this model
+    # Why a figure is None, field -> reason: every absent figure says why.
+    absent: tuple[tuple[str, str], ...] = ()
+    # The per-brick cost the calibrated figure used, after calibration_bound.
+    ms_per_brick: float | None = None
+
+    def why_absent(self, figure: str) -> str | None:
+        return dict(self.absent).get(figure)
+
+    def non_positive(self) -> list[str]:
+        """The figures that came out at or below zero: no latency can be, so each is
+        reported, never averaged (a sign the construction does not fit this model)."""
+        return [f for f in FIGURES if (value := getattr(self, f)) is not None and value <= 0]
 
 
 def construct(recipe: dict[str, Any], results: SystemResults) -> Construction:
@@ -55,33 +80,71 @@ def construct(recipe: dict[str, Any], results: SystemResults) -> Construction:
         tuple(sorted({s for s in signatures if s not in results.bricks})),
     )
     if base.missing:
-        return base
+        reason = f"{len(base.missing)} of {base.unique_bricks} brick(s) not measured"
+        return replace(base, absent=tuple((f, reason) for f in FIGURES))
     latency = [float(results.bricks[s]["median_ms"]) for s in signatures]
     finish: list[float] = []
     for number, step in enumerate(steps):
         # Steps are in topological order: every step a step reads comes before it.
         ready = max((finish[r] for r in step["reads"]), default=0.0)
         finish.append(ready + latency[number])
-    floor_corrected = calibrated = None
+    absent: dict[str, str] = {}
+    floor_corrected = calibrated = ms_per_brick = None
     if results.floor is not None:
         floor = float(results.floor["median_ms"])
         floor_corrected = sum(latency) - (len(latency) - 1) * floor
+    else:
+        absent["floor_corrected_ms"] = "no floor measured on this system"
     cost = results.brick_cost
-    if cost is not None and base.model not in cost["fitted_on"]:
-        calibrated = sum(latency) + float(cost["ms_per_brick"]) * len(latency)
-    return Construction(
-        **{
-            **base.__dict__,
-            "sequential_ms": sum(latency),
-            "critical_path_ms": max(finish, default=0.0),
-            "floor_corrected_ms": floor_corrected,
-            "calibrated_ms": calibrated,
-        }
+    if cost is None:
+        absent["calibrated_ms"] = "no calibration on this system"
+    elif base.model in cost["fitted_on"]:
+        absent["calibrated_ms"] = "calibrated on this model"
+    else:
+        # Bounded again here: a brick measured after the fit may be faster than any the
+        # fit saw.
+        ms_per_brick = max(float(cost["ms_per_brick"]), calibration_bound(latency))
+        calibrated = sum(latency) + ms_per_brick * len(latency)
+    return replace(
+        base,
+        sequential_ms=sum(latency),
+        critical_path_ms=max(finish, default=0.0),
+        floor_corrected_ms=floor_corrected,
+        calibrated_ms=calibrated,
+        absent=tuple(absent.items()),
+        ms_per_brick=ms_per_brick,
     )
 
 
-def fit_brick_cost(constructions: Sequence[Construction], measured_ms: Sequence[float]) -> float:
-    """Least squares through the origin: (measured - sequential) = k x bricks."""
+def calibration_bound(brick_ms: Iterable[float]) -> float:
+    """The lowest per-brick cost a calibration may add: minus the fastest brick.
+
+    A negative cost is what each brick call pays and the model does not (the harness's
+    call, an input copied in, a graph entered), taken off every brick. Each brick's
+    median holds that cost once, so it cannot be more than the fastest brick: beyond it,
+    the fit would say that brick took negative time, and models of many small bricks
+    (mobilenet_v3_small at H=2) came out at or below zero. Held to it, every brick keeps
+    a share >= 0 and a model's construction stays >= 0 (0 only if all its bricks tie
+    with the fastest)."""
+    return -min(brick_ms, default=0.0)
+
+
+@dataclass(frozen=True)
+class BrickCost:
+    ms_per_brick: float  # what constructions use: the fit, held to the bound
+    fitted_ms: float  # the least-squares figure before the bound
+    bound_ms: float
+
+    @property
+    def bounded(self) -> bool:
+        return self.ms_per_brick != self.fitted_ms
+
+
+def fit_brick_cost(
+    constructions: Sequence[Construction], measured_ms: Sequence[float], brick_ms: Iterable[float]
+) -> BrickCost:
+    """Least squares through the origin: (measured - sequential) = k x bricks; k is then
+    held to ``calibration_bound`` of ``brick_ms`` (every brick timing on the system)."""
     pairs = [
         (m - c.sequential_ms, c.steps)
         for c, m in zip(constructions, measured_ms, strict=True)
@@ -89,11 +152,49 @@ def fit_brick_cost(constructions: Sequence[Construction], measured_ms: Sequence[
     ]
     if not pairs:
         raise ValueError("calibrate: no model has every brick measured on this system")
-    return sum(r * n for r, n in pairs) / sum(n * n for _, n in pairs)
+    fitted = sum(r * n for r, n in pairs) / sum(n * n for _, n in pairs)
+    bound = calibration_bound(brick_ms)
+    return BrickCost(max(fitted, bound), fitted, bound)
 
 
-def geometric_mean(ratios: Iterable[float]) -> float | None:
-    values = [r for r in ratios if r > 0]
-    if not values:
-        return None
+def geometric_mean(values: Iterable[float]) -> float:
+    """The geometric mean of positive values; any other is refused, never dropped."""
+    values = list(values)
+    if not values or any(not v > 0 for v in values):
+        raise ValueError(f"geometric mean: accepted: one or more values above 0; got {values}")
     return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A geometric mean over the models that have a positive figure, and the others named
+    with the reason they are not in it."""
+
+    geomean: float | None  # None: no model has a figure
+    included: tuple[str, ...]
+    excluded: tuple[tuple[str, str], ...]  # (model, why)
+
+    @property
+    def models(self) -> int:
+        return len(self.included) + len(self.excluded)
+
+    def describe(self) -> str:
+        """``1.02 over 7 of 13 models; left out: a (not positive: -0.88), b (...)``."""
+        head = "-" if self.geomean is None else f"{self.geomean:.2f}"
+        text = f"{head} over {len(self.included)} of {self.models} models"
+        if self.excluded:
+            text += "; left out: " + ", ".join(f"{m} ({why})" for m, why in self.excluded)
+        return text
+
+
+def summarise(values: dict[str, float | None], why_absent: dict[str, str]) -> Summary:
+    """Per model a figure (a ratio or a latency) or None with ``why_absent[model]``; a
+    figure at or below zero is left out and named with its value."""
+    included = {m: v for m, v in values.items() if v is not None and v > 0}
+    excluded = tuple(
+        (m, why_absent.get(m, "no figure") if v is None else f"not positive: {v:.3g}")
+        for m, v in values.items()
+        if m not in included
+    )
+    geomean = geometric_mean(included.values()) if included else None
+    return Summary(geomean, tuple(included), excluded)

@@ -6,7 +6,8 @@ A suite folder holds two things with different owners::
     bricks/<signature>.pt2    a torch brick (torch.export, random weights, neutral names)
     bricks/<signature>.onnx   an ONNX brick (a standalone graph, same rules; extract_onnx)
     bricks/<signature>.json   what it computes: layer types, shapes, settings
-    recipes/<model>.json      which bricks make the model, in order, and what each reads
+    recipes/<model>.json      which bricks make the model, in order, and what each reads,
+                              and how the model was named to generate (its "spec")
 
 ``bricks/`` is what a vendor may be sent: no file in it names the model, its nodes or
 the order of its layers. ``recipes/`` stays with the model's owner; construction needs it.
@@ -47,6 +48,9 @@ class ModelInput:
     name: str
     module: nn.Module
     example: torch.Tensor
+    # How it was named to generate (an architecture, a manifest or catalogue name), kept in
+    # its recipe so `bricks construct --measure NAME` can build it again.
+    spec: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ class OnnxModelInput:
     name: str
     source: Path | Any
     batch_size: int = 1
+    spec: str | None = None  # as ModelInput.spec
 
 
 # Each framework's brick files; the same signature never names bricks of two frameworks
@@ -86,8 +91,13 @@ def bricks_dir(suite: Path) -> Path:
     return suite / "bricks"
 
 
+def is_recipe_name(text: str) -> bool:
+    """Whether ``text`` can name a recipe file."""
+    return bool(_SAFE_NAME.match(text))
+
+
 def recipe_path(suite: Path, model_name: str) -> Path:
-    if not _SAFE_NAME.match(model_name):
+    if not is_recipe_name(model_name):
         raise ValueError(
             f"model: {model_name!r} cannot name a recipe; accepted: letters, digits, '.', "
             "'_' and '-', at most 100"
@@ -149,6 +159,8 @@ def generate_suite(
         path = recipe_path(suite, model.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         recipe = recipe_of(parsed, sequences, granularity, framework)
+        if model.spec is not None:
+            recipe["spec"] = model.spec
         path.write_text(json.dumps(recipe, indent=1))
     return GenerateReport(len(models), layers, sequences_total, len(unique), new)
 

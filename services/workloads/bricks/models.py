@@ -5,11 +5,20 @@ and ONNX models, as an ``.onnx`` file or a manifest of one (framework onnxruntim
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from services.workloads.bricks.generate import ModelInput, OnnxModelInput, check_shape_options
+from services.workloads.bricks.generate import (
+    ModelInput,
+    OnnxModelInput,
+    check_shape_options,
+    is_recipe_name,
+    read_recipe,
+    recipe_path,
+)
 from services.workloads.bricks.measure import Item
 from shared.architectures import ZOOS, architecture_problem
 from shared.catalogue import resolve_model
@@ -30,6 +39,39 @@ def recipe_name(spec: str) -> str:
     if spec.partition(":")[0] in ZOOS:
         return spec.partition(":")[2]
     return resolve_model(spec).name
+
+
+def is_model_file_or_architecture(spec: str) -> bool:
+    """Whether ``spec`` says itself how to build the model (an ONNX or manifest file, an
+    architecture), as opposed to a bare name (a catalogue name, or a recipe's)."""
+    path = Path(spec).expanduser()
+    return (
+        is_onnx_file(spec)
+        or spec.partition(":")[0] in ZOOS
+        or path.suffix in {".yaml", ".yml"}
+        or path.is_file()
+    )
+
+
+def find_recipe(suite: Path, spec: str) -> dict[str, Any]:
+    """The recipe of ``spec`` in ``suite``: for a file or an architecture, the recipe
+    generate kept it under; for a bare name, the recipe of that name (any model generated
+    into the suite, catalogue or not: ``googlenet`` after ``torchvision:googlenet`` or
+    ``googlenet.yaml``), else a catalogue model's (``resnet18:1.0.0`` -> resnet18)."""
+    if is_model_file_or_architecture(spec):
+        return read_recipe(suite, recipe_name(spec))
+    if is_recipe_name(spec) and recipe_path(suite, spec).exists():
+        return read_recipe(suite, spec)
+    try:
+        name = recipe_name(spec)
+    except ValueError as exc:  # ManifestError: neither a recipe nor a catalogue model
+        known = sorted(p.stem for p in (suite / "recipes").glob("*.json"))
+        raise ValueError(
+            f"model: no recipe for {spec!r} in {suite}, and it is no catalogue name, manifest "
+            f"file, architecture or ONNX file ({exc}); recipes in the suite: "
+            f"{', '.join(known) or '(none)'}"
+        ) from exc
+    return read_recipe(suite, name)
 
 
 def model_source(
@@ -66,7 +108,7 @@ def model_source(
             f"image-size: {image_size} is not accepted for the ONNX model {name}: its shapes "
             "are the file's; accepted: leave --image-size out"
         )
-    return OnnxModelInput(name, path, batch_size)
+    return OnnxModelInput(name, path, batch_size, durable_spec(spec))
 
 
 def measurable(model: ModelInput | OnnxModelInput, threads: int = 0) -> Item:
@@ -94,13 +136,22 @@ def model_input(spec: str, *, batch_size: int = 1, image_size: int | None = None
     """The module and a random example of the model's input shape at ``batch_size``."""
     check_shape_options(batch_size, image_size)
     if spec.partition(":")[0] not in ZOOS:
-        return manifest_model_input(
+        built = manifest_model_input(
             resolve_model(spec), batch_size=batch_size, image_size=image_size, spec=spec
         )
+        return replace(built, spec=durable_spec(spec))
     problem = architecture_problem(spec, "torch")
     if problem is not None:
         raise ValueError(problem)
-    return _built(spec, DEFAULT_IMAGE_SHAPE, spec.partition(":")[2], batch_size, image_size)
+    built = _built(spec, DEFAULT_IMAGE_SHAPE, spec.partition(":")[2], batch_size, image_size)
+    return replace(built, spec=spec)
+
+
+def durable_spec(spec: str) -> str:
+    """``spec`` as a recipe keeps it: a file by its absolute path (a later command may run
+    from another folder), anything else as given."""
+    path = Path(spec).expanduser()
+    return str(path.resolve()) if path.is_file() else spec
 
 
 def manifest_model_input(

@@ -22,6 +22,8 @@ from typing import Any
 import torch
 from torch import fx, nn
 
+# What a tensor argument is described as: its shape is recorded apart (input_shapes).
+TENSOR = "<tensor>"
 # Module attributes that are weights, buffers or bookkeeping, never part of a description.
 _SKIPPED_ATTRIBUTES = frozenset({"training", "inplace"})
 
@@ -209,11 +211,17 @@ def _attributes(
             attributes["bias"] = False
         return attributes
 
+    def value_of(arg: fx.Node) -> Any:
+        value = values.get(arg.name)
+        return TENSOR if isinstance(value, torch.Tensor) else value
+
     def constant(arg: Any) -> Any:
-        if isinstance(arg, fx.Node):
-            value = values.get(arg.name)
-            return "<tensor>" if isinstance(value, torch.Tensor) else jsonable(value)
-        return jsonable(arg)
+        # Every node is replaced by its value, however deep it sits: ``cat``'s list of
+        # tensors once turned into a list of node names, which told a brick's place in
+        # the model (stage2_0_branch1_4) and kept equal bricks apart.
+        return jsonable(
+            fx.node.map_aggregate(arg, lambda a: value_of(a) if isinstance(a, fx.Node) else a)
+        )
 
     args = [constant(a) for a in node.args]
     kwargs = {k: constant(v) for k, v in sorted(node.kwargs.items()) if k != "inplace"}
@@ -237,9 +245,17 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, torch.Tensor):
-        return "<tensor>"
+        return TENSOR
+    if isinstance(value, fx.Node):
+        # Only a node's value may be described, never its name: callers resolve nodes
+        # first, and one that slips through is a bug to see, not a name to ship.
+        raise TypeError(f"jsonable: fx node {value.name!r} given instead of its value")
     if value is operator.getitem:
         return "getitem"
     if isinstance(value, slice):
         return {"slice": [jsonable(value.start), jsonable(value.stop), jsonable(value.step)]}
+    if callable(value) and hasattr(value, "__qualname__"):
+        # A function passed as an argument: its qualified name, since str() would add
+        # its address and change the signature from one process to the next.
+        return f"{getattr(value, '__module__', None) or ''}.{value.__qualname__}"
     return str(value)

@@ -8,6 +8,9 @@ the bricks measured before it.
 Beside the bricks sits the system's *floor*: the latency of an empty brick through the
 same path (LoadGen, SUT, the exported module's call). Every brick pays it once, and so
 does the model measured end to end, which is what the calibrated construction removes.
+
+Each figure `bricks run` measured keeps the host's load during its LoadGen run
+(``host_load``, ``busy``), and ``runs`` how each run shared the host (slot and load).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ class SystemResults:
     floor: dict[str, Any] | None = None
     # {"ms_per_brick": float, "fitted_on": [model, ...]} from `bricks calibrate`.
     brick_cost: dict[str, Any] | None = None
+    # How each `bricks run` shared its host (run.record_run), oldest first.
+    runs: list[dict[str, Any]] = field(default_factory=list)
 
 
 def results_path(suite: Path, system: str) -> Path:
@@ -37,7 +42,11 @@ def read_results(suite: Path, system: str) -> SystemResults:
         return SystemResults(system)
     document = json.loads(path.read_text())
     return SystemResults(
-        system, document.get("bricks", {}), document.get("floor"), document.get("brick_cost")
+        system,
+        document.get("bricks", {}),
+        document.get("floor"),
+        document.get("brick_cost"),
+        document.get("runs", []),
     )
 
 
@@ -50,6 +59,7 @@ def write_results(suite: Path, results: SystemResults) -> None:
         "floor": results.floor,
         "brick_cost": results.brick_cost,
         "bricks": results.bricks,
+        "runs": results.runs,
     }
     partial.write_text(json.dumps(document, indent=1, sort_keys=True))
     partial.replace(path)

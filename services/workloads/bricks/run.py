@@ -9,7 +9,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 from services.workloads.bricks.generate import frameworks_in, list_bricks, load_brick
 from services.workloads.bricks.measure import (
@@ -21,10 +23,15 @@ from services.workloads.bricks.measure import (
     time_modules,
 )
 from services.workloads.bricks.results import read_results, write_results
+from shared.host_load import HostLoad, HostLoadSampler
 
 # Bricks per LoadGen run: one run's set-up is shared by many bricks, and a crash loses at
 # most one chunk's measurements.
 CHUNK = 200
+
+
+# Runs a results file remembers (``runs``): enough to see a pattern, never a growing file.
+MAX_RUN_RECORDS = 100
 
 
 @dataclass(frozen=True)
@@ -34,32 +41,85 @@ class RunReport:
     measured_now: int
     reused: int
     seconds: float  # spent measuring now
+    # Other processes' CPU use over the whole framework's run (shared/host_load.py).
+    load: HostLoad | None = None
+    busy_runs: int = 0  # LoadGen runs (chunks) during which the host was busy
 
 
 def run_suite(suite: Path, settings: MeasureSettings) -> list[RunReport]:
     """Measure each brick of the suite that this system has no figure for: one report per
-    framework the suite holds bricks of (torch alone, for its floor, in an empty suite)."""
+    framework the suite holds bricks of (torch alone, for its floor, in an empty suite).
+    The caller holds the host (HostSlot), as `bricks run` does."""
     return [run_framework(suite, settings, f) for f in frameworks_in(suite) or ["torch"]]
 
 
 def run_framework(suite: Path, settings: MeasureSettings, framework: str) -> RunReport:
-    """Measure one framework's bricks that this system has no figure for."""
+    """Measure one framework's bricks that this system has no figure for. Each figure
+    keeps the host's load during the LoadGen run that measured it (``host_load``,
+    ``busy``): a brick measured beside another program's work says so with its figure."""
     system = system_key(settings.threads, framework)
     results = read_results(suite, system)
     wanted = list_bricks(suite, framework)
     missing = [s for s in wanted if s not in results.bricks]
     seconds = 0.0
     floors: list[Timing] = []
-    for floor, timings in measure_chunks(
-        suite, missing, settings, framework, floor_alone=results.floor is None
-    ):
-        floors.append(floor)
-        results.floor = median_floor(floors)
-        for signature, timing in timings.items():
-            results.bricks[signature] = timing.to_dict()
-        seconds += floor.seconds + sum(t.seconds for t in timings.values())
-        write_results(suite, results)  # each chunk kept as soon as it is measured
-    return RunReport(system, len(wanted), len(missing), len(wanted) - len(missing), seconds)
+    busy_runs = 0
+    chunks = measure_chunks(suite, missing, settings, framework, floor_alone=results.floor is None)
+    with HostLoadSampler() as whole:
+        for (floor, timings), load in with_host_load(chunks):
+            busy_runs += bool(load.busy)
+            floors.append(floor)
+            results.floor = median_floor(floors)
+            for signature, timing in timings.items():
+                results.bricks[signature] = timing.to_dict() | {
+                    "host_load": load.to_dict(),
+                    "busy": bool(load.busy),
+                }
+            seconds += floor.seconds + sum(t.seconds for t in timings.values())
+            write_results(suite, results)  # each chunk kept as soon as it is measured
+    return RunReport(
+        system,
+        len(wanted),
+        len(missing),
+        len(wanted) - len(missing),
+        seconds,
+        whole.result,
+        busy_runs,
+    )
+
+
+T = TypeVar("T")
+
+
+def with_host_load(items: Iterator[T]) -> Iterator[tuple[T, HostLoad]]:
+    """Each item of a generator that measures as it is asked (measure_chunks), with the
+    host's load while it was produced."""
+    while True:
+        with HostLoadSampler() as sampler:
+            item = next(items, None)
+        if item is None:
+            return
+        assert sampler.result is not None  # the window ended with the block
+        yield item, sampler.result
+
+
+def record_run(suite: Path, report: RunReport, host: dict[str, Any]) -> None:
+    """Keep how a `bricks run` shared its host beside the system's figures: the slot
+    (waited, overlapped) and the load over the run, as `bench` keeps them in a report's
+    ``host``; the latest MAX_RUN_RECORDS runs."""
+    results = read_results(suite, report.system)
+    load = report.load
+    results.runs = [
+        *results.runs,
+        {
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "measured": report.measured_now,
+            "busy_runs": report.busy_runs,
+            "host": host
+            | {"load": load.to_dict() if load else None, "busy": bool(load and load.busy)},
+        },
+    ][-MAX_RUN_RECORDS:]
+    write_results(suite, results)
 
 
 def measure_chunks(

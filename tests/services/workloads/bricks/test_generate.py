@@ -3,22 +3,27 @@ tells which model they came from or how it is wired."""
 
 from __future__ import annotations
 
+import io
 import json
+import warnings
 from pathlib import Path
 
+import onnx
 import pytest
 import torch
 import torchvision
 
 from services.workloads.bricks.generate import (
     ModelInput,
+    OnnxModelInput,
     generate_suite,
     list_bricks,
     load_brick,
     read_recipe,
 )
-from services.workloads.bricks.models import model_input, recipe_name
+from services.workloads.bricks.models import find_recipe, model_input, recipe_name
 from services.workloads.bricks.parse import parse_model
+from tests.services.workloads.bricks.renaming import MARKER, renamed_onnx, renamed_torch
 
 
 def _model(name: str) -> ModelInput:
@@ -88,3 +93,47 @@ def test_models_are_named_by_catalogue_file_or_architecture() -> None:
 def test_bad_model_options_name_the_option(spec: str, kwargs: dict[str, int], words: str) -> None:
     with pytest.raises(ValueError, match=words.replace(".", r"\.").replace("(", r"\(")):
         model_input(spec, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("framework", ["torch", "onnx"])
+def test_no_brick_file_holds_a_name_of_a_model_with_concatenations(
+    tmp_path: Path, framework: str
+) -> None:
+    # squeezenet's Fire modules end in a cat of two named branches, which once put their
+    # node names (features_3_expand1x1_activation) into the bricks. Every module here is
+    # renamed to hold a marker, so any name that gets through is found in the bytes.
+    module = renamed_torch(torchvision.models.squeezenet1_1())
+    example = torch.randn(1, 3, 64, 64)
+    model: ModelInput | OnnxModelInput = ModelInput("squeezenet1_1", module, example)
+    if framework == "onnx":
+        buffer = io.BytesIO()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, (example,), buffer, dynamo=False, opset_version=17)
+        model = OnnxModelInput(
+            "squeezenet1_1", renamed_onnx(onnx.load_from_string(buffer.getvalue()))
+        )
+    report = generate_suite([model], 2, tmp_path)
+    files = list((tmp_path / "bricks").iterdir())
+    assert report.new_bricks > 5 and len(files) == 2 * report.new_bricks
+    for path in files:
+        content = path.read_bytes()
+        assert MARKER.encode() not in content, path.name
+        assert b"squeezenet" not in content, path.name
+
+
+def test_a_recipe_is_found_by_any_name_its_model_was_given(tmp_path: Path) -> None:
+    # squeezenet1_0 is no catalogue model: its recipe's own name finds it.
+    specs = ["tests/fixtures/tiny_cnn.yaml", "torchvision:squeezenet1_0"]
+    models = [model_input(spec, image_size=32) for spec in specs]
+    generate_suite(models, 64, tmp_path)
+    for spec, name in zip(specs, ["tiny-cnn", "squeezenet1_0"], strict=True):
+        recipe = find_recipe(tmp_path, spec)
+        assert recipe["model"] == name and find_recipe(tmp_path, name) == recipe
+    # How each was given is kept, a file by its absolute path, to build it again later.
+    assert find_recipe(tmp_path, "tiny-cnn")["spec"] == str(Path(specs[0]).resolve())
+    assert find_recipe(tmp_path, "squeezenet1_0")["spec"] == specs[1]
+    with pytest.raises(ValueError, match="no recipe for 'alexnet'.*squeezenet1_0, tiny-cnn"):
+        find_recipe(tmp_path, "alexnet")
+    with pytest.raises(ValueError, match="no recipe for 'resnet18'"):
+        find_recipe(tmp_path, "resnet18")  # in the catalogue, not in this suite

@@ -11,7 +11,7 @@ from services.workloads.bricks.generate import generate_suite, list_bricks
 from services.workloads.bricks.measure import MeasureSettings, system_key
 from services.workloads.bricks.models import model_input
 from services.workloads.bricks.results import read_results
-from services.workloads.bricks.run import run_suite
+from services.workloads.bricks.run import record_run, run_suite
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 QUICK = MeasureSettings(min_queries=5, min_duration_s=0.01, threads=1)
@@ -27,6 +27,14 @@ def test_each_brick_is_measured_once_per_system(tmp_path: Path) -> None:
     # Each brick asked at least half of min_queries times (LoadGen draws at random).
     assert all(t["queries"] >= 2 and t["median_ms"] > 0 for t in results.bricks.values())
     assert results.floor is not None and results.floor["median_ms"] > 0
+    # Each figure keeps the host's load over the LoadGen run that measured it.
+    assert all(t["host_load"]["wall_s"] > 0 for t in results.bricks.values())
+    assert all(t["busy"] == bool(t["host_load"]["busy"]) for t in results.bricks.values())
+    assert first.load is not None and first.load.wall_s > 0
+    record_run(tmp_path, first, {"exclusive": True})
+    (run,) = read_results(tmp_path, system_key(1)).runs
+    assert run["measured"] == len(bricks) and run["host"]["exclusive"] is True
+    assert run["host"]["load"]["wall_s"] == first.load.wall_s
     (again,) = run_suite(tmp_path, QUICK)
     assert (again.measured_now, again.reused) == (0, len(bricks))
     # Another system (here: another thread count) has no figures yet.

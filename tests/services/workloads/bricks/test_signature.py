@@ -47,3 +47,17 @@ def test_signature_depends_on_shape() -> None:
 def test_bad_granularity_names_the_field() -> None:
     with pytest.raises(ValueError, match="granularity: 0 is not accepted; accepted: 1.."):
         cut_sequences(_parse("resnet18"), 0)
+
+
+def test_equal_concatenations_share_a_signature() -> None:
+    # A cat reads a list of tensors; the list once went into its settings as node names
+    # (stage2_1_branch2_7 ...), so every cat had a signature of its own. shufflenet's
+    # units repeat at equal shapes: their cats are one brick.
+    parsed = _parse("shufflenet_v2_x0_5")
+    sequences = cut_sequences(parsed, 1)
+    cats = [s for s in sequences if parsed.layers[s.layers[0]].type == "cat"]
+    assert len(cats) > 10
+    assert len({s.signature for s in cats}) < len(cats) / 2
+    assert all(
+        parsed.layers[s.layers[0]].attributes["args"][0] == ["<tensor>", "<tensor>"] for s in cats
+    )
