@@ -15,6 +15,7 @@ Only Postgres has an asyncio driver here; other databases (SQLite, embedded) kee
 
 from __future__ import annotations
 
+import orjson
 from sqlalchemy import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -49,6 +50,9 @@ def make_loop_read_engine(url: str, timeout_s: float, pool_size: int) -> AsyncEn
         max_overflow=pool_size,
         pool_timeout=timeout_s,
         connect_args={"timeout": timeout_s, "command_timeout": timeout_s},
+        # A run's row holds ~20 KB of JSON (report, environment, settings): orjson decodes
+        # it several times faster than the standard library.
+        json_deserializer=orjson.loads,
     )
     ping_idle_connections(engine.sync_engine)
     return engine
