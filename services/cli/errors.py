@@ -44,4 +44,13 @@ def user_errors() -> Iterator[None]:
     except ValidationError as exc:
         fail(validation_lines(exc))
     except (BackendError, DatasetError, ValueError, LookupError) as exc:
-        fail([str(exc).strip("'\"")])
+        fail([message_of(exc)])
+
+
+def message_of(exc: BaseException) -> str:
+    """The exception's message. A KeyError's str() is its key quoted ("'x'"): its argument
+    is taken instead; any other message is kept whole, quotes it ends with included (a
+    name in quotes at the end of a message, as in "no evaluation 'abc'", is the point)."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        return str(exc.args[0])
+    return str(exc)

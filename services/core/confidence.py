@@ -242,9 +242,13 @@ def run_confidence(
     valid = [r for r in reports if r["performance"]["validity"]["result"] == "VALID"]
     if len(valid) < MIN_UNITS:
         reason = (
-            f"{len(valid)} VALID of {len(reports)} runs; an interval over runs needs "
-            f"{MIN_UNITS}: --repeats {MIN_UNITS} or more"
+            f"{len(valid)} VALID of {len(reports)} runs; an interval over runs needs {MIN_UNITS}"
         )
+        if len(reports) >= MIN_UNITS:
+            # More repeats of runs LoadGen calls INVALID would not help: their hints do.
+            reason += " VALID runs: make the runs VALID first (each INVALID run says why)"
+        else:
+            reason += f": --repeats {MIN_UNITS} or more"
         return _all_missing(result, reason)
     values = [figures_of(r) for r in valid]
     drawn = _counts(len(valid), resamples, seed)

@@ -225,12 +225,14 @@ def _advice_for(within: Probe, unjudged: list[Probe]) -> list[str]:
     if needed:
         seconds = math.ceil(max(needed) * DURATION_MARGIN)
         advice.append(
-            f"a longer --duration, {seconds} s or more (LoadGen's early stopping and the "
+            f"--duration {seconds} s or more (LoadGen's early stopping and the "
             f"stability rule's {MIN_SERVER_SAMPLES * WINDOWS} samples need at least "
             f"{max(needed):.1f} s at these rates)"
         )
     elif any(p.validity != "VALID" for p in unjudged):
-        advice.append("a longer --duration (LoadGen gave no estimate of the queries needed)")
+        advice.append(
+            "a longer run: raise --duration (LoadGen gave no estimate of the queries needed)"
+        )
     advice.append(f"--start-qps {within.qps:.1f}, where the bound was met, so fewer probes run")
     return advice
 

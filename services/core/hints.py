@@ -184,7 +184,7 @@ def _min_duration_hint(report: PerformanceReport, settings: ScenarioConfig) -> s
         return (
             f"Offline: {ran}. LoadGen sized its one query from {planned}, but the system did "
             f"{report.samples_per_second:.1f} samples/s and finished early; "
-            f"set --target-qps {suggest} (a longer --duration alone does not help)"
+            f"set --target-qps {suggest} (raising --duration alone does not help)"
         )
     return (
         f"{ran}: LoadGen planned fewer queries than the system completes in that time; "

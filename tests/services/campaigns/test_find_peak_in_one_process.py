@@ -43,8 +43,8 @@ def test_null_backend_edge_matches_queueing_theory(settings: Settings) -> None:
     assert result.peak is None and result.verdict == "no valid peak"
     assert "stability INSUFFICIENT" in result.reason
     needed = 500 / result.within_bound.scheduled_qps
-    advised = next(a for a in result.advice if a.startswith("a longer --duration"))
-    assert int(advised.split(", ")[1].split(" s")[0]) >= needed
+    advised = next(a for a in result.advice if a.startswith("--duration "))
+    assert int(advised.removeprefix("--duration ").split(" s")[0]) >= needed
     with session_scope(settings.effective_database_url) as session:
         stored = get_run(session, result.within_bound.run_id).report
     assert stored["group"]["kind"] == "find-peak"

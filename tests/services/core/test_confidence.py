@@ -128,3 +128,14 @@ def test_differ_only_when_the_intervals_do_not_overlap() -> None:
     assert differ(a, Interval(estimate=11.0, low=10.5, high=12.0))[0] == "within their intervals"
     verdict, why = differ(a, Interval(estimate=None, reason="INVALID"))
     assert verdict == "cannot say" and why == "INVALID"
+
+
+def test_runs_that_are_not_valid_ask_for_valid_runs_not_more_repeats() -> None:
+    from services.core.confidence import run_confidence
+
+    invalid = {"performance": {"validity": {"result": "INVALID"}}}
+    few = run_confidence([invalid] * 2).figures
+    many = run_confidence([invalid] * 5).figures
+    assert all("--repeats 5 or more" in f.reason for f in few.values())
+    assert all("make the runs VALID first" in f.reason for f in many.values())
+    assert not any("--repeats" in f.reason for f in many.values())

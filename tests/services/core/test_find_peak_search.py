@@ -116,7 +116,7 @@ def test_no_valid_peak_when_every_probe_within_the_bound_is_unjudged() -> None:
         "2 stability INSUFFICIENT"
     )
     # The longest need (4 s) with the margin, rounded up: 5 s.
-    assert result.advice[0].startswith("a longer --duration, 5 s or more")
+    assert result.advice[0].startswith("--duration 5 s or more")
     assert result.advice[-1].startswith("--start-qps 200.0")
     payload = result.to_dict()
     assert payload["peak"] is None and [p["judged"] for p in payload["curve"]] == [False] * 3
@@ -133,7 +133,7 @@ def test_the_peak_is_the_highest_judged_probe_and_the_rest_are_named() -> None:
     assert result.peak is curve[1] and result.verdict == "peak"
     assert result.within_bound is curve[2]
     assert result.reason.startswith("1 probe above the peak, up to 300.0 QPS, met the bound")
-    assert any("--duration, 4 s" in a for a in result.advice)
+    assert any("--duration 4 s" in a for a in result.advice)
     plain = conclude(curve[:2], latency_bound_ms=50, percentile=99, bracket=(200, math.inf))
     assert plain.peak is curve[1] and plain.reason == "" and plain.advice == []
 

@@ -123,7 +123,7 @@ def test_offline_faster_than_planned_is_told_the_target_qps_to_plan_with(tmp_pat
     assert hints[0].startswith("Offline: the run lasted ")
     assert f"from --target-qps 10, but the system did {report.samples_per_second:.1f}" in hints[0]
     assert hints[0].endswith(
-        f"set --target-qps {suggested} (a longer --duration alone does not help)"
+        f"set --target-qps {suggested} (raising --duration alone does not help)"
     )
 
 
