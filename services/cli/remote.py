@@ -218,6 +218,26 @@ def cancel_evaluation(server_url: str, token: str | None, evaluation_id: str) ->
     return str(answer["state"])
 
 
+CANCEL_GROUP_MUTATION = """
+mutation CancelGroup($id: String!) {
+  cancelGroup(groupId: $id) {
+    __typename
+    ... on GroupCancelled { groupId cancelled alreadyFinished }
+    ... on UserError { message field }
+  }
+}
+"""
+
+
+def cancel_group(server_url: str, token: str | None, group_id: str) -> dict[str, Any]:
+    """Cancel a group's unfinished members; returns {groupId, cancelled, alreadyFinished}."""
+    answer = graphql(server_url, token, CANCEL_GROUP_MUTATION, {"id": group_id})["cancelGroup"]
+    if answer["__typename"] != "GroupCancelled":
+        raise RemoteError(f"{answer['__typename']}: {answer.get('message', '')}")
+    found: dict[str, Any] = answer
+    return found
+
+
 def get_evaluation(server_url: str, token: str | None, evaluation_id: str) -> dict[str, Any]:
     found = graphql(server_url, token, EVALUATION_QUERY, {"id": evaluation_id})["evaluation"]
     if found is None:

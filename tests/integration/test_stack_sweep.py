@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from services.cli.main import app
 from tests.integration.conftest import GraphQLClient
 
 pytestmark = pytest.mark.integration
@@ -94,3 +96,41 @@ def test_a_sweep_out_of_range_is_refused_naming_the_field(
     refused = client_for("frank-sweep")(SUBMIT_SWEEP, {"input": given})["submitSweep"]
     assert refused["__typename"] == "InvalidInput", refused
     assert refused["field"] == field
+
+
+CANCEL_GROUP = """
+mutation($id: String!) {
+  cancelGroup(groupId: $id) {
+    __typename
+    ... on GroupCancelled { groupId cancelled alreadyFinished }
+    ... on UserError { message field }
+  }
+}
+"""
+
+
+def test_a_sweep_is_cancelled_whole(client_for: Callable[[str], GraphQLClient]) -> None:
+    """Six points of 3 s each: cancelled at once, every point ends CANCELLED (or had ended),
+    long before they could all have run; another user cannot cancel it."""
+    owner = client_for("gus-sweep-cancel")
+    slow = {**BASE, "settings": {"minDurationS": 3.0, "targetQps": 2000}, "seed": 913}
+    given = {"evaluation": slow, "parameter": "batch_size", "values": [1, 2, 3, 4, 5, 6]}
+    created = owner(SUBMIT_SWEEP, {"input": given})["submitSweep"]
+    assert created["__typename"] == "Sweep", created
+    group_id = created["groupId"]
+    refused = client_for("eve-sweep-cancel")(CANCEL_GROUP, {"id": group_id})["cancelGroup"]
+    assert refused["__typename"] == "NotFound" and refused["field"] == "groupId", refused
+    started = time.monotonic()
+    # As a user types it: `benchstack cancel --group GROUP`.
+    argv = ["cancel", "--group", group_id, "--server", owner.base_url, "--token", owner.token]
+    said = CliRunner().invoke(app, argv)
+    assert said.exit_code == 0, said.output
+    cancelled, had_ended = (
+        int(part.split()[0]) for part in said.stdout.split(": ", 1)[1].split(", ")
+    )
+    assert cancelled + had_ended == 6 and cancelled >= 5, said.stdout
+    sweep = wait_done(owner, group_id)
+    took = time.monotonic() - started
+    states = [p["evaluation"]["state"] for p in sweep["points"]]
+    assert states.count("CANCELLED") >= 5, sweep
+    assert took < 6 * 3.0, took

@@ -168,15 +168,30 @@ def _follow(server: str, token: str | None, evaluation_id: str) -> dict[str, Any
 
 
 def cancel(
-    evaluation_id: str = typer.Argument(..., help="The evaluation to cancel."),
+    evaluation_id: str = typer.Argument(..., help="The evaluation (or, with --group, group) id."),
+    group: bool = typer.Option(
+        False,
+        "--group",
+        help="The id is a group's (fan-out, sweep, find-peak, repeats, ...): cancel every "
+        "unfinished member and stop it submitting more.",
+    ),
     server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
     token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN"),
 ) -> None:
-    """Cancel an evaluation; a run being measured is ended and its agent freed."""
-    from services.cli.remote import cancel_evaluation
+    """Cancel an evaluation, or a whole group; a run being measured is ended and its agent
+    freed."""
+    from services.cli.remote import cancel_evaluation, cancel_group
 
+    url = server or get_settings().api_url
     with user_errors():
-        state = cancel_evaluation(server or get_settings().api_url, token, evaluation_id)
+        if group:
+            found = cancel_group(url, token, evaluation_id)
+            console.print(
+                f"group {evaluation_id}: {len(found['cancelled'])} cancelled, "
+                f"{len(found['alreadyFinished'])} had already ended"
+            )
+            return
+        state = cancel_evaluation(url, token, evaluation_id)
     console.print(f"evaluation {evaluation_id} {state}")
 
 

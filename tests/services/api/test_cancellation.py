@@ -78,3 +78,50 @@ def test_a_cancel_that_loses_the_race_reports_already_finished(
     assert (result.kind, result.state) == ("AlreadyFinished", "FAILED")
     with runtime.db() as session:
         assert evaluation_repo.state_of(session, evaluation_id) == EvaluationState.FAILED
+
+
+def _group(owner: str, states: list[EvaluationState]) -> tuple[int, str, list[str]]:
+    group_id = f"group-{owner}"
+    with runtime.db() as session:
+        user = get_or_create_user(session, owner)
+        session.flush()
+        ids = []
+        for state in states:
+            row = evaluation_row(
+                user.id, group_id=group_id, group_info={"kind": "sweep"}, state=state.value
+            )
+            session.add(row)
+            ids.append(row.id)
+        return user.id, group_id, ids
+
+
+def test_a_group_is_cancelled_whole_and_marked_stopped() -> None:
+    from services.api.campaigns.groups import stopped_reason
+    from services.api.cancellation import GROUP_CANCELLED, cancel_group
+
+    owner, group_id, (first, second, done) = _group(
+        "alice", [EvaluationState.QUEUED, EvaluationState.RUNNING, EvaluationState.SUCCEEDED]
+    )
+    with runtime.db() as session:
+        found = cancel_group(session, owner_id=owner, group_id=group_id)
+        assert not isinstance(found, Rejection)
+        assert sorted(found.cancelled) == sorted([first, second])
+        assert found.already_finished == [done]
+        rows = [session.get(Evaluation, i) for i in (first, second, done)]
+        assert [r.state for r in rows if r] == ["CANCELLED", "CANCELLED", "SUCCEEDED"]
+        assert stopped_reason([(r, None) for r in rows if r]) == GROUP_CANCELLED
+    with runtime.db() as session:
+        again = cancel_group(session, owner_id=owner, group_id=group_id)
+        assert not isinstance(again, Rejection) and again.cancelled == []
+
+
+def test_another_users_group_is_not_found() -> None:
+    from services.api.cancellation import cancel_group
+
+    _, group_id, ids = _group("alice", [EvaluationState.QUEUED])
+    mallory, _ = _queued("mallory")
+    with runtime.db() as session:
+        refused = cancel_group(session, owner_id=mallory, group_id=group_id)
+        assert isinstance(refused, Rejection)
+        assert (refused.kind, refused.field) == ("NotFound", "groupId")
+        assert evaluation_repo.is_final(session, ids[0]) is False

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
-from services.api.cancellation import cancel_evaluation
+from services.api.cancellation import GroupCancellation, cancel_evaluation, cancel_group
 from services.api.context import ApiDeps, in_thread
 from services.api.fan_out import load_comparison
 from services.api.graphql.comparisons.types import ComparisonType
@@ -42,6 +42,25 @@ SubmitEvaluationResult = Annotated[
 CancelEvaluationResult = Annotated[
     EvaluationType | NotFound | AlreadyFinished, strawberry.union("CancelEvaluationResult")
 ]
+
+
+@strawberry.type(name="GroupCancelled")
+class GroupCancelledType:
+    group_id: str
+    # Members moved to CANCELLED by this call, and those that had already ended.
+    cancelled: list[str]
+    already_finished: list[str]
+
+    @classmethod
+    def from_cancellation(cls, found: GroupCancellation) -> GroupCancelledType:
+        return cls(
+            group_id=found.group_id,
+            cancelled=list(found.cancelled),
+            already_finished=list(found.already_finished),
+        )
+
+
+CancelGroupResult = Annotated[GroupCancelledType | NotFound, strawberry.union("CancelGroupResult")]
 
 
 @strawberry.input
@@ -177,6 +196,14 @@ def _submit(
         return EvaluationType.from_row(result)
 
 
+def _cancel_group(deps: ApiDeps, owner_id: int, group_id: str) -> GroupCancelledType | Rejection:
+    with deps.db() as session:
+        found = cancel_group(session, owner_id=owner_id, group_id=group_id)
+        if isinstance(found, Rejection):
+            return found
+        return GroupCancelledType.from_cancellation(found)
+
+
 def _cancel(deps: ApiDeps, owner_id: int, evaluation_id: str) -> EvaluationType | Rejection:
     with deps.db() as session:
         result = cancel_evaluation(session, owner_id=owner_id, evaluation_id=evaluation_id)
@@ -205,4 +232,15 @@ class EvaluationMutations:
         result = await in_thread(_cancel, info.context.deps, owner, id)
         if isinstance(result, Rejection):
             return cancel_refusal(result)
+        return result
+
+    @strawberry.mutation(
+        description="Cancel every unfinished evaluation of a group (fan-out, sweep, "
+        "find-peak, repeats, ...) and stop it submitting more."
+    )
+    async def cancel_group(self, info: strawberry.Info, group_id: str) -> CancelGroupResult:
+        owner = info.context.require_user()
+        result = await in_thread(_cancel_group, info.context.deps, owner, group_id)
+        if isinstance(result, Rejection):
+            return NotFound(message=result.message, field=result.field)
         return result
