@@ -189,6 +189,22 @@ def test_run_charts_compare_agents_and_models(
     expect(card.locator("[data-live]")).to_have_text("LIVE")
     expect(card.locator(f'li[data-id="{traced_id}"]')).to_be_visible()
     page.screenshot(path=str(SHOTS / "agents.png"), full_page=True)
+    # An agent that stopped beating: folded below the live ones, shown once unfolded.
+    gone_id = _add_gone_agent(stack.database_url)
+    try:
+        # The API keeps the agents list a moment (api_shared_reads_cache_seconds, 1 s).
+        time.sleep(1.5)
+        page.reload()
+        expect(page.locator(f'[data-agent="{agent["id"]}"]')).to_be_visible()
+        folded = page.locator("details.gone-agents")
+        expect(folded.locator("summary")).to_have_text("1 agent not live")
+        gone_card = page.locator(f'[data-agent="{gone_id}"]')
+        expect(gone_card).to_be_hidden()
+        folded.locator("summary").click()
+        expect(gone_card.locator("[data-live]")).to_have_text("NOT LIVE")
+        page.screenshot(path=str(SHOTS / "agents-folded.png"), full_page=True)
+    finally:
+        _remove_agent(stack.database_url, gone_id)
 
     # Models: the catalogue with its manifests.
     page.get_by_role("link", name="Models").click()
@@ -197,3 +213,38 @@ def test_run_charts_compare_agents_and_models(
     resnet.get_by_text("Show manifest").click()
     expect(resnet.locator("pre.manifest")).to_contain_text('"name": "resnet18"')
     page.screenshot(path=str(SHOTS / "models.png"), full_page=True)
+
+
+def _add_gone_agent(database_url: str) -> str:
+    """An agent row whose last heartbeat is a day old (a worker that stopped)."""
+    from datetime import UTC, datetime, timedelta
+
+    from shared.db.evaluations import Agent
+    from shared.db.session import session_scope
+
+    day_ago = datetime.now(UTC) - timedelta(days=1)
+    agent_id = "gone-host/inference.null.cpu/4242"
+    with session_scope(database_url) as session:
+        session.add(
+            Agent(
+                id=agent_id,
+                hostname="gone-host",
+                queue="inference.null.cpu",
+                framework="null",
+                framework_version="0",
+                device="cpu",
+                started_at=day_ago,
+                last_heartbeat=day_ago,
+            )
+        )
+    return agent_id
+
+
+def _remove_agent(database_url: str, agent_id: str) -> None:
+    from shared.db.evaluations import Agent
+    from shared.db.session import session_scope
+
+    with session_scope(database_url) as session:
+        row = session.get(Agent, agent_id)
+        if row is not None:
+            session.delete(row)

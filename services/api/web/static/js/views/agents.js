@@ -30,11 +30,29 @@ async function load(body, signal) {
       replace(body, notice("No agent has registered yet: start one with `benchstack agent`."));
       return;
     }
-    const live = agents.filter((a) => a.live).length;
+    // Live agents first; the rest (stopped workers, earlier processes of a restarted one)
+    // folded, newest heartbeat first, their recent runs read only once unfolded.
+    const newest = (a, b) => String(b.lastHeartbeat ?? "").localeCompare(String(a.lastHeartbeat ?? ""));
+    const live = agents.filter((a) => a.live).sort(newest);
+    const gone = agents.filter((a) => !a.live).sort(newest);
+    const folded = gone.length
+      ? h("details", { class: "gone-agents", "data-gone": String(gone.length) },
+        h("summary", {}, `${gone.length} agent${gone.length === 1 ? "" : "s"} not live`),
+        h("div", { class: "cards" }))
+      : null;
+    if (folded) {
+      folded.addEventListener("toggle", () => {
+        const cards = folded.querySelector(".cards");
+        if (folded.open && !cards.childElementCount) cards.append(...gone.map((agent) => agentCard(agent, signal)));
+      });
+    }
     replace(body,
-      h("p", { class: "small muted" }, `${agents.length} agent${agents.length === 1 ? "" : "s"}, ${live} live. `,
+      h("p", { class: "small muted" }, `${agents.length} agent${agents.length === 1 ? "" : "s"}, ${live.length} live. `,
         "Live: a heartbeat within the last few heartbeat periods."),
-      h("div", { class: "cards" }, agents.map((agent) => agentCard(agent, signal))));
+      live.length
+        ? h("div", { class: "cards" }, live.map((agent) => agentCard(agent, signal)))
+        : notice("No agent is live: start one with `benchstack worker inference`."),
+      folded);
   } catch (err) {
     if (!signal.aborted) replace(body, notice(err.message, "error"));
   }
