@@ -172,7 +172,10 @@ class TrainingType:
         if (report or {}).get("kind") != "training" or not isinstance(document, dict):
             return None
         return cls(
-            settings=[TrainingSettingType(key=k, label=lbl, value=v) for k, lbl, v in setting_pairs(document)],
+            settings=[
+                TrainingSettingType(key=k, label=lbl, value=v)
+                for k, lbl, v in setting_pairs(document)
+            ],
             statistics=TrainingStatisticsType.from_dict(document.get("statistics") or {}),
             host=TrainingHostType.from_dict(document.get("host")),
             workers=workers_of(document),

@@ -13,11 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import (  # noqa: F401  (fixtures, re-used by name)
-    GraphQLClient,
-    torch_client,
-    torch_stack,
-)
+from tests.integration.conftest import GraphQLClient
 from tests.services.api.web.conftest import watched_page
 from tests.support.ephemeral import EphemeralStack
 from tests.support.web import sign_in
