@@ -2,10 +2,12 @@
 the run page shows what it trained with (not a LoadGen scenario), images/s with its 95 %
 interval and the host's state, and charts of its step times and progress lines; a compare
 of a 64 px and a 224 px run names the image size as the setting that differs and puts
-each run's images/s beside its interval. Screenshots go to /tmp/web-shots/."""
+each run's images/s beside its interval; a training scaling over 1 and 2 agents draws its
+speedup and E(N). Screenshots go to /tmp/web-shots/."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from services.stack.manager import ENTRY_MODULE, ServiceSpec
 from tests.integration.conftest import GraphQLClient
 from tests.services.api.web.conftest import watched_page
 from tests.support.ephemeral import EphemeralStack
@@ -151,3 +154,84 @@ def test_training_run_page_and_a_compare_of_64_and_224_px(
     bars = rendered(page, "compare-images")
     assert bars.evaluate("el => el.data[0].y.length") == 2
     page.screenshot(path=str(SHOTS / "training-compare.png"), full_page=True)
+
+
+SUBMIT_SCALING = """
+mutation($input: SubmitTrainingScalingInput!) {
+  submitTrainingScaling(input: $input) {
+    __typename ... on TrainingScaling { groupId } ... on UserError { message field }
+  }
+}
+"""
+SCALING = """
+query($id: String!) {
+  trainingScaling(groupId: $id) {
+    state stopped
+    points { worldSize speedup efficiency ranks { evaluation { id } } }
+  }
+}
+"""
+
+
+@pytest.fixture
+def second_torch_agent(
+    torch_stack: EphemeralStack, torch_client: GraphQLClient
+) -> Iterator[GraphQLClient]:
+    """A second torch worker beside the stack's, for a gang of two."""
+    argv = [sys.executable, "-m", ENTRY_MODULE, "worker", "inference", "--framework", "torch"]
+    second = torch_stack.start_services([ServiceSpec("inference-torch-2", argv)], name="second")
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            agents = torch_client("{ agents { framework } }")["agents"]
+            if sum(a["framework"] == "torch" for a in agents) >= 2:
+                break
+            assert time.monotonic() < deadline, torch_stack.logs()
+            time.sleep(0.3)
+        yield torch_client
+    finally:
+        second.stop(grace_s=10)
+
+
+def test_a_training_scaling_page_draws_speedup_and_efficiency(
+    torch_page: Any, torch_stack: EphemeralStack, second_torch_agent: GraphQLClient
+) -> None:
+    from playwright.sync_api import expect
+
+    SHOTS.mkdir(exist_ok=True)
+    client = second_torch_agent
+    evaluation = {
+        "model": "resnet18",
+        "framework": "torch",
+        "batchSize": 2,
+        "training": {"steps": 3, "warmup": 1, "imageSize": 32},
+    }
+    given = {"worldSizes": [1, 2], "evaluation": evaluation}
+    created = client(SUBMIT_SCALING, {"input": given})["submitTrainingScaling"]
+    assert created["__typename"] == "TrainingScaling", created
+    group = created["groupId"]
+    deadline = time.monotonic() + 240
+    while True:
+        scaling = client(SCALING, {"id": group})["trainingScaling"]
+        if scaling["state"] != "running":
+            break
+        assert time.monotonic() < deadline, scaling
+        time.sleep(1.0)
+    assert scaling["state"] == "done", scaling
+    efficiency = [p["efficiency"] for p in scaling["points"]]
+    assert efficiency[0] == pytest.approx(1.0) and efficiency[1] is not None
+
+    page = torch_page
+    sign_in(page, client.token)
+    # A rank's page links to its scaling.
+    rank = scaling["points"][1]["ranks"][0]["evaluation"]["id"]
+    page.goto(f"/#/evaluations/{rank}")
+    page.get_by_role("link", name="its scaling across world sizes").click()
+    chart = rendered(page, "training-scaling")
+    assert chart.get_attribute("data-points") == "2"
+    assert chart.evaluate("el => el.data[0].x") == [1, 2]
+    drawn = chart.evaluate("el => el.data[2].y")
+    assert drawn == pytest.approx(efficiency)
+    row = page.locator('tr[data-world-size="2"]')
+    expect(row.locator("td").nth(4)).to_have_text(f"{efficiency[1]:.2f}".rstrip("0").rstrip("."))
+    page.screenshot(path=str(SHOTS / "training-scaling.png"), full_page=True)

@@ -104,7 +104,10 @@ function chartCard(measured) {
     showlegend: true,
     xaxis: { title: { text: "Workers N" }, tickvals: sizes },
     yaxis: { title: { text: "Speedup" }, rangemode: "tozero" },
-    yaxis2: { title: { text: "Efficiency E(N)" }, overlaying: "y", side: "right", range: [0, 1.2], showgrid: false },
+    yaxis2: {
+      title: { text: "Efficiency E(N)" }, overlaying: "y", side: "right", range: [0, 1.2], showgrid: false,
+      tickmode: "array", tickvals: [0, 0.25, 0.5, 0.75, 1],
+    },
     margin: { l: 60, r: 60, t: 36, b: 48 },
   }).then(() => {
     box.dataset.points = String(sizes.length);
