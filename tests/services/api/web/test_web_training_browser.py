@@ -167,7 +167,7 @@ SCALING = """
 query($id: String!) {
   trainingScaling(groupId: $id) {
     state stopped
-    points { worldSize speedup efficiency ranks { evaluation { id } } }
+    points { worldSize speedup efficiency ranks { rank hostBusy evaluation { id } } }
   }
 }
 """
@@ -234,4 +234,13 @@ def test_a_training_scaling_page_draws_speedup_and_efficiency(
     assert drawn == pytest.approx(efficiency)
     row = page.locator('tr[data-world-size="2"]')
     expect(row.locator("td").nth(4)).to_have_text(f"{efficiency[1]:.2f}".rstrip("0").rstrip("."))
+    # Each rank's host state as stored: BUSY beside the ranks whose host was busy.
+    for point in scaling["points"]:
+        for member in point["ranks"]:
+            cell = page.locator(
+                f'tr[data-world-size="{point["worldSize"]}"] [data-rank="{member["rank"]}"]'
+            )
+            expect(cell.get_by_text("BUSY", exact=True)).to_have_count(
+                1 if member["hostBusy"] else 0
+            )
     page.screenshot(path=str(SHOTS / "training-scaling.png"), full_page=True)

@@ -250,7 +250,7 @@ query TrainingScaling($id: String!) {
     groupId worldSizes state stopped
     points {
       worldSize state imagesPerSecond standardError speedup efficiency weightsAgree
-      ranks { rank runId imagesPerSecond evaluation { id state reason agentId modelName modelVersion } }
+      ranks { rank runId imagesPerSecond hostBusy evaluation { id state reason agentId modelName modelVersion } }
     }
   }
 }`;

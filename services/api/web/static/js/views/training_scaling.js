@@ -70,10 +70,13 @@ function table(scaling) {
             h("td", { class: "num", "data-efficiency": p.efficiency ?? "" }, number(p.efficiency, 2)),
             h("td", {}, p.weightsAgree === null || p.weightsAgree === undefined ? DASH : p.weightsAgree ? "yes" : "NO"),
             h("td", {}, p.ranks.map((r) =>
-              h("div", {}, h("a", { href: `#/evaluations/${r.evaluation.id}` }, `rank ${r.rank}`), " ", stateBadge(r.evaluation.state))))))))),
+              h("div", { "data-rank": r.rank },
+                h("a", { href: `#/evaluations/${r.evaluation.id}` }, `rank ${r.rank}`), " ", stateBadge(r.evaluation.state),
+                r.hostBusy ? [" ", h("span", { class: "badge tone-bad", title: "other processes kept this rank's host busy" }, "BUSY")] : null)))))))),
     h("p", { class: "small muted" },
       "Images/s = N × batch / rank 0's mean step time (± its delta-method standard error); speedup and ",
-      "E(N) = speedup / (N / N₀) against the smallest world size N₀ measured."));
+      "E(N) = speedup / (N / N₀) against the smallest world size N₀ measured. ",
+      "BUSY beside a rank: other processes kept its host busy, so that point is not one to quote."));
 }
 
 function chartCard(measured) {
