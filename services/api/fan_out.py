@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.workloads.training.summary import images_interval, setting_pairs
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.models import Run
 from shared.db.states import FINAL_STATES, EvaluationState
@@ -56,6 +57,29 @@ class FanOutRow:
     latency_p99_low_ms: float | None = None
     latency_p99_high_ms: float | None = None
     interval_reason: str = ""
+    # What was measured: "loadgen", or "training", whose samples/s are images/s (batch /
+    # mean step time), its interval images/s +/- t x its standard error, and which states
+    # the settings it trained with ("image_size=224", ...) and has no latencies.
+    workload: str = "loadgen"
+    training_settings: list[str] = field(default_factory=list)
+    jitter_images_per_second: float | None = None
+    mean_step_ms: float | None = None
+
+
+def _training(report: dict[str, Any]) -> dict[str, Any]:
+    """A training run's row fields: its settings, its images/s interval and step figures."""
+    document = report.get("training") or {}
+    statistics = document.get("statistics") or {}
+    interval = images_interval(statistics)
+    mean_step = statistics.get("mean_step_s")
+    return {
+        "training_settings": [f"{key}={value}" for key, _, value in setting_pairs(document)],
+        "samples_per_second_low": interval.low,
+        "samples_per_second_high": interval.high,
+        "interval_reason": interval.reason,
+        "jitter_images_per_second": statistics.get("jitter_images_per_s"),
+        "mean_step_ms": None if mean_step is None else float(mean_step) * 1000.0,
+    }
 
 
 def _intervals(report: dict[str, Any]) -> dict[str, Any]:
@@ -159,8 +183,13 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> F
         stability=(str((report.get("stability") or {}).get("verdict") or "UNKNOWN") if run else ""),
         overlapped=bool((report.get("host") or {}).get("overlapped")) if run else None,
         host_busy=bool((report.get("host") or {}).get("busy")) if run else None,
-        **(_intervals(report) if run is not None else {}),
+        workload=evaluation.workload or "loadgen",
+        **(_figures_of(report) if run is not None else {}),
     )
+
+
+def _figures_of(report: dict[str, Any]) -> dict[str, Any]:
+    return _training(report) if report.get("kind") == "training" else _intervals(report)
 
 
 def load_comparison(session: Session, *, owner_id: int, group_id: str) -> FanOutComparison | None:
@@ -183,9 +212,11 @@ def load_comparison(session: Session, *, owner_id: int, group_id: str) -> FanOut
         build_row(e, runs.get(e.id), agents.get(e.agent_id or pinned_agent(e))) for e in evaluations
     ]
     first = evaluations[0]
+    # A training fan-out ran no LoadGen scenario (its evaluations keep a default one).
+    training = first.workload == "training"
     return FanOutComparison(
         group_id=group_id,
         model=f"{first.model_name}:{first.model_version}",
-        scenario=str(first.scenario.get("scenario", "")),
+        scenario="training" if training else str(first.scenario.get("scenario", "")),
         rows=rows,
     )

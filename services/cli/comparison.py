@@ -30,9 +30,20 @@ def _hardware(row: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _is_training(row: dict[str, Any]) -> bool:
+    return row.get("workload") == "training"
+
+
 def _verdict(row: dict[str, Any]) -> str:
     if row["state"] != "SUCCEEDED":
         return f"[red]{row['state']}[/]: {escape(row['reason'])}" if row["reason"] else row["state"]
+    if _is_training(row):
+        # Training steps are timed, not judged by LoadGen: the host's state is the verdict.
+        text = f"[green]{row['validity']}[/]"
+        if row.get("overlapped"):
+            text += " [bold red]overlapped another measurement on its host[/]"
+        text += " [bold red]BUSY[/]" if row.get("hostBusy") else " host quiet"
+        return text
     validity = "[green]VALID[/]" if row["validity"] == "VALID" else f"[red]{row['validity']}[/]"
     stable = row["stability"]
     text = f"{validity} " + (
@@ -60,6 +71,9 @@ VERDICT_FIGURES = (
     ("samples/s", "samplesPerSecondLow", "samplesPerSecondHigh", "samplesPerSecond"),
     ("p99 ms (SUT clock)", "latencyP99LowMs", "latencyP99HighMs", "latencyP99Ms"),
 )
+TRAINING_VERDICT_FIGURES = (
+    ("images/s", "samplesPerSecondLow", "samplesPerSecondHigh", "samplesPerSecond"),
+)
 # Pairs are said for at most this many rows (a fan-out reaches every matching agent).
 MAX_PAIRED_ROWS = 10
 
@@ -67,7 +81,13 @@ MAX_PAIRED_ROWS = 10
 def _interval(row: dict[str, Any], low: str, high: str, value: str) -> Interval:
     if row["state"] != "SUCCEEDED":
         return Interval(estimate=None, reason=f"{row['state']}: no run")
-    if row["validity"] != "VALID":
+    if _is_training(row):
+        # Measured, not LoadGen-judged: no verdict on a run whose host was not its own.
+        if row.get("hostBusy"):
+            return Interval(estimate=None, reason="BUSY: other processes kept its host busy")
+        if row.get("overlapped"):
+            return Interval(estimate=None, reason="another measurement overlapped it")
+    elif row["validity"] != "VALID":
         return Interval(estimate=None, reason=f"{row['validity']}: LoadGen did not judge it")
     if row.get(low) is None or row.get(high) is None:
         return Interval(estimate=row.get(value), reason=row.get("intervalReason") or "no interval")
@@ -82,7 +102,10 @@ def pair_verdicts(comparison: dict[str, Any]) -> list[dict[str, str]]:
     found = []
     for i, a in enumerate(rows):
         for b in rows[i + 1 :]:
-            for name, low, high, value in VERDICT_FIGURES:
+            # Training runs have images/s and no latencies.
+            training = _is_training(a) or _is_training(b)
+            figures = TRAINING_VERDICT_FIGURES if training else VERDICT_FIGURES
+            for name, low, high, value in figures:
                 verdict, why = differ(
                     _interval(a, low, high, value), _interval(b, low, high, value)
                 )
@@ -110,7 +133,8 @@ CSV_COLUMNS = (
     "framework_version", "device", "threads", "state", "run_id", "validity", "stability",
     "samples_per_second", "samples_per_second_low", "samples_per_second_high",
     "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_low_ms",
-    "latency_p99_high_ms", "interval_reason",
+    "latency_p99_high_ms", "interval_reason", "workload", "training_settings",
+    "jitter_images_per_second", "mean_step_ms",
 )  # fmt: skip
 
 
@@ -130,7 +154,9 @@ def write_comparison_csv(comparison: dict[str, Any], path: Path) -> int:
                     _csv(row.get("samplesPerSecondHigh")), _csv(row["latencyP50Ms"]),
                     _csv(row["latencyP90Ms"]), _csv(row["latencyP99Ms"]),
                     _csv(row.get("latencyP99LowMs")), _csv(row.get("latencyP99HighMs")),
-                    row.get("intervalReason") or "",
+                    row.get("intervalReason") or "", row.get("workload") or "loadgen",
+                    ";".join(row.get("trainingSettings") or []),
+                    _csv(row.get("jitterImagesPerSecond")), _csv(row.get("meanStepMs")),
                 ]
             )  # fmt: skip
     return len(comparison["rows"])
@@ -140,9 +166,62 @@ def _csv(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
 
+def differing_settings(rows: list[dict[str, Any]]) -> list[str]:
+    """The training settings ("image_size", ...) whose values are not the same in every row
+    that states them, in the order the rows state them."""
+    values: dict[str, set[str]] = {}
+    for row in rows:
+        for pair in row.get("trainingSettings") or []:
+            key, _, value = pair.partition("=")
+            values.setdefault(key, set()).add(value)
+    return [key for key, seen in values.items() if len(seen) > 1]
+
+
+def _setting(row: dict[str, Any], keys: list[str]) -> str:
+    stated = dict(pair.partition("=")[::2] for pair in row.get("trainingSettings") or [])
+    return ", ".join(f"{key}={stated.get(key, '—')}" for key in keys) or "the same"
+
+
+def training_table(comparison: dict[str, Any]) -> Table:
+    """A training fan-out: the settings that differ, images/s with its 95 % interval,
+    jitter and the mean step; no LoadGen columns (training runs have no latencies)."""
+    rows = comparison["rows"]
+    differ_keys = differing_settings(rows)
+    table = Table(
+        title=f"comparison {comparison['id']}: {comparison['model']}, training",
+        title_justify="left",
+    )
+    for name, justify in (
+        ("agent", "left"),
+        ("hardware", "left"),
+        ("framework", "left"),
+        ("settings that differ", "left"),
+        ("images/s [95 %]", "right"),
+        ("jitter", "right"),
+        ("mean step ms", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(
+            row["agentId"] or row["hostname"],
+            _hardware(row),
+            f"{row['framework']} {row['frameworkVersion']} on {row['device']}",
+            _setting(row, differ_keys),
+            figure(row["samplesPerSecond"], ".1f")
+            + _bracket(row, "samplesPerSecondLow", "samplesPerSecondHigh", ".1f"),
+            figure(row.get("jitterImagesPerSecond"), ".2f"),
+            figure(row.get("meanStepMs"), ".2f"),
+            _verdict(row),
+        )
+    return table
+
+
 def comparison_table(comparison: dict[str, Any]) -> Table:
     """Rows in the order the agents were matched; the fastest is not reordered to the top,
     so that repeated comparisons line up."""
+    if comparison["rows"] and all(_is_training(row) for row in comparison["rows"]):
+        return training_table(comparison)
     table = Table(
         title=f"comparison {comparison['id']}: {comparison['model']}, {comparison['scenario']}",
         title_justify="left",

@@ -49,13 +49,20 @@ SIZE_ARGUMENTS = ("first", "limit")
 # The length assumed for a list field without a size argument, and for some that are
 # known to run shorter or longer (an evaluation has one run, or a few when repeated).
 LIST_GUESS = 10
-LIST_SIZES = {("Evaluation", "runs"): 2, ("Run", "metrics"): 30, ("Run", "layers"): 50}
+LIST_SIZES = {
+    ("Evaluation", "runs"): 2,
+    ("Run", "metrics"): 30,
+    ("Run", "layers"): 50,
+    ("Training", "settings"): 12,
+}
 # Lists whose length their parent's size argument already counts.
 COUNTED_BY_PARENT = {
     ("EvaluationPage", "items"),
     ("LatencySample", "latenciesMs"),
     ("LatencySample", "cumulativeFractions"),
     ("TraceTimeline", "spans"),
+    ("TrainingStepTimes", "steps"),
+    ("TrainingStepTimes", "seconds"),
 }
 # Fields returning whole documents: about this many scalar fields' worth each.
 HEAVY = {("Run", "report"): 200, ("Run", "environment"): 50, ("Evaluation", "manifest"): 20}

@@ -23,7 +23,9 @@ def compare(
     ),
 ) -> None:
     """Print one row per agent of a fan-out: hardware, framework, threads, figures with
-    their 95 % intervals, and whether each pair differs beyond its intervals."""
+    their 95 % intervals, and whether each pair differs beyond its intervals. A training
+    fan-out shows images/s with its interval, jitter, mean step and the settings that
+    differ instead of LoadGen's columns."""
     from services.cli.comparison import (
         comparison_table,
         verdict_lines,

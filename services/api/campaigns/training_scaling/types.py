@@ -21,6 +21,8 @@ class ScalingRankType:
     run_id: str | None
     # This rank's own figure: the gang's images/s as its step times give it.
     images_per_second: float | None
+    # Other processes kept this rank's host busy while it measured (null: not measured).
+    host_busy: bool | None
 
 
 @strawberry.type(name="ScalingPoint")
@@ -42,12 +44,14 @@ class ScalingPointType:
         ranks = []
         for evaluation, run in point.ranks:
             statistics = training_of(run).get("statistics") or {}
+            busy = (training_of(run).get("host") or {}).get("busy")
             ranks.append(
                 ScalingRankType(
                     rank=int((evaluation.group_info or {}).get("rank", 0)),
                     evaluation=EvaluationType.from_row(evaluation),
                     run_id=run.id if run is not None else None,
                     images_per_second=images_per_second_of(statistics),
+                    host_busy=None if busy is None else bool(busy),
                 )
             )
         return cls(

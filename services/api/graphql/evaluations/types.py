@@ -19,6 +19,7 @@ from services.api.graphql.evaluations.charts import (
     load_timeline,
 )
 from services.api.graphql.evaluations.roofline_types import RooflineType
+from services.api.graphql.evaluations.training_types import TrainingType
 from services.api.graphql.scalars import to_json
 from services.api.run_charts import (
     DEFAULT_LATENCY_POINTS,
@@ -143,6 +144,9 @@ class RunType:
     roofline: RooflineType | None
     # The Chrome/Perfetto trace JSON stored with the run; null without a trace level.
     trace_file: LogLink | None
+    # A training run's settings, images/s with its interval, step times and progress
+    # lines (services/workloads/training/summary.py); null for every other kind of run.
+    training: TrainingType | None
     # Logical file name -> object key: what the chart fields below read.
     log_keys: strawberry.Private[dict[str, str]]
 
@@ -203,8 +207,14 @@ class RunType:
             layers=[LayerType.from_dict(r) for r in (profile or {}).get("layers", [])],
             roofline=RooflineType.from_dict((profile or {}).get("roofline")),
             trace_file=next((link for link in links if link.name == TRACE_FILE), None),
+            training=TrainingType.from_report(row.report),
             log_keys={str(k): str(v) for k, v in log_keys.items()},
         )
+
+
+def _group_kind(info: dict[str, Any] | None) -> str | None:
+    kind = (info or {}).get("kind")
+    return None if kind is None else str(kind)
 
 
 @strawberry.type(name="Evaluation")
@@ -221,6 +231,11 @@ class EvaluationType:
     dataset: str
     samples: int | None
     trace_level: str
+    # What was measured (services/workloads/<name>: "loadgen", "training", "bricks", ...)
+    # and the options the submission gave it (null: none); a training evaluation's
+    # scenario is not used.
+    workload: str
+    workload_options: JSON | None
     # How the model's images are prepared: the stored manifest's Input.fidelity
     # ("reference": torchvision's bits; "fast": at most one level off).
     preprocessing: str
@@ -233,6 +248,8 @@ class EvaluationType:
     run_id: str | None
     # The fan-out this evaluation belongs to (compare(groupId)); null for a single one.
     group_id: str | None
+    # What kind of group: "training-scaling", "sweep", ...; null for a fan-out or none.
+    group_kind: str | None
     shards_total: int
     shards_ready: int
     preprocess_reused: bool
@@ -275,6 +292,8 @@ class EvaluationType:
             dataset=row.dataset,
             samples=row.dataset_count,
             trace_level=row.trace_level,
+            workload=row.workload or "loadgen",
+            workload_options=to_json(row.workload_options) if row.workload_options else None,
             preprocessing=stored_fidelity(row.manifest),
             threads=row.threads,
             constraints=to_json(row.constraints),
@@ -282,6 +301,7 @@ class EvaluationType:
             agent_id=row.agent_id,
             run_id=row.run_id,
             group_id=row.group_id,
+            group_kind=_group_kind(row.group_info),
             shards_total=row.shards_total,
             shards_ready=row.shards_ready,
             preprocess_reused=row.preprocess_reused,

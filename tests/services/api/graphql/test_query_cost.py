@@ -14,6 +14,7 @@ from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY, operation_cost
 from services.api.graphql.schema import OperationLimits, schema
 from services.api.run_charts import MAX_LATENCY_POINTS, MAX_TRACE_SPANS
+from services.workloads.training.summary import MAX_LOG_LINES, MAX_STEP_POINTS
 from tests.services.api.conftest import Api
 
 QUERIES_JS = (
@@ -55,9 +56,15 @@ def ui_queries() -> dict[str, str]:
 
 
 def test_the_web_ui_s_queries_cost_less_than_the_limit_even_at_the_largest_sizes() -> None:
-    largest = {"first": 200, "points": MAX_LATENCY_POINTS, "spans": MAX_TRACE_SPANS}
+    largest = {
+        "first": 200,
+        "points": MAX_LATENCY_POINTS,
+        "spans": MAX_TRACE_SPANS,
+        "lines": MAX_LOG_LINES,
+    }
     queries = ui_queries()
-    assert {"Evaluations", "RunCharts", "Compared"} <= set(queries)
+    assert {"Evaluations", "RunCharts", "Compared", "TrainingCharts"} <= set(queries)
+    assert MAX_STEP_POINTS <= MAX_LATENCY_POINTS  # "points" stands for both at their largest
     for name, query in queries.items():
         assert cost(query, largest) < OperationLimits().max_cost, name
 

@@ -16,6 +16,8 @@ from tests.integration.conftest import (  # noqa: F401  (fixtures and hook, re-u
     make_token,
     pytest_runtest_makereport,
     running_stack,
+    torch_client,
+    torch_stack,
 )
 from tests.support.ephemeral import EphemeralStack
 

@@ -115,14 +115,34 @@ def test_missing_data_folder_names_the_option(data_dir: Path, tmp_path: Path) ->
 
 
 def test_time_to_quality_reports_each_run_and_the_olympic_score(data_dir: Path) -> None:
-    result = CliRunner().invoke(app, ["train", "digits", "--target-top1", "0.5", "--runs", "3"])
+    result = CliRunner().invoke(app, ["train", "digits", "--target-top1", "0.5", "--runs", "5"])
     assert result.exit_code == 0, result.output
-    assert result.output.count("reached in") == 3
-    assert "olympic score" in result.output
+    assert result.output.count("reached in") == 5
+    (path,) = (data_dir / "training").glob("digits-ttq-*.json")
+    record = json.loads(path.read_text())
+    walls = sorted(r["wall_s"] for r in record["runs"])
+    assert record["olympic_score_s"] == pytest.approx(sum(walls[1:-1]) / 3)
+    assert f"olympic score {record['olympic_score_s']:.2f} s" in result.output
+    assert record["hyperparameters"]["opt_name"] == "adam" and record["target_top1"] == 0.5
+    for run in record["runs"]:
+        keys = [e["key"] for e in run["mllog"]]
+        assert keys.count("eval_accuracy") == run["epochs"] and keys[-1] == "run_stop"
+        assert run["mllog"][-1]["metadata"] == {"status": "success"}
+    lines = path.with_suffix(".mllog").read_text().splitlines()
+    assert len(lines) == sum(len(r["mllog"]) for r in record["runs"])
+    assert all(line.startswith(":::MLLOG {") for line in lines)
+
+
+def test_fewer_than_five_runs_get_a_record_but_no_olympic_score(data_dir: Path) -> None:
+    result = CliRunner().invoke(app, ["train", "digits", "--target-top1", "0.5", "--runs", "2"])
+    assert result.exit_code == 0, result.output
+    assert "no olympic score: 2 runs: the olympic score needs 5 or more" in result.output
+    (path,) = (data_dir / "training").glob("digits-ttq-*.json")
+    assert json.loads(path.read_text())["olympic_score_s"] is None
 
 
 def test_too_few_runs_names_the_option(data_dir: Path) -> None:
-    result = CliRunner().invoke(app, ["train", "digits", "--target-top1", "0.5", "--runs", "2"])
+    result = CliRunner().invoke(app, ["train", "digits", "--target-top1", "0.5", "--runs", "0"])
     assert result.exit_code == 1 and "--runs" in result.output
 
 

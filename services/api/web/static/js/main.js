@@ -1,6 +1,6 @@
 // Entry point: the token form and a hash router (#/, #/new, #/evaluations/<id>,
 // #/compare?ids=a,b or ?group=g, #/sweeps/<group>, #/find-peak/<group>, #/repeats/<group>,
-// #/agents, #/models).
+// #/training-scaling/<group>, #/agents, #/models).
 // Each navigation aborts the previous view's signal so its timers and sockets stop.
 
 import { TOKEN_KEY, getToken, setToken } from "./api.js";
@@ -13,6 +13,7 @@ import { renderModels } from "./views/models.js";
 import { renderRepeats } from "./views/repeats.js";
 import { renderSubmit } from "./views/submit.js";
 import { renderSweep } from "./views/sweep.js";
+import { renderTrainingScaling } from "./views/training_scaling.js";
 
 const main = document.getElementById("main");
 let current = new AbortController();
@@ -49,6 +50,12 @@ const ROUTES = [
     nav: "list",
     title: "Repeats",
     render: (signal, id) => renderRepeats(main, signal, id),
+  },
+  {
+    pattern: /^#\/training-scaling\/([\w-]+)$/,
+    nav: "list",
+    title: "Training scaling",
+    render: (signal, id) => renderTrainingScaling(main, signal, id),
   },
   { pattern: /^#\/agents$/, nav: "agents", title: "Agents", render: (signal) => renderAgents(main, signal) },
   { pattern: /^#\/models$/, nav: "models", title: "Models", render: (signal) => renderModels(main, signal) },

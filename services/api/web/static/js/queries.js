@@ -11,6 +11,20 @@ const CONFIDENCE = `
   }
 `;
 
+// A training run's figures (Run.training): its settings, images/s with its 95 % interval,
+// and whether its host was busy.
+const TRAINING = `
+  training {
+    workers peakRssBytes cudaMaxAllocatedBytes
+    settings { key label value }
+    statistics {
+      steps imagesPerSecond standardError low high intervalReason intervalMethod jitter
+      meanStepMs medianStepMs standardErrorStepMs totalImages totalS dataShare
+    }
+    host { busy busyReason overlapped exclusive waitedForHostS threads }
+  }
+`;
+
 const RUN_SUMMARY = `
   id validity samplesPerSecond
   metrics { name value unit }
@@ -22,7 +36,7 @@ query Evaluations($where: EvaluationFilter, $first: Int!, $after: String) {
   evaluations(where: $where, first: $first, after: $after) {
     totalCount nextCursor
     items {
-      id state modelName modelVersion framework scenario batchSize createdAt done groupId
+      id state modelName modelVersion framework scenario batchSize createdAt done groupId workload
       runs { ${RUN_SUMMARY} }
     }
   }
@@ -33,11 +47,12 @@ query Evaluation($id: String!) {
   evaluation(id: $id) {
     id state reason done modelName modelVersion framework device scenario batchSize
     dataset samples traceLevel preprocessing threads queue agentId shardsTotal shardsReady
-    preprocessReused createdAt updatedAt finishedAt
+    preprocessReused createdAt updatedAt finishedAt workload workloadOptions groupId groupKind
     runs {
       ${RUN_SUMMARY}
       frameworkVersion scenario mode batchSize dataset preprocessReused environment
       ${CONFIDENCE}
+      ${TRAINING}
       logs { name url }
     }
   }
@@ -96,17 +111,38 @@ query RunCharts($id: String!, $points: Int!, $spans: Int!) {
   }
 }`;
 
+// What a training run's charts draw: its step times (bounded server-side, with the count
+// kept) and its progress lines (the loss).
+export const STEP_POINTS = 2000;
+export const LOG_LINES = 500;
+
+export const TRAINING_CHARTS = `
+query TrainingCharts($id: String!, $points: Int!, $lines: Int!) {
+  evaluation(id: $id) {
+    id
+    runs {
+      id
+      training {
+        statistics { meanStepMs medianStepMs }
+        stepTimes(limit: $points) { totalCount steps seconds downsampled method }
+        log(limit: $lines) { step imagesPerSecond standardError jitter loss }
+      }
+    }
+  }
+}`;
+
 // One evaluation as the compare page shows it: settings, figures, verdicts, its CDF.
 export const COMPARED = `
 query Compared($id: String!, $points: Int!) {
   evaluation(id: $id) {
     id state modelName modelVersion framework device scenario batchSize dataset samples
-    traceLevel agentId groupId createdAt
+    traceLevel agentId groupId createdAt workload workloadOptions
     runs {
       id validity stability samplesPerSecond frameworkVersion
       metrics { name value unit }
       settings
       ${CONFIDENCE}
+      ${TRAINING}
       latencySample(limit: $points) { totalCount latenciesMs cumulativeFractions downsampled method }
     }
   }
@@ -204,6 +240,17 @@ query Repeats($id: String!) {
       basis units level
       samplesPerSecond { ${INTERVAL} } latencyMean { ${INTERVAL} } latencyP50 { ${INTERVAL} }
       latencyP90 { ${INTERVAL} } latencyP99 { ${INTERVAL} }
+    }
+  }
+}`;
+
+export const TRAINING_SCALING = `
+query TrainingScaling($id: String!) {
+  trainingScaling(groupId: $id) {
+    groupId worldSizes state stopped
+    points {
+      worldSize state imagesPerSecond standardError speedup efficiency weightsAgree
+      ranks { rank runId imagesPerSecond hostBusy evaluation { id state reason agentId modelName modelVersion } }
     }
   }
 }`;

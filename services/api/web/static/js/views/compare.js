@@ -11,6 +11,7 @@ import {
 } from "../format.js";
 import { COMPARED, GROUP, LATENCY_POINTS } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { hostBadge, imagesInterval, isTraining, trainingSettings } from "./training.js";
 
 export const MAX_COMPARED = 8;
 const ID = /^[\w-]{1,64}$/;
@@ -113,6 +114,7 @@ async function wantedIds(params, notes) {
 // Every setting a reader may want to line up, as text (missing: "—").
 function settingsOf(e) {
   const run = latestRun(e);
+  if (isTraining(e, run)) return trainingSettingsOf(e, run);
   const pairs = [
     ["Model", `${e.modelName} ${e.modelVersion}`],
     ["Framework", `${e.framework}${run?.frameworkVersion ? ` ${run.frameworkVersion}` : ""}`],
@@ -132,6 +134,19 @@ function settingsOf(e) {
     ["Threads", appliedThreads(run)],
     ["Agent", e.agentId ?? DASH],
   );
+  return new Map(pairs.map(([k, v]) => [k, v ?? DASH]));
+}
+
+// A training evaluation's: what it trained with, not a LoadGen scenario it never ran.
+function trainingSettingsOf(e, run) {
+  const pairs = [
+    ["Model", `${e.modelName} ${e.modelVersion}`],
+    ["Framework", `${e.framework}${run?.frameworkVersion ? ` ${run.frameworkVersion}` : ""}`],
+    ["Device", e.device],
+    ["Workload", "training"],
+    ...trainingSettings(e, run).map(([label, value]) => [label, value]),
+    ["Agent", e.agentId ?? DASH],
+  ];
   return new Map(pairs.map(([k, v]) => [k, v ?? DASH]));
 }
 
@@ -158,8 +173,12 @@ function render(body, evaluations, notes) {
       " (copy it to share; the people you share it with see only their own evaluations)."),
     unfinished(evaluations),
     settingsCard(evaluations, settings, keys, differs, labels),
-    figuresCard(evaluations, labels),
-    chartsCard(evaluations, labels));
+    ...(evaluations.some((e) => isTraining(e, latestRun(e)))
+      ? [trainingFiguresCard(evaluations, labels), trainingChartsCard(evaluations, labels)]
+      : []),
+    ...(evaluations.some((e) => !isTraining(e, latestRun(e)))
+      ? [figuresCard(evaluations, labels), chartsCard(evaluations, labels)]
+      : []));
 }
 
 function unfinished(evaluations) {
@@ -181,7 +200,7 @@ function settingsCard(evaluations, settings, keys, differs, labels) {
   return h("section", { class: "card", "aria-labelledby": "settings-title" },
     h("h2", { id: "settings-title" }, "Settings"),
     h("p", { class: "small muted" },
-      differs.size ? `${differs.size} setting${differs.size === 1 ? "" : "s"} differ, marked “differs”.` : "Every setting is the same."),
+      differs.size ? `${differs.size} setting${differs.size === 1 ? " differs" : "s differ"}, marked “differs”.` : "Every setting is the same."),
     h("div", { class: "table-wrap" },
       h("table", { class: "compare-table settings" },
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Setting"), columnHeads(evaluations, labels))),
@@ -278,5 +297,88 @@ function chartsCard(evaluations, labels) {
   const barLayout = (title) => ({ xaxis: { type: "category" }, yaxis: { title: { text: title }, rangemode: "tozero" }, margin: { l: 60, r: 16, t: 12, b: 40 } });
   plot(throughput, [bars("samples_per_second")], barLayout("Samples/s"));
   plot(p99, [bars("latency_p99")], barLayout("p99 latency (ms)"));
+  return cardEl;
+}
+
+// A training run's images/s interval as a verdict may use it: none when its host was busy
+// or another measurement overlapped it, whatever was computed.
+function trainingIntervalOf(run) {
+  const t = run?.training;
+  if (!t) return { low: null, high: null, reason: "no training run" };
+  if (t.host?.busy) return { low: null, high: null, reason: "BUSY: other processes kept its host busy" };
+  if (t.host?.overlapped) return { low: null, high: null, reason: "another measurement overlapped it" };
+  const s = t.statistics;
+  return { low: s.low, high: s.high, reason: s.intervalReason };
+}
+
+const TRAINING_FIGURES = [
+  ["images_per_second", "Images/s", (s) => number(s.imagesPerSecond, 1), (s) => imagesInterval(s) ?? `no interval${s.intervalReason ? `: ${s.intervalReason}` : ""}`],
+  ["jitter", "Jitter (images/s)", (s) => number(s.jitter, 2), () => null],
+  ["mean_step", "Mean step (ms)", (s) => number(s.meanStepMs, 2), (s) => `median ${number(s.medianStepMs, 2)} ms`],
+  ["data_share", "Data share (%)", (s) => (s.dataShare === null || s.dataShare === undefined ? DASH : number(s.dataShare * 100, 2)), () => null],
+  ["steps", "Measured steps", (s) => number(s.steps, 0), () => null],
+];
+
+function trainingFiguresCard(evaluations, labels) {
+  const runs = evaluations.map(latestRun);
+  const versus = runs.slice(1).map((run, i) => [run, labels[i + 1]]);
+  const verdict = h("td", { class: "beyond" },
+    versus.map(([run, label]) => {
+      const [said, why] = differVerdict(trainingIntervalOf(runs[0]), trainingIntervalOf(run));
+      const tone = said === "differ" ? "tone-warn" : said === "cannot say" ? "tone-muted" : "tone-ok";
+      return h("div", { "data-versus": label, "data-beyond": said, title: why },
+        versus.length > 1 ? `${label}: ` : null, h("span", { class: `badge ${tone}` }, said),
+        h("div", { class: "small muted" }, why));
+    }));
+  const blank = () => h("td", {});
+  const row = ([name, label, value, below]) =>
+    h("tr", { "data-metric": name },
+      h("th", { scope: "row" }, label),
+      runs.map((run) => {
+        const s = run?.training?.statistics;
+        if (!s) return h("td", { class: "num" }, DASH);
+        const under = below(s);
+        return h("td", { class: "num" }, value(s),
+          under ? h("div", { class: "small muted", "data-interval": name === "images_per_second" && imagesInterval(s) ? "yes" : "no" }, under) : null);
+      }),
+      name === "images_per_second" ? verdict : blank());
+  return h("section", { class: "card", "aria-labelledby": "training-figures-title" },
+    h("h2", { id: "training-figures-title" }, "Training figures"),
+    h("div", { class: "table-wrap" },
+      h("table", { class: "compare-table figures-table training-figures" },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Figure"), columnHeads(evaluations, labels),
+          h("th", { scope: "col" }, `Beyond the 95 % intervals? (vs ${labels[0]})`))),
+        h("tbody", {},
+          h("tr", { "data-verdict": "host" }, h("th", { scope: "row" }, "Host"),
+            runs.map((run) => h("td", {}, run?.training ? hostBadge(run.training) : DASH)), blank()),
+          TRAINING_FIGURES.map(row)))),
+    h("p", { class: "small muted" },
+      "Images/s = batch / mean step time; under it its 95 % interval (images/s ± t × its delta-method standard error). ",
+      "“differ” means the two intervals do not overlap; a BUSY or overlapped run gets no verdict. Hover a verdict for why."));
+}
+
+function trainingChartsCard(evaluations, labels) {
+  const runs = evaluations.map(latestRun);
+  const box = chartBox("compare-images", "Images/s of each training evaluation, with 95 % intervals");
+  const cardEl = h("section", { class: "card chart-card", "aria-labelledby": "compare-training-title" },
+    h("h2", { id: "compare-training-title" }, "Training throughput"),
+    h("figure", {}, box, h("figcaption", {}, "Images/s with its 95 % interval (error bars); hatched: the host was busy")));
+  const stats = runs.map((run) => run?.training?.statistics);
+  plot(box, [{
+    type: "bar",
+    x: evaluations.map((e) => shortId(e.id)),
+    customdata: labels,
+    y: stats.map((s) => s?.imagesPerSecond ?? null),
+    error_y: {
+      type: "data", symmetric: false, visible: true,
+      array: stats.map((s) => (s && s.high !== null && s.high !== undefined ? s.high - s.imagesPerSecond : 0)),
+      arrayminus: stats.map((s) => (s && s.low !== null && s.low !== undefined ? s.imagesPerSecond - s.low : 0)),
+    },
+    marker: {
+      color: evaluations.map((e, i) => SERIES[i % SERIES.length]),
+      pattern: { shape: runs.map((run) => (run?.training?.host?.busy ? "/" : "")), fillmode: "overlay", fgcolor: "#ffffff", solidity: 0.3 },
+    },
+    hovertemplate: "%{customdata}: %{y:.1f} images/s<extra></extra>",
+  }], { xaxis: { type: "category" }, yaxis: { title: { text: "Images/s" }, rangemode: "tozero" }, margin: { l: 60, r: 16, t: 12, b: 40 } });
   return cardEl;
 }

@@ -8,6 +8,7 @@ import {
 import { CANCEL, EVALUATION, EVALUATION_UPDATES } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 import { runChartCards } from "./run_charts.js";
+import { isTraining, trainingChartCards, trainingHeadline, trainingOverview } from "./training.js";
 
 const HEADLINE = [
   ["samples_per_second", "Samples/s", 1],
@@ -116,6 +117,16 @@ async function cancelEvaluation(view, button, errorSlot) {
 
 function renderResults(view, evaluation) {
   const run = latestRun(evaluation);
+  if (isTraining(evaluation, run)) {
+    // Training steps timed: no LoadGen scenario, validity windows or latency charts.
+    const sections = [trainingOverview(evaluation, run)];
+    if (run?.training) {
+      sections.push(trainingHeadline(run), ...trainingChartCards(evaluation, run, view.signal));
+      sections.push(environment(run), metricsTable(run), logs(run));
+    } else if (isFinal(evaluation.state)) sections.push(notice("This evaluation finished without a run.", "info"));
+    replace(view.results, sections);
+    return;
+  }
   const sections = [overview(evaluation)];
   // Two columns below the headline: verdicts beside the environment, then the details.
   if (run) {

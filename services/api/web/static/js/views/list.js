@@ -142,7 +142,7 @@ function row(evaluation) {
           ? [" · ", h("a", { href: `#/compare?group=${encodeURIComponent(evaluation.groupId)}` }, "compare its fan-out")]
           : null)),
     h("td", {}, evaluation.framework),
-    h("td", {}, scenarioName(evaluation.scenario)),
+    h("td", {}, evaluation.workload === "training" ? "training" : scenarioName(evaluation.scenario)),
     h("td", { class: "num" }, evaluation.batchSize),
     h("td", { class: "num", "data-col": "samples-per-second" }, number(run?.samplesPerSecond, 1)),
     h("td", { class: "num" }, number(p90?.value, 3)),
