@@ -233,7 +233,7 @@ function environment(run) {
     ["Memory", bytes(env.memory_bytes)],
     ["GPUs", gpus || "none"],
     ["Python", env.python],
-    ["Framework", `${run.report?.framework?.name ?? DASH} ${run.frameworkVersion ?? ""}`.trim()],
+    ["Framework", `${run.report?.framework?.name ?? run.framework ?? DASH} ${run.frameworkVersion ?? ""}`.trim()],
     ["Key packages", frameworks || DASH],
     ["benchstack", env.benchstack],
   ]));
