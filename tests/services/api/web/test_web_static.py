@@ -72,3 +72,20 @@ def test_plotly_is_served_from_the_plotly_package() -> None:
     assert "window.Plotly = Plotly" in response.text
     # charts.js loads it by this URL (a script element, not an import the test above sees).
     assert f'"{PLOTLY_URL}"' in (STATIC_DIR / "js" / "charts.js").read_text()
+
+
+def test_the_forms_probe_sizes_are_the_early_stopping_arithmetic() -> None:
+    """views/submit.js warns of too-short find-peak probes from a table; it must hold what
+    services/core/early_stopping.probe_queries computes."""
+    from services.core.early_stopping import probe_queries
+    from services.core.find_peak_search import DURATION_MARGIN
+
+    source = (STATIC_DIR / "js/views/submit.js").read_text()
+    table = re.search(r"const PROBE_QUERIES = \{([^}]*)\}", source)
+    margin = re.search(r"const DURATION_MARGIN = ([\d.]+);", source)
+    assert table is not None and margin is not None
+    pairs = dict(re.findall(r"([\d.]+): (\d+)", table.group(1)))
+    assert {float(p): int(q) for p, q in pairs.items()} == {
+        float(p): probe_queries(float(p)) for p in ("50", "90", "95", "97", "99", "99.9")
+    }
+    assert float(margin.group(1)) == DURATION_MARGIN

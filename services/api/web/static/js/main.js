@@ -1,9 +1,10 @@
 // Entry point: the token form and a hash router (#/, #/new, #/evaluations/<id>,
 // #/compare?ids=a,b or ?group=g, #/sweeps/<group>, #/find-peak/<group>, #/repeats/<group>,
-// #/training-scaling/<group>, #/agents, #/models).
+// #/training-scaling/<group>, #/advice?model=m&bound=ms&percentile=p, #/agents, #/models).
 // Each navigation aborts the previous view's signal so its timers and sockets stop.
 
 import { TOKEN_KEY, getToken, setToken } from "./api.js";
+import { renderAdvice } from "./views/advice.js";
 import { renderAgents } from "./views/agents.js";
 import { renderCompare } from "./views/compare.js";
 import { renderDetail } from "./views/detail.js";
@@ -56,6 +57,12 @@ const ROUTES = [
     nav: "list",
     title: "Training scaling",
     render: (signal, id) => renderTrainingScaling(main, signal, id),
+  },
+  {
+    pattern: /^#\/advice(?:\?(.*))?$/,
+    nav: "advice",
+    title: "Advice",
+    render: (signal, query) => renderAdvice(main, signal, query ?? ""),
   },
   { pattern: /^#\/agents$/, nav: "agents", title: "Agents", render: (signal) => renderAgents(main, signal) },
   { pattern: /^#\/models$/, nav: "models", title: "Models", render: (signal) => renderModels(main, signal) },

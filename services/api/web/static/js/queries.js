@@ -254,3 +254,18 @@ query TrainingScaling($id: String!) {
     }
   }
 }`;
+
+export const ADVICE = `
+query Advice($model: String!, $bound: Float!, $percentile: Float!) {
+  advice(model: $model, latencyBoundMs: $bound, percentile: $percentile) {
+    __typename
+    ... on Advice {
+      model latencyBoundMs percentile cheapest conclusion missing
+      systems {
+        system machine framework status qps latencyMs runId groupId validity stability
+        pricePerHour costPerMillion notes command
+      }
+    }
+    ... on InvalidInput { message field }
+  }
+}`;

@@ -79,6 +79,24 @@ const WORKFLOWS = [
 const SWEEPABLE = [["batch_size", "batch size"], ["target_qps", "target QPS (server)"]];
 // The percentiles LoadGen reports, which a find-peak bound may apply to.
 const PERCENTILES = ["50", "90", "95", "97", "99", "99.9"];
+// Queries a find-peak probe needs before LoadGen's early stopping (with one query over the
+// bound) and the stability rule's 500 samples can judge it, per percentile: the Python
+// side's services/core/early_stopping.probe_queries (a test holds the two equal), times
+// its margin for Poisson arrivals.
+const PROBE_QUERIES = { 50: 500, 90: 500, 95: 500, 97: 500, 99: 662, 99.9: 6636 };
+const DURATION_MARGIN = 1.25;
+
+// What to say before a find-peak whose probes are too short to be judged at the start
+// rate; "" when they are long enough or the rate is not known yet.
+export function durationWarning(durationS, startQps, percentile) {
+  const queries = PROBE_QUERIES[percentile];
+  if (!(durationS > 0) || !(startQps > 0) || !queries) return "";
+  const needed = (DURATION_MARGIN * queries) / startQps;
+  if (durationS >= needed) return "";
+  return `Probes of ${durationS} s at ${startQps} QPS hold about ${Math.round(durationS * startQps)} queries; ` +
+    `LoadGen's early stopping at p${percentile} needs ${queries}, so they would not be judged: ` +
+    `${Math.ceil(needed)} s or more, or leave Duration empty to size each probe from its rate.`;
+}
 // shared/tracing.py's TRACE_LEVELS (APPLICATION, an alias of MODEL, left out).
 // Input.fidelity; "" sends nothing: the model's manifest decides.
 const PREPROCESSING = [
@@ -191,7 +209,8 @@ function form({ models, agents, datasets }) {
       only("one sweep repeats", field("Scenario", scenario)),
       field("Batch size", number("batchSize", "1", { min: 1, step: 1 })),
       field("Duration (s)", number("duration", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
-        { hint: "LoadGen's minimum duration (per probe for find peak)." }),
+        { hint: "LoadGen's minimum duration. Find peak: per probe; empty sizes each probe from its rate." }),
+      only("find-peak", h("p", { class: "notice warn", "data-duration-warning": "", role: "status", hidden: true })),
       only("one sweep repeats", field("Target QPS", number("targetQps", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
         { hint: "Expected (offline) or offered (server) queries per second." }))),
     h("fieldset", {},
@@ -250,6 +269,19 @@ function form({ models, agents, datasets }) {
     sync();
   });
   sync();
+  // Said before submitting: find-peak probes too short for their rate are never judged.
+  const warning = el.querySelector("[data-duration-warning]");
+  const warn = () => {
+    const value = (name) => Number(el.querySelector(`[name="${name}"]`).value || NaN);
+    const said = workflow.value === "find-peak"
+      ? durationWarning(value("duration"), value("startQps"), el.querySelector('[name="percentile"]').value)
+      : "";
+    warning.textContent = said;
+    warning.hidden = !said;
+  };
+  for (const name of ["duration", "startQps", "percentile", "workflow"]) {
+    el.querySelector(`[name="${name}"]`).addEventListener(name === "percentile" || name === "workflow" ? "change" : "input", warn);
+  }
 
   el.addEventListener("submit", async (event) => {
     event.preventDefault();
