@@ -106,3 +106,21 @@ const FORM_FIELDS = {
 export function inFormWords(text) {
   return String(text ?? "").replace(/--[a-z][a-z-]*/g, (flag) => (FORM_FIELDS[flag] ? `the form's “${FORM_FIELDS[flag]}”` : flag));
 }
+
+// A group's own page, by the kind its members record (Evaluation.groupKind): sweeps,
+// find-peak searches, repeats and training scalings have pages of their own; a fan-out
+// (no kind) and an accuracy-performance pair are compared.
+const GROUP_PAGES = {
+  sweep: ["#/sweeps/", "its sweep's curve"],
+  "find-peak": ["#/find-peak/", "its find-peak search"],
+  repeats: ["#/repeats/", "its repeats"],
+  "training-scaling": ["#/training-scaling/", "its scaling across world sizes"],
+};
+
+export function groupPage(groupId, groupKind) {
+  const page = GROUP_PAGES[groupKind ?? ""];
+  const id = encodeURIComponent(groupId);
+  if (page) return { href: `${page[0]}${id}`, label: page[1] };
+  const label = groupKind === "accuracy-performance-pair" ? "compare its accuracy and performance passes" : "compare its fan-out";
+  return { href: `#/compare?group=${id}`, label };
+}

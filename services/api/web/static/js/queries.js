@@ -36,7 +36,7 @@ query Evaluations($where: EvaluationFilter, $first: Int!, $after: String) {
   evaluations(where: $where, first: $first, after: $after) {
     totalCount nextCursor
     items {
-      id state modelName modelVersion framework scenario batchSize createdAt done groupId workload
+      id state modelName modelVersion framework scenario batchSize createdAt done groupId groupKind workload
       runs { ${RUN_SUMMARY} }
     }
   }
@@ -267,5 +267,14 @@ query Advice($model: String!, $bound: Float!, $percentile: Float!) {
       }
     }
     ... on InvalidInput { message field }
+  }
+}`;
+
+export const CANCEL_GROUP = `
+mutation CancelGroup($id: String!) {
+  cancelGroup(groupId: $id) {
+    __typename
+    ... on GroupCancelled { groupId cancelled alreadyFinished }
+    ... on UserError { message field }
   }
 }`;

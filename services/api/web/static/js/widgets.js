@@ -1,7 +1,9 @@
-// Small shared pieces of markup: badges and notices.
+// Small shared pieces of markup: badges, notices and the group cancel button.
 
+import { gql } from "./api.js";
 import { h } from "./dom.js";
 import { DASH } from "./format.js";
+import { CANCEL_GROUP } from "./queries.js";
 
 // Colour is never the only signal: every badge spells out its value.
 export function stateBadge(state) {
@@ -20,4 +22,24 @@ export function notice(message, tone = "info") {
 
 export function needToken() {
   return notice("Paste your API token in the field at the top right and save it to see your evaluations.", "info");
+}
+
+// "Cancel the whole group": every unfinished member is cancelled and the group submits no
+// more (GraphQL cancelGroup); ``onDone`` is told what the API answered.
+export function groupCancelButton(groupId, onDone = () => {}) {
+  const said = h("span", { class: "small muted", role: "status", "data-group-cancelled": "" });
+  const button = h("button", { type: "button", class: "danger", "data-cancel-group": groupId }, "Cancel the whole group");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const answer = (await gql(CANCEL_GROUP, { id: groupId })).cancelGroup;
+      if (answer.__typename !== "GroupCancelled") throw new Error(answer.message);
+      said.textContent = ` ${answer.cancelled.length} cancelled, ${answer.alreadyFinished.length} had already ended.`;
+      onDone(answer);
+    } catch (err) {
+      said.textContent = ` ${err.message}`;
+      button.disabled = false;
+    }
+  });
+  return h("span", { class: "group-cancel" }, button, said);
 }

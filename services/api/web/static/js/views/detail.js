@@ -3,10 +3,10 @@
 import { ApiError, fetchBlob, gql, getToken, subscribe } from "../api.js";
 import { h, replace } from "../dom.js";
 import {
-  DASH, bytes, inFormWords, intervalOf, intervalText, isFinal, latestRun, metric, number, scenarioName, shortId, stability, when,
+  DASH, bytes, groupPage, inFormWords, intervalOf, intervalText, isFinal, latestRun, metric, number, scenarioName, shortId, stability, when,
 } from "../format.js";
 import { CANCEL, EVALUATION, EVALUATION_UPDATES } from "../queries.js";
-import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 import { runChartCards } from "./run_charts.js";
 import { isTraining, trainingChartCards, trainingHeadline, trainingOverview } from "./training.js";
 
@@ -19,7 +19,9 @@ const HEADLINE = [
 
 export function renderDetail(main, signal, id) {
   const heading = h("h1", { tabindex: "-1" }, `Evaluation ${shortId(id)}`);
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations")), heading);
+  // Filled once the evaluation is read: the page of the group it belongs to, if any.
+  const group = h("span", { "data-member-of": "" });
+  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), group), heading);
   if (!getToken()) {
     main.append(needToken());
     return heading;
@@ -42,6 +44,11 @@ export function renderDetail(main, signal, id) {
         return;
       }
       view.evaluation = data.evaluation;
+      if (data.evaluation.groupId && !group.childElementCount) {
+        const { href, label } = groupPage(data.evaluation.groupId, data.evaluation.groupKind);
+        group.append(" · part of a group: ", h("a", { href, "data-group-link": data.evaluation.groupKind ?? "fan-out" }, label),
+          " ", groupCancelButton(data.evaluation.groupId, () => refresh()));
+      }
       heading.textContent = `${data.evaluation.modelName} ${data.evaluation.modelVersion} · ${shortId(id)}`;
       renderLive(view, data.evaluation, "");
       renderResults(view, data.evaluation);

@@ -7,14 +7,14 @@ import { h, replace } from "../dom.js";
 import { SERIES, chartBox, plot } from "../charts.js";
 import { DASH, inFormWords, number, shortId } from "../format.js";
 import { FIND_PEAK } from "../queries.js";
-import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 
 const POLL_MS = 1000;
 const OVER = "#d1495b";
 
 export function renderFindPeak(main, signal, groupId) {
   const heading = h("h1", { tabindex: "-1" }, "Find peak");
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations")), heading);
+  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), " ", groupCancelButton(groupId)), heading);
   if (!getToken()) {
     main.append(needToken());
     return heading;

@@ -2,7 +2,7 @@
 
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
-import { latestRun, metric, number, scenarioName, shortId, stability, when } from "../format.js";
+import { groupPage, latestRun, metric, number, scenarioName, shortId, stability, when } from "../format.js";
 import { EVALUATIONS } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 import { MAX_COMPARED, compareUrl } from "./compare.js";
@@ -138,9 +138,7 @@ function row(evaluation) {
       h("a", { href: `#/evaluations/${evaluation.id}`, "aria-label": `${evaluation.modelName} ${evaluation.modelVersion}, evaluation ${shortId(evaluation.id)}` },
         evaluation.modelName, h("span", { class: "muted" }, ` ${evaluation.modelVersion}`)),
       h("div", { class: "mono muted small" }, shortId(evaluation.id),
-        evaluation.groupId
-          ? [" · ", h("a", { href: `#/compare?group=${encodeURIComponent(evaluation.groupId)}` }, "compare its fan-out")]
-          : null)),
+        evaluation.groupId ? [" · ", groupLink(evaluation)] : null)),
     h("td", {}, evaluation.framework),
     h("td", {}, evaluation.workload === "training" ? "training" : scenarioName(evaluation.scenario)),
     h("td", { class: "num" }, evaluation.batchSize),
@@ -165,4 +163,9 @@ function pager(page, load) {
   });
   const pages = Math.max(1, Math.ceil(page.totalCount / PAGE_SIZE));
   return h("nav", { class: "pager", "aria-label": "Pages" }, prev, h("span", {}, `Page ${pageNumber} of ${pages}`), next);
+}
+
+function groupLink(evaluation) {
+  const { href, label } = groupPage(evaluation.groupId, evaluation.groupKind);
+  return h("a", { href, "data-group-link": evaluation.groupKind ?? "fan-out" }, label);
 }

@@ -7,7 +7,7 @@ import { h, replace } from "../dom.js";
 import { SERIES, chartBox, plot } from "../charts.js";
 import { DASH, isFinal, metric, number, scenarioName, shortId } from "../format.js";
 import { REPEATS } from "../queries.js";
-import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 import { compareUrl, MAX_COMPARED } from "./compare.js";
 
 const POLL_MS = 1000;
@@ -22,7 +22,7 @@ const FIGURES = {
 
 export function renderRepeats(main, signal, groupId) {
   const heading = h("h1", { tabindex: "-1" }, "Repeats");
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations")), heading);
+  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), " ", groupCancelButton(groupId)), heading);
   if (!getToken()) {
     main.append(needToken());
     return heading;

@@ -6,14 +6,14 @@ import { h, replace } from "../dom.js";
 import { SERIES, chartBox, plot } from "../charts.js";
 import { DASH, isFinal, number, scenarioName, shortId } from "../format.js";
 import { SWEEP } from "../queries.js";
-import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 
 const LABEL = { batch_size: "Batch size", target_qps: "Target QPS", samples_per_query: "Samples per query" };
 const POLL_MS = 1000;
 
 export function renderSweep(main, signal, groupId) {
   const heading = h("h1", { tabindex: "-1" }, "Sweep");
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations")), heading);
+  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), " ", groupCancelButton(groupId)), heading);
   if (!getToken()) {
     main.append(needToken());
     return heading;
