@@ -16,7 +16,6 @@ Generating into a folder that already holds bricks adds only the missing ones.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -245,10 +244,9 @@ def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> 
     (folder / f"{sequence.signature}.json").write_text(
         json.dumps({"signature": sequence.signature, **sequence.description}, indent=1)
     )
-    buffer = io.BytesIO()
-    torch.export.save(exported, buffer)
+    # Saved straight to the file, not through a buffer copied after.
     partial = folder / f"{sequence.signature}.partial"
-    partial.write_bytes(buffer.getvalue())
+    torch.export.save(exported, partial)
     partial.replace(folder / f"{sequence.signature}.pt2")
 
 

@@ -97,10 +97,10 @@ def _image_input(channels: int, side: int) -> dict[str, Any]:
 
 
 def measure_whole(
-    manifest: ModelManifest, settings: MeasureSettings, config: Settings
+    manifest: ModelManifest, settings: MeasureSettings, config: Settings, batch_size: int = 1
 ) -> WholeTiming:
-    """One `bench` run of the model: SingleStream, batch 1, at least ``settings``' queries
-    and duration, ``settings.threads`` intra-op threads (0: what `bench` chooses)."""
+    """One `bench` run of the model: SingleStream at ``batch_size``, at least ``settings``'
+    queries and duration, ``settings.threads`` intra-op threads (0: what `bench` chooses)."""
     from services.embedded.bench import BenchRequest, run_bench
 
     request = BenchRequest(
@@ -112,7 +112,8 @@ def measure_whole(
             min_query_count=settings.min_queries,
             min_duration_s=settings.min_duration_s,
         ),
-        samples=SAMPLES,
+        batch_size=batch_size,
+        samples=max(SAMPLES, batch_size),
         backend_options=BackendOptions(intra_op_threads=settings.threads),
     )
     start = time.perf_counter()
