@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from services.embedded.whole_model import bench_manifest, measure_whole
 from services.inference.host_slot import HostSlot
 from services.workloads.bricks.construct import construct, fit_brick_cost, summarise
 from services.workloads.bricks.drift import DRIFT_LIMIT, drift_of, median_over_rounds
@@ -56,7 +57,6 @@ from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
 from services.workloads.bricks.run import measure_chunks, with_host_load
-from services.workloads.bricks.whole import bench_manifest, measure_whole
 from shared.catalogue import list_catalogue
 from shared.manifest import ModelManifest
 from shared.settings import Settings, get_settings

@@ -237,6 +237,7 @@ def _measure(
     which `bench` runs only from a manifest, through an onnxruntime session in the
     bricks' harness, as its bricks. A bare name is built as the recipe says it was given
     to generate (googlenet: torchvision:googlenet)."""
+    from services.embedded.whole_model import bench_manifest, measure_whole
     from services.workloads.bricks.measure import time_module
     from services.workloads.bricks.models import (
         is_model_file_or_architecture,
@@ -244,7 +245,6 @@ def _measure(
         measurable,
         model_source,
     )
-    from services.workloads.bricks.whole import bench_manifest, measure_whole
     from shared.settings import get_settings
 
     if not is_model_file_or_architecture(spec) and recipe.get("spec"):

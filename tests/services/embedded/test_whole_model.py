@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from services.embedded.whole_model import bench_manifest, measure_whole
 from services.workloads.bricks.measure import MeasureSettings
-from services.workloads.bricks.whole import bench_manifest, measure_whole
 from shared.settings import Settings
 
 TINY = "tests/fixtures/tiny_cnn.yaml"

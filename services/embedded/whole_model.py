@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.core.scenario import ScenarioConfig
+from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
 from services.workloads.bricks.measure import MeasureSettings
 from services.workloads.bricks.models import DEFAULT_IMAGE_SHAPE, recipe_name
@@ -101,8 +102,6 @@ def measure_whole(
 ) -> WholeTiming:
     """One `bench` run of the model: SingleStream at ``batch_size``, at least ``settings``'
     queries and duration, ``settings.threads`` intra-op threads (0: what `bench` chooses)."""
-    from services.embedded.bench import BenchRequest, run_bench
-
     request = BenchRequest(
         model=manifest.name,
         manifest=manifest,
