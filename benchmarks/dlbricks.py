@@ -80,7 +80,8 @@ class Side:
     medians: dict[str, float]
     seconds: float  # wall, the wait for the host slot left out
     loadgen_s: float  # LoadGen runs alone
-    other_cpu_share: float  # median over the side's windows: other processes' CPU share
+    # Median over the side's windows of other processes' CPU share (None: not measurable).
+    other_cpu_share: float | None
     busy: int  # windows (LoadGen runs) the host was busy in
     windows: int
     floor_ms: float | None = None  # the bricks' empty brick
@@ -137,7 +138,9 @@ def measure_bricks(suite: Path, settings: MeasureSettings, slot: HostSlot) -> Si
     host, the empty brick in every LoadGen run, each run's host load kept."""
     signatures = list_bricks(suite, "torch")
     medians: dict[str, float] = {}
-    floors, shares, busy, loadgen = [], [], 0, 0.0
+    floors: list[float] = []
+    shares: list[float | None] = []
+    busy, loadgen = 0, 0.0
     start = time.perf_counter()
     with slot.measuring(f"dlbricks-{uuid.uuid4()}") as host:
         chunks = measure_chunks(suite, signatures, settings, "torch", floor_alone=True)
@@ -152,7 +155,7 @@ def measure_bricks(suite: Path, settings: MeasureSettings, slot: HostSlot) -> Si
         medians,
         seconds,
         loadgen,
-        statistics.median(shares),
+        _median_share(shares),
         busy,
         len(shares),
         statistics.median(floors),
@@ -164,12 +167,12 @@ def measure_models(
 ) -> Side:
     """Every model through `bench`'s path (each run takes the host slot itself)."""
     runs = {recipe_name(spec): measure_whole(m, settings, config) for spec, m in manifests.items()}
-    shares = [float((r.host.get("load") or {}).get("other_cpu_share", 0.0)) for r in runs.values()]
+    shares = [(r.host.get("load") or {}).get("other_cpu_share") for r in runs.values()]
     return Side(
         {name: r.median_ms for name, r in runs.items()},
         sum(r.seconds - float(r.host.get("waited_for_host_s", 0.0)) for r in runs.values()),
         sum(r.loadgen_s for r in runs.values()),
-        statistics.median(shares),
+        _median_share(shares),
         sum(r.busy for r in runs.values()),
         len(runs),
     )
@@ -266,10 +269,15 @@ def report_granularity(
         )
 
 
+def _median_share(shares: list[float | None]) -> float | None:
+    known = [s for s in shares if s is not None]
+    return float(statistics.median(known)) if known else None
+
+
 def _host(side: Side) -> str:
+    share = "-" if side.other_cpu_share is None else f"{side.other_cpu_share:.0%}"
     return (
-        f"other processes {side.other_cpu_share:.0%} of the CPUs (median), busy in "
-        f"{side.busy} of {side.windows} runs"
+        f"other processes {share} of the CPUs (median), busy in {side.busy} of {side.windows} runs"
     )
 
 
