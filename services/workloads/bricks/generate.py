@@ -16,6 +16,7 @@ Generating into a folder that already holds bricks adds only the missing ones.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -244,9 +245,10 @@ def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> 
     (folder / f"{sequence.signature}.json").write_text(
         json.dumps({"signature": sequence.signature, **sequence.description}, indent=1)
     )
-    # Saved straight to the file, not through a buffer copied after.
+    buffer = io.BytesIO()
+    torch.export.save(exported, buffer)
     partial = folder / f"{sequence.signature}.partial"
-    torch.export.save(exported, partial)
+    partial.write_bytes(buffer.getvalue())
     partial.replace(folder / f"{sequence.signature}.pt2")
 
 
