@@ -189,6 +189,9 @@ def report_granularity(
     rounds: int,
 ) -> None:
     usable, generation_s = generate(suite, granularity, inputs, parses)
+    if not usable:
+        print(f"\nH={granularity}: no model could be cut into bricks; nothing to measure")
+        return
     names = {spec: recipe_name(spec) for spec in usable}
     recipes = {names[spec]: read_recipe(suite, names[spec]) for spec in usable}
     layers = sum(r["layers"] for r in recipes.values())
