@@ -1,22 +1,30 @@
-"""DLBricks over the catalogue: how unique are the layers, how much faster is benchmarking
-the bricks than every model, and how close is the constructed latency to the measured one?
+"""DLBricks over the catalogue: how unique are the layers, how much faster is generating
+and benchmarking the bricks than benchmarking every model, and how close is the
+constructed latency to the one `bench` measures?
 
-For each granularity H, a fresh suite is generated from every torch model of the
-catalogue (``services/workloads/bricks``), every brick is measured once through LoadGen
-SingleStream, and every model is measured end to end through the same harness with the
-same settings (one LoadGen run over all models, as the bricks get), just before and
-just after the bricks: the mean of both is the reference, so drift on the machine between
-the phases reaches both sides. Printed per H:
-layers, unique sequences (and their share), the seconds spent measuring the bricks vs
-measuring every model (the speedup), and per model the constructed / measured ratio for
-the sequential sum, the floor-corrected sum and the calibrated sum whose per-brick cost
-is fitted leave-one-out (on every model but the one scored) and held to minus the
-fastest brick (construct.calibration_bound). The geometric mean of each ratio closes
-each H, over the models with a figure above zero; any other model is named. Generation
-(tracing and export) is timed apart: it is done once per zoo, not once per system.
+For each granularity H, a fresh suite is generated from the models (every torch model of
+the catalogue by default; ``--models`` takes architectures such as torchvision:googlenet
+too), the models parsed once for every H (generate.ParseCache). Then ``--rounds`` rounds,
+each measuring every brick (LoadGen SingleStream, the empty brick beside them, holding
+the host slot as `bricks run` does) and every whole model through `bench`'s own path
+(services/embedded/bench.run_bench: the host slot, the backend, LoadGen SingleStream,
+the run stored), the order of the two sides swapped every round. Each side's host load is
+recorded per round. Printed per H:
+
+- layers, unique sequences (and their share), generation seconds;
+- per round the seconds and host load of each side;
+- drift (drift.py): each side's summed medians, slowest round over fastest; above 5 % no
+  verdict is given, it says "void: drift X % > 5 %" instead;
+- the speedup: measuring every model (median seconds per round, each `bench` run whole)
+  over generating plus measuring the bricks (generation + median seconds per round of
+  `bricks run`'s work, brick loading included), and the same on LoadGen time alone;
+- per model the constructed / measured ratio (sequential, floor-corrected, calibrated
+  leave-one-out and held to construct.calibration_bound), each side the median over
+  rounds, how many models are within 10 %, and each ratio's geometric mean.
 
     python benchmarks/dlbricks.py [--granularities 1,2,3,4] [--image-size 224]
-        [--queries 50] [--min-duration 0.05] [--threads 1] [--models resnet18,...]
+        [--queries 50] [--min-duration 0.05] [--threads 1] [--rounds 3]
+        [--models resnet18,torchvision:googlenet,...]
 
 Run it alone on the machine: every figure is a latency.
 """
@@ -24,20 +32,37 @@ Run it alone on the machine: every figure is a latency.
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
-from dataclasses import replace
+import uuid
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from services.embedded.whole_model import bench_manifest, measure_whole
+from services.inference.host_slot import HostSlot
 from services.workloads.bricks.construct import construct, fit_brick_cost, summarise
-from services.workloads.bricks.generate import BrickError, ModelInput, generate_suite, read_recipe
-from services.workloads.bricks.measure import MeasureSettings, Timing, system_key, time_modules
-from services.workloads.bricks.models import model_input
+from services.workloads.bricks.drift import DRIFT_LIMIT, drift_of, median_over_rounds
+from services.workloads.bricks.generate import (
+    BrickError,
+    ModelInput,
+    ParseCache,
+    generate_suite,
+    list_bricks,
+    read_recipe,
+)
+from services.workloads.bricks.measure import MeasureSettings, system_key
+from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import ParseError
-from services.workloads.bricks.results import SystemResults, read_results
-from services.workloads.bricks.run import run_framework
+from services.workloads.bricks.results import SystemResults
+from services.workloads.bricks.run import measure_chunks, with_host_load
 from shared.catalogue import list_catalogue
+from shared.manifest import ModelManifest
+from shared.settings import Settings, get_settings
+
+# A model whose construction is this close to its measurement counts as predicted.
+WITHIN = 0.10
 
 
 def catalogue_torch_models() -> list[str]:
@@ -48,6 +73,20 @@ def catalogue_torch_models() -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class Side:
+    """One side of one round: medians (ms) by name, seconds, and the host meanwhile."""
+
+    medians: dict[str, float]
+    seconds: float  # wall, the wait for the host slot left out
+    loadgen_s: float  # LoadGen runs alone
+    # Median over the side's windows of other processes' CPU share (None: not measurable).
+    other_cpu_share: float | None
+    busy: int  # windows (LoadGen runs) the host was busy in
+    windows: int
+    floor_ms: float | None = None  # the bricks' empty brick
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--granularities", default="1,2,3,4")
@@ -55,106 +94,204 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--min-duration", type=float, default=0.05)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--models", default="", help="comma-separated; default: the catalogue")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--models", default="", help="comma-separated specs; default: the catalogue"
+    )
     args = parser.parse_args()
+    if not 1 <= args.rounds <= 20:
+        parser.error(f"--rounds: {args.rounds}; accepted: 1..20 (2 or more to judge drift)")
     settings = MeasureSettings(args.queries, args.min_duration, args.threads)
-    names = [n for n in args.models.split(",") if n] or catalogue_torch_models()
-    inputs = [model_input(n, image_size=args.image_size) for n in names]
-
-    print(f"system {system_key(args.threads)}; image {args.image_size}; {settings}")
-    before = measure_models(inputs, settings)
+    specs = [n for n in args.models.split(",") if n] or catalogue_torch_models()
+    inputs = {spec: model_input(spec, image_size=args.image_size) for spec in specs}
+    manifests = {spec: bench_manifest(spec, args.image_size) for spec in specs}
+    parses = ParseCache()
+    config = get_settings()
+    print(
+        f"system {system_key(args.threads)}; image {args.image_size}; {settings}; "
+        f"{args.rounds} rounds; host slot {config.host_slot_dir}"
+    )
     for granularity in (int(h) for h in args.granularities.split(",")):
         with tempfile.TemporaryDirectory(prefix="benchstack-dlbricks-") as folder:
-            before = report_granularity(Path(folder), granularity, inputs, before, settings)
+            report_granularity(
+                Path(folder), granularity, inputs, manifests, parses, settings, config, args.rounds
+            )
 
 
-def bracketed(before: dict[str, Timing], after: dict[str, Timing]) -> dict[str, Timing]:
-    """Each model's timing as the mean of the runs just before and just after the bricks:
-    the host's drift between the two phases (this machine's neighbours move latencies by
-    tens of per cent over minutes) reaches the bricks and the reference alike."""
-    return {
-        name: Timing(
-            median_ms=(before[name].median_ms + after[name].median_ms) / 2,
-            mean_ms=(before[name].mean_ms + after[name].mean_ms) / 2,
-            p90_ms=(before[name].p90_ms + after[name].p90_ms) / 2,
-            queries=before[name].queries + after[name].queries,
-            seconds=(before[name].seconds + after[name].seconds) / 2,
-        )
-        for name in before
-    }
+def generate(
+    suite: Path, granularity: int, inputs: dict[str, ModelInput], parses: ParseCache
+) -> tuple[list[str], float]:
+    """The specs whose bricks could be generated, and the seconds generation took."""
+    usable = []
+    start = time.perf_counter()
+    for spec, model in inputs.items():
+        try:
+            generate_suite([model], granularity, suite, parses)
+            usable.append(spec)
+        except (ParseError, BrickError) as exc:
+            print(f"  H={granularity}: {spec} left out: {exc}")
+    return usable, time.perf_counter() - start
 
 
-def measure_models(inputs: list[ModelInput], settings: MeasureSettings) -> dict[str, Timing]:
-    """Every model end to end in the bricks' harness, one LoadGen run over all of them as
-    the bricks get, so both sides of the speedup pay the same set-up."""
-    items = [(model.module.eval(), (model.example,)) for model in inputs]
-    timings = dict(zip((m.name for m in inputs), time_modules(items, settings), strict=True))
-    print(
-        "  measured every model: "
-        + ", ".join(f"{name} {t.median_ms:.1f} ms" for name, t in timings.items())
-        + f" ({sum(t.seconds for t in timings.values()):.1f} s)"
+def measure_bricks(suite: Path, settings: MeasureSettings, slot: HostSlot) -> Side:
+    """Every brick of the suite, as `bricks run` measures the ones it lacks: holding the
+    host, the empty brick in every LoadGen run, each run's host load kept."""
+    signatures = list_bricks(suite, "torch")
+    medians: dict[str, float] = {}
+    floors: list[float] = []
+    shares: list[float | None] = []
+    busy, loadgen = 0, 0.0
+    start = time.perf_counter()
+    with slot.measuring(f"dlbricks-{uuid.uuid4()}") as host:
+        chunks = measure_chunks(suite, signatures, settings, "torch", floor_alone=True)
+        for (floor, timings), load in with_host_load(chunks):
+            floors.append(floor.median_ms)
+            medians |= {s: t.median_ms for s, t in timings.items()}
+            loadgen += floor.seconds + sum(t.seconds for t in timings.values())
+            shares.append(load.other_cpu_share)
+            busy += bool(load.busy)
+    seconds = time.perf_counter() - start - host.waited_s
+    return Side(
+        medians,
+        seconds,
+        loadgen,
+        _median_share(shares),
+        busy,
+        len(shares),
+        statistics.median(floors),
     )
-    return timings
+
+
+def measure_models(
+    manifests: dict[str, ModelManifest], settings: MeasureSettings, config: Settings
+) -> Side:
+    """Every model through `bench`'s path (each run takes the host slot itself)."""
+    runs = {recipe_name(spec): measure_whole(m, settings, config) for spec, m in manifests.items()}
+    shares = [(r.host.get("load") or {}).get("other_cpu_share") for r in runs.values()]
+    return Side(
+        {name: r.median_ms for name, r in runs.items()},
+        sum(r.seconds - float(r.host.get("waited_for_host_s", 0.0)) for r in runs.values()),
+        sum(r.loadgen_s for r in runs.values()),
+        _median_share(shares),
+        sum(r.busy for r in runs.values()),
+        len(runs),
+    )
 
 
 def report_granularity(
     suite: Path,
     granularity: int,
-    inputs: list[ModelInput],
-    before: dict[str, Timing],
+    inputs: dict[str, ModelInput],
+    manifests: dict[str, ModelManifest],
+    parses: ParseCache,
     settings: MeasureSettings,
-) -> dict[str, Timing]:
-    """Generate and measure the suite at ``granularity``, then every model again; score the
-    bricks against the models' timings bracketing them. Returns the models' timings after,
-    the next granularity's before."""
-    usable = []
-    start = time.perf_counter()
-    for model in inputs:
-        try:
-            generate_suite([model], granularity, suite)
-            usable.append(model)
-        except (ParseError, BrickError) as exc:
-            print(f"  H={granularity}: {model.name} left out: {exc}")
-    generation_s = time.perf_counter() - start
-    run = run_framework(suite, settings, "torch")  # the catalogue's models are torch
-    after = measure_models(inputs, settings)
-    end_to_end = bracketed(before, after)
-    results = read_results(suite, run.system)
-    recipes = {m.name: read_recipe(suite, m.name) for m in usable}
+    config: Settings,
+    rounds: int,
+) -> None:
+    usable, generation_s = generate(suite, granularity, inputs, parses)
+    if not usable:
+        print(f"\nH={granularity}: no model could be cut into bricks; nothing to measure")
+        return
+    names = {spec: recipe_name(spec) for spec in usable}
+    recipes = {names[spec]: read_recipe(suite, names[spec]) for spec in usable}
     layers = sum(r["layers"] for r in recipes.values())
     sequences = sum(len(r["steps"]) for r in recipes.values())
-    usable_e2e = sum(end_to_end[m.name].seconds for m in usable)
-    measured = {m.name: end_to_end[m.name].median_ms for m in usable}
+    unique = len(list_bricks(suite, "torch"))
     print(
         f"\nH={granularity}: {len(usable)} models, {layers} layers, {sequences} sequences, "
-        f"{run.bricks} unique ({run.bricks / sequences:.1%}); generation {generation_s:.1f} s"
+        f"{unique} unique ({unique / max(sequences, 1):.1%}); generation {generation_s:.1f} s"
     )
-    drift = sum(after[m.name].seconds for m in usable) / sum(before[m.name].seconds for m in usable)
+    slot = HostSlot(config.host_slot_dir, exclusive=config.measure_exclusive)
+    wanted = {spec: manifests[spec] for spec in usable}
+    brick_rounds: list[Side] = []
+    model_rounds: list[Side] = []
+    for number in range(rounds):
+        # The order swaps every round: a trend on the host reaches both sides alike.
+        if number % 2 == 0:
+            brick_rounds.append(measure_bricks(suite, settings, slot))
+            model_rounds.append(measure_models(wanted, settings, config))
+        else:
+            model_rounds.append(measure_models(wanted, settings, config))
+            brick_rounds.append(measure_bricks(suite, settings, slot))
+        b, m = brick_rounds[-1], model_rounds[-1]
+        print(
+            f"  round {number + 1}: bricks {b.seconds:.1f} s ({_host(b)}); "
+            f"every model {m.seconds:.1f} s, LoadGen {m.loadgen_s:.1f} s ({_host(m)})"
+        )
+    drift = drift_of([m.medians for m in model_rounds], [b.medians for b in brick_rounds])
+    void = drift.void_reason(DRIFT_LIMIT)
+    print(f"  drift: {drift.describe()}")
+    bricks_s = statistics.median(b.seconds for b in brick_rounds)
+    models_s = statistics.median(m.seconds for m in model_rounds)
+    bricks_loadgen = statistics.median(b.loadgen_s for b in brick_rounds)
+    models_loadgen = statistics.median(m.loadgen_s for m in model_rounds)
     print(
-        f"  measuring: bricks {run.seconds:.1f} s vs every model {usable_e2e:.1f} s "
-        f"(speedup x{usable_e2e / run.seconds:.2f}); every model took x{drift:.3f} as long "
-        "after the bricks as before (host drift; the mean of both is the reference)"
+        f"  seconds (median per round): generation {generation_s:.1f} + bricks {bricks_s:.1f} "
+        f"vs every model {models_s:.1f} (LoadGen alone: bricks {bricks_loadgen:.1f}, "
+        f"models {models_loadgen:.1f})"
     )
+    if void:
+        print(f"  speedup: {void}")
+    else:
+        print(
+            f"  speedup (generate + run vs every model): "
+            f"x{models_s / (generation_s + bricks_s):.2f}; LoadGen alone, generation "
+            f"included: x{models_loadgen / (generation_s + bricks_loadgen):.2f}; bricks run "
+            f"alone: x{models_s / bricks_s:.2f}"
+        )
+    results = SystemResults(
+        system_key(settings.threads),
+        {
+            s: {"median_ms": ms}
+            for s, ms in median_over_rounds([b.medians for b in brick_rounds]).items()
+        },
+        {"median_ms": statistics.median(b.floor_ms or 0.0 for b in brick_rounds)},
+    )
+    measured = median_over_rounds([m.medians for m in model_rounds])
     rows = score(recipes, results, measured)
-    print(f"  {'model':<20} {'measured':>9} {'seq/meas':>9} {'floor/meas':>11} {'loo/meas':>9}")
+    print(f"  {'model (ms)':<20} {'measured':>9} {'seq':>9} {'floor':>9} {'loo':>9}")
+    for name, row in rows.items():
+        print(f"  {name:<20} " + " ".join(f"{_ms(v):>9}" for v in row))
+    if void:
+        print(f"  constructed / measured: {void}")
+        return
+    print(f"  {'model':<20} {'seq/meas':>9} {'floor/meas':>11} {'loo/meas':>9}")
     for name, (meas, seq, floor, loo) in rows.items():
-        print(f"  {name:<20} {meas:>9.3f} {_ratio(seq):>9} {_ratio(floor):>11} {_ratio(loo):>9}")
+        print(
+            f"  {name:<20} {_ms(_over(seq, meas)):>9} {_ms(_over(floor, meas)):>11} "
+            f"{_ms(_over(loo, meas)):>9}"
+        )
     for label, column in (("sequential", 1), ("floor-corrected", 2), ("calibrated LOO", 3)):
-        ratios = {name: row[column] for name, row in rows.items()}
+        ratios = {name: _over(row[column], row[0]) for name, row in rows.items()}
+        within = sum(1 for r in ratios.values() if r is not None and abs(r - 1) <= WITHIN)
         # Every model is counted: one whose figure is missing or not above zero is named.
         summary = summarise(ratios, {name: "no figure" for name in ratios})
-        print(f"  geomean {label} / measured: {summary.describe()}")
-    return after
+        print(
+            f"  {label} / measured: geomean {summary.describe()}; within {WITHIN:.0%} "
+            f"on {within} of {len(ratios)}"
+        )
 
 
-def _ratio(value: float | None) -> str:
+def _median_share(shares: list[float | None]) -> float | None:
+    known = [s for s in shares if s is not None]
+    return float(statistics.median(known)) if known else None
+
+
+def _host(side: Side) -> str:
+    share = "-" if side.other_cpu_share is None else f"{side.other_cpu_share:.0%}"
+    return (
+        f"other processes {share} of the CPUs (median), busy in {side.busy} of {side.windows} runs"
+    )
+
+
+def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
 def score(
     recipes: dict[str, dict[str, Any]], results: SystemResults, measured: dict[str, float]
 ) -> dict[str, tuple[float, float | None, float | None, float | None]]:
-    """Per model: measured ms and the three constructed / measured ratios (None where the
+    """Per model: measured ms and the three constructions in ms (None where the
     construction has no figure). The calibrated one is fitted on every other model and
     held to calibration_bound, as `bricks calibrate` does."""
     built = {name: construct(recipe, results) for name, recipe in recipes.items()}
@@ -162,20 +299,18 @@ def score(
     rows = {}
     for name, construction in built.items():
         others = [n for n in built if n != name]
-        cost = fit_brick_cost([built[n] for n in others], [measured[n] for n in others], brick_ms)
-        if cost.bounded:
-            print(
-                f"  {name}: the fit on the others said {cost.fitted_ms * 1000:+.1f} us per "
-                f"brick; held to {cost.bound_ms * 1000:+.1f} us (the fastest brick)"
+        loo = None
+        if others:
+            cost = fit_brick_cost(
+                [built[n] for n in others], [measured[n] for n in others], brick_ms
             )
-        fitted = {"ms_per_brick": cost.ms_per_brick, "fitted_on": others}
-        loo = construct(recipes[name], replace(results, brick_cost=fitted)).calibrated_ms
-        meas = measured[name]
+            fitted = {"ms_per_brick": cost.ms_per_brick, "fitted_on": others}
+            loo = construct(recipes[name], replace(results, brick_cost=fitted)).calibrated_ms
         rows[name] = (
-            meas,
-            _over(construction.sequential_ms, meas),
-            _over(construction.floor_corrected_ms, meas),
-            _over(loo, meas),
+            measured[name],
+            construction.sequential_ms,
+            construction.floor_corrected_ms,
+            loo,
         )
     return rows
 

@@ -119,7 +119,9 @@ def construct(
     models: list[str] = typer.Argument(..., help="Models with a recipe in the suite."),
     suite: Path = SUITE,
     measure: bool = typer.Option(
-        False, "--measure", help="Also run each model end to end, for constructed/measured."
+        False,
+        "--measure",
+        help="Also measure each model end to end as `bench` does, for constructed/measured.",
     ),
     batch_size: int = BATCH,
     image_size: int | None = IMAGE,
@@ -229,30 +231,41 @@ def _construct_all(
 def _measure(
     spec: str, recipe: dict[str, Any], batch_size: int, image_size: int | None, settings: Any
 ) -> float:
-    """The model's own median latency, end to end through the bricks' harness (an ONNX
-    model through an onnxruntime session, as its bricks). A bare name is built as the
-    recipe says it was given to generate (googlenet: torchvision:googlenet)."""
-    from services.workloads.bricks.generate import ModelInput
+    """The model's own median latency, end to end. A torch model (a catalogue name, a
+    manifest, an architecture) is measured as `benchstack bench` measures it (run_bench:
+    the host slot, its backend, LoadGen SingleStream, the run stored); an ONNX model,
+    which `bench` runs only from a manifest, through an onnxruntime session in the
+    bricks' harness, as its bricks. A bare name is built as the recipe says it was given
+    to generate (googlenet: torchvision:googlenet)."""
+    from services.embedded.whole_model import bench_manifest, measure_whole
     from services.workloads.bricks.measure import time_module
     from services.workloads.bricks.models import (
         is_model_file_or_architecture,
+        is_onnx_file,
         measurable,
         model_source,
     )
+    from shared.settings import get_settings
 
     if not is_model_file_or_architecture(spec) and recipe.get("spec"):
         spec = str(recipe["spec"])
+    if recipe.get("framework", "torch") == "torch" and not is_onnx_file(spec):
+        manifest = bench_manifest(spec, image_size)
+        _check_shape(recipe, [batch_size, *manifest.inputs[0].shape])
+        return measure_whole(manifest, settings, get_settings(), batch_size).median_ms
     model = model_source(spec, batch_size=batch_size, image_size=image_size)
-    shape = list(model.example.shape) if isinstance(model, ModelInput) else None
-    if shape is not None and shape != list(recipe["input_shape"]):
-        # Bricks cut at one shape say nothing of the model at another.
+    module, inputs = measurable(model, settings.threads)
+    return time_module(module, inputs, settings).median_ms
+
+
+def _check_shape(recipe: dict[str, Any], shape: list[int]) -> None:
+    """Bricks cut at one shape say nothing of the model at another."""
+    if shape != list(recipe["input_shape"]):
         raise ValueError(
             f"batch-size/image-size: {recipe['model']} would be measured at input {shape}, "
             f"but its bricks were cut at {recipe['input_shape']}; accepted: the options "
             "given to `bricks generate`"
         )
-    module, inputs = measurable(model, settings.threads)
-    return time_module(module, inputs, settings).median_ms
 
 
 LEGEND = (

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from torch import nn
@@ -39,6 +39,7 @@ MAX_BATCH_SIZE = 256
 MAX_MODELS = 200
 MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 16, 1024
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -134,10 +135,33 @@ def recipe_of(
     }
 
 
+class ParseCache:
+    """Each model's parse, kept to cut it again at another granularity: tracing and
+    recording a model's values does not depend on H. Keyed by the model object itself
+    (held here, so its id cannot be given to another)."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[int, tuple[Any, Any]] = {}
+
+    def get(self, model: Any, parse: Callable[[], T]) -> T:
+        held = self._parsed.get(id(model))
+        if held is None or held[0] is not model:
+            held = (model, parse())
+            self._parsed[id(model)] = held
+        parsed: T = held[1]
+        return parsed
+
+
 def generate_suite(
-    models: Sequence[ModelInput | OnnxModelInput], granularity: int, suite: Path
+    models: Sequence[ModelInput | OnnxModelInput],
+    granularity: int,
+    suite: Path,
+    parses: ParseCache | None = None,
 ) -> GenerateReport:
+    """Cut every model at ``granularity`` and export each unique sequence the folder has
+    no brick of. ``parses``: parses kept from an earlier call (another granularity)."""
     check_granularity(granularity)
+    parses = parses or ParseCache()
     if not 1 <= len(models) <= MAX_MODELS:
         raise ValueError(f"models: {len(models)} given; accepted: 1..{MAX_MODELS} per call")
     folder = bricks_dir(suite)
@@ -145,7 +169,7 @@ def generate_suite(
     layers = sequences_total = new = 0
     unique: set[str] = set()
     for model in models:
-        framework, parsed, sequences, write = _cut(model, granularity)
+        framework, parsed, sequences, write = _cut(model, granularity, parses)
         layers += len(parsed.layers)
         sequences_total += len(sequences)
         for sequence in sequences:
@@ -169,7 +193,7 @@ Writer = Callable[[LayerSequence, Path], None]
 
 
 def _cut(
-    model: ModelInput | OnnxModelInput, granularity: int
+    model: ModelInput | OnnxModelInput, granularity: int, parses: ParseCache
 ) -> tuple[str, ParsedModel | ParsedOnnxModel, list[LayerSequence], Writer]:
     """The model's framework, parse, sequences, and how to write one of its bricks."""
     if isinstance(model, OnnxModelInput):
@@ -178,14 +202,23 @@ def _cut(
         from services.workloads.bricks.parse_onnx import parse_onnx
         from services.workloads.bricks.signature_onnx import cut_onnx_sequences
 
-        onnx_parsed = parse_onnx(model.source, model.name, batch_size=model.batch_size)
+        onnx_model = model
+        onnx_parsed = parses.get(
+            model,
+            lambda: parse_onnx(
+                onnx_model.source, onnx_model.name, batch_size=onnx_model.batch_size
+            ),
+        )
         return (
             "onnx",
             onnx_parsed,
             cut_onnx_sequences(onnx_parsed, granularity),
             lambda sequence, folder: write_onnx_brick(onnx_parsed, sequence, folder),
         )
-    parsed = parse_model(model.module, model.example, model.name)
+    torch_model = model
+    parsed = parses.get(
+        model, lambda: parse_model(torch_model.module, torch_model.example, torch_model.name)
+    )
     return (
         "torch",
         parsed,

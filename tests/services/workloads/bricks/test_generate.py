@@ -7,6 +7,7 @@ import io
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
@@ -137,3 +138,30 @@ def test_a_recipe_is_found_by_any_name_its_model_was_given(tmp_path: Path) -> No
         find_recipe(tmp_path, "alexnet")
     with pytest.raises(ValueError, match="no recipe for 'resnet18'"):
         find_recipe(tmp_path, "resnet18")  # in the catalogue, not in this suite
+
+
+def test_a_model_parsed_once_is_cut_again_at_every_granularity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.workloads.bricks import generate
+
+    model = _model("resnet18")
+    parses = generate.ParseCache()
+    parsed_names: list[str] = []
+    real = generate.parse_model
+
+    def counted(module: torch.nn.Module, example: torch.Tensor, name: str) -> Any:
+        parsed_names.append(name)  # the real parse, counted
+        return real(module, example, name)
+
+    monkeypatch.setattr(generate, "parse_model", counted)
+    for granularity in (1, 2):
+        generate_suite([model], granularity, tmp_path / f"h{granularity}", parses)
+    # Another model object of the same name is parsed afresh.
+    generate_suite([_model("resnet18")], 1, tmp_path / "other", parses)
+    assert parsed_names == ["resnet18", "resnet18"]
+    # The kept parse cuts exactly as a fresh one does.
+    fresh = tmp_path / "fresh"
+    generate_suite([model], 2, fresh)
+    assert read_recipe(fresh, "resnet18") == read_recipe(tmp_path / "h2", "resnet18")
+    assert list_bricks(fresh) == list_bricks(tmp_path / "h2")
