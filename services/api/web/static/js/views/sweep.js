@@ -54,10 +54,13 @@ function view(sweep) {
   const label = LABEL[sweep.parameter] ?? sweep.parameter;
   const first = sweep.points[0]?.evaluation;
   const finished = sweep.points.filter((p) => isFinal(p.evaluation.state)).length;
-  const loads = `model loaded ${sweep.modelLoads} time${sweep.modelLoads === 1 ? "" : "s"}`;
-  const kept = sweep.modelLoads === 0
-    ? "(every point ran on a model an earlier run had left loaded)"
-    : "(the others ran on the model kept loaded)";
+  const ran = sweep.points.filter((p) => p.samplesPerSecond != null).length;
+  const loads = ran === 0 ? "no point measured" : `model loaded ${sweep.modelLoads} time${sweep.modelLoads === 1 ? "" : "s"}`;
+  const kept = ran === 0
+    ? (finished === sweep.points.length ? "(each ended before it was measured)" : "yet")
+    : sweep.modelLoads === 0
+      ? "(every point ran on a model an earlier run had left loaded)"
+      : "(the others ran on the model kept loaded)";
   return [
     h("p", { class: "muted" },
       `${first ? `${first.modelName} ${first.modelVersion} on ${first.framework}, ` : ""}` +
