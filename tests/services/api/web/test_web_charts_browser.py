@@ -162,10 +162,20 @@ def test_run_charts_compare_agents_and_models(
     expect(differing).to_contain_text("differs")
     expect(page.locator('tr[data-setting="Model"]')).to_have_attribute("data-differs", "no")
     expect(page.locator('tr[data-verdict="validity"]')).to_contain_text("VALID")
-    overlaid = rendered(page, "compare-cdf")
-    assert overlaid.evaluate("el => el.querySelectorAll('.scatterlayer .trace').length") == 2
-    assert bars(rendered(page, "compare-throughput")) == 2
-    assert bars(rendered(page, "compare-p99")) == 2
+    # Both are Offline: their latencies are queue positions, so no CDF and no p99 bars,
+    # and the page says why; throughput bars carry their intervals as error bars.
+    expect(page.locator("[data-offline-note]")).to_contain_text("2 Offline evaluations")
+    expect(page.locator('[data-chart="compare-cdf"]')).to_have_count(0)
+    expect(page.locator('[data-chart="compare-p99"]')).to_have_count(0)
+    throughput = rendered(page, "compare-throughput")
+    assert bars(throughput) == 2
+    with_interval = sum(
+        r["confidence"]["samplesPerSecond"]["low"] is not None for r in (run, other["runs"][0])
+    )
+    drawn = throughput.evaluate(
+        "el => [...el.querySelectorAll('path.yerror')].filter((p) => p.getAttribute('d')).length"
+    )
+    assert drawn == with_interval, (drawn, with_interval)
     # Whether the two throughputs differ beyond their intervals, judged as the CLI does.
     first, second = (
         Interval(None, **r["confidence"]["samplesPerSecond"]) for r in (run, other["runs"][0])

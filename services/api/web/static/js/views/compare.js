@@ -1,6 +1,6 @@
 // Evaluations side by side: #/compare?ids=a,b,c (picked on the list) or #/compare?group=g
 // (a fan-out). Settings that differ are marked, figures sit beside their verdicts, and the
-// charts overlay the latency CDFs and put throughput and p99 next to each other. The URL
+// charts overlay the latency CDFs (not Offline's) and put throughput and p99 next to each other, with error bars. The URL
 // is the comparison: copy it to share it.
 
 import { gql, getToken } from "../api.js";
@@ -262,41 +262,77 @@ function quotable(run) {
   return run?.validity === "VALID" && (stability(run) ?? run?.stability) === "STABLE";
 }
 
+// Offline issues every sample at once: a sample's latency is its place in the queue, not
+// the system's latency, so Offline runs get no latency distribution and no p99 bar.
+function isOffline(evaluation) {
+  const scenario = typeof evaluation.scenario === "object" && evaluation.scenario ? evaluation.scenario.scenario : evaluation.scenario;
+  return scenario === "offline";
+}
+
+// Error bars from a figure's stored 95 % interval; none where it has none.
+function errorBars(runs, name, values) {
+  const intervals = runs.map((run) => intervalOf(run, name));
+  const given = (i) => intervals[i] && intervals[i].low !== null && intervals[i].low !== undefined && values[i] !== null;
+  return {
+    type: "data",
+    visible: true,
+    symmetric: false,
+    array: values.map((v, i) => (given(i) ? Math.max(0, intervals[i].high - v) : null)),
+    arrayminus: values.map((v, i) => (given(i) ? Math.max(0, v - intervals[i].low) : null)),
+    color: "#1f2937",
+    thickness: 1.5,
+    width: 5,
+  };
+}
+
 function chartsCard(evaluations, labels) {
   const runs = evaluations.map(latestRun);
-  const cdf = chartBox("compare-cdf", `Latency CDFs of ${evaluations.length} evaluations, overlaid`);
+  const timed = evaluations.map((e, i) => i).filter((i) => !isOffline(evaluations[i]));
+  const offlineNote = timed.length < evaluations.length
+    ? h("p", { class: "small muted", "data-offline-note": "" },
+      `${evaluations.length - timed.length} Offline evaluation${evaluations.length - timed.length === 1 ? "" : "s"} `,
+      "get no latency curve nor p99 bar: Offline issues every sample at once, so a sample's latency is its place in the queue, not the system's.")
+    : null;
+  const cdf = timed.length ? chartBox("compare-cdf", `Latency CDFs of ${timed.length} evaluations, overlaid`) : null;
   const throughput = chartBox("compare-throughput", "Throughput of each evaluation");
-  const p99 = chartBox("compare-p99", "p99 latency of each evaluation");
-  const sampled = runs.map((run, i) => [run?.latencySample, i]).filter(([s]) => s?.totalCount);
+  const p99 = timed.length ? chartBox("compare-p99", "p99 latency of each evaluation") : null;
+  const sampled = timed.map((i) => [runs[i]?.latencySample, i]).filter(([s]) => s?.totalCount);
   const cardEl = h("section", { class: "card chart-card", "aria-labelledby": "compare-charts-title" },
     h("h2", { id: "compare-charts-title" }, "Charts"),
-    h("figure", {}, cdf, h("figcaption", {}, "Latency CDFs, overlaid (line style and colour per evaluation)")),
-    h("p", { class: "small muted" },
-      sampled.some(([s]) => s.downsampled)
-        ? `Curves with more than ${POINTS_PER_CURVE} samples are drawn from ${POINTS_PER_CURVE} evenly spaced order statistics; the points lie exactly on the full CDF.`
-        : "Every sample of every run is drawn."),
+    cdf ? h("figure", {}, cdf, h("figcaption", {}, "Latency CDFs, overlaid (line style and colour per evaluation)")) : null,
+    cdf
+      ? h("p", { class: "small muted" },
+        sampled.some(([s]) => s.downsampled)
+          ? `Curves with more than ${POINTS_PER_CURVE} samples are drawn from ${POINTS_PER_CURVE} evenly spaced order statistics; the points lie exactly on the full CDF.`
+          : "Every sample of every run is drawn.")
+      : null,
+    offlineNote,
     h("div", { class: "chart-pair" },
-      h("figure", {}, throughput, h("figcaption", {}, "Throughput (samples/s), verdicts on the bars")),
-      h("figure", {}, p99, h("figcaption", {}, "p99 latency (ms), verdicts on the bars"))));
-  plot(cdf, sampled.map(([sample, i]) => cdfTrace(sample, labels[i], i)), { ...CDF_AXES, showlegend: true, height: 340 });
-  const bars = (name) => ({
-    type: "bar",
-    // Short ids on the axis (the tables above and the CDF's legend spell out the rest).
-    x: evaluations.map((e) => shortId(e.id)),
-    customdata: labels,
-    y: runs.map((run) => metric(run, name)?.value ?? null),
-    text: runs.map(verdictText),
-    textposition: "inside",
-    insidetextanchor: "start",
-    marker: {
-      color: evaluations.map((e, i) => SERIES[i % SERIES.length]),
-      pattern: { shape: runs.map((run) => (quotable(run) ? "" : "/")), fillmode: "overlay", fgcolor: "#ffffff", solidity: 0.3 },
-    },
-    hovertemplate: "%{customdata}: %{y:.3f} (%{text})<extra></extra>",
-  });
+      h("figure", {}, throughput, h("figcaption", {}, "Throughput (samples/s) with its 95 % interval, verdicts on the bars")),
+      p99 ? h("figure", {}, p99, h("figcaption", {}, "p99 latency (ms) with its 95 % interval, verdicts on the bars")) : null));
+  if (cdf) plot(cdf, sampled.map(([sample, i]) => cdfTrace(sample, labels[i], i)), { ...CDF_AXES, showlegend: true, height: 340 });
+  const bars = (name, which) => {
+    const y = which.map((i) => metric(runs[i], name)?.value ?? null);
+    return {
+      type: "bar",
+      // Short ids on the axis (the tables above and the CDF's legend spell out the rest).
+      x: which.map((i) => shortId(evaluations[i].id)),
+      customdata: which.map((i) => labels[i]),
+      y,
+      error_y: errorBars(which.map((i) => runs[i]), name, y),
+      text: which.map((i) => verdictText(runs[i])),
+      textposition: "inside",
+      insidetextanchor: "start",
+      marker: {
+        color: which.map((i) => SERIES[i % SERIES.length]),
+        pattern: { shape: which.map((i) => (quotable(runs[i]) ? "" : "/")), fillmode: "overlay", fgcolor: "#ffffff", solidity: 0.3 },
+      },
+      hovertemplate: "%{customdata}: %{y:.3f} (%{text})<extra></extra>",
+    };
+  };
   const barLayout = (title) => ({ xaxis: { type: "category" }, yaxis: { title: { text: title }, rangemode: "tozero" }, margin: { l: 60, r: 16, t: 12, b: 40 } });
-  plot(throughput, [bars("samples_per_second")], barLayout("Samples/s"));
-  plot(p99, [bars("latency_p99")], barLayout("p99 latency (ms)"));
+  plot(throughput, [bars("samples_per_second", evaluations.map((e, i) => i))], barLayout("Samples/s"));
+  if (p99) plot(p99, [bars("latency_p99", timed)], barLayout("p99 latency (ms)"));
   return cardEl;
 }
 
