@@ -39,7 +39,7 @@ export function trainingSettings(evaluation, run) {
 
 export function trainingOverview(e, run) {
   const scaling = e.groupKind === "training-scaling" && e.groupId
-    ? h("a", { href: `#/training-scaling/${encodeURIComponent(e.groupId)}` }, "its scaling across world sizes")
+    ? h("a", { href: `#/training-scaling/${encodeURIComponent(e.groupId)}` }, "speedup and E(N) across world sizes")
     : undefined;
   return card("Training evaluation", "overview-title", definitions([
     ["Model", `${e.modelName} ${e.modelVersion}`],
