@@ -2,8 +2,9 @@
 
 The API answered its reads from a pool of threads with psycopg2. Under load the event loop
 and those threads took turns at the GIL, each turn up to the switch interval, and every
-request paid two thread hand-offs (measured under benchmarks/api_load.py: reads run on the
-loop served x1.2 the requests at x0.7 the p99). Reads on the loop through a blocking driver
+request paid two thread hand-offs (measured under benchmarks/api_load.py side by side, 50
+clients: reads on the loop through asyncpg served x1.25 the requests at x0.85 the p99).
+Reads on the loop through a blocking driver
 would let one slow query or a hung Postgres stall every request of the process, probes
 included; through an async driver the loop keeps serving while a query waits, and each wait
 is bounded (``timeout_s``: connecting and every statement).
