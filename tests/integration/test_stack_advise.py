@@ -68,7 +68,13 @@ def priced_agents(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"priced workers did not register:\n{stack.logs()}")
             time.sleep(0.3)
-        yield _priced(client)
+        # Each API process keeps its own agents list a moment
+        # (api_shared_reads_cache_seconds, 1 s): one that answered before the agents
+        # registered may still hold the older list, so wait that out before using them.
+        time.sleep(1.5)
+        found = _priced(client)
+        assert set(found) == set(PRICES.values()), found
+        yield found
     finally:
         for group in started:
             group.stop(grace_s=10)
