@@ -1,38 +1,40 @@
-"""Reports to share: one self-contained HTML file (tables and charts) or a CSV of the runs.
+"""A report to share: one self-contained HTML file of a run or a group (the CSV is
+``report_rows.write_csv``).
 
 The HTML file needs no network to open: plotly.js, as bundled in the ``plotly`` Python
-package, is inlined in it; the charts' data is inlined as JSON. A latency CDF comes from
-each run's stored per-sample latencies (``sut_latencies_ns.npy``, the SUT's clock), cut to
-at most ``CDF_POINTS`` quantiles; a group of runs also gets throughput bars with their 95 %
-intervals as error bars.
+package, is inlined in it; the charts' data is inlined as JSON. Each row names its agent,
+machine and threads and every setting that differs in the group (``report_rows``). A
+latency CDF comes from each run's per-sample latencies on the SUT's clock, cut to at most
+``CDF_POINTS`` quantiles, for every run but Offline ones (their latencies are queue
+positions). A group also gets throughput and p99 bars with their 95 % intervals as error
+bars, and a sweep or find-peak its curve: the figure against the swept value.
 """
 
 from __future__ import annotations
 
-import csv
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from services.analysis.report_rows import (
+    OFFLINE_LATENCY_NOTE,
+    SETTING_PREFIX,
+    is_offline,
+    labels_of,
+    rows_of,
+    setting_columns,
+)
 from services.inference.run import RAW_LATENCIES_FILE
 from shared.storage import ObjectNotFound, ObjectStore
 
 CDF_POINTS = 500
 # A group's runs read at most (newest first).
 MAX_GROUP_RUNS = 500
-
-CSV_COLUMNS = (
-    "run_id", "group_kind", "group_id", "model", "framework", "framework_version", "device",
-    "scenario", "batch_size", "workers", "validity", "stability", "samples_per_second",
-    "samples_per_second_low", "samples_per_second_high", "latency_p50_ms", "latency_p90_ms",
-    "latency_p99_ms", "sut_latency_p99_ms", "sut_latency_p99_low_ms",
-    "sut_latency_p99_high_ms", "interval_reason",
-)  # fmt: skip
 
 
 def plotly_js() -> str:
@@ -43,59 +45,6 @@ def plotly_js() -> str:
     if not path.is_file():
         raise FileNotFoundError(f"plotly: no plotly.min.js in {path.parent}; reinstall plotly")
     return path.read_text(encoding="utf-8")
-
-
-def _ms(value_ns: Any) -> float | None:
-    return None if value_ns is None else float(value_ns) / 1e6
-
-
-def _interval(report: dict[str, Any], name: str) -> dict[str, Any]:
-    return ((report.get("confidence") or {}).get("figures") or {}).get(name) or {}
-
-
-def row_of(report: dict[str, Any]) -> dict[str, Any]:
-    """One run as a flat row, in CSV_COLUMNS."""
-    perf = report.get("performance") or {}
-    latency = (perf.get("latency") or {}).get("percentiles_ns") or {}
-    settings = report.get("settings") or {}
-    group = report.get("group") or {}
-    sps, p99 = _interval(report, "samples_per_second"), _interval(report, "latency_p99")
-    reasons = dict.fromkeys(str(i["reason"]) for i in (sps, p99) if i.get("reason"))
-    if not report.get("confidence"):
-        reasons = {"no intervals recorded (run stored before them)": None}
-    return {
-        "run_id": report["run_id"],
-        "group_kind": group.get("kind", ""),
-        "group_id": group.get("id", ""),
-        "model": f"{report['model']['name']} {report['model']['version']}",
-        "framework": (report.get("framework") or {}).get("name", ""),
-        "framework_version": (report.get("framework") or {}).get("version", ""),
-        "device": (settings.get("backend_options") or {}).get("device", ""),
-        "scenario": report.get("scenario", ""),
-        "batch_size": report.get("batch_size"),
-        "workers": settings.get("workers", 1),
-        "validity": (perf.get("validity") or {}).get("result", ""),
-        "stability": (report.get("stability") or {}).get("verdict", "not recorded"),
-        "samples_per_second": perf.get("samples_per_second"),
-        "samples_per_second_low": sps.get("low"),
-        "samples_per_second_high": sps.get("high"),
-        "latency_p50_ms": _ms(latency.get("p50")),
-        "latency_p90_ms": _ms(latency.get("p90")),
-        "latency_p99_ms": _ms(latency.get("p99")),
-        "sut_latency_p99_ms": p99.get("estimate"),
-        "sut_latency_p99_low_ms": p99.get("low"),
-        "sut_latency_p99_high_ms": p99.get("high"),
-        "interval_reason": "; ".join(reasons),
-    }
-
-
-def write_csv(reports: Sequence[dict[str, Any]], path: Path) -> int:
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        for report in reports:
-            writer.writerow({k: "" if v is None else v for k, v in row_of(report).items()})
-    return len(reports)
 
 
 def latency_cdf(report: dict[str, Any], store: ObjectStore) -> tuple[list[float], list[float]]:
@@ -118,36 +67,52 @@ def latency_cdf(report: dict[str, Any], store: ObjectStore) -> tuple[list[float]
     return [float(v) for v in ordered[index]], [float((i + 1) / ordered.size) for i in index]
 
 
+CdfOf = Callable[[dict[str, Any]], tuple[list[float], list[float]]]
+
+
 def _cell(value: Any, spec: str = ".3f") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return format(value, spec) if isinstance(value, float) else html.escape(str(value))
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
+def _with_interval(value: Any, low: Any, high: Any, spec: str) -> str:
+    text = _cell(value, spec)
+    if low is not None and high is not None:
+        text += f" [{_cell(low, spec)}, {_cell(high, spec)}]"
+    return text
+
+
+def _table(rows: list[dict[str, Any]], labels: list[str], columns: list[str]) -> str:
+    settings_heads = "".join(
+        f"<th>{html.escape(c.removeprefix(SETTING_PREFIX))}</th>" for c in columns
+    )
     head = (
-        "<tr><th>run</th><th>framework</th><th>scenario</th><th>batch</th><th>validity</th>"
-        "<th>stability</th><th>samples/s [95 %]</th><th>p50 ms</th><th>p90 ms</th>"
-        "<th>p99 ms</th><th>p99 ms SUT [95 %]</th><th>why no interval</th></tr>"
+        "<tr><th>row</th><th>agent</th><th>machine</th><th>threads</th>"
+        f"{settings_heads}<th>framework</th><th>scenario</th><th>batch</th>"
+        "<th>validity</th><th>stability</th><th>host busy (others' CPU share)</th>"
+        "<th>samples/s [95 %]</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th>"
+        "<th>p99 ms SUT [95 %]</th><th>why no interval</th><th>run</th></tr>"
     )
     body = []
-    for r in rows:
-        sps = _cell(r["samples_per_second"], ".2f")
-        if r["samples_per_second_low"] is not None:
-            sps += f" [{_cell(r['samples_per_second_low'], '.2f')}, "
-            sps += f"{_cell(r['samples_per_second_high'], '.2f')}]"
-        p99 = _cell(r["sut_latency_p99_ms"])
-        if r["sut_latency_p99_low_ms"] is not None:
-            p99 += f" [{_cell(r['sut_latency_p99_low_ms'])}, {_cell(r['sut_latency_p99_high_ms'])}]"
+    for r, label in zip(rows, labels, strict=True):
+        settings_cells = "".join(f"<td>{_cell(r[c])}</td>" for c in columns)
+        share = r["other_cpu_share"]
+        load = f"{_cell(r['host_busy'])} ({_cell(share, '.0%')})" if share is not None else "-"
         body.append(
-            f"<tr><td>{_cell(r['run_id'])}</td>"
+            f"<tr><td>{html.escape(label)}</td><td>{_cell(r['agent'])}</td>"
+            f"<td>{_cell(r['machine'])}</td><td>{_cell(r['threads'])}</td>{settings_cells}"
             f"<td>{_cell(r['framework'])} {_cell(r['framework_version'])} on "
             f"{_cell(r['device'])}</td><td>{_cell(r['scenario'])}</td>"
             f"<td>{_cell(r['batch_size'])}</td><td>{_cell(r['validity'])}</td>"
-            f"<td>{_cell(r['stability'])}</td><td>{sps}</td>"
+            f"<td>{_cell(r['stability'])}</td><td>{load}</td>"
+            f"<td>{_with_interval(r['samples_per_second'], r['samples_per_second_low'], r['samples_per_second_high'], '.2f')}</td>"  # noqa: E501
             f"<td>{_cell(r['latency_p50_ms'])}</td><td>{_cell(r['latency_p90_ms'])}</td>"
-            f"<td>{_cell(r['latency_p99_ms'])}</td><td>{p99}</td>"
-            f"<td>{_cell(r['interval_reason'])}</td></tr>"
+            f"<td>{_cell(r['latency_p99_ms'])}</td>"
+            f"<td>{_with_interval(r['sut_latency_p99_ms'], r['sut_latency_p99_low_ms'], r['sut_latency_p99_high_ms'], '.3f')}</td>"  # noqa: E501
+            f"<td>{_cell(r['interval_reason'])}</td><td>{_cell(r['run_id'])}</td></tr>"
         )
     return f"<table>{head}{''.join(body)}</table>"
 
@@ -157,60 +122,163 @@ def _script_json(value: Any) -> str:
     return json.dumps(value).replace("</", "<\\/")
 
 
-def render_html(title: str, reports: Sequence[dict[str, Any]], store: ObjectStore) -> str:
-    rows = [row_of(r) for r in reports]
-    cdf = []
-    for report in reports:
-        xs, ys = latency_cdf(report, store)
-        if xs:
-            cdf.append({"x": xs, "y": ys, "type": "scatter", "mode": "lines",
-                        "name": str(report["run_id"])[:8]})  # fmt: skip
-    charts = [
-        {
-            "id": "cdf",
-            "data": cdf,
-            "layout": {
-                "title": {"text": "latency CDF (SUT clock, per sample)"},
-                "xaxis": {"title": {"text": "latency ms"}},
-                "yaxis": {"title": {"text": "share of samples"}, "range": [0, 1]},
-            },
-        }
+def _error_bars(values: list[Any], lows: list[Any], highs: list[Any]) -> dict[str, Any]:
+    """Plotly's asymmetric error bars from [low, high] intervals (null where none)."""
+    plus = [None if v is None or h is None else h - v for v, h in zip(values, highs, strict=True)]
+    minus = [
+        None if v is None or lo is None else v - lo for v, lo in zip(values, lows, strict=True)
     ]
-    if len(reports) > 1:
-        values = [r["samples_per_second"] for r in rows]
-        plus = [
-            None if r["samples_per_second_high"] is None else r["samples_per_second_high"] - v
-            for r, v in zip(rows, values, strict=True)
-        ]
-        minus = [
-            None if r["samples_per_second_low"] is None else v - r["samples_per_second_low"]
-            for r, v in zip(rows, values, strict=True)
-        ]
+    return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus}
+
+
+Figure = tuple[Any, Any, Any]  # (value, low, high); low and high None without an interval
+
+
+def throughput_of(row: dict[str, Any]) -> Figure:
+    return row["samples_per_second"], row["samples_per_second_low"], row["samples_per_second_high"]
+
+
+def p99_of(row: dict[str, Any]) -> Figure:
+    """The p99 on the SUT's clock with its interval; where no interval could be given, the
+    measured p99 alone (a bar without an error bar, the table says why)."""
+    if row["sut_latency_p99_ms"] is not None:
+        return (
+            row["sut_latency_p99_ms"],
+            row["sut_latency_p99_low_ms"],
+            row["sut_latency_p99_high_ms"],
+        )
+    return row["latency_p99_ms"], None, None
+
+
+def _bars(
+    chart_id: str, title: str, axis: str, labels: list[str], figures: list[tuple[Any, Any, Any]]
+) -> dict[str, Any]:
+    values = [f[0] for f in figures]
+    return {
+        "id": chart_id,
+        "data": [
+            {
+                "type": "bar",
+                "x": labels,
+                "y": values,
+                "error_y": _error_bars(values, [f[1] for f in figures], [f[2] for f in figures]),
+            }
+        ],
+        "layout": {"title": {"text": title}, "yaxis": {"title": {"text": axis}}},
+    }
+
+
+def curve_x(report: dict[str, Any]) -> tuple[str, float] | None:
+    """(what was varied, its value) for a sweep point or a find-peak probe; else None."""
+    group = report.get("group") or {}
+    if group.get("kind") == "sweep" and group.get("parameter") and group.get("value") is not None:
+        return str(group["parameter"]), float(group["value"])
+    if group.get("kind") == "find-peak":
+        target = ((report.get("settings") or {}).get("scenario") or {}).get("target_qps")
+        if group.get("role") != "capacity estimate" and target is not None:
+            return "target QPS", float(target)
+    return None
+
+
+def _curve(reports: Sequence[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A sweep's or find-peak's figures against the value it varied, with their intervals."""
+    points = [(curve_x(rep), row) for rep, row in zip(reports, rows, strict=True)]
+    kept = sorted(((x, row) for x, row in points if x is not None), key=lambda p: p[0][1])
+    if len(kept) < 2 or len({x[0] for x, _ in kept}) != 1:
+        return []
+    name = kept[0][0][0]
+    xs = [x[1] for x, _ in kept]
+    charts = []
+    figures = (
+        ("samples_per_second", throughput_of, "samples/s", "throughput"),
+        ("p99_ms", p99_of, "p99 ms", "p99 latency"),
+    )
+    for key, figure_of, axis, what in figures:
+        values = [figure_of(row) for _, row in kept]
+        ys = [v[0] for v in values]
+        if all(y is None for y in ys):
+            continue
+        lows, highs = [v[1] for v in values], [v[2] for v in values]
         charts.append(
             {
-                "id": "throughput",
+                "id": f"curve-{key}",
                 "data": [
                     {
-                        "type": "bar",
-                        "x": [str(r["run_id"])[:8] for r in rows],
-                        "y": values,
-                        "error_y": {
-                            "type": "data",
-                            "symmetric": False,
-                            "array": plus,
-                            "arrayminus": minus,
-                        },
-                        "text": [f"{r['validity']} {r['stability']}" for r in rows],
+                        "type": "scatter",
+                        "mode": "lines+markers",
+                        "x": xs,
+                        "y": ys,
+                        "error_y": _error_bars(ys, lows, highs),
+                        "text": [f"{row['validity']} {row['stability']}" for _, row in kept],
                     }
                 ],
                 "layout": {
-                    "title": {"text": "throughput with 95 % intervals"},
-                    "yaxis": {"title": {"text": "samples/s"}},
+                    "title": {"text": f"{what} against {name}, with 95 % intervals"},
+                    "xaxis": {"title": {"text": name}},
+                    "yaxis": {"title": {"text": axis}},
                 },
             }
         )
+    return charts
+
+
+def render_html(title: str, reports: Sequence[dict[str, Any]], cdf_of: CdfOf) -> str:
+    """The page; ``cdf_of(report)`` gives a run's latency CDF points (empty when none)."""
+    rows = rows_of(reports)
+    columns = setting_columns(reports)
+    labels = labels_of(reports, rows)
+    cdf = []
+    for report, label in zip(reports, labels, strict=True):
+        xs, ys = ([], []) if is_offline(report) else cdf_of(report)
+        if xs:
+            cdf.append({"x": xs, "y": ys, "type": "scatter", "mode": "lines", "name": label})
+    charts: list[dict[str, Any]] = []
+    if cdf:
+        charts.append(
+            {
+                "id": "cdf",
+                "data": cdf,
+                "layout": {
+                    "title": {"text": "latency CDF (SUT clock, per sample)"},
+                    "xaxis": {"title": {"text": "latency ms"}},
+                    "yaxis": {"title": {"text": "share of samples"}, "range": [0, 1]},
+                },
+            }
+        )
+    if len(reports) > 1:
+        charts.append(
+            _bars(
+                "throughput",
+                "throughput with 95 % intervals",
+                "samples/s",
+                labels,
+                [throughput_of(r) for r in rows],
+            )
+        )
+        timed = [
+            (label, r) for label, r in zip(labels, rows, strict=True) if p99_of(r)[0] is not None
+        ]
+        if len(timed) > 1:
+            charts.append(
+                _bars(
+                    "p99",
+                    "p99 latency with 95 % intervals (SUT clock; a bar without one: see the table)",
+                    "ms",
+                    [label for label, _ in timed],
+                    [p99_of(r) for _, r in timed],
+                )
+            )
+    charts.extend(_curve(reports, rows))
+    notes = []
+    if any(is_offline(r) for r in reports):
+        notes.append(f"{OFFLINE_LATENCY_NOTE}: no CDF nor p99 bar for Offline runs.")
+    if not cdf and not all(is_offline(r) for r in reports):
+        notes.append("No per-sample latencies are stored with these runs.")
+    if columns:
+        names = ", ".join(c.removeprefix(SETTING_PREFIX) for c in columns)
+        notes.append(f"Settings that differ between these runs: {names}.")
+    notes_html = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
     divs = "".join(f'<div id="{c["id"]}" class="chart"></div>' for c in charts)
-    missing = "" if cdf else "<p>No per-sample latencies are stored with these runs.</p>"
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title>"
@@ -222,7 +290,7 @@ def render_html(title: str, reports: Sequence[dict[str, Any]], store: ObjectStor
         "<p>Figures beside their LoadGen validity and stability verdicts; 95 % intervals "
         "from a seeded bootstrap over each run's stability windows (latency on the SUT's "
         "clock).</p>"
-        f"{_table(rows)}{missing}{divs}"
+        f"{_table(rows, labels, columns)}{notes_html}{divs}"
         f"<script>const charts = {_script_json(charts)};\n"
         "for (const c of charts) { Plotly.newPlot(c.id, c.data, c.layout, "
         "{staticPlot: false, displaylogo: false}); }</script>"

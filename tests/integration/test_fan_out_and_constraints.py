@@ -37,7 +37,8 @@ query($id: String!) {
     id model scenario done
     rows { evaluationId state reason agentId hostname arch logicalCores memoryGib gpus
            framework frameworkVersion device threads samplesPerSecond latencyP50Ms
-           latencyP90Ms latencyP99Ms validity stability overlapped hostBusy }
+           latencyP90Ms latencyP99Ms validity stability overlapped hostBusy
+           samplesPerSecondLow samplesPerSecondHigh }
   }
 }
 """
@@ -138,6 +139,7 @@ def test_fan_out_over_two_agents_returns_one_comparison(
         assert line["group_id"] == created["id"] and line["validity"] == row["validity"]
         assert float(line["samples_per_second"]) == pytest.approx(row["samplesPerSecond"])
         assert int(line["threads"]) == row["threads"]
+    _check_shared_report(stack, fleet, created["id"], rows, tmp_path)
     # The samples/s verdict follows from the intervals and validity the CSV holds: a run
     # LoadGen did not judge VALID gets no verdict whatever its interval (CI's loaded host
     # once left one of these short runs INVALID).
@@ -205,3 +207,53 @@ def test_a_malformed_constraint_is_invalid_input(fleet: GraphQLClient) -> None:
     assert refused["__typename"] == "InvalidInput", refused
     assert refused["field"] == "constraints.require[1]"
     assert "unknown key" in refused["message"] and "memory" in refused["message"]
+
+
+def _check_shared_report(
+    stack: EphemeralStack,
+    fleet: GraphQLClient,
+    group_id: str,
+    rows: list[dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    """`report GROUP --server`: the HTML and CSV name each row's agent and threads, and the
+    throughput bars carry the stored intervals as error bars."""
+    import csv
+    import html
+    import json
+    import re
+
+    from services.cli.main import app
+
+    page, table = tmp_path / "fan-out.html", tmp_path / "fan-out-report.csv"
+    argv = ["report", group_id, "--server", stack.api_url, "--token", str(fleet.token)]
+    result = CliRunner().invoke(app, [*argv, "--html", str(page), "--csv", str(table)])
+    assert result.exit_code == 0, result.output
+    with table.open(newline="") as fh:
+        written = {line["agent"]: line for line in csv.DictReader(fh)}
+    assert sorted(written) == sorted(r["agentId"] for r in rows)
+    for row in rows:
+        assert int(written[row["agentId"]]["threads"]) == row["threads"]
+    text = page.read_text(encoding="utf-8")
+    found = re.search(r"const charts = (\[.*?\]);\n", text)
+    assert found, text[-2000:]
+    charts = {c["id"]: c for c in json.loads(found.group(1).replace("<\\/", "</"))}
+    bars = charts["throughput"]["data"][0]
+    by_label = {label: i for i, label in enumerate(bars["x"])}
+    for row in rows:
+        # The bar's label names the agent and the threads that set it apart.
+        (label,) = [x for x in by_label if x.startswith(row["agentId"])]
+        assert f"threads={row['threads']}" in label, label
+        assert html.escape(row["agentId"]) in text and html.escape(label) in text
+        i = by_label[label]
+        value, plus, minus = (
+            bars["y"][i],
+            bars["error_y"]["array"][i],
+            bars["error_y"]["arrayminus"][i],
+        )
+        assert value == pytest.approx(row["samplesPerSecond"])
+        if row["samplesPerSecondHigh"] is not None:
+            assert value + plus == pytest.approx(row["samplesPerSecondHigh"])
+            assert value - minus == pytest.approx(row["samplesPerSecondLow"])
+        else:
+            assert plus is None and minus is None

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from services.cli.errors import fail, user_errors
 from services.cli.render import output_console
 from shared.settings import get_settings
+
+if TYPE_CHECKING:
+    from services.analysis.shared_report import CdfOf
 
 console = output_console(highlight=False)
 
@@ -51,25 +54,50 @@ def report_command(
     csv_file: Path | None = typer.Option(
         None, "--csv", dir_okay=False, help="Write the runs' figures as CSV here."
     ),
+    server: str | None = typer.Option(
+        None,
+        envvar="BENCHSTACK_API_URL",
+        help="Read the runs from a benchstack API (a group id or an evaluation id) instead "
+        "of the local database (default: BENCHSTACK_API_URL where it is set).",
+    ),
+    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token."),
 ) -> None:
-    """Tables (figures with verdicts and 95 % intervals) and charts (latency CDF, a group's
-    throughput) in one HTML file that opens without a network; or the figures as CSV."""
-    from services.analysis.shared_report import render_html, write_csv
-    from shared.db.session import session_scope
-    from shared.storage import make_store
+    """Tables (each run's agent, machine, threads and the settings that differ, its figures
+    with verdicts and 95 % intervals) and charts (latency CDF, a group's throughput and p99
+    bars with error bars, a sweep's or find-peak's curve) in one HTML file that opens
+    without a network; or the figures as CSV."""
+    from services.analysis.report_rows import write_csv
+    from services.analysis.shared_report import render_html
 
     if html_file is None and csv_file is None:
         fail(["--html / --csv: give at least one file to write"])
-    settings = get_settings()
     with user_errors():
-        with session_scope(settings.effective_database_url) as session:
-            title, reports = reports_of(session, ref)
+        title, reports, cdf_of = _remote(server, token, ref) if server else _local(ref)
         if html_file is not None:
-            html_file.write_text(render_html(title, reports, make_store(settings)), "utf-8")
+            html_file.write_text(render_html(title, reports, cdf_of), "utf-8")
             console.print(f"wrote {title} to {html_file}")
         if csv_file is not None:
             rows = write_csv(reports, csv_file)
             console.print(f"wrote {rows} rows to {csv_file}")
+
+
+def _local(ref: str) -> tuple[str, list[dict[str, Any]], CdfOf]:
+    from services.analysis.shared_report import latency_cdf
+    from shared.db.session import session_scope
+    from shared.storage import make_store
+
+    settings = get_settings()
+    with session_scope(settings.effective_database_url) as session:
+        title, reports = reports_of(session, ref)
+    store = make_store(settings)
+    return title, reports, lambda report: latency_cdf(report, store)
+
+
+def _remote(server: str, token: str | None, ref: str) -> tuple[str, list[dict[str, Any]], CdfOf]:
+    from services.cli.remote_reports import remote_reports
+
+    title, reports, cdfs = remote_reports(server, token, ref)
+    return title, reports, lambda report: cdfs.get(str(report["run_id"]), ([], []))
 
 
 def register(app: typer.Typer) -> None:
