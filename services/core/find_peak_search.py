@@ -60,6 +60,9 @@ class Probe:
     # The shortest --duration after which this rate could be judged (LoadGen's early
     # stopping and the stability rule's sample count); None when nothing asks for more.
     duration_needed_s: float | None = None
+    # The 95 % interval of the latency at the chosen percentile (SUT clock: estimate, low,
+    # high, reason), where the run stored one for it (p50, p90, p99); else None.
+    latency_interval: dict[str, Any] | None = None
     # Whether this probe can be the reported peak; derived, never passed in.
     judged: bool = field(init=False)
 
@@ -134,7 +137,13 @@ def judge(
         stability_reasons=list((report.get("stability") or {}).get("reasons", [])),
         failed_samples=int(report.get("failed_samples") or 0),
         duration_needed_s=_duration_needed(report, queries, scheduled, stability),
+        latency_interval=_interval(report, f"latency_{percentile_key(percentile)}"),
     )
+
+
+def _interval(report: dict[str, Any], figure: str) -> dict[str, Any] | None:
+    found = ((report.get("confidence") or {}).get("figures") or {}).get(figure)
+    return dict(found) if found else None
 
 
 def _duration_needed(

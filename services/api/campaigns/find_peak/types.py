@@ -8,6 +8,7 @@ import math
 import strawberry
 
 from services.api.campaigns.find_peak.group import FindPeakView
+from services.api.graphql.confidence.types import IntervalType
 from services.api.graphql.evaluations.types import EvaluationType
 from services.core.find_peak_search import Probe
 
@@ -30,6 +31,8 @@ class FindPeakProbeType:
     # Within bound and VALID and stability judged: a probe that can be the peak.
     judged: bool | None
     reason: str | None
+    # The 95 % interval of the judged latency (SUT clock), where the run gives one.
+    latency_interval: IntervalType | None = None
 
     @classmethod
     def from_parts(
@@ -59,6 +62,9 @@ class FindPeakProbeType:
             stability=probe.stability,
             judged=probe.judged,
             reason=probe.reason,
+            latency_interval=(
+                IntervalType.from_dict(probe.latency_interval) if probe.latency_interval else None
+            ),
         )
 
 

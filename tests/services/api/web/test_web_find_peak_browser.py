@@ -24,7 +24,10 @@ FIND_PEAK = """
 query($id: String!) {
   findPeak(groupId: $id) {
     state verdict peakQps peakRunId latencyBoundMs percentile
-    probes { qps runId passed judged latencyMs evaluation { state scenario } }
+    probes {
+      qps runId passed judged latencyMs evaluation { state scenario }
+      latencyInterval { estimate low high }
+    }
   }
 }
 """
@@ -107,6 +110,17 @@ def test_a_find_peak_submitted_from_the_form_is_followed_and_charted(
     chart = page.locator('[data-chart="find-peak"]')
     expect(chart).to_have_attribute("data-points", str(len(stored)))
     expect(chart.locator(".scatterlayer .point")).to_have_count(len(stored))
+    # Each probe's judged latency carries its stored 95 % interval as an error bar.
+    arms = chart.evaluate(
+        "el => el.data.flatMap((t) => t.x.map((x, i) => [x, t.error_y.array[i]]))"
+    )
+    for qps, arm in arms:
+        (probe,) = [p for p in stored if p["qps"] == qps]
+        interval = probe["latencyInterval"]
+        if interval is None or interval["high"] is None:
+            assert arm is None, (probe, arm)
+        else:
+            assert arm == pytest.approx(interval["high"] - interval["estimate"]), (probe, arm)
     # The bound is one dashed line across the plot.
     expect(chart.locator(".shapelayer path")).to_have_count(1)
     expect(page.locator("table[data-probes] tbody tr")).to_have_count(len(probes))

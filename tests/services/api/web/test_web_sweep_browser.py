@@ -20,7 +20,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 SHOTS = Path("/tmp/web-shots")
 SWEEP = """
 query($id: String!) {
-  sweep(groupId: $id) { modelLoads points { value samplesPerSecond evaluation { state } } }
+  sweep(groupId: $id) {
+    modelLoads
+    points {
+      value samplesPerSecond evaluation { state }
+      run { confidence { samplesPerSecond { estimate low high } } }
+    }
+  }
 }
 """
 
@@ -63,7 +69,20 @@ def test_a_sweep_submitted_from_the_form_completes_and_draws_its_curve(
     # Offline latencies are queue positions: its curve is throughput against batch size.
     assert curve.evaluate("el => el.data[0].x") == [1, 2, 4, 8]
     assert curve.evaluate("el => el.data[0].y") == [p["samplesPerSecond"] for p in sweep["points"]]
+    # Each point carries its stored 95 % interval as an error bar, none where it has none.
+    wanted = []
+    for point in sweep["points"]:
+        interval = point["run"]["confidence"]["samplesPerSecond"]
+        wanted.append(None if interval["low"] is None else interval["high"] - interval["estimate"])
+    drawn = curve.evaluate("el => el.data[0].error_y.array")
+    assert drawn == pytest.approx(wanted), (drawn, wanted)
+    visible = curve.evaluate(
+        "el => [...el.querySelectorAll('path.yerror')].filter((p) => p.getAttribute('d')).length"
+    )
+    assert visible == sum(w is not None for w in wanted), (visible, wanted)
     expect(page.locator("table[data-sweep-points] tbody tr")).to_have_count(4)
+    # Offline: no latency columns (its latencies are queue positions).
+    expect(page.locator("table[data-sweep-points] thead")).not_to_contain_text("p99")
     expect(page.locator("table[data-sweep-points] tbody")).not_to_contain_text("QUEUED")
     loads = sweep["modelLoads"]
     expect(page.get_by_text(f"model loaded {loads} time")).to_be_visible()

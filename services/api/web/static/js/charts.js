@@ -101,3 +101,22 @@ export const CDF_AXES = {
   xaxis: { title: { text: "Latency (ms)" } },
   yaxis: { title: { text: "Samples at or below (%)" }, range: [0, 100.5] },
 };
+
+// Plotly error bars from 95 % intervals ({estimate, low, high}; low and high null when
+// none could be given): a bar only where the interval exists. Its arms are the interval's
+// distances from its own estimate, so a latency interval on the SUT's clock keeps its
+// width when drawn at LoadGen's figure (the two clocks differ by LoadGen's overhead).
+export function intervalBars(values, intervals) {
+  const given = (i) => intervals[i] && intervals[i].low != null && intervals[i].high != null && values[i] != null;
+  const centre = (i) => intervals[i].estimate ?? values[i];
+  return {
+    type: "data",
+    visible: true,
+    symmetric: false,
+    array: values.map((v, i) => (given(i) ? Math.max(0, intervals[i].high - centre(i)) : null)),
+    arrayminus: values.map((v, i) => (given(i) ? Math.max(0, centre(i) - intervals[i].low) : null)),
+    color: "#1f2937",
+    thickness: 1.5,
+    width: 5,
+  };
+}

@@ -191,6 +191,7 @@ query Sweep($id: String!) {
       value
       evaluation { id state reason modelName modelVersion framework scenario }
       samplesPerSecond latencyP50Ms latencyP90Ms latencyP99Ms validity stability modelKept
+      run { id confidence { samplesPerSecond { ${INTERVAL} } latencyP99 { ${INTERVAL} } } }
     }
   }
 }`;
@@ -211,6 +212,7 @@ query FindPeak($id: String!) {
     estimate { id state reason modelName modelVersion framework }
     probes {
       qps runId passed latencyMs completedQps validity stability judged reason
+      latencyInterval { ${INTERVAL} }
       evaluation { id state reason modelName modelVersion framework agentId }
     }
     peakQps peakLatencyMs peakRunId reason advice

@@ -5,7 +5,7 @@
 
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
-import { CDF_AXES, SERIES, cdfTrace, chartBox, plot } from "../charts.js";
+import { CDF_AXES, SERIES, cdfTrace, chartBox, intervalBars, plot } from "../charts.js";
 import {
   DASH, differVerdict, isFinal, intervalOf, intervalText, judgedIntervalOf, latestRun, metric, number, scenarioName, shortId, stability,
 } from "../format.js";
@@ -271,18 +271,7 @@ function isOffline(evaluation) {
 
 // Error bars from a figure's stored 95 % interval; none where it has none.
 function errorBars(runs, name, values) {
-  const intervals = runs.map((run) => intervalOf(run, name));
-  const given = (i) => intervals[i] && intervals[i].low !== null && intervals[i].low !== undefined && values[i] !== null;
-  return {
-    type: "data",
-    visible: true,
-    symmetric: false,
-    array: values.map((v, i) => (given(i) ? Math.max(0, intervals[i].high - v) : null)),
-    arrayminus: values.map((v, i) => (given(i) ? Math.max(0, v - intervals[i].low) : null)),
-    color: "#1f2937",
-    thickness: 1.5,
-    width: 5,
-  };
+  return intervalBars(values, runs.map((run) => intervalOf(run, name)));
 }
 
 function chartsCard(evaluations, labels) {

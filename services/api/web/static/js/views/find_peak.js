@@ -4,7 +4,7 @@
 
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
-import { SERIES, chartBox, plot } from "../charts.js";
+import { SERIES, chartBox, intervalBars, plot } from "../charts.js";
 import { DASH, inFormWords, number, shortId } from "../format.js";
 import { FIND_PEAK } from "../queries.js";
 import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
@@ -90,7 +90,8 @@ function view(search) {
       h("p", { class: "hint" },
         `Each point is one probe: a filled dot is within the bound and judged (VALID, stability known), ` +
         `a hollow dot is within the bound but not judged, a red cross is over the bound. ` +
-        `The dashed line is the bound; the labels give the order the probes ran in.`),
+        `The dashed line is the bound; the labels give the order the probes ran in. Error bars: the latency's ` +
+        `95 % interval (SUT clock), where the probe's run gives one.`),
       missing > 0
         ? h("p", { class: "hint" }, `${missing} stored probe${missing === 1 ? " has" : "s have"} no latency figure; see the table.`)
         : null,
@@ -189,6 +190,8 @@ function traces(search) {
       name: g.name,
       x: g.probes.map((p) => p.qps),
       y: g.probes.map((p) => p.latencyMs),
+      // The judged latency's 95 % interval (SUT clock), where the probe's run gives one.
+      error_y: { ...intervalBars(g.probes.map((p) => p.latencyMs), g.probes.map((p) => p.latencyInterval)), color: g.color },
       text: g.probes.map((p) => `#${order.get(p)}`),
       textposition: "top center",
       marker: { size: 12, symbol: g.symbol, color: g.fill, line: { color: g.color, width: 2 } },

@@ -3,7 +3,7 @@
 
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
-import { SERIES, chartBox, plot } from "../charts.js";
+import { SERIES, chartBox, intervalBars, plot } from "../charts.js";
 import { DASH, isFinal, number, scenarioName, shortId } from "../format.js";
 import { SWEEP } from "../queries.js";
 import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
@@ -71,11 +71,12 @@ function view(sweep) {
         ? `Throughput against ${label.toLowerCase()}, one point per value`
         : `Throughput against p99 latency, one point per ${label.toLowerCase()}`),
       h("p", { class: "hint" },
-        "Each point is one run, labelled with its value; a hollow point's run is not VALID and STABLE, " +
+        "Each point is one run, labelled with its value, with its 95 % intervals as error bars (none where " +
+        "the run could not give one: see its page); a hollow point's run is not VALID and STABLE, " +
         "so its figures are not results to quote." +
         (offline(sweep)
           ? " Offline issues every sample at once, so a latency is a sample's place in the queue, not the " +
-            "system's: the curve is throughput against the swept value (latencies stay in the table)."
+            "system's: the curve is throughput against the swept value, and the table shows no latencies."
           : ""))),
     h("section", { class: "card" },
       h("h2", {}, "Points"),
@@ -84,16 +85,19 @@ function view(sweep) {
 }
 
 function table(sweep, label) {
-  const head = [label, "State", "Samples/s", "p50 ms", "p90 ms", "p99 ms", "Verdicts", "Model", "Evaluation"];
+  // Offline latencies are queue positions: no latency columns (the run's page keeps them).
+  const timed = !offline(sweep);
+  const latencyHeads = timed ? ["p50 ms", "p90 ms", "p99 ms"] : [];
+  const head = [label, "State", "Samples/s", ...latencyHeads, "Verdicts", "Model", "Evaluation"];
   return h("table", { class: "data", "data-sweep-points": String(sweep.points.length) },
     h("thead", {}, h("tr", {}, head.map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, sweep.points.map((p) => h("tr", {},
       h("td", { class: "num" }, number(p.value, 0)),
       h("td", {}, stateBadge(p.evaluation.state)),
       h("td", { class: "num" }, number(p.samplesPerSecond)),
-      h("td", { class: "num" }, number(p.latencyP50Ms, 3)),
-      h("td", { class: "num" }, number(p.latencyP90Ms, 3)),
-      h("td", { class: "num" }, number(p.latencyP99Ms, 3)),
+      timed ? h("td", { class: "num" }, number(p.latencyP50Ms, 3)) : null,
+      timed ? h("td", { class: "num" }, number(p.latencyP90Ms, 3)) : null,
+      timed ? h("td", { class: "num" }, number(p.latencyP99Ms, 3)) : null,
       h("td", {}, p.validity ? [verdictBadge(p.validity, "validity"), " ", verdictBadge(p.stability ?? DASH, "stability")] : DASH),
       h("td", {}, p.modelKept == null ? DASH : p.modelKept ? "kept loaded" : "loaded"),
       h("td", {}, h("a", { href: `#/evaluations/${p.evaluation.id}` }, shortId(p.evaluation.id)))))));
@@ -116,6 +120,11 @@ function curve(sweep, points) {
     name: LABEL[sweep.parameter] ?? sweep.parameter,
     x: points.map((p) => (byValue ? p.value : p.latencyP99Ms)),
     y: points.map((p) => p.samplesPerSecond),
+    // Each point's 95 % intervals: samples/s always, p99 where it is the x axis.
+    error_y: intervalBars(points.map((p) => p.samplesPerSecond), points.map((p) => p.run?.confidence?.samplesPerSecond)),
+    error_x: byValue
+      ? { visible: false }
+      : intervalBars(points.map((p) => p.latencyP99Ms), points.map((p) => p.run?.confidence?.latencyP99)),
     text: points.map((p) => number(p.value, 0)),
     textposition: "top center",
     line: { color: SERIES[0], width: 2 },
