@@ -65,10 +65,20 @@ class HostUse:
 
 
 class HostSlot:
-    def __init__(self, folder: Path, *, exclusive: bool = True) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        exclusive: bool = True,
+        on_wait: Callable[[list[str]], None] | None = None,
+    ) -> None:
+        """``on_wait(holders)``: called once when a measurement finds the host taken and
+        starts waiting, with the runs then measuring (so a worker can say why its RUNNING
+        evaluation has not started)."""
         self.folder = folder
         self.exclusive = exclusive
         self.active = folder / "active"
+        self.on_wait = on_wait
 
     def _others(self, run_id: str) -> list[str]:
         others = []
@@ -101,14 +111,24 @@ class HostSlot:
         return found
 
     def _acquire(
-        self, lock: TextIO, should_stop: Callable[[], bool], poll_s: float, mode: int
+        self,
+        lock: TextIO,
+        should_stop: Callable[[], bool],
+        poll_s: float,
+        mode: int,
+        run_id: str,
     ) -> float:
         started = time.monotonic()
+        told = False
         while True:
             try:
                 fcntl.flock(lock, mode | fcntl.LOCK_NB)
                 return time.monotonic() - started
             except BlockingIOError:
+                if not told and self.on_wait is not None:
+                    told = True
+                    with contextlib.suppress(Exception):  # a notice never fails the run
+                        self.on_wait(self._others(run_id))
                 if should_stop():
                     raise SlotWaitCancelled("cancelled while waiting for the host") from None
                 time.sleep(poll_s)
@@ -133,7 +153,7 @@ class HostSlot:
         with open(self.folder / "measure.lock", "a+") as lock:
             if self.exclusive:
                 mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
-                use.waited_s = self._acquire(lock, should_stop, poll_s, mode)
+                use.waited_s = self._acquire(lock, should_stop, poll_s, mode, run_id)
             mine = self.active / f"{run_id}.json"
             started = time.time()
             mine.write_text(json.dumps({"pid": os.getpid(), "started": started}))

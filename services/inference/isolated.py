@@ -90,6 +90,7 @@ def run_in_child(
     poll_s: float = 0.5,
     memory_limit_bytes: int = 0,
     resident: bool = False,
+    on_waiting: Callable[[list[str] | None], None] | None = None,
 ) -> ChildOutcome:
     """Call ``target(*args)`` in a child forked from the fork server; end it when
     ``should_stop`` returns a reason or after ``time_limit_s``, counted from the child's
@@ -102,11 +103,16 @@ def run_in_child(
     the first such call and kept for the next one while every run returns, so what it
     keeps in memory (loaded models) outlives a run. A run that is stopped, over its
     memory or dies ends the resident child too; the next call starts a fresh one. A call
-    made while another thread uses the resident child gets a child of its own."""
+    made while another thread uses the resident child gets a child of its own.
+
+    ``on_waiting(holders)``: called when the child announces it waits for the host
+    (``announce_waiting``), with the runs holding it, and ``on_waiting(None)`` once it
+    starts after such a wait."""
+    waiting = on_waiting or _ignore
     if resident and _RESIDENT_LOCK.acquire(blocking=False):
         try:
             return _run_in_resident(
-                target, args, should_stop, time_limit_s, poll_s, memory_limit_bytes
+                target, args, should_stop, time_limit_s, poll_s, memory_limit_bytes, waiting
             )
         finally:
             _RESIDENT_LOCK.release()
@@ -121,7 +127,7 @@ def run_in_child(
     sender.close()
     try:
         outcome, answered = _await_outcome(
-            receiver, child, should_stop, time_limit_s, poll_s, memory_limit_bytes
+            receiver, child, should_stop, time_limit_s, poll_s, memory_limit_bytes, waiting
         )
         if answered:
             child.join(TERMINATE_GRACE_S)  # it exits on its own once it has answered
@@ -140,10 +146,12 @@ def _await_outcome(
     time_limit_s: float,
     poll_s: float,
     memory_limit_bytes: int,
+    on_waiting: Callable[[list[str] | None], None],
 ) -> tuple[ChildOutcome | None, bool]:
     """The child's answer, or why it was stopped (None when it died without answering),
     and whether it answered: a child that did not may still be running."""
     deadline = time.monotonic() + time_limit_s
+    waited = False
     while True:
         if receiver.poll(poll_s):
             try:
@@ -152,6 +160,12 @@ def _await_outcome(
                 return None, False  # the child died before it could answer
             if status == "started":
                 deadline = time.monotonic() + time_limit_s
+                if waited:
+                    _notify(on_waiting, None)
+                continue
+            if status == "waiting":
+                waited = True
+                _notify(on_waiting, list(value))
                 continue
             if status == "ok":
                 return ChildOutcome(value=value), True
@@ -172,6 +186,18 @@ def _await_outcome(
                 f"{memory_limit_bytes / 2**20:.0f} MiB (BENCHSTACK_MAX_RUN_MEMORY_MB); "
                 "it was ended"
             ), False
+
+
+def _ignore(holders: list[str] | None) -> None:
+    pass
+
+
+def _notify(on_waiting: Callable[[list[str] | None], None], holders: list[str] | None) -> None:
+    """A notice about the wait never ends the run it describes."""
+    try:
+        on_waiting(holders)
+    except Exception:
+        log.warning("could not record the wait for the host", exc_info=True)
 
 
 def _end(child: multiprocessing.process.BaseProcess) -> None:
@@ -220,6 +246,7 @@ def _run_in_resident(
     time_limit_s: float,
     poll_s: float,
     memory_limit_bytes: int,
+    on_waiting: Callable[[list[str] | None], None],
 ) -> ChildOutcome:
     global _RESIDENT
     surroundings = (dict(os.environ), os.getcwd())
@@ -241,6 +268,7 @@ def _run_in_resident(
             time_limit_s,
             poll_s,
             memory_limit_bytes,
+            on_waiting,
         )
     except (BrokenPipeError, ConnectionResetError, EOFError):
         outcome = None

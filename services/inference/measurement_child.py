@@ -23,6 +23,14 @@ from shared.storage import ObjectStoreUnavailable
 _PARENT: Connection | None = None
 
 
+def announce_waiting(holders: list[str]) -> None:
+    """Called by the child's target when it finds the host taken and waits for it: the
+    worker shows why its RUNNING evaluation has not started (``holders``: the runs then
+    measuring on this host)."""
+    if _PARENT is not None:
+        _PARENT.send(("waiting", list(holders)))
+
+
 def announce_started() -> None:
     """Called by the child's target when its real work starts (it holds the host): the
     time limit counts from here, not from the wait for the host."""

@@ -120,6 +120,28 @@ def cancellation_check(
     return check
 
 
+def waiting_notice(
+    db: SessionFactory, evaluation_id: str, attempt: int
+) -> Callable[[list[str] | None], None]:
+    """Records on the evaluation why it is RUNNING but not measuring: its measurement waits
+    for the host, which one measurement holds at a time (``host_slot``); cleared once it
+    starts. The list and the evaluation's page show it."""
+
+    def notice(holders: list[str] | None) -> None:
+        if holders is None:
+            reason = ""
+        else:
+            held = f" (held by run {', '.join(h[:8] for h in holders[:3])})" if holders else ""
+            reason = (
+                f"waiting for the host: one measurement at a time on a host{held}; "
+                "it starts when the host is free"
+            )
+        with db() as session:
+            evaluation_repo.note_running_reason(session, evaluation_id, attempt, reason)
+
+    return notice
+
+
 @contextlib.contextmanager
 def busy(db: SessionFactory, agent_ids: list[str]) -> Iterator[None]:
     """Mark this worker's agents busy while it holds a run, so the sweeper tells a run
@@ -172,6 +194,7 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         # Models stay loaded in the worker's resident child between runs, for the workloads
         # that keep them (services/core/workload.Workload.resident).
         resident=settings.model_cache_bytes > 0 and workload_named(message.workload).resident,
+        on_waiting=waiting_notice(resources.db, message.evaluation_id, attempt),
     )
     if result.transient:
         # The object store was down while the run stored its files: measure it again once

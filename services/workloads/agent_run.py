@@ -12,7 +12,7 @@ from services.core.workload import AgentRun
 from services.inference.backends.base import BackendOptions
 from services.inference.host_slot import HostSlot
 from services.inference.measurement import store_outcome
-from services.inference.measurement_child import announce_started
+from services.inference.measurement_child import announce_started, announce_waiting
 from shared.host_load import HostLoadSampler, usable_cpus
 from shared.messages import RunInference
 from shared.settings import Settings
@@ -39,7 +39,10 @@ def backend_options(
 
 
 def host_slot(settings: Settings) -> HostSlot:
-    return HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
+    """The host's slot; a wait for it is announced to the worker (announce_waiting)."""
+    return HostSlot(
+        settings.host_slot_dir, exclusive=settings.measure_exclusive, on_wait=announce_waiting
+    )
 
 
 def measure_holding_host(run: AgentRun, measurement: OutcomeMeasurement) -> dict[str, str]:

@@ -188,6 +188,22 @@ def touch_claim(session: Session, evaluation_id: str, attempt: int) -> bool:
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+def note_running_reason(session: Session, evaluation_id: str, attempt: int, reason: str) -> bool:
+    """Say why a RUNNING evaluation has not started measuring ("waiting for the host: ..."),
+    or clear it (""), for the attempt that holds the claim only."""
+    result = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state == EvaluationState.RUNNING.value,
+            Evaluation.attempt == attempt,
+        )
+        .values(reason=reason[:4000], updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
 def complete_attempt(
     session: Session, evaluation_id: str, attempt: int, *, agent_id: str | None
 ) -> bool:

@@ -110,3 +110,25 @@ def test_an_entry_left_by_a_killed_run_is_no_overlap_once_its_pid_is_reused(
     with slot.measuring("mine") as use:
         pass
     assert set(use.overlapped_with) == {"live-run"}
+
+
+def test_a_run_that_finds_the_host_taken_says_so_once_naming_the_holder(
+    tmp_path: Path,
+) -> None:
+    waits: list[tuple[str, list[str]]] = []
+    holder = HostSlot(tmp_path, exclusive=True)
+    uses: dict[str, HostUse] = {}
+    spans: dict[str, list[float]] = {}
+    first = _measure_in_thread(holder, "first", 0.4, uses, spans)
+    time.sleep(0.1)
+    waiting = HostSlot(tmp_path, exclusive=True, on_wait=lambda h: waits.append(("second", h)))
+    second = _measure_in_thread(waiting, "second", 0.05, uses, spans)
+    first.join()
+    second.join()
+    # Told once, though it polled many times, with the run that held the host.
+    assert waits == [("second", ["first"])]
+    # A free host: no notice at all.
+    alone = HostSlot(tmp_path, exclusive=True, on_wait=lambda h: waits.append(("third", h)))
+    third = _measure_in_thread(alone, "third", 0.01, uses, spans)
+    third.join()
+    assert [w for w, _ in waits] == ["second"]

@@ -36,7 +36,7 @@ query Evaluations($where: EvaluationFilter, $first: Int!, $after: String) {
   evaluations(where: $where, first: $first, after: $after) {
     totalCount nextCursor
     items {
-      id state modelName modelVersion framework scenario batchSize createdAt done groupId groupKind workload
+      id state reason modelName modelVersion framework scenario batchSize createdAt done groupId groupKind workload
       runs { ${RUN_SUMMARY} }
     }
   }

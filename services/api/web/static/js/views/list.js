@@ -133,7 +133,12 @@ function row(evaluation) {
         type: "checkbox", "data-select": evaluation.id, "aria-label": label, checked: picked,
         disabled: !picked && state.selected.length >= MAX_COMPARED,
       })),
-    h("td", {}, stateBadge(evaluation.state)),
+    h("td", {}, stateBadge(evaluation.state),
+      // Why an unfinished evaluation is where it is: a RUNNING one waiting for the host
+      // (one measurement per host at a time), a QUEUED one re-dispatched, ...
+      !evaluation.done && evaluation.reason
+        ? h("div", { class: "small muted state-reason", "data-state-reason": "" }, evaluation.reason)
+        : null),
     h("th", { scope: "row" },
       h("a", { href: `#/evaluations/${evaluation.id}`, "aria-label": `${evaluation.modelName} ${evaluation.modelVersion}, evaluation ${shortId(evaluation.id)}` },
         evaluation.modelName, h("span", { class: "muted" }, ` ${evaluation.modelVersion}`)),
