@@ -35,7 +35,10 @@ REPEATS = """
 query($id: String!) {
   repeats(groupId: $id) {
     count agents
-    repeats { index evaluation { state } run { samplesPerSecond } }
+    repeats {
+      index evaluation { state }
+      run { samplesPerSecond confidence { samplesPerSecond { estimate low high } } }
+    }
     spread { name count }
   }
 }
@@ -164,8 +167,19 @@ def test_repeats_submitted_from_the_form_show_each_run_and_their_spread(
     chart = page.locator('[data-chart="repeats"]')
     expect(chart).to_have_attribute("data-points", "2")
     expect(chart.locator(".barlayer .point")).to_have_count(2)
+    # Each bar carries its run's own 95 % interval, none where it has none.
+    wanted = []
+    for r in found["repeats"]:
+        interval = r["run"]["confidence"]["samplesPerSecond"]
+        wanted.append(None if interval["low"] is None else interval["high"] - interval["estimate"])
+    drawn = chart.evaluate("el => el.data[0].error_y.array")
+    assert drawn == pytest.approx(wanted), (drawn, wanted)
     spread = page.locator('table[data-spread] tr[data-figure="samples_per_second"]')
     expect(spread).to_be_visible()
+    # Offline latencies are queue positions: no latency column, row or figure.
+    expect(page.locator("table[data-repeats] thead")).not_to_contain_text("p99")
+    expect(page.locator('table[data-spread] tr[data-figure^="latency"]')).to_have_count(0)
+    expect(page.locator("[data-offline-note]")).to_be_visible()
     # Two runs give no interval over runs: the reason is said instead.
     expect(page.locator("[data-interval-reason]")).to_contain_text("needs 5")
     expect(page.locator("[data-mixed-agents]")).to_have_count(int(len(found["agents"]) > 1))

@@ -235,7 +235,10 @@ query Repeats($id: String!) {
     repeats {
       index
       evaluation { id state reason modelName modelVersion framework scenario agentId }
-      run { id validity stability samplesPerSecond metrics { name value unit } }
+      run {
+        id validity stability samplesPerSecond metrics { name value unit }
+        confidence { samplesPerSecond { ${INTERVAL} } }
+      }
     }
     spread { name unit count min median max mean stdev cv }
     confidence {

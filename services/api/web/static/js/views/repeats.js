@@ -4,7 +4,7 @@
 
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
-import { SERIES, chartBox, plot } from "../charts.js";
+import { SERIES, chartBox, intervalBars, plot } from "../charts.js";
 import { DASH, isFinal, metric, number, scenarioName, shortId } from "../format.js";
 import { REPEATS } from "../queries.js";
 import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
@@ -63,6 +63,12 @@ function measured(group) {
   return group.repeats.filter((r) => r.run?.samplesPerSecond != null);
 }
 
+// Offline issues every sample at once: its latencies are queue positions, not the
+// system's, so an Offline group shows no latency figures (each run's page keeps them).
+function offline(group) {
+  return scenarioName(group.repeats[0]?.evaluation.scenario) === "offline";
+}
+
 function quotable(run) {
   return run.validity === "VALID" && run.stability === "STABLE";
 }
@@ -94,7 +100,8 @@ function view(group) {
         : h("p", { class: "muted chart-pending" }, "The chart draws each run once it is stored."),
       h("p", { class: "hint" },
         "One bar per run; a hollow bar's run is not VALID and STABLE, so its figures are not results to quote. " +
-        "The dashed line is the median over the runs."),
+        "Error bars: each run's own 95 % interval. The dashed line is the median over the runs; the shaded " +
+        "band, where there is one, its 95 % interval over the VALID runs."),
       runsTable(group)),
     h("section", { class: "card" },
       h("h2", {}, "Spread over the runs"),
@@ -106,7 +113,8 @@ function view(group) {
 }
 
 function runsTable(group) {
-  const head = ["Run", "State", "Samples/s", "p50 ms", "p90 ms", "p99 ms", "Verdicts", "Agent", "Evaluation"];
+  const timed = !offline(group);
+  const head = ["Run", "State", "Samples/s", ...(timed ? ["p50 ms", "p90 ms", "p99 ms"] : []), "Verdicts", "Agent", "Evaluation"];
   return h("div", { class: "table-wrap" },
     h("table", { class: "data", "data-repeats": String(group.repeats.length) },
       h("thead", {}, h("tr", {}, head.map((c) => h("th", { scope: "col" }, c)))),
@@ -116,9 +124,9 @@ function runsTable(group) {
           h("td", { class: "num" }, String(r.index + 1)),
           h("td", {}, stateBadge(r.evaluation.state)),
           h("td", { class: "num" }, number(run?.samplesPerSecond)),
-          h("td", { class: "num" }, number(metric(run, "latency_p50")?.value, 3)),
-          h("td", { class: "num" }, number(metric(run, "latency_p90")?.value, 3)),
-          h("td", { class: "num" }, number(metric(run, "latency_p99")?.value, 3)),
+          timed ? h("td", { class: "num" }, number(metric(run, "latency_p50")?.value, 3)) : null,
+          timed ? h("td", { class: "num" }, number(metric(run, "latency_p90")?.value, 3)) : null,
+          timed ? h("td", { class: "num" }, number(metric(run, "latency_p99")?.value, 3)) : null,
           h("td", { class: "nowrap" }, run ? [verdictBadge(run.validity, "validity"), " ", verdictBadge(run.stability ?? DASH, "stability")] : DASH),
           h("td", {}, r.evaluation.agentId ? h("code", { class: "small" }, r.evaluation.agentId) : DASH),
           h("td", {}, h("a", { href: `#/evaluations/${r.evaluation.id}` }, shortId(r.evaluation.id))));
@@ -149,12 +157,13 @@ function spreadTable(group) {
   if (!group.spread.length) return h("p", { class: "muted" }, "No run stored yet.");
   const level = group.confidence?.level ? `${number(group.confidence.level * 100, 0)} %` : "95 %";
   const head = ["Figure", "Unit", "Runs", "Min", "Median", "Max", "CV", `${level} interval over runs`];
-  const shared = sharedReason(group);
+  const figures = offline(group) ? group.spread.filter((s) => !s.name.startsWith("latency")) : group.spread;
+  const shared = sharedReason({ ...group, spread: figures });
   return [
     h("div", { class: "table-wrap" },
       h("table", { class: "data", "data-spread": String(group.spread.length) },
         h("thead", {}, h("tr", {}, head.map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody", {}, group.spread.map((s) => {
+        h("tbody", {}, figures.map((s) => {
           const [label, digits] = FIGURES[s.name] ?? [s.name, 3];
           return h("tr", { "data-figure": s.name },
             h("th", { scope: "row" }, label),
@@ -167,6 +176,10 @@ function spreadTable(group) {
             h("td", {}, interval(group, s.name, Boolean(shared))));
         })))),
     shared ? h("p", { class: "reason", "data-interval-reason": "" }, h("strong", {}, "No interval over runs: "), shared) : null,
+    figures.length < group.spread.length
+      ? h("p", { class: "small muted", "data-offline-note": "" },
+        "Offline issues every sample at once: a latency is a sample's place in the queue, not the system's, so no latency figure is shown.")
+      : null,
   ];
 }
 
@@ -177,6 +190,8 @@ function bars(group) {
     name: "Samples/s",
     x: runs.map((r) => `run ${r.index + 1}`),
     y: runs.map((r) => r.run.samplesPerSecond),
+    // Each run's own 95 % interval (over its stability windows), where it has one.
+    error_y: intervalBars(runs.map((r) => r.run.samplesPerSecond), runs.map((r) => r.run.confidence?.samplesPerSecond)),
     marker: {
       color: runs.map((r) => (quotable(r.run) ? SERIES[0] : "rgba(0,0,0,0)")),
       line: { color: SERIES[0], width: 2 },
@@ -197,6 +212,14 @@ function barAxes(group) {
       type: "line", xref: "paper", x0: 0, x1: 1, y0: median, y1: median,
       line: { color: SERIES[1], width: 1.5, dash: "dash" },
     }];
+    // The interval over the runs (a bootstrap over the VALID runs), as a band.
+    const over = group.confidence?.samplesPerSecond;
+    if (over && over.low != null && over.high != null) {
+      layout.shapes.push({
+        type: "rect", xref: "paper", x0: 0, x1: 1, y0: over.low, y1: over.high,
+        fillcolor: SERIES[1], opacity: 0.12, line: { width: 0 }, layer: "below",
+      });
+    }
     layout.annotations = [{
       xref: "paper", x: 1, xanchor: "right", y: median, yanchor: "bottom", showarrow: false,
       text: `median ${number(median, 1)}`, font: { color: SERIES[1] },
