@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.analysis.advice import machine_of
 from services.workloads.training.summary import images_interval, setting_pairs
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.models import Run
@@ -28,6 +29,9 @@ class FanOutRow:
     reason: str
     agent_id: str
     hostname: str
+    # The machine its figures belong to: the agent's declared one, else "host/queue"
+    # (services/analysis/advice.machine_of), stable across the agent's restarts.
+    machine: str
     cpu_model: str
     arch: str
     logical_cores: int | None
@@ -158,12 +162,15 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> F
         settings = (agent.settings if agent else None) or {}
         version = agent.framework_version if agent else ""
     hostname = (run.environment or {}).get("hostname") if run is not None else None
+    agent_id = evaluation.agent_id or pinned_agent(evaluation)
+    recorded = (report.get("agent") or {}).get("settings") or (agent.settings if agent else {})
     return FanOutRow(
         evaluation_id=evaluation.id,
         state=evaluation.state,
         reason=evaluation.reason,
-        agent_id=evaluation.agent_id or pinned_agent(evaluation),
+        agent_id=agent_id,
         hostname=str(hostname or (agent.hostname if agent else "")),
+        machine=machine_of(agent_id, recorded) if agent_id else "",
         cpu_model=hardware.cpu_model,
         arch=hardware.arch,
         logical_cores=hardware.logical_cores,

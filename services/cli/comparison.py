@@ -129,7 +129,7 @@ def verdict_lines(comparison: dict[str, Any]) -> list[str]:
 
 
 CSV_COLUMNS = (
-    "group_id", "model", "scenario", "agent", "hostname", "cpu", "gpus", "framework",
+    "group_id", "model", "scenario", "agent", "machine", "hostname", "cpu", "gpus", "framework",
     "framework_version", "device", "threads", "state", "run_id", "validity", "stability",
     "samples_per_second", "samples_per_second_low", "samples_per_second_high",
     "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_low_ms",
@@ -147,7 +147,8 @@ def write_comparison_csv(comparison: dict[str, Any], path: Path) -> int:
             writer.writerow(
                 [
                     comparison["id"], comparison["model"], comparison["scenario"],
-                    row["agentId"], row["hostname"], row["cpuModel"], ";".join(row["gpus"]),
+                    row["agentId"], row.get("machine") or "", row["hostname"], row["cpuModel"],
+                    ";".join(row["gpus"]),
                     row["framework"], row["frameworkVersion"], row["device"], row["threads"],
                     row["state"], row["runId"] or "", row["validity"], row["stability"],
                     _csv(row["samplesPerSecond"]), _csv(row.get("samplesPerSecondLow")),

@@ -162,7 +162,7 @@ query Compare($groupId: String!) {
   compare(groupId: $groupId) {
     id model scenario done
     rows {
-      evaluationId state reason agentId hostname cpuModel arch logicalCores memoryGib
+      evaluationId state reason agentId machine hostname cpuModel arch logicalCores memoryGib
       gpus gpuDriver framework frameworkVersion device threads runId samplesPerSecond
       latencyP50Ms latencyP90Ms latencyP99Ms validity stability overlapped hostBusy
       samplesPerSecondLow samplesPerSecondHigh latencyP99LowMs latencyP99HighMs intervalReason

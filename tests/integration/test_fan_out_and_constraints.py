@@ -139,6 +139,8 @@ def test_fan_out_over_two_agents_returns_one_comparison(
         assert line["group_id"] == created["id"] and line["validity"] == row["validity"]
         assert float(line["samples_per_second"]) == pytest.approx(row["samplesPerSecond"])
         assert int(line["threads"]) == row["threads"]
+        # The machine: the agent's host and queue, the same across the agent's restarts.
+        assert line["machine"] == line["agent"].rsplit("/", 1)[0], line
     _check_shared_report(stack, fleet, created["id"], rows, tmp_path)
     # The samples/s verdict follows from the intervals and validity the CSV holds: a run
     # LoadGen did not judge VALID gets no verdict whatever its interval (CI's loaded host
