@@ -32,7 +32,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -220,9 +219,7 @@ class NetnsStack:
             env["OMP_NUM_THREADS"] = number
         return env
 
-    def argv_in(
-        self, host: Host, argv: list[str], env: dict[str, str] | None = None
-    ) -> list[str]:
+    def argv_in(self, host: Host, argv: list[str], env: dict[str, str] | None = None) -> list[str]:
         """``argv`` as run on ``host``: in its namespace, with its hostname, /tmp, HOME and
         environment (``env`` on top of ``env_for``)."""
         environment = {**self.env_for(host), **(env or {})}
@@ -335,9 +332,7 @@ class NetnsStack:
         self._start(
             api,
             [
-                ServiceSpec(
-                    "api", [*entry, "api", "--host", api.address, "--port", str(API_PORT)]
-                ),
+                ServiceSpec("api", [*entry, "api", "--host", api.address, "--port", str(API_PORT)]),
                 ServiceSpec("scheduler", [*entry, "worker", "scheduler"]),
                 ServiceSpec("aggregator", [*entry, "worker", "aggregator"]),
             ],
