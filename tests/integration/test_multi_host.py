@@ -5,7 +5,9 @@ its own, with its own hostname, HOME, data, host-slot folder and /tmp.
 The README's service flow and a fan-out run through the API's address from a client
 host; each agent's report must name its own host, environment and machine, each host's
 load is recorded in its own slot folder, and nothing reaches an address outside the
-namespaces. Skips, saying why, where namespaces cannot be made (not root, no `ip`).
+namespaces. Beside them (one test, to keep the module short), a two-rank training gang
+meets across the agent hosts. Skips, saying why, where namespaces cannot be made (not
+root, no `ip`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +112,11 @@ def test_readme_flow_and_a_fan_out_run_across_hosts(hosts: NetnsStack, token: st
     by_host = {h.hostname: h for h in hosts.agent_hosts}
     assert sorted(a["hostname"] for a in agents) == sorted(by_host), agents
 
+    # A two-rank training gang across the agent hosts, started first and checked last
+    # (it imports torch meanwhile; outside the host slot, so the histories below hold
+    # only the inference runs).
+    gang = _start_gang(hosts) if find_spec("torch") else []
+
     # The README's flow, from the client host, to the API's address; beside it, a fan-out
     # over both agents, each on its own host (both CLI calls follow their work to the end).
     python = [sys.executable, "-m", "services.cli.main", "submit", *QUICK, "--token", token]
@@ -172,6 +180,8 @@ def test_readme_flow_and_a_fan_out_run_across_hosts(hosts: NetnsStack, token: st
             assert ipaddress.ip_address(peer) in subnet, (role, peer)
     probe = "(exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null"
     assert hosts.run("client", ["bash", "-c", probe], check=False).returncode != 0
+    if gang:
+        _check_gang(hosts, gang)
 
 
 def test_close_removes_namespaces_and_folders_after_a_partial_start() -> None:
@@ -189,3 +199,45 @@ def test_close_removes_namespaces_and_folders_after_a_partial_start() -> None:
     left = {line.split()[0] for line in listed.splitlines() if line.strip()} & made
     assert not left, left
     assert not Path(stack.root).exists()
+
+
+# One rank of a two-rank gang (services/workloads/training/gang.py), as an agent's
+# measurement child runs it: rendezvous through the object store, gloo between hosts.
+RANK = """
+import json, os, sys
+from services.workloads.training.gang import train_in_gang
+from services.workloads.training.throughput import TrainingSettings
+from shared.settings import get_settings
+from shared.storage import make_store
+
+settings = get_settings()
+training = TrainingSettings(model="digits", steps=2, batch_size=4, warmup=1, image_size=32,
+    precision="fp32", optimizer="sgd", data="synthetic", threads=1, device="cpu")
+place = {"gang": sys.argv[1], "rank": int(sys.argv[2]), "world_size": 2, "host_ranks": 1}
+document = train_in_gang(training, place, make_store(settings),
+    store_endpoint=settings.s3_endpoint, timeout_s=60)
+print(json.dumps({**document["data_parallel"], "ifname": os.environ["GLOO_SOCKET_IFNAME"]}))
+"""
+
+
+def _start_gang(hosts: NetnsStack) -> list[subprocess.Popen[str]]:
+    """Rank 0 on the first agent host, rank 1 on the second."""
+    return [
+        hosts.popen(host.role, [sys.executable, "-c", RANK, "gang-netns", str(rank)])
+        for rank, host in enumerate(hosts.agent_hosts[:2])
+    ]
+
+
+def _check_gang(hosts: NetnsStack, ranks: list[subprocess.Popen[str]]) -> None:
+    """Rank 0 published the address the other host reaches it at (its hostname resolves
+    nowhere here, as in many containers, and to 127.0.1.1 on Debian), and both ranks
+    talked over their hosts' interfaces and ended with the same weights."""
+    first = hosts.agent_hosts[0]
+    sections = []
+    for rank in ranks:
+        out, errors = rank.communicate(timeout=120)
+        assert rank.returncode == 0, out + errors[-3000:]
+        sections.append(json.loads(out.strip().splitlines()[-1]))
+    assert [s["rendezvous"]["host"] for s in sections] == [first.address] * 2, sections
+    assert [s["ifname"] for s in sections] == ["eth0", "eth0"], sections
+    assert sections[0]["weight_digest"] == sections[1]["weight_digest"], sections
