@@ -107,6 +107,14 @@ def _environ(pid: int) -> dict[str, str]:
 
 
 def test_readme_flow_and_a_fan_out_run_across_hosts(hosts: NetnsStack, token: str) -> None:
+    try:
+        _readme_flow_and_fan_out(hosts, token)
+    except BaseException:
+        print(hosts.logs())  # every host's service logs, in the failure's captured output
+        raise
+
+
+def _readme_flow_and_fan_out(hosts: NetnsStack, token: str) -> None:
     subnet = ipaddress.ip_network(f"{hosts.subnet}.0/24")
     agents = hosts.wait_agents(token)
     by_host = {h.hostname: h for h in hosts.agent_hosts}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ipaddress
 import json
 import os
 import shutil
@@ -123,6 +124,15 @@ class NetnsStack:
     def __post_init__(self) -> None:
         if not 1 <= self.agents <= 8:
             raise ValueError(f"agents: {self.agents} must be from 1 to 8")
+        try:
+            network = ipaddress.ip_network(f"{self.subnet}.0/24")
+        except ValueError:
+            network = None
+        if network is None or network.version != 4 or not network.is_private:
+            raise ValueError(
+                f"subnet: {self.subnet!r} is not the first three octets of a private IPv4 "
+                "/24; accepted e.g. 10.213.37 or 192.168.77"
+            )
         if not self.hosts:
             roles = ["db", "api", "prep", "client"] + [
                 f"agent-{n}" for n in range(1, self.agents + 1)
@@ -431,13 +441,16 @@ class NetnsStack:
 
     @classmethod
     def load(cls, root: str) -> NetnsStack:
-        state = json.loads((Path(root) / STATE_FILE).read_text())
+        path = Path(root) / STATE_FILE
+        if not path.is_file():
+            raise ValueError(f"root: {root} holds no {STATE_FILE}; give the folder `up` printed")
+        state = json.loads(path.read_text())
         hosts = {r: Host(**h) for r, h in state.pop("hosts").items()}
         return cls(hosts=hosts, **state)
 
     def close(self) -> None:
-        """Stop every service (agents first, servers last), end whatever is still inside
-        the namespaces, delete them and the folders."""
+        """Stop every service (the servers last), end whatever is still inside the
+        namespaces, delete them and the folders."""
         # The services of every host at once (each stop waits out Celery's warm shutdown),
         # then the servers they used.
         services = [h for h in self.hosts.values() if h.role != "db"]
@@ -504,6 +517,11 @@ def main(argv: list[str] | None = None) -> int:
     stop.add_argument("root")
     args = parser.parse_args(argv)
     if args.command == "up":
+        try:
+            NetnsStack(agents=args.agents, subnet=args.subnet, root="")  # the input's checks
+        except ValueError as exc:
+            print(exc, file=sys.stderr)
+            return 2
         reason = unavailable_reason()
         if reason:
             print(f"cannot make network namespaces here: {reason}", file=sys.stderr)
@@ -512,7 +530,11 @@ def main(argv: list[str] | None = None) -> int:
         token = stack.cli("api", "token", "create", "--user", "netns", "--no-save")
         _print_up(stack, token.stdout.strip())
         return 0
-    stack = NetnsStack.load(args.root)
+    try:
+        stack = NetnsStack.load(args.root)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     if args.command == "down":
         stack.close()
         print(f"stopped; removed {args.root}")
@@ -520,6 +542,9 @@ def main(argv: list[str] | None = None) -> int:
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if args.role not in stack.hosts:
         print(f"role: {args.role!r}; accepted: {', '.join(stack.hosts)}", file=sys.stderr)
+        return 2
+    if not command:
+        print("command: give one after --, e.g. exec ROOT client -- hostname", file=sys.stderr)
         return 2
     return subprocess.run(stack.argv_in(stack.hosts[args.role], command)).returncode
 
