@@ -124,6 +124,8 @@ def _readme_flow_and_fan_out(hosts: NetnsStack, token: str) -> None:
     # (it imports torch meanwhile; outside the host slot, so the histories below hold
     # only the inference runs).
     gang = _start_gang(hosts) if find_spec("torch") else []
+    if not gang:
+        print("torch is not installed: no training gang across the hosts")
 
     # The README's flow, from the client host, to the API's address; beside it, a fan-out
     # over both agents, each on its own host (both CLI calls follow their work to the end).
@@ -155,8 +157,8 @@ def _readme_flow_and_fan_out(hosts: NetnsStack, token: str) -> None:
         # ...and its own environment (each agent host sets its own OMP_NUM_THREADS).
         own = hosts.env_for(host)["OMP_NUM_THREADS"]
         assert report["environment"]["env"]["OMP_NUM_THREADS"] == own, report["environment"]
-        # The host slot is per host: neither waited for nor overlapped the other agent,
-        # though both measured on this one machine.
+        # The host slot is per host: no run overlapped another in its slot, though the
+        # agents measured on one machine, maybe at once.
         assert report["host"]["exclusive"] is True, report["host"]
         assert report["host"]["overlapped"] is False, report["host"]
         ran_on[host.hostname].add(run["id"])
