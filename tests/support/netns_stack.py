@@ -498,7 +498,8 @@ def _print_up(stack: NetnsStack, token: str) -> None:
     print("try:")
     print(
         f"  {me} exec {stack.root} client -- {sys.executable} -m services.cli.main submit "
-        f"resnet18 --framework null --fan-out --min-duration 1 --samples 16 --token {token}"
+        f"resnet18 --framework null --fan-out --min-duration 1 --samples 16 "
+        f"--settings '{{\"target_qps\": 400}}' -o service_time_ms=2 --token {token}"
     )
     print(f"  {me} down {stack.root}")
 
