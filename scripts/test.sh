@@ -9,6 +9,8 @@ log() { printf '\n==> %s\n' "$*"; }
 need_apt=()
 command -v pg_ctlcluster >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# Network namespaces for the multi-host test (tests/integration/test_multi_host.py).
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # A real browser for the web UI's tests (driven by Playwright; no browser download).
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 if ((${#need_apt[@]})); then

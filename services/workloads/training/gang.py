@@ -4,10 +4,10 @@ DistributedDataParallel (services/workloads/training/scaling.train_rank), report
 The rendezvous: rank 0 picks a free port on its host and writes its address under the
 gang's key in the object store (the store every agent of a stack already reaches); the
 other ranks read it there, waiting up to ``RENDEZVOUS_TIMEOUT_S`` (a rank whose agent is
-busy starts late). Rank 0's address is ``BENCHSTACK_RENDEZVOUS_HOST`` where set (a
-multi-host stack names the address the others reach it at), else its hostname's address.
-Gloo's own connections use ``GLOO_SOCKET_IFNAME`` where set, else loopback when the
-rendezvous is on loopback (one host).
+busy starts late). Rank 0's address is ``BENCHSTACK_RENDEZVOUS_HOST`` where set, else
+its own address towards the object store (``rendezvous_address.py`` says why not its
+hostname's). Gloo's own connections use ``GLOO_SOCKET_IFNAME`` where set, else the
+interface that holds this rank's address towards rank 0 (loopback on one host).
 
 The stack gives each rank its ``local_rank``, its index among the gang's ranks on its host
 (services/api/submission_targets.gang_of), and the rank sets ``LOCAL_RANK`` from it, as
@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 import os
 import resource
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from services.workloads.training.rendezvous_address import advertised_address, gloo_interface
 from services.workloads.training.scaling import RENDEZVOUS_TIMEOUT_S, free_port, train_rank
 from services.workloads.training.throughput import TrainingSettings, result_of
 from shared.cpu_quota import cpu_limit
@@ -36,12 +36,6 @@ POLL_S = 0.2
 
 def rendezvous_key(gang: str) -> str:
     return f"rendezvous/{gang}.json"
-
-
-def rendezvous_host() -> str:
-    return os.environ.get("BENCHSTACK_RENDEZVOUS_HOST") or socket.gethostbyname(
-        socket.gethostname()
-    )
 
 
 def _published(
@@ -66,6 +60,7 @@ def train_in_gang(
     place: dict[str, Any],
     store: ObjectStore,
     *,
+    store_endpoint: str = "",
     timeout_s: float = RENDEZVOUS_TIMEOUT_S,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
@@ -85,12 +80,13 @@ def train_in_gang(
     settings = replace(settings, threads=threads)
     address: dict[str, Any]
     if rank == 0:
-        address = {"host": rendezvous_host(), "port": free_port()}
+        address = {"host": advertised_address(store_endpoint), "port": free_port()}
         store.put_bytes(key, json.dumps(address).encode())
     else:
         address = _published(store, key, timeout_s, sleep)
-    if str(address["host"]).startswith("127."):
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    interface = gloo_interface(str(address["host"]))
+    if interface:
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", interface)
     # The key stays behind (a few bytes): a gang's key is never used by another gang.
     init_method = f"tcp://{address['host']}:{address['port']}"
     timed, digest = train_rank(rank, world, init_method, settings, local_rank)

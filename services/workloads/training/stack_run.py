@@ -58,7 +58,13 @@ def measure_training(agent_run: AgentRun, threads: int) -> dict[str, Any]:
     message = agent_run.message
     settings = training_settings(message, threads)
     if message.data_parallel is not None:
-        figures = train_in_gang(settings, message.data_parallel, agent_run.resources.store)
+        resources = agent_run.resources
+        figures = train_in_gang(
+            settings,
+            message.data_parallel,
+            resources.store,
+            store_endpoint=resources.settings.s3_endpoint,
+        )
     else:
         figures = run(settings).as_dict()
     return {
