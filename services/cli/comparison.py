@@ -105,6 +105,8 @@ def pair_verdicts(comparison: dict[str, Any]) -> list[dict[str, str]]:
             # Training runs have images/s and no latencies.
             training = _is_training(a) or _is_training(b)
             figures = TRAINING_VERDICT_FIGURES if training else VERDICT_FIGURES
+            if _is_offline(comparison):
+                figures = VERDICT_FIGURES[:1]  # Offline latencies are queue positions
             for name, low, high, value in figures:
                 verdict, why = differ(
                     _interval(a, low, high, value), _interval(b, low, high, value)
@@ -218,6 +220,10 @@ def training_table(comparison: dict[str, Any]) -> Table:
     return table
 
 
+def _is_offline(comparison: dict[str, Any]) -> bool:
+    return str(comparison.get("scenario") or "").lower() == "offline"
+
+
 def comparison_table(comparison: dict[str, Any]) -> Table:
     """Rows in the order the agents were matched; the fastest is not reordered to the top,
     so that repeated comparisons line up."""
@@ -227,19 +233,23 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
         title=f"comparison {comparison['id']}: {comparison['model']}, {comparison['scenario']}",
         title_justify="left",
     )
-    for name, justify in (
-        ("agent", "left"),
-        ("hardware", "left"),
-        ("framework", "left"),
-        ("threads", "right"),
-        ("samples/s", "right"),
-        ("p50 ms", "right"),
-        ("p90 ms", "right"),
-        ("p99 ms", "right"),
-        ("verdict", "left"),
-    ):
+    # Offline issues every sample at once: its latencies are places in a queue, not the
+    # system's latency, so an Offline comparison shows none.
+    timed = not _is_offline(comparison)
+    if not timed:
+        table.caption = "Offline: no latencies (a sample's latency is its place in the queue)"
+    columns = [("agent", "left"), ("hardware", "left"), ("framework", "left")]
+    columns += [("threads", "right"), ("samples/s", "right")]
+    if timed:
+        columns += [("p50 ms", "right"), ("p90 ms", "right"), ("p99 ms", "right")]
+    for name, justify in [*columns, ("verdict", "left")]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for row in comparison["rows"]:
+        latencies = [
+            figure(row["latencyP50Ms"]),
+            figure(row["latencyP90Ms"]),
+            figure(row["latencyP99Ms"]) + _bracket(row, "latencyP99LowMs", "latencyP99HighMs"),
+        ]
         table.add_row(
             row["agentId"] or row["hostname"],
             _hardware(row),
@@ -247,9 +257,7 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
             str(row["threads"]) if row["threads"] else "default",
             figure(row["samplesPerSecond"], ".1f")
             + _bracket(row, "samplesPerSecondLow", "samplesPerSecondHigh", ".1f"),
-            figure(row["latencyP50Ms"]),
-            figure(row["latencyP90Ms"]),
-            figure(row["latencyP99Ms"]) + _bracket(row, "latencyP99LowMs", "latencyP99HighMs"),
+            *(latencies if timed else []),
             _verdict(row),
         )
     return table
