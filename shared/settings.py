@@ -50,6 +50,15 @@ class Settings(BaseSettings):
     # Empty means "the SQLite file inside data_dir" (embedded mode).
     database_url: str = ""
     broker_url: str = "redis://127.0.0.1:6379/0"
+    # Each process's Postgres connections (shared/db/session.py): a pool of this many kept
+    # open, and up to database_max_overflow more opened under a burst and closed after.
+    # Connections grow with processes, never with agents or requests: a process holds at
+    # most the sum, and waits up to database_pool_timeout_seconds for one beyond it.
+    # Size Postgres' max_connections (or a PgBouncer in front of it) for processes x sum;
+    # docs/scale.md gives the count per service.
+    database_pool_size: int = Field(default=5, ge=1, le=100)
+    database_max_overflow: int = Field(default=10, ge=0, le=100)
+    database_pool_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     # Empty endpoint means "a local folder inside data_dir" as the object store.
     s3_endpoint: str = ""
     s3_access_key: str = ""
