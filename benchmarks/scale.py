@@ -336,7 +336,9 @@ def judge(stack: EphemeralStack, accepted: list[Submitted], work: Path) -> dict[
     return {
         "latencies": latencies,
         "lost": sum(1 for i in sent_at if i not in states),
-        "duplicated": sum(max(0, runs.get(i, 0) - 1) + max(0, claims.get(i, 0) - 1) for i in sent_at),
+        "duplicated": sum(
+            max(0, runs.get(i, 0) - 1) + max(0, claims.get(i, 0) - 1) for i in sent_at
+        ),
         "stuck": sum(1 for i in sent_at if states.get(i) not in (*FINAL, None)),
         "failed": [f"{i}: {states[i]} {r}" for i, r in reasons if i in sent_at],
         "rows": rows,
@@ -509,8 +511,7 @@ def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
         (
             "lost / duplicated / stuck",
             f"{outcome.lost} / {outcome.duplicated} / {outcome.stuck}",
-            "0 / 0 / 0: "
-            + verdict(outcome.lost == outcome.duplicated == outcome.stuck == 0, True),
+            "0 / 0 / 0: " + verdict(outcome.lost == outcome.duplicated == outcome.stuck == 0, True),
         ),
         ("failed", str(len(outcome.failed)), ""),
     ]

@@ -217,9 +217,7 @@ def serve(args: argparse.Namespace) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     ids = [a.agent_id for a in agents]
-    threading.Thread(
-        target=heartbeat_loop, args=(ids, args.heartbeat, stop), daemon=True
-    ).start()
+    threading.Thread(target=heartbeat_loop, args=(ids, args.heartbeat, stop), daemon=True).start()
     runs = SimulatedRuns(agents, template, Path(args.out))
     stop_file = Path(args.stop_file)
     try:

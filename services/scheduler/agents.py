@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.core.constraints import requirement, stored_terms
 from services.inference.backends.base import backend_names
 from services.scheduler.planner import AgentChoice, AgentView, Requirement, UnmetConstraint
 from services.scheduler.planner import match_agent as _match
-from shared.db import evaluation_repo, liveness
+from shared.db import liveness
+from shared.db.clock import utcnow
 from shared.db.evaluations import Agent, Evaluation
 from shared.settings import Settings
 
 
-def agent_view(row: Agent) -> AgentView:
-    """The routing view of an agent row; hardware and settings are what it advertised."""
+# The columns routing reads: a plan reads every live agent, so it loads these alone, not
+# ORM entities (with 200 agents the entities cost about 3x the columns: benchmarks/scale.py).
+VIEW_COLUMNS = (
+    Agent.id,
+    Agent.hostname,
+    Agent.queue,
+    Agent.framework,
+    Agent.framework_version,
+    Agent.device,
+    Agent.hardware,
+    Agent.settings,
+    Agent.direct_queue,
+)
+
+
+def agent_view(row: Any) -> AgentView:
+    """The routing view of an agent (a row of VIEW_COLUMNS, or an ``Agent``); hardware
+    and settings are what it advertised."""
     hardware: dict[str, Any] = row.hardware or {}
     settings: dict[str, Any] = row.settings or {}
     cpu: dict[str, Any] = hardware.get("cpu") or {}
@@ -37,8 +56,14 @@ def agent_view(row: Agent) -> AgentView:
 
 
 def live_agent_views(session: Session, settings: Settings) -> list[AgentView]:
-    within = liveness.live_within_s(session, settings)
-    return [agent_view(a) for a in evaluation_repo.live_agents(session, within_s=within)]
+    """Every live agent, the most recent heartbeat first (as ``live_agents`` orders them)."""
+    cutoff = utcnow() - timedelta(seconds=liveness.live_within_s(session, settings))
+    rows = session.execute(
+        select(*VIEW_COLUMNS)
+        .where(Agent.last_heartbeat >= cutoff, Agent.stopped_at.is_(None))
+        .order_by(Agent.last_heartbeat.desc())
+    )
+    return [agent_view(row) for row in rows]
 
 
 def find_agent(
