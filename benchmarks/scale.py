@@ -320,10 +320,7 @@ def judge(stack: EphemeralStack, accepted: list[Submitted], work: Path) -> dict[
                 text("SELECT evaluation_id, count(*) FROM runs GROUP BY evaluation_id")
             )
         }
-        rows = {
-            t: int(session.scalar(text(f"SELECT count(*) FROM {t}")) or 0)  # noqa: S608
-            for t in TABLES
-        }
+        rows = {t: int(session.scalar(text(f"SELECT count(*) FROM {t}")) or 0) for t in TABLES}
     first_consumed: dict[str, float] = {}
     claims: dict[str, int] = {}
     for path in work.glob("consumed-*.jsonl"):
@@ -401,7 +398,6 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
             wait_final(stack, args.timeout)
         final_sweep = sweep()
         judged = judge(stack, accepted, work)
-        processes = len(services) + len(agents)
         return Outcome(
             accepted=len(ids),
             requests=len(jobs),

@@ -17,7 +17,6 @@ from shared.db.clock import utcnow
 from shared.db.evaluations import Agent, Evaluation
 from shared.settings import Settings
 
-
 # The columns routing reads: a plan reads every live agent, so it loads these alone, not
 # ORM entities (with 200 agents the entities cost about 3x the columns: benchmarks/scale.py).
 VIEW_COLUMNS = (

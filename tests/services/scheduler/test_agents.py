@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from services.scheduler.agents import live_agent_views
 from shared import runtime
 from shared.db import evaluation_repo
 from shared.db.clock import utcnow
 from shared.db.evaluations import Agent
 from shared.settings import Settings
-from services.scheduler.agents import live_agent_views
 
 
 def _register(agent_id: str, hostname: str, *, threads: int = 0) -> None:
