@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import text
 
 from services.api.auth import create_token
-from services.stack.manager import ServiceSpec, default_services
+from services.stack.manager import ServiceSpec, Stack, default_services
 from shared.db.session import session_scope
 from tests.support.ephemeral import EphemeralStack
 
@@ -304,6 +304,7 @@ class Outcome:
     final_sweep: tuple[int, float]
     redis_end: tuple[int, int]
     pool_bound: int
+    cpu_s: dict[str, float]
 
 
 def judge(stack: EphemeralStack, accepted: list[Submitted], work: Path) -> dict[str, Any]:
@@ -382,7 +383,7 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
             )
             if not s.name.startswith("inference")
         ]
-        stack.start_services(services)
+        service_stack = stack.start_services(services)
         agents = start_agents(stack, work, template, args.agents, args.agent_processes)
         stack.wait_for_agents(args.agents, timeout_s=120)
         with session_scope(stack.database_url) as session:
@@ -398,6 +399,7 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
             wait_final(stack, args.timeout)
         final_sweep = sweep()
         judged = judge(stack, accepted, work)
+        cpu_s = cpu_seconds(service_stack, agents)
         return Outcome(
             accepted=len(ids),
             requests=len(jobs),
@@ -413,6 +415,7 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
             final_sweep=final_sweep,
             redis_end=redis_memory(stack),
             pool_bound=pool_bound(services, len(agents), args.api_workers),
+            cpu_s=cpu_s,
         )
     finally:
         (work / "stop").touch()
@@ -422,6 +425,31 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
             except subprocess.TimeoutExpired:
                 process.kill()
         stack.close()
+
+
+def cpu_seconds(services: Stack, agents: list[subprocess.Popen[bytes]]) -> dict[str, float]:
+    """CPU seconds each service (with its children) and the agents spent since they
+    started: where the host's time went (the warm-up included)."""
+    import psutil
+
+    def tree(pid: int) -> float:
+        try:
+            process = psutil.Process(pid)
+            family = [process, *process.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return 0.0
+        total = 0.0
+        for member in family:
+            try:
+                times = member.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
+
+    spent = {service.name: tree(service.pid) for service in services.running()}
+    spent["simulated agents"] = sum(tree(p.pid) for p in agents)
+    return spent
 
 
 def pool_bound(services: list[ServiceSpec], agent_processes: int, api_workers: int) -> int:
@@ -510,6 +538,11 @@ def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
             "0 / 0 / 0: " + verdict(outcome.lost == outcome.duplicated == outcome.stuck == 0, True),
         ),
         ("failed", str(len(outcome.failed)), ""),
+        (
+            "CPU seconds",
+            ", ".join(f"{name} {spent:.0f}" for name, spent in outcome.cpu_s.items()),
+            "",
+        ),
     ]
     width = max(len(name) for name, _, _ in table)
     for name, value, target in table:
