@@ -79,6 +79,7 @@ TABLES = ("evaluations", "shards", "runs", "metrics", "agents", "workers")
 class Submitted:
     sent_at: float  # time.time() as the request left
     ids: list[str]
+    fan_out: bool = False
 
 
 @dataclass
@@ -155,22 +156,32 @@ def start_agents(
 
 
 async def submit_all(
-    url: str, token: str, jobs: list[dict[str, Any]], clients: int
+    url: str, token: str, jobs: list[dict[str, Any]], clients: int, rate: float = 0.0
 ) -> tuple[list[Submitted], list[str], float]:
-    """Every job from ``clients`` concurrent clients; returns what was accepted, the
+    """Every job from ``clients`` concurrent clients, each job sent no earlier than its
+    evaluations' place at ``rate`` evaluations/s (0: as fast as the clients go; a fan-out
+    counts as one evaluation per agent it reaches); returns what was accepted, the
     refusals, and the window's seconds."""
     accepted: list[Submitted] = []
     refused: list[str] = []
     pending = list(reversed(jobs))
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300) as client:
+        start = time.perf_counter()
+        offered = 0  # evaluations whose requests have been sent
 
         async def worker() -> None:
+            nonlocal offered
             while pending:
                 job = pending.pop()
+                if rate > 0:
+                    due = start + offered / rate
+                    offered += int(job.get("_evaluations", 1))
+                    await asyncio.sleep(max(0.0, due - time.perf_counter()))
                 sent_at = time.time()
+                body = {k: v for k, v in job.items() if not k.startswith("_")}
                 response = await client.post(
-                    "/graphql", json={"query": SUBMIT, "variables": {"input": job}}
+                    "/graphql", json={"query": SUBMIT, "variables": {"input": body}}
                 )
                 result = (response.json().get("data") or {}).get("submitEvaluation")
                 if result is None:
@@ -179,11 +190,10 @@ async def submit_all(
                     accepted.append(Submitted(sent_at, [result["id"]]))
                 elif result["__typename"] == "Comparison":
                     ids = [row["evaluationId"] for row in result["rows"]]
-                    accepted.append(Submitted(sent_at, ids))
+                    accepted.append(Submitted(sent_at, ids, fan_out=True))
                 else:
                     refused.append(str(result))
 
-        start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(clients)))
         return accepted, refused, time.perf_counter() - start
 
@@ -203,7 +213,8 @@ def jobs_for(evaluations: int, agents: int, fan_out_share: float) -> list[dict[s
     jobs: list[dict[str, Any]] = [dict(base) for _ in range(plain)]
     every = max(1, len(jobs) // (fan_outs + 1))
     for index in range(fan_outs):
-        jobs.insert(min(len(jobs), (index + 1) * every + index), {**base, "fanOut": True})
+        fan_out = {**base, "fanOut": True, "_evaluations": agents}
+        jobs.insert(min(len(jobs), (index + 1) * every + index), fan_out)
     return jobs
 
 
@@ -295,6 +306,7 @@ class Outcome:
     refused: list[str]
     submit_s: float
     latencies: list[float]
+    fan_out_latencies: list[float]
     lost: int
     duplicated: int
     stuck: int
@@ -331,8 +343,15 @@ def judge(stack: EphemeralStack, accepted: list[Submitted], work: Path) -> dict[
             first_consumed[eid] = min(first_consumed.get(eid, math.inf), record["consumed_at"])
             claims[eid] = claims.get(eid, 0) + int(record["claimed"])
     latencies = [first_consumed[i] - t for i, t in sent_at.items() if i in first_consumed]
+    in_fan_outs = {i for s in accepted if s.fan_out for i in s.ids}
+    fan_out_latencies = [
+        first_consumed[i] - t
+        for i, t in sent_at.items()
+        if i in first_consumed and i in in_fan_outs
+    ]
     return {
         "latencies": latencies,
+        "fan_out_latencies": fan_out_latencies,
         "lost": sum(1 for i in sent_at if i not in states),
         "duplicated": sum(
             max(0, runs.get(i, 0) - 1) + max(0, claims.get(i, 0) - 1) for i in sent_at
@@ -393,7 +412,7 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
         sweep = sweeper_pass(stack)
         with Sampler(stack, sweep) as sampler:
             accepted, refused, submit_s = asyncio.run(
-                submit_all(stack.api_url, token, jobs, args.clients)
+                submit_all(stack.api_url, token, jobs, args.clients, args.rate)
             )
             ids = {i for s in accepted for i in s.ids}
             wait_final(stack, args.timeout)
@@ -406,6 +425,7 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
             refused=refused,
             submit_s=submit_s,
             latencies=judged["latencies"],
+            fan_out_latencies=judged["fan_out_latencies"],
             lost=judged["lost"],
             duplicated=judged["duplicated"],
             stuck=judged["stuck"],
@@ -468,6 +488,13 @@ def pool_bound(services: list[ServiceSpec], agent_processes: int, api_workers: i
     return processes * 2 * per_engine + api_workers * 2 * BLOCKING_THREADS
 
 
+def _p50_p99(values: list[float]) -> str:
+    if not values:
+        return "none"
+    p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+    return f"{p50 * 1000:.0f} ms / {p99 * 1000:.0f} ms ({len(values)} evaluations)"
+
+
 def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
     at_scale = args.evaluations >= TARGET_EVALUATIONS and args.agents >= TARGET_AGENTS
     lat = outcome.latencies
@@ -489,7 +516,8 @@ def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
     print(
         f"{args.evaluations} evaluations ({args.fan_out_share:.0%} as fan-outs over every "
         f"agent), {args.agents} simulated agents in {args.agent_processes} processes, "
-        f"{args.clients} clients, {args.api_workers} API process(es)"
+        f"{args.clients} clients, {args.api_workers} API process(es), offered "
+        + (f"{args.rate:g} evaluations/s" if args.rate else "as fast as accepted")
     )
     table = [
         ("accepted evaluations", f"{outcome.accepted} of {args.evaluations}", ""),
@@ -504,6 +532,7 @@ def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
             f"{p50 * 1000:.0f} ms / {p99 * 1000:.0f} ms ({len(lat)} evaluations)",
             f"p99 < {DISPATCH_P99_TARGET_S:g} s: {verdict(p99 < DISPATCH_P99_TARGET_S)}",
         ),
+        ("  of fan-outs' members", _p50_p99(outcome.fan_out_latencies), ""),
         (
             "sweeper pass (during run)",
             f"median {percentile(sweeps, 0.5) * 1000:.0f} ms, max {max(sweeps) * 1000:.0f} ms "
@@ -559,6 +588,9 @@ def main() -> None:
     parser.add_argument("--agent-processes", type=int, default=0, help="0: one per 25 agents")
     parser.add_argument("--fan-out-share", type=float, default=0.5)
     parser.add_argument("--clients", type=int, default=4, help="concurrent submitting clients")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="evaluations/s offered; 0: as fast as it takes"
+    )
     parser.add_argument("--api-workers", type=int, default=2)
     parser.add_argument("--heartbeat", type=float, default=2.0, help="agents' heartbeat, s")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for all")
@@ -572,6 +604,7 @@ def main() -> None:
         ("--agents", args.agents, 1, 2_000),
         ("--clients", args.clients, 1, 256),
         ("--api-workers", args.api_workers, 1, 16),
+        ("--rate", args.rate, 0, 100_000),
     ):
         if not low <= value <= high:
             parser.error(f"{name}: {value} is outside {low}..{high}")
@@ -599,6 +632,9 @@ def figures(outcome: Outcome) -> dict[str, Any]:
         "dispatch_p50_s": percentile(lat, 0.5) if lat else None,
         "dispatch_p99_s": percentile(lat, 0.99) if lat else None,
         "dispatched": len(lat),
+        "fan_out_dispatch_p99_s": percentile(outcome.fan_out_latencies, 0.99)
+        if outcome.fan_out_latencies
+        else None,
         "sweeper_pass_s": outcome.final_sweep[1],
         "sweeper_rows": outcome.final_sweep[0],
         "sweeper_passes_during_s": [s for _, s in outcome.samples.sweeps],
