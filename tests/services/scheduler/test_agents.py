@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
+
+import pytest
 
 from services.scheduler.agents import live_agent_views
 from shared import runtime
@@ -33,7 +36,21 @@ def _register(agent_id: str, hostname: str, *, threads: int = 0) -> None:
         )
 
 
-def test_live_agent_views_are_the_live_agents_newest_beat_first(settings: Settings) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(
+    request: pytest.FixtureRequest, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Settings]:
+    """The embedded SQLite file, then a fresh Postgres database: the JSON fields are picked
+    out in SQL, which the two write differently."""
+    if request.param == "postgresql":
+        monkeypatch.setenv("BENCHSTACK_DATABASE_URL", request.getfixturevalue("postgres_url"))
+    runtime.reset()
+    yield runtime.settings()
+    runtime.reset()
+
+
+def test_live_agent_views_are_the_live_agents_newest_beat_first(backend: Settings) -> None:
+    settings = backend
     _register("a/inference.null.cpu/1", "a", threads=2)
     _register("b/inference.null.cpu/1", "b")
     _register("stopped/inference.null.cpu/1", "stopped")
