@@ -156,6 +156,10 @@ class Settings(BaseSettings):
     # long one may sit in a waiting state before it is dispatched again (idempotently).
     sweep_interval_seconds: float = Field(default=10.0, gt=0)
     stall_seconds: float = Field(default=45.0, gt=0)
+    # An agent silent this long is gone for good: the sweeper drops its direct queue (and
+    # its host's, with no live agent left there) from the broker once empty
+    # (services/scheduler/dead_queues.py), so agents that come and go leave no keys behind.
+    dead_agent_queue_seconds: float = Field(default=600.0, gt=0)
     # Dispatches of one evaluation by the sweeper before it is failed instead of looped.
     max_dispatches: int = Field(default=3, ge=1, le=100)
     # One measurement per host at a time (agents and embedded runs alike); false lets
