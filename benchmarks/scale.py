@@ -166,7 +166,12 @@ async def submit_all(
     refused: list[str] = []
     pending = list(reversed(jobs))
     headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300) as client:
+    # A pooled connection idle past uvicorn's keep-alive (5 s) may be closed by the API as
+    # it is reused: drop idle ones well before.
+    limits = httpx.Limits(keepalive_expiry=1.0)
+    async with httpx.AsyncClient(
+        base_url=url, headers=headers, timeout=300, limits=limits
+    ) as client:
         start = time.perf_counter()
         offered = 0  # evaluations whose requests have been sent
 
@@ -180,9 +185,15 @@ async def submit_all(
                     await asyncio.sleep(max(0.0, due - time.perf_counter()))
                 sent_at = time.time()
                 body = {k: v for k, v in job.items() if not k.startswith("_")}
-                response = await client.post(
-                    "/graphql", json={"query": SUBMIT, "variables": {"input": body}}
-                )
+                try:
+                    response = await client.post(
+                        "/graphql", json={"query": SUBMIT, "variables": {"input": body}}
+                    )
+                except httpx.TransportError as exc:
+                    # Not retried: the API may have stored it (the outbox) before the
+                    # answer was lost; its evaluations still run, uncounted here.
+                    refused.append(f"transport error: {exc.__class__.__name__}: {exc}")
+                    continue
                 result = (response.json().get("data") or {}).get("submitEvaluation")
                 if result is None:
                     refused.append(response.text[:300])
@@ -520,7 +531,12 @@ def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
         + (f"{args.rate:g} evaluations/s" if args.rate else "as fast as accepted")
     )
     table = [
-        ("accepted evaluations", f"{outcome.accepted} of {args.evaluations}", ""),
+        (
+            "accepted evaluations",
+            f"{outcome.accepted} of {args.evaluations}; {len(outcome.refused)} requests "
+            "refused or failed",
+            "",
+        ),
         (
             "submissions/s",
             f"{outcome.accepted / outcome.submit_s:.1f} evaluations/s, "
