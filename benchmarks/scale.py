@@ -10,8 +10,9 @@ queue), from ``--clients`` concurrent clients, and prints one table:
 
 - submissions/s: evaluations accepted per second of the submitting window (and requests/s);
 - dispatch latency p50/p99 (defined under the table);
-- sweeper pass: the wall time of ``sweeper.sweep_once`` (what the scheduler's sweeper
-  runs every interval) against this database, during the run and once at the end;
+- sweeper pass: the wall time of ``sweeper.find_stalled`` (the queries and judgement of
+  the pass the scheduler's sweeper makes every interval, its dispatches left out) against
+  this database, during the run and once at the end;
 - Postgres connections to this database (the most seen, sampled every second) and the
   bound the pools set; the rows of its tables;
 - Redis memory (the server's, shared with anything else on it) and this database's keys;
@@ -281,33 +282,34 @@ def redis_memory(stack: EphemeralStack) -> tuple[int, int]:
 
 
 def sweeper_pass(stack: EphemeralStack) -> Callable[[], tuple[int, float]]:
-    """One ``sweep_once`` as the scheduler's sweeper runs it (its real publisher and
-    backlog), timed; with the number of evaluation rows it went over."""
-    from services.scheduler.sweeper import sweep_once
-    from shared import queues, runtime
-    from shared.celery_app import make_celery, publisher, queue_backlog
-    from shared.messages import EvaluationRequested
+    """The sweeper's pass as the scheduler's sweeper makes it (``sweeper.find_stalled``
+    with the broker's backlog, its queries and judgement), timed, in a transaction rolled
+    back after: this process must not dispatch beside the real sweeper (each dispatch
+    counts toward failing an evaluation). With the number of evaluation rows it went over."""
+    from services.scheduler.sweeper import find_stalled
+    from shared.celery_app import make_celery, queue_backlog
+    from shared.db.clock import utcnow
+    from shared.settings import Settings
 
-    # sweep_once opens its sessions through runtime.db(): this process takes the stack's
-    # settings, as the scheduler worker does.
-    os.environ.update(stack.env())
-    runtime.reset()
-    settings = runtime.settings()
+    settings = Settings.model_validate(_settings_of(stack.env()))
     app = make_celery(settings)
-    publish = publisher(app)
-
-    def dispatch(evaluation_id: str) -> None:
-        message = EvaluationRequested(evaluation_id=evaluation_id)
-        publish(queues.PLAN_EVALUATION, message, None)
 
     def sweep() -> tuple[int, float]:
         with session_scope(stack.database_url) as session:
             rows = int(session.scalar(text("SELECT count(*) FROM evaluations")) or 0)
-        started = time.perf_counter()
-        sweep_once(settings, dispatch, lambda queue: queue_backlog(app, queue))
-        return rows, time.perf_counter() - started
+            started = time.perf_counter()
+            find_stalled(session, settings, utcnow(), lambda queue: queue_backlog(app, queue))
+            spent = time.perf_counter() - started
+            session.rollback()
+        return rows, spent
 
     return sweep
+
+
+def _settings_of(env: dict[str, str]) -> dict[str, str]:
+    """Settings fields from BENCHSTACK_* variables, as the services read them."""
+    prefix = "BENCHSTACK_"
+    return {k.removeprefix(prefix).lower(): v for k, v in env.items() if k.startswith(prefix)}
 
 
 @dataclass
