@@ -113,6 +113,40 @@ def queue_backlog(app: Celery, queue: str) -> int:
         return int(declared.message_count)
 
 
+# kombu's Redis transport: a queue is a list per priority step ("<queue>", then
+# "<queue>\x06\x16<step>"), and a queue bound to its exchange (Celery names the exchange
+# after the queue) is a member of these sets.
+_PRIORITY_SEPARATOR = "\x06\x16"
+_BINDING_KEYS = ("_kombu.binding.{}", "_kombu.binding_permanent.{}")
+
+
+def drop_queue(app: Celery, queue: str) -> bool:
+    """Delete an empty queue's keys from a Redis broker (its lists and kombu's bindings);
+    False, deleting nothing, while a message waits in it (or on another broker). Checked
+    and deleted in one transaction: a message sent meanwhile makes it a no-op."""
+    import redis
+
+    with app.connection_for_read() as connection:
+        channel = connection.default_channel
+        client = getattr(channel, "client", None)
+        if not isinstance(client, redis.Redis):
+            return False
+        steps = getattr(channel, "priority_steps", [0])
+        lists = [queue if step == 0 else f"{queue}{_PRIORITY_SEPARATOR}{step}" for step in steps]
+        bindings = [key.format(queue) for key in _BINDING_KEYS]
+        with client.pipeline() as pipe:
+            try:
+                pipe.watch(*lists)
+                if any(pipe.llen(name) for name in lists):
+                    return False
+                pipe.multi()
+                pipe.delete(*lists, *bindings)
+                pipe.execute()
+            except redis.WatchError:
+                return False  # a message arrived while we looked
+        return True
+
+
 def broker_identity(app: Celery) -> str:
     """What changes when the broker restarts: Redis' ``run_id``, new at every start. A
     Redis restarted without persistence lost every queued and unacked message, so a new

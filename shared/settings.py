@@ -50,6 +50,15 @@ class Settings(BaseSettings):
     # Empty means "the SQLite file inside data_dir" (embedded mode).
     database_url: str = ""
     broker_url: str = "redis://127.0.0.1:6379/0"
+    # Each process's Postgres connections (shared/db/session.py): a pool of this many kept
+    # open, and up to database_max_overflow more opened under a burst and closed after.
+    # Connections grow with processes, never with agents or requests: a process holds at
+    # most the sum, and waits up to database_pool_timeout_seconds for one beyond it.
+    # Size Postgres' max_connections (or a PgBouncer in front of it) for processes x sum;
+    # docs/scale.md gives the count per service.
+    database_pool_size: int = Field(default=5, ge=1, le=100)
+    database_max_overflow: int = Field(default=10, ge=0, le=100)
+    database_pool_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     # Empty endpoint means "a local folder inside data_dir" as the object store.
     s3_endpoint: str = ""
     s3_access_key: str = ""
@@ -147,6 +156,10 @@ class Settings(BaseSettings):
     # long one may sit in a waiting state before it is dispatched again (idempotently).
     sweep_interval_seconds: float = Field(default=10.0, gt=0)
     stall_seconds: float = Field(default=45.0, gt=0)
+    # An agent silent this long is gone for good: the sweeper drops its direct queue (and
+    # its host's, with no live agent left there) from the broker once empty
+    # (services/scheduler/dead_queues.py), so agents that come and go leave no keys behind.
+    dead_agent_queue_seconds: float = Field(default=600.0, gt=0)
     # Dispatches of one evaluation by the sweeper before it is failed instead of looped.
     max_dispatches: int = Field(default=3, ge=1, le=100)
     # One measurement per host at a time (agents and embedded runs alike); false lets

@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
+from services.scheduler import dead_queues
 from services.scheduler.broker_watch import BrokerWatch
 from shared import queues, runtime
 from shared.db import evaluation_repo, liveness, worker_repo
@@ -214,11 +215,14 @@ class Sweeper:
         publish: Publish,
         backlog: Backlog = no_backlog,
         broker_watch: BrokerWatch | None = None,
+        drop_queue: dead_queues.Drop | None = None,
     ) -> None:
         self.settings = settings
         self.publish = publish
         self.backlog = backlog
         self.broker_watch = broker_watch
+        # Deletes a dead agent's empty queue from the broker (dead_queues.py); None: kept.
+        self.drop_queue = drop_queue
         self._stop = threading.Event()
 
     def _loop(self) -> None:
@@ -229,6 +233,8 @@ class Sweeper:
                 if self.broker_watch is not None:
                     self.broker_watch.check()
                 sweep_once(self.settings, self.publish, self.backlog)
+                if self.drop_queue is not None:
+                    dead_queues.clean_once(self.settings, self.drop_queue)
             except Exception:  # the database or broker is down: the next pass retries
                 log.warning("sweep failed; the next pass retries", exc_info=True)
 

@@ -70,7 +70,7 @@ def announce_ready(node: str) -> None:
 def sweeper_for(app: Any, settings: Any) -> Any:
     from services.scheduler.broker_watch import BrokerWatch
     from services.scheduler.sweeper import Sweeper
-    from shared.celery_app import broker_identity, publisher, queue_backlog
+    from shared.celery_app import broker_identity, drop_queue, publisher, queue_backlog
     from shared.messages import EvaluationRequested
 
     publish_message = publisher(app)
@@ -85,6 +85,7 @@ def sweeper_for(app: Any, settings: Any) -> Any:
         publish,
         lambda queue: queue_backlog(app, queue),
         BrokerWatch(lambda: broker_identity(app), publish),
+        lambda queue: drop_queue(app, queue),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from shared.db.base import Base, JSONType
@@ -17,6 +17,8 @@ class Agent(Base):
     """An inference worker consuming one queue; alive while its heartbeat is recent."""
 
     __tablename__ = "agents"
+    # Migration 0015: the live agents every plan and submission reads.
+    __table_args__ = (Index("ix_agents_last_heartbeat", "last_heartbeat"),)
 
     # "<hostname>/<queue>/<pid>": one row per worker process and queue.
     id: Mapped[str] = mapped_column(String(300), primary_key=True)
@@ -61,6 +63,11 @@ class WorkerPresence(Base):
 
 class Evaluation(Base):
     __tablename__ = "evaluations"
+    # Migration 0015: the sweeper's pass, and a user's list newest first.
+    __table_args__ = (
+        Index("ix_evaluations_state_updated_at", "state", "updated_at"),
+        Index("ix_evaluations_owner_id_created_at", "owner_id", "created_at", "id"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from shared.db.base import Base, JSONType
@@ -19,6 +19,8 @@ class Run(Base):
     """One LoadGen run (a scenario in one mode) of one model on one backend."""
 
     __tablename__ = "runs"
+    # Migration 0015: the runs lists and advice read the newest first.
+    __table_args__ = (Index("ix_runs_created_at", "created_at"),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     evaluation_id: Mapped[str | None] = mapped_column(String(36), index=True, nullable=True)

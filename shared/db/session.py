@@ -29,6 +29,8 @@ def get_engine(url: str) -> Engine:
 def _connected_engine(url: str, **options: Any) -> Engine:
     """An engine whose pooled connections are checked before use only when they sat idle
     (``ping_idle_connections``)."""
+    if not url.startswith("sqlite"):
+        options = {**pool_options(), **options}
     engine = create_engine(url, **options)
     if engine.dialect.name == "postgresql":
         ping_idle_connections(engine)
@@ -43,6 +45,19 @@ def _connected_engine(url: str, **options: Any) -> Engine:
             cursor.close()
 
     return engine
+
+
+def pool_options() -> dict[str, Any]:
+    """This process's pool bounds from its settings: every engine of a process (the
+    autocommit one too) holds at most pool_size + max_overflow connections."""
+    from shared.settings import get_settings
+
+    settings = get_settings()
+    return {
+        "pool_size": settings.database_pool_size,
+        "max_overflow": settings.database_max_overflow,
+        "pool_timeout": settings.database_pool_timeout_seconds,
+    }
 
 
 def ping_idle_connections(engine: Engine, idle_s: float = IDLE_PING_S) -> None:

@@ -85,3 +85,35 @@ def test_queue_backlog_counts_the_messages_waiting_in_redis() -> None:
         assert queue_backlog(app, f"{queue}-other") == 0
     finally:
         redis.Redis.from_url(f"{base}/{db}").delete(queue)
+
+
+def test_drop_queue_deletes_an_empty_queue_and_keeps_one_holding_messages() -> None:
+    """Against the real broker: a dead agent's queue goes with its bindings, only once
+    nothing waits in it."""
+    import os
+    import uuid
+
+    import redis
+
+    from shared.celery_app import drop_queue, send
+    from shared.messages import EvaluationRequested
+
+    base = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379")
+    db = int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))
+    app = make_celery(Settings(broker_url=f"{base}/{db}"))
+    client = redis.Redis.from_url(f"{base}/{db}")
+    queue = f"drop-test-{uuid.uuid4().hex[:8]}@host/1234"
+    bindings = [f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}"]
+    try:
+        send(app, queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id="e"), queue=queue)
+        held = [key for key in [queue, *bindings] if client.exists(key)]
+        assert queue in held and len(held) >= 2, held  # the list and kombu's binding
+        assert drop_queue(app, queue) is False  # a message waits: nothing deleted
+        assert [key for key in [queue, *bindings] if client.exists(key)] == held
+        client.delete(queue)  # the message taken
+        assert drop_queue(app, queue) is True
+        assert not any(client.exists(key) for key in [queue, *bindings])
+        assert drop_queue(app, queue) is True  # already gone: nothing left to do
+    finally:
+        client.delete(queue, *bindings)
+        client.close()

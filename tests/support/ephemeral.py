@@ -122,6 +122,10 @@ def _claim_redis_db(server: str) -> int:
             held = client.get(OWNER_KEY)
             if held is not None and not _owner_gone(str(held)):
                 continue
+            if _others_connected(client, index):
+                # Services whose stack's process died (killed, timed out) live on and
+                # consume this index's queues: a stack here would lose messages to them.
+                continue
             # SET NX where none was; where a dead process's claim was, only if it is still
             # that one (two processes taking over at once: one wins).
             taken = (
@@ -137,6 +141,15 @@ def _claim_redis_db(server: str) -> int:
     raise RuntimeError(
         f"every Redis database from {first} to {REDIS_DATABASES - 1} is held by a running "
         "ephemeral stack; close one first"
+    )
+
+
+def _others_connected(client: Any, index: int) -> bool:
+    """Whether a client other than ``client`` has ``index`` selected (orphaned services
+    of a stack whose owner is gone hold no claim, yet still consume its queues)."""
+    own = client.client_id()
+    return any(
+        int(c.get("db", -1)) == index and int(c.get("id", -1)) != own for c in client.client_list()
     )
 
 

@@ -45,6 +45,8 @@ def test_a_database_another_live_process_holds_is_skipped_and_a_dead_ones_is_tak
     try:
         started = psutil.Process(holder.pid).create_time()
         client.set(ephemeral.OWNER_KEY, f"{socket.gethostname()}|{holder.pid}|{started:.2f}")
+        # Connected, this client would keep the index in use (see the next test).
+        client.connection_pool.disconnect()
         stack = EphemeralStack()
         try:
             assert _claimed_index(stack) != lowest  # held by a live process of this host
@@ -52,6 +54,7 @@ def test_a_database_another_live_process_holds_is_skipped_and_a_dead_ones_is_tak
             stack.close()
         holder.kill()
         holder.wait()
+        client.connection_pool.disconnect()
         stack = EphemeralStack()
         try:
             assert _claimed_index(stack) == lowest  # its holder is gone: the claim is stale
@@ -62,3 +65,26 @@ def test_a_database_another_live_process_holds_is_skipped_and_a_dead_ones_is_tak
         holder.kill()
         client.delete(ephemeral.OWNER_KEY)
         client.close()
+
+
+def test_a_database_a_leftover_service_still_consumes_is_skipped() -> None:
+    """Services whose stack's process died hold no claim but still consume the queues:
+    measured, such a leftover scheduler on index 11 took a benchmark's messages."""
+    probe = EphemeralStack()
+    lowest = _claimed_index(probe)
+    probe.close()
+    leftover = redis.Redis.from_url(f"{probe.redis_base.rstrip('/')}/{lowest}")
+    leftover.ping()  # connected to that index, as an orphaned worker is
+    try:
+        stack = EphemeralStack()
+        try:
+            assert _claimed_index(stack) != lowest
+        finally:
+            stack.close()
+    finally:
+        leftover.close()
+    stack = EphemeralStack()
+    try:
+        assert _claimed_index(stack) == lowest  # nobody there any more
+    finally:
+        stack.close()

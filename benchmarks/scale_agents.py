@@ -1,0 +1,264 @@
+"""Simulated inference agents for benchmarks/scale.py: many agent identities in one light
+process, on the real control plane, with only the inference work simulated.
+
+Each identity is an ``agents`` row as a real agent registers it (its own host name, its
+framework's shared queue, its host queue and its direct queue; the hardware and software
+this machine describes), and the process heartbeats all of its identities in one UPDATE
+every ``--heartbeat`` seconds (the batched heartbeat: connections and statements grow
+with processes, not agents). One kombu consumer per process takes RunInference messages
+from every queue its identities consume, then does what ``services/tasks/inference``
+does around a measurement, through the same functions: mark the agent busy, claim the
+run (``evaluation_repo.claim_run``), store ``measurement.json`` under the attempt's
+prefix (``measurement.store_attempt``), RUNNING -> AGGREGATING
+(``evaluation_repo.complete_attempt``) and publish RunCompleted to the real aggregator.
+
+What is simulated: the measurement. Every run stores one template measurement (a real
+null-backend LoadGen run the driver made once, ``--template``) with this run's agent and
+a warning that says it was simulated. No LoadGen and no measurement child run here, so
+these figures are the control plane's, never inference's.
+
+Each message received is written as one JSON line to ``--out``: the evaluation, the
+agent, the queue, when it was consumed (Unix seconds) and whether this delivery claimed
+the run. The process stops when ``--stop-file`` appears or on SIGTERM, marking its
+agents stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kombu import Consumer, Exchange, Queue
+from kombu.message import Message as KombuMessage
+
+from services.inference.backends import registry
+from services.inference.measurement import store_attempt
+from services.tasks.inference import busy, completion_message
+from shared import queues, runtime
+from shared.celery_app import make_celery, publisher
+from shared.db import evaluation_repo, liveness
+from shared.environment import capture_environment
+from shared.messages import RunInference
+from shared.run_report import Measurement, attempt_prefix
+
+log = logging.getLogger("scale_agents")
+
+FRAMEWORK = "null"
+DEVICE = "cpu"
+SIMULATED_WARNING = (
+    "simulated agent (benchmarks/scale_agents.py): the control plane was measured, "
+    "the inference was not"
+)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """One simulated agent: a host of its own, as one agent per machine would be."""
+
+    hostname: str
+    pid: int
+
+    @property
+    def queue(self) -> str:
+        return queues.inference_queue(FRAMEWORK, DEVICE)
+
+    @property
+    def host_queue(self) -> str:
+        return queues.host_queue(self.queue, self.hostname)
+
+    @property
+    def direct_queue(self) -> str:
+        return queues.direct_queue(self.queue, self.hostname, self.pid)
+
+    @property
+    def agent_id(self) -> str:
+        # The format services/inference/agent.Agent.agent_id gives a real agent.
+        return f"{self.hostname}/{self.queue}/{self.pid}"
+
+
+def identities(first: int, count: int, pid: int) -> list[Identity]:
+    return [Identity(f"sim-{index:04d}", pid) for index in range(first, first + count)]
+
+
+def register(agents: list[Identity]) -> None:
+    """The rows a real agent writes (services/inference/agent.Agent.register)."""
+    env = capture_environment(all_packages=False)
+    hardware = {k: env[k] for k in ("cpu", "memory_bytes", "gpus")}
+    software = {k: env[k] for k in ("benchstack", "os", "python", "frameworks")}
+    with runtime.db() as session:
+        for agent in agents:
+            evaluation_repo.upsert_agent(
+                session,
+                agent_id=agent.agent_id,
+                hostname=agent.hostname,
+                queue=agent.queue,
+                framework=FRAMEWORK,
+                framework_version=registry.installed_version(FRAMEWORK) or "unknown",
+                device=DEVICE,
+                hardware=hardware,
+                software=software,
+                settings={"intra_op_threads": 0, "simulated": True},
+                direct_queue=agent.direct_queue,
+            )
+
+
+def heartbeat_loop(agent_ids: list[str], every_s: float, stop: threading.Event) -> None:
+    """Every identity of this process in one UPDATE per beat."""
+    while not stop.wait(every_s):
+        try:
+            with runtime.db() as session:
+                evaluation_repo.heartbeat(session, agent_ids)
+        except Exception:  # a blip must not end the simulation; the next beat retries
+            log.warning("heartbeat failed", exc_info=True)
+
+
+class SimulatedRuns:
+    """Takes each RunInference as services/tasks/inference does, measuring nothing."""
+
+    def __init__(self, agents: list[Identity], template: dict[str, Any], out: Path) -> None:
+        self.by_queue: dict[str, Identity] = {}
+        for agent in agents:
+            self.by_queue[agent.host_queue] = agent
+            self.by_queue[agent.direct_queue] = agent
+        self.agents = agents
+        self.template = template
+        self.resources = runtime.process_resources()
+        self.app = make_celery(self.resources.settings)
+        self.publish = publisher(self.app)
+        self._out = out.open("a", buffering=1)
+        self._next = 0  # round robin over identities for the shared queue's messages
+
+    def consumer_queues(self) -> list[Queue]:
+        names = {self.agents[0].queue}
+        for agent in self.agents:
+            names |= {agent.host_queue, agent.direct_queue}
+        # Declared as Celery declares a queue it routes to by name.
+        return [Queue(n, Exchange(n, type="direct"), routing_key=n) for n in sorted(names)]
+
+    def _agent_for(self, queue: str) -> Identity:
+        agent = self.by_queue.get(queue)
+        if agent is not None:
+            return agent
+        self._next = (self._next + 1) % len(self.agents)
+        return self.agents[self._next]
+
+    def on_message(self, body: Any, message: KombuMessage) -> None:
+        consumed_at = time.time()
+        queue = str(message.delivery_info.get("routing_key") or "")
+        agent = self._agent_for(queue)
+        payload = body[0][0] if isinstance(body, list) else body
+        claimed = False
+        evaluation_id = str(payload.get("evaluation_id", "")) if isinstance(payload, dict) else ""
+        try:
+            claimed = self.run(RunInference.model_validate(payload), agent)
+        except Exception:
+            log.exception("simulated run of %s failed", evaluation_id)
+        finally:
+            message.ack()
+        record = {
+            "evaluation_id": evaluation_id,
+            "agent_id": agent.agent_id,
+            "queue": queue,
+            "consumed_at": consumed_at,
+            "claimed": claimed,
+        }
+        self._out.write(json.dumps(record) + "\n")
+
+    def run(self, message: RunInference, agent: Identity) -> bool:
+        resources, settings = self.resources, self.resources.settings
+        with busy(resources.db, [agent.agent_id]):
+            with resources.db() as session:
+                attempt = evaluation_repo.claim_run(
+                    session,
+                    message.evaluation_id,
+                    agent_id=agent.agent_id,
+                    lease_s=settings.claim_lease_seconds,
+                    live_within_s=liveness.live_within_s(session, settings),
+                )
+            if attempt is None:
+                return False  # a duplicate delivery: the real task measures nothing either
+            prefix = attempt_prefix(message.run_id, attempt)
+            keys = store_attempt(resources.store, prefix, {}, self.measurement(agent))
+            with resources.db() as session:
+                moved = evaluation_repo.complete_attempt(
+                    session, message.evaluation_id, attempt, agent_id=agent.agent_id
+                )
+        if moved:
+            completed = completion_message(message, agent.agent_id, prefix, keys)
+            self.publish(queues.RUN_COMPLETED, completed, None)
+        return True
+
+    def measurement(self, agent: Identity) -> Measurement:
+        document = dict(self.template)
+        document["agent"] = {"id": agent.agent_id, "settings": {"simulated": True}}
+        document["warnings"] = [*document.get("warnings", []), SIMULATED_WARNING]
+        return Measurement.from_dict(document)
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def serve(args: argparse.Namespace) -> None:
+    agents = identities(args.first, args.count, os.getpid())
+    template = json.loads(Path(args.template).read_text())
+    template.pop("log_keys", None)
+    register(agents)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    ids = [a.agent_id for a in agents]
+    threading.Thread(target=heartbeat_loop, args=(ids, args.heartbeat, stop), daemon=True).start()
+    runs = SimulatedRuns(agents, template, Path(args.out))
+    stop_file = Path(args.stop_file)
+    try:
+        with runs.app.connection_for_read() as connection:
+            consumer = Consumer(
+                connection,
+                queues=runs.consumer_queues(),
+                callbacks=[runs.on_message],
+                accept=["json"],
+                prefetch_count=args.prefetch,
+            )
+            with consumer:
+                Path(args.ready_file).write_text(str(len(agents)))
+                while not stop.is_set() and not stop_file.exists():
+                    try:
+                        connection.drain_events(timeout=0.5)
+                    except TimeoutError:
+                        continue
+    finally:
+        stop.set()
+        runs.close()
+        with runtime.db() as session:
+            evaluation_repo.mark_agents_stopped(session, ids)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--first", type=int, required=True, help="index of the first identity")
+    parser.add_argument("--count", type=int, required=True, help="identities in this process")
+    parser.add_argument("--template", required=True, help="a measurement.json to replay")
+    parser.add_argument("--out", required=True, help="JSON lines of consumed messages")
+    parser.add_argument("--ready-file", required=True)
+    parser.add_argument("--stop-file", required=True)
+    parser.add_argument("--heartbeat", type=float, default=1.0)
+    parser.add_argument("--prefetch", type=int, default=4)
+    args = parser.parse_args()
+    if args.count < 1:
+        parser.error(f"--count: at least 1, got {args.count}")
+    logging.basicConfig(level=logging.WARNING)
+    serve(args)
+
+
+if __name__ == "__main__":
+    main()
