@@ -1,6 +1,6 @@
 // Entry point: the token form and a hash router (#/, #/new, #/evaluations/<id>,
 // #/compare?ids=a,b or ?group=g, #/sweeps/<group>, #/find-peak/<group>, #/repeats/<group>,
-// #/training-scaling/<group>, #/advice?model=m&bound=ms&percentile=p, #/agents, #/models).
+// #/training-scaling/<group>, #/advice?model=m&bound=ms&percentile=p, #/agents, #/models?model=name@version).
 // Each navigation aborts the previous view's signal so its timers and sockets stop.
 
 import { TOKEN_KEY, getToken, setToken } from "./api.js";
@@ -65,7 +65,12 @@ const ROUTES = [
     render: (signal, query) => renderAdvice(main, signal, query ?? ""),
   },
   { pattern: /^#\/agents$/, nav: "agents", title: "Agents", render: (signal) => renderAgents(main, signal) },
-  { pattern: /^#\/models$/, nav: "models", title: "Models", render: (signal) => renderModels(main, signal) },
+  {
+    pattern: /^#\/models(?:\?(.*))?$/,
+    nav: "models",
+    title: "Models",
+    render: (signal, query) => renderModels(main, signal, query ?? ""),
+  },
 ];
 
 function route({ focus = true } = {}) {

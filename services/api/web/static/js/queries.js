@@ -283,3 +283,30 @@ mutation CancelGroup($id: String!) {
     ... on UserError { message field }
   }
 }`;
+
+export const SUBMIT_PAIR = `
+mutation SubmitPair($input: SubmitEvaluationInput!) {
+  submitAccuracyPerformancePair(input: $input) {
+    __typename
+    ... on AccuracyPerformancePair { groupId }
+    ... on UserError { message field }
+  }
+}`;
+
+export const SUBMIT_TRAINING_SCALING = `
+mutation SubmitTrainingScaling($input: SubmitTrainingScalingInput!) {
+  submitTrainingScaling(input: $input) {
+    __typename
+    ... on TrainingScaling { groupId }
+    ... on UserError { message field }
+  }
+}`;
+
+export const REGISTER_MODEL = `
+mutation RegisterModel($manifest: String!, $shared: Boolean!) {
+  registerModel(manifest: $manifest, shared: $shared) {
+    __typename
+    ... on Model { name version }
+    ... on UserError { message field }
+  }
+}`;

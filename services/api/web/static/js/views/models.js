@@ -1,5 +1,6 @@
 // The models a caller can evaluate: their own registered ones, those others shared, and
-// the shipped catalogue, each with its manifest.
+// the shipped catalogue, each with its manifest. ?model=name@version (where the form's
+// registration lands) marks that model's row and opens its manifest.
 
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -11,24 +12,35 @@ const ORIGINS = [
   ["catalogue", "Catalogue", "Shipped with benchstack; every user may evaluate them."],
 ];
 
-export function renderModels(main, signal) {
+export function renderModels(main, signal, query = "") {
   const heading = h("h1", { tabindex: "-1" }, "Models");
-  main.append(heading);
+  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), " · ",
+    h("a", { href: "#/new" }, "Register a model or run one")), heading);
+  const chosen = new URLSearchParams(query).get("model") ?? "";
   if (!getToken()) {
     main.append(needToken());
     return heading;
   }
   const body = h("div", { class: "models", "aria-busy": "true" }, notice("Loading the models…"));
   main.append(body);
-  load(body, signal).finally(() => body.setAttribute("aria-busy", "false"));
+  load(body, signal, chosen).finally(() => body.setAttribute("aria-busy", "false"));
   return heading;
 }
 
-async function load(body, signal) {
+async function load(body, signal, chosen) {
   try {
     const models = (await gql(MODELS)).models;
     if (signal.aborted) return;
     replace(body, ORIGINS.map(([origin, title, hint]) => section(origin, title, hint, models.filter((m) => m.origin === origin))));
+    const row = chosen ? [...body.querySelectorAll("tr[data-model]")].find((r) => r.dataset.model === chosen) : null;
+    if (row) {
+      row.classList.add("chosen");
+      row.setAttribute("aria-current", "true");
+      row.querySelector("details").open = true;
+      row.scrollIntoView({ block: "center" });
+    } else if (chosen) {
+      body.prepend(notice(`No model ${chosen} visible to this token.`, "warn"));
+    }
   } catch (err) {
     if (!signal.aborted) replace(body, notice(err.message, "error"));
   }

@@ -1,10 +1,16 @@
-// The submit form: one evaluation, a sweep, a find-peak search or repeats (the "Workflow"
-// select picks the mutation). The server is the judge of input (the form does not block on
-// HTML validation), and its typed errors are shown next to the field they name.
+// The submit form: every workflow the API offers (the "Workflow" select picks the
+// mutation): one evaluation (or a fan-out), a sweep, a find-peak search, repeats, MLPerf's
+// accuracy + performance pair, a bricks or a training evaluation, a training scaling, and
+// registering a model's manifest. The server is the judge of input (the form does not
+// block on HTML validation), and its typed errors are shown next to the field they name.
 
 import { gql, getToken } from "../api.js";
 import { field, h, replace } from "../dom.js";
-import { FORM_CHOICES, SUBMIT, SUBMIT_FIND_PEAK, SUBMIT_REPEATS, SUBMIT_SWEEP } from "../queries.js";
+import { groupPage } from "../format.js";
+import {
+  FORM_CHOICES, REGISTER_MODEL, SUBMIT, SUBMIT_FIND_PEAK, SUBMIT_PAIR, SUBMIT_REPEATS, SUBMIT_SWEEP,
+  SUBMIT_TRAINING_SCALING,
+} from "../queries.js";
 import { needToken, notice } from "../widgets.js";
 
 const SCENARIOS = ["offline", "single-stream", "multi-stream", "server"];
@@ -51,13 +57,28 @@ const FIELD_OF = {
   tolerance: "tolerance",
   maxProbes: "maxProbes",
   count: "count",
+  worldSizes: "worldSizes",
+  // A workload's own refusal ("bricks: torch models only") is about the workflow chosen.
+  bricks: "workflow",
+  training: "workflow",
+  "bricks.granularity": "bricksGranularity",
+  "bricks.image_size": "bricksImageSize",
+  "bricks.queries": "bricksQueries",
+  "bricks.min_duration_s": "bricksMinDurationS",
+  "training.steps": "trainingSteps",
+  "training.warmup": "trainingWarmup",
+  "training.image_size": "trainingImageSize",
+  "training.precision": "trainingPrecision",
+  "training.optimizer": "trainingOptimizer",
 };
 // Fields named with a key or an index after them: backendOptions.service_time_ms,
 // constraints.require[1].
 const PREFIXES = [["backendOptions.", "backendOptions"], ["constraints.", "constraints"]];
 
-function controlName(apiField) {
+function controlName(apiField, workflow) {
   if (!apiField) return null;
+  // registerModel names the manifest's own fields (name, version): all in the one text.
+  if (workflow === "register") return "manifest";
   if (FIELD_OF[apiField]) return FIELD_OF[apiField];
   const prefix = PREFIXES.find(([p]) => apiField.startsWith(p));
   return prefix ? prefix[1] : null;
@@ -74,7 +95,28 @@ const WORKFLOWS = [
     "The search sets each probe's scenario, target QPS and latency settings."],
   ["repeats", "repeats", "Submit repeats",
     "The same evaluation several times, for each figure's run-to-run spread and its 95 % interval over the runs."],
+  ["pair", "accuracy + performance pair", "Submit pair",
+    "MLPerf's two passes of one evaluation on one agent, as `benchstack bench --submission` runs them: " +
+    "accuracy mode (top-1, top-5) and performance mode, compared side by side."],
+  ["bricks", "bricks (DLBricks)", "Submit bricks",
+    "The agent cuts the model into bricks of at most Granularity layers, measures those its system has no " +
+    "figure for and constructs the model's latency from them (torch models; no dataset)."],
+  ["training", "training", "Submit training",
+    "The agent times training steps of the model (torch, synthetic tensors at the batch size), as `benchstack train` does."],
+  ["training-scaling", "training scaling", "Submit training scaling",
+    "Data-parallel training (DDP) across agents: for each world size N, N ranks on N agents train together; " +
+    "speedup and efficiency per N."],
+  ["register", "register a model", "Register model",
+    "Store a model's manifest (YAML) under its name and version, with the checks `benchstack manifest validate` " +
+    "makes; it is then offered under Model."],
 ];
+// Which workflows show which parts of the form.
+const LOADGEN = "one sweep find-peak repeats pair";
+const TRAINING = "training training-scaling";
+const RUNS = `${LOADGEN} bricks ${TRAINING}`;
+// services/workloads/training/options.py's PRECISIONS and OPTIMIZERS.
+const PRECISIONS = ["fp32", "bf16"];
+const OPTIMIZERS = ["sgd", "adam"];
 // What a sweep may vary, as submitSweep names it (target QPS needs the server scenario).
 const SWEEPABLE = [["batch_size", "batch size"], ["target_qps", "target QPS (server)"]];
 // The percentiles LoadGen reports, which a find-peak bound may apply to.
@@ -180,11 +222,11 @@ function form({ models, agents, datasets }) {
     h("p", { id: "submit-help", class: "hint" },
       "A live agent must serve the framework. Leave a number empty to use the default."),
     summary,
-    h("fieldset", {},
+    only(RUNS, h("fieldset", {},
       h("legend", {}, "What to run"),
       field("Model", model),
       field("Framework", framework, { hint: frameworks.length ? `Live agents serve: ${frameworks.join(", ")}` : "No live agent right now." }),
-      h("datalist", { id: "framework-choices" }, frameworks.map((f) => h("option", { value: f })))),
+      h("datalist", { id: "framework-choices" }, frameworks.map((f) => h("option", { value: f }))))),
     h("fieldset", { class: "workflow" },
       h("legend", {}, "Workflow"),
       field("Workflow", workflow, { hint: workflowHint() }),
@@ -203,25 +245,50 @@ function form({ models, agents, datasets }) {
       only("find-peak", field("Most probes", number("maxProbes", "12", { min: 1, step: 1 }),
         { hint: "At most this many Server runs." })),
       only("repeats", field("Runs", number("count", "3", { min: 2, step: 1 }),
-        { hint: "How many times it runs: 2 to 20." }))),
-    h("fieldset", {},
+        { hint: "How many times it runs: 2 to 20." })),
+      only("bricks", field("Granularity", number("bricksGranularity", "1", { min: 1, step: 1 }),
+        { hint: "At most this many layers per brick." })),
+      only("bricks", field("Image size", number("bricksImageSize", "", { min: 1, step: 1, placeholder: "the model's own" }),
+        { hint: "The square input's side in pixels." })),
+      only("bricks", field("Queries per brick", number("bricksQueries", "30", { min: 1, step: 1 }),
+        { hint: "LoadGen SingleStream: at least this many queries per brick." })),
+      only("bricks", field("Brick duration (s)", number("bricksMinDurationS", "0.05", { min: 0, step: "any" }),
+        { hint: "And at least this long per run of bricks." })),
+      only("training-scaling", field("World sizes", text("worldSizes", "e.g. 1,2"),
+        { hint: "Comma-separated ranks per point; each point runs on as many distinct matching agents." })),
+      only(TRAINING, field("Steps", number("trainingSteps", "20", { min: 1, step: 1 }),
+        { hint: "Timed training steps." })),
+      only(TRAINING, field("Warm-up steps", number("trainingWarmup", "3", { min: 0, step: 1 }),
+        { hint: "Untimed steps first." })),
+      only(TRAINING, field("Image size", number("trainingImageSize", "224", { min: 1, step: 1 }),
+        { hint: "The synthetic images' side in pixels." })),
+      only(TRAINING, field("Precision", h("select", { name: "trainingPrecision" },
+        PRECISIONS.map((p) => h("option", { value: p }, p))))),
+      only(TRAINING, field("Optimizer", h("select", { name: "trainingOptimizer" },
+        OPTIMIZERS.map((o) => h("option", { value: o }, o))))),
+      only("register", wide(field("Manifest (YAML)", h("textarea", { name: "manifest", rows: 14, spellcheck: "false",
+        placeholder: "name: my-model\nversion: 1.0.0\nframework: {name: onnxruntime}\n…" }),
+        { hint: "The manifest's text, as a manifest file holds it; its name and version must be new." }))),
+      only("register", checkbox("Shared", h("input", { type: "checkbox", name: "shared", value: "yes" }),
+        { hint: "Let every user list, read and submit it (default: only you)." }))),
+    only(`${LOADGEN} ${TRAINING}`, h("fieldset", {},
       h("legend", {}, "How to run it"),
-      only("one sweep repeats", field("Scenario", scenario)),
+      only("one sweep repeats pair", field("Scenario", scenario)),
       field("Batch size", number("batchSize", "1", { min: 1, step: 1 })),
-      field("Duration (s)", number("duration", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
-        { hint: "LoadGen's minimum duration. Find peak: per probe; empty sizes each probe from its rate." }),
+      only(LOADGEN, field("Duration (s)", number("duration", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
+        { hint: "LoadGen's minimum duration. Find peak: per probe; empty sizes each probe from its rate." })),
       only("find-peak", h("p", { class: "notice warn", "data-duration-warning": "", role: "status", hidden: true })),
-      only("one sweep repeats", field("Target QPS", number("targetQps", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
-        { hint: "Expected (offline) or offered (server) queries per second." }))),
-    h("fieldset", {},
+      only("one sweep repeats pair", field("Target QPS", number("targetQps", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
+        { hint: "Expected (offline) or offered (server) queries per second." })))),
+    only(LOADGEN, h("fieldset", {},
       h("legend", {}, "Server and multi-stream settings"),
-      only("one sweep repeats", field("Target latency (ms)", number("targetLatencyMs", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
+      only("one sweep repeats pair", field("Target latency (ms)", number("targetLatencyMs", "", { min: 0, step: "any", placeholder: "LoadGen's default" }),
         { hint: "Server: the latency bound LoadGen judges the run by." })),
-      only("one sweep repeats", field("Latency percentile", number("latencyPercentile", "", { min: 0, max: 100, step: "any", placeholder: "LoadGen's default" }),
+      only("one sweep repeats pair", field("Latency percentile", number("latencyPercentile", "", { min: 0, max: 100, step: "any", placeholder: "LoadGen's default" }),
         { hint: "The percentile that bound applies to, e.g. 99." })),
       field("Samples per query", number("samplesPerQuery", "", { min: 1, step: 1, placeholder: "8" }),
-        { hint: "Multi-stream: samples in each query." })),
-    h("fieldset", {},
+        { hint: "Multi-stream: samples in each query." }))),
+    only(LOADGEN, h("fieldset", {},
       h("legend", {}, "Data"),
       field("Dataset", h("select", { name: "dataset" },
         h("option", { value: "synthetic" }, "synthetic (random photo-like images, made per seed)"),
@@ -234,22 +301,22 @@ function form({ models, agents, datasets }) {
         { hint: "The dataset's seed." }),
       field("Preprocessing", h("select", { name: "preprocessing" },
         PREPROCESSING.map(([value, label]) => h("option", { value }, label))),
-        { hint: "How images are decoded and resized before the run; fast prepares them 2 to 3 times quicker. Inference is timed the same either way." })),
-    h("fieldset", {},
+        { hint: "How images are decoded and resized before the run; fast prepares them 2 to 3 times quicker. Inference is timed the same either way." }))),
+    only(RUNS, h("fieldset", {},
       h("legend", {}, "Agent, backend and tracing"),
       field("Device", text("device", "cpu"), { hint: "Default: a device= constraint's, else cpu." }),
       field("Threads", number("threads", "", { min: 1, step: 1, placeholder: "the agent's" }),
         { hint: "Intra-op threads for this run, over the agent's setting (a find peak keeps the first probe's)." }),
-      field("Trace level", h("select", { name: "traceLevel" },
+      only(LOADGEN, field("Trace level", h("select", { name: "traceLevel" },
         TRACE_LEVELS.map(([value, label]) => h("option", { value }, label))),
-        { hint: "Each level above NONE adds its own traced pass." }),
-      only("one", checkbox("Fan out", h("input", { type: "checkbox", name: "fanOut", value: "yes" }),
+        { hint: "Each level above NONE adds its own traced pass (the CLI's `benchstack profile`)." })),
+      only("one bricks training", checkbox("Fan out", h("input", { type: "checkbox", name: "fanOut", value: "yes" }),
         { hint: "Run on every live agent that meets the constraints, one evaluation each, and compare them." })),
       wide(field("Constraints", text("constraints", "e.g. gpu, arch=x86_64, memory>=16GiB"),
         { hint: "Agent terms that must all hold, comma-separated: framework>=version, arch=, gpu or !gpu, " +
           "device=, host=, memory>=, threads=, cores>=, agent=." })),
       wide(field("Backend options", text("backendOptions", "e.g. service_time_ms=2"),
-        { hint: "The backend's own options as key=value, comma-separated; numbers are sent as numbers." }))),
+        { hint: "The backend's own options as key=value, comma-separated; numbers are sent as numbers." })))),
     h("div", { class: "actions" }, submitButton));
 
   const sync = () => {
@@ -258,7 +325,7 @@ function form({ models, agents, datasets }) {
       const on = part.dataset.workflows.split(" ").includes(chosen);
       part.hidden = !on;
       // Disabled controls are left out of FormData: a hidden field is never sent.
-      for (const control of part.querySelectorAll("input, select")) control.disabled = !on;
+      for (const control of part.querySelectorAll("input, select, textarea")) control.disabled = !on;
     }
     el.querySelector("#f-workflow-hint").textContent = workflowHint();
     submitButton.textContent = buttonText();
@@ -295,9 +362,9 @@ function form({ models, agents, datasets }) {
         window.location.hash = destination;
         return;
       }
-      showError(el, summary, error);
+      showError(el, summary, error, workflow.value);
     } catch (err) {
-      showError(el, summary, { __typename: "Error", message: err.message, field: err.field ?? "" });
+      showError(el, summary, { __typename: "Error", message: err.message, field: err.field ?? "" }, workflow.value);
     } finally {
       submitButton.disabled = false;
       submitButton.textContent = buttonText();
@@ -323,7 +390,42 @@ async function send(workflow, data) {
     if (num(name) === undefined) throw new FormError(name, `give ${what}`);
     return num(name);
   };
+  if (workflow === "register") {
+    const variables = { manifest: String(data.get("manifest") ?? ""), shared: Boolean(data.get("shared")) };
+    const result = (await gql(REGISTER_MODEL, variables)).registerModel;
+    if (result.__typename !== "Model") return [null, result];
+    return [`#/models?model=${encodeURIComponent(`${result.name}@${result.version}`)}`, null];
+  }
   const evaluation = toInput(data);
+  const training = () => {
+    const options = { precision: text("trainingPrecision"), optimizer: text("trainingOptimizer") };
+    for (const [name, key] of [["trainingSteps", "steps"], ["trainingWarmup", "warmup"], ["trainingImageSize", "imageSize"]]) {
+      if (num(name) !== undefined) options[key] = Math.trunc(num(name));
+    }
+    return options;
+  };
+  if (workflow === "bricks") {
+    const bricks = {};
+    for (const [name, key] of [["bricksGranularity", "granularity"], ["bricksImageSize", "imageSize"], ["bricksQueries", "queries"]]) {
+      if (num(name) !== undefined) bricks[key] = Math.trunc(num(name));
+    }
+    if (num("bricksMinDurationS") !== undefined) bricks.minDurationS = num("bricksMinDurationS");
+    evaluation.bricks = bricks;
+  }
+  if (workflow === "training") evaluation.training = training();
+  if (workflow === "training-scaling") {
+    const worldSizes = text("worldSizes").split(",").map((v) => v.trim()).filter(Boolean).map(Number);
+    if (worldSizes.some((v) => !Number.isInteger(v))) throw new FormError("worldSizes", "whole numbers, comma-separated, e.g. 1,2");
+    evaluation.training = training();
+    const result = (await gql(SUBMIT_TRAINING_SCALING, { input: { evaluation, worldSizes } })).submitTrainingScaling;
+    return result.__typename === "TrainingScaling" ? [groupPage(result.groupId, "training-scaling").href, null] : [null, result];
+  }
+  if (workflow === "pair") {
+    const result = (await gql(SUBMIT_PAIR, { input: evaluation })).submitAccuracyPerformancePair;
+    return result.__typename === "AccuracyPerformancePair"
+      ? [groupPage(result.groupId, "accuracy-performance-pair").href, null]
+      : [null, result];
+  }
   if (workflow === "sweep") {
     const values = text("sweepValues").split(",").map((v) => v.trim()).filter(Boolean).map(Number);
     const input = { evaluation, parameter: text("sweepParameter"), values };
@@ -381,7 +483,9 @@ function toInput(data) {
   ]) {
     if (num(name) !== undefined) settings[key] = num(name);
   }
-  const input = { model, version, dataset: text("dataset"), settings };
+  const input = { model, version, settings };
+  // Bricks and training have no dataset: theirs is left out, not sent empty.
+  if (text("dataset")) input.dataset = text("dataset");
   if (text("scenario")) input.scenario = text("scenario");
   if (text("framework")) input.framework = text("framework");
   if (text("device")) input.device = text("device");
@@ -408,8 +512,8 @@ function clearErrors(form, summary) {
   for (const control of form.querySelectorAll("[aria-invalid]")) control.removeAttribute("aria-invalid");
 }
 
-function showError(form, summary, error) {
-  const name = controlName(error.field);
+function showError(form, summary, error, workflow) {
+  const name = controlName(error.field, workflow);
   const found = name ? form.querySelector(`[data-field="${name}"]`) : null;
   // A field of another workflow is hidden: its error stays in the summary.
   const wrapper = found && !found.closest("[hidden]") ? found : null;
@@ -424,7 +528,7 @@ function showError(form, summary, error) {
   summary.hidden = false;
   if (wrapper) {
     const slot = wrapper.querySelector(".field-error");
-    const control = wrapper.querySelector("input, select");
+    const control = wrapper.querySelector("input, select, textarea");
     replace(slot, h("strong", {}, error.field), `: ${message}`);
     slot.hidden = false;
     control.setAttribute("aria-invalid", "true");
