@@ -8,6 +8,7 @@ per stored stack path; the operator table shows the stored profile's rows (what
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from tests.services.api.web.conftest import watched_page
 from tests.support.ephemeral import EphemeralStack
 from tests.support.web import sign_in
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
 SHOTS = Path("/tmp/web-shots")
 SUBMIT = """
@@ -77,6 +78,9 @@ def profiled_run(client: GraphQLClient) -> tuple[str, dict[str, Any]]:
     assert created["__typename"] == "Evaluation", created
     evaluation = client.until_final(STORED, created["id"], timeout_s=240)
     assert evaluation["state"] == "SUCCEEDED", evaluation
+    started = time.monotonic()
+    client(STORED, {"id": created["id"]})
+    print(f"the stored run's profile, timeline and flame graph: {time.monotonic() - started:.1f} s")
     (run,) = evaluation["runs"]
     return str(created["id"]), run
 
@@ -102,7 +106,11 @@ def test_the_run_page_places_every_layer_on_the_roofline(
     sign_in(torch_page, torch_client.token)
     torch_page.goto(f"/#/evaluations/{evaluation_id}")
     chart = torch_page.locator('[data-chart="roofline"]')
-    chart.locator(".main-svg").first.wait_for()
+    try:
+        chart.locator(".main-svg").first.wait_for(timeout=90_000)
+    finally:
+        SHOTS.mkdir(exist_ok=True)
+        torch_page.screenshot(path=str(SHOTS / "roofline-page.png"), full_page=True)
     torch_page.wait_for_function(
         "document.querySelector('[data-chart=\"roofline\"]')?.dataset.rendered === 'yes'"
     )
