@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from services.api.trace_tree import TraceWindow, iterations_window
+
 # How many points a client may ask for, and what it gets when it does not say.
 MAX_LATENCY_POINTS = 20_000
 DEFAULT_LATENCY_POINTS = 2_000
@@ -91,6 +93,11 @@ class TraceTimeline:
     spans: list[TraceSpan]
     truncated: bool
     note: str
+    # The whole trace's extent (every complete event, drawn or not), and where its
+    # measured iterations lie (``trace_tree.iterations_window``), where the page opens.
+    whole_start_ms: float = 0.0
+    whole_end_ms: float = 0.0
+    iterations: TraceWindow | None = None
 
 
 def trace_timeline(document: dict[str, Any], limit: int) -> TraceTimeline:
@@ -113,8 +120,18 @@ def trace_timeline(document: dict[str, Any], limit: int) -> TraceTimeline:
         note = f"the {limit} longest of {total} spans"
     else:
         note = f"all {total} spans"
+    whole_start = min((s.start_ms for s in spans if s is not None), default=0.0)
+    whole_end = max((s.start_ms + s.duration_ms for s in spans if s is not None), default=0.0)
     complete.sort(key=lambda s: (s.start_ms, -s.duration_ms, s.name))
-    return TraceTimeline(total, complete, total > limit, note)
+    return TraceTimeline(
+        total,
+        complete,
+        total > limit,
+        note,
+        whole_start,
+        whole_end,
+        iterations_window(document),
+    )
 
 
 def _span(event: dict[str, Any], thread_names: dict[Any, str]) -> TraceSpan | None:

@@ -54,6 +54,10 @@ LIST_SIZES = {
     ("Run", "metrics"): 30,
     ("Run", "layers"): 50,
     ("Training", "settings"): 12,
+    # profiling/analysis.library_ops: 20 of each kind; layer_ops: 10 layers of 5 ops.
+    ("Operators", "operators"): 40,
+    ("Operators", "perLayer"): 10,
+    ("LayerOperators", "ops"): 5,
 }
 # Lists whose length their parent's size argument already counts.
 COUNTED_BY_PARENT = {
@@ -61,6 +65,7 @@ COUNTED_BY_PARENT = {
     ("LatencySample", "latenciesMs"),
     ("LatencySample", "cumulativeFractions"),
     ("TraceTimeline", "spans"),
+    ("FlameGraph", "nodes"),
     ("TrainingStepTimes", "steps"),
     ("TrainingStepTimes", "seconds"),
 }

@@ -32,6 +32,7 @@ from services.inference.profiling.ranking import ranked
 from services.inference.profiling.spans import Span
 from services.inference.profiling.summary import (
     SUMMARY_METHOD,
+    iqr_over_iterations_ms,
     median_over_iterations_ms,
     trimmed_mean,
 )
@@ -185,24 +186,39 @@ def coverage(profile: Profile) -> dict[str, Any] | None:
 
 def library_ops(profile: Profile) -> list[dict[str, Any]]:
     """LIBRARY pass: operators and kernels by name, the median over iterations of their
-    time in one iteration (0 where an iteration did not call them), slowest first.
+    time in one iteration (0 where an iteration did not call them) with its IQR, calls per
+    iteration, the total over the pass and the median's share of the pass's model time,
+    slowest first.
 
     Each kind keeps its own top rows: a CPU operator's time includes the launches of its
     kernels, so one ranking of both would push every GPU kernel off the table.
     """
+    forwards = _pass_spans(profile, "LIBRARY", "model")
+    model_ms = float(np.median([f.duration_ns for f in forwards])) / 1e6 if forwards else 0.0
     rows = []
     for category in ("library", "gpu"):
         spans = _pass_spans(profile, "LIBRARY", category)
         iterations = sorted({int(s.args["iteration"]) for s in spans})
-        kind_rows = [
-            {
-                "name": name,
-                "kind": category,
-                "median_ms": median_over_iterations_ms(by, iterations),
-                "mean_ms": sum(by.values()) / len(iterations) / 1e6,
-            }
-            for name, by in _per_iteration(spans).items()
-        ]
+        counts: dict[str, int] = defaultdict(int)
+        for span in spans:
+            counts[span.name] += 1
+        kind_rows = []
+        for name, by in _per_iteration(spans).items():
+            median_ms = median_over_iterations_ms(by, iterations)
+            kind_rows.append(
+                {
+                    "name": name,
+                    "kind": category,
+                    "calls": counts[name] / len(iterations),
+                    "total_ms": sum(by.values()) / 1e6,
+                    "median_ms": median_ms,
+                    "iqr_ms": iqr_over_iterations_ms(by, iterations),
+                    "mean_ms": sum(by.values()) / len(iterations) / 1e6,
+                    # Of the same pass's model time: nested operators each count their
+                    # children too, so these shares do not add up to 100.
+                    "percent": 100 * median_ms / model_ms if model_ms else None,
+                }
+            )
         ranked = sorted(kind_rows, key=lambda r: (r["median_ms"], r["mean_ms"]), reverse=True)
         rows.extend(ranked[: TOP_N * 2])
     return rows

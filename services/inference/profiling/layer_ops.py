@@ -13,7 +13,8 @@ keep the torch module they came from (``/layer4/layer4.1/conv2/Conv``): its FRAM
 pass's nodes, grouped by that scope, are its operators per layer (``scoped_node_ops``).
 
 Figures are medians over the pass's iterations of each operator's time within the layer
-in one iteration (0 where an iteration did not call it).
+in one iteration (0 where an iteration did not call it), with their IQR and the calls per
+iteration.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from typing import Any
 
 from services.inference.profiling.passes import Profile
 from services.inference.profiling.spans import Span
-from services.inference.profiling.summary import median_over_iterations_ms
+from services.inference.profiling.summary import (
+    iqr_over_iterations_ms,
+    median_over_iterations_ms,
+)
 
 # Operators or kernels listed per layer.
 OPS_PER_LAYER = 5
@@ -98,13 +102,17 @@ def ops_per_layer(
         if not calls:
             continue
         per_op: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        counts: dict[tuple[str, str], int] = defaultdict(int)
         for span in calls:
             per_op[(span.name, span.category)][int(span.args["iteration"])] += span.duration_ns
+            counts[(span.name, span.category)] += 1
         ops: list[dict[str, Any]] = [
             {
                 "name": op,
                 "kind": kind,
+                "calls": counts[(op, kind)] / len(iterations),
                 "median_ms": median_over_iterations_ms(by, iterations),
+                "iqr_ms": iqr_over_iterations_ms(by, iterations),
             }
             for (op, kind), by in per_op.items()
         ]

@@ -40,3 +40,10 @@ def median_over_iterations_ms(by_iteration: Mapping[int, int], iterations: Seque
     """The median over ``iterations`` of a time per iteration (ns; 0 where an iteration has
     none), in ms: how the profile's tables rank operators, layers and own work."""
     return float(np.median([by_iteration.get(i, 0) for i in iterations])) / 1e6
+
+
+def iqr_over_iterations_ms(by_iteration: Mapping[int, int], iterations: Sequence[int]) -> float:
+    """The interquartile range over ``iterations`` of a time per iteration (ns; 0 where an
+    iteration has none), in ms: the spread beside ``median_over_iterations_ms``."""
+    low, high = np.percentile([by_iteration.get(i, 0) for i in iterations], [25, 75])
+    return float(high - low) / 1e6

@@ -20,6 +20,7 @@ from services.api.run_charts import (
     parse_trace,
     trace_timeline,
 )
+from services.api.trace_tree import FlameGraph, flame_graph
 from shared.storage import ObjectNotFound
 
 
@@ -49,20 +50,76 @@ class TraceSpanType:
     duration_ms: float
 
 
+@strawberry.type(name="TraceWindow")
+class TraceWindowType:
+    # On the timeline's clock (ms from the trace's first event).
+    start_ms: float
+    end_ms: float
+    note: str
+
+
 @strawberry.type(name="TraceTimeline")
 class TraceTimelineType:
     total_spans: int
     spans: list[TraceSpanType]
     truncated: bool
     note: str
+    # The whole trace's extent, every complete event counted (drawn or not).
+    whole_start_ms: float = 0.0
+    whole_end_ms: float = 0.0
+    # The measured iterations (warm passes' model spans): where the timeline opens.
+    iterations: TraceWindowType | None = None
 
     @classmethod
     def from_timeline(cls, timeline: TraceTimeline) -> TraceTimelineType:
+        window = timeline.iterations
         return cls(
             total_spans=timeline.total_spans,
             spans=[TraceSpanType(**span.__dict__) for span in timeline.spans],
             truncated=timeline.truncated,
             note=timeline.note,
+            whole_start_ms=timeline.whole_start_ms,
+            whole_end_ms=timeline.whole_end_ms,
+            iterations=None if window is None else TraceWindowType(**window.__dict__),
+        )
+
+
+@strawberry.type(name="FlameNode")
+class FlameNodeType:
+    id: int
+    # Null for a thread's root span.
+    parent: int | None
+    name: str
+    category: str
+    thread: str
+    depth: int
+    calls: int
+    # Summed over the path's calls; self: less its children's time.
+    total_ms: float
+    self_ms: float
+    # The median call and its interquartile range.
+    median_ms: float
+    iqr_ms: float
+    first_start_ms: float
+
+
+@strawberry.type(name="FlameGraph")
+class FlameGraphType:
+    total_paths: int
+    nodes: list[FlameNodeType]
+    truncated: bool
+    note: str
+    # The node whose subtree holds every measured iteration; null without iterations.
+    focus_id: int | None
+
+    @classmethod
+    def from_graph(cls, graph: FlameGraph) -> FlameGraphType:
+        return cls(
+            total_paths=graph.total_paths,
+            nodes=[FlameNodeType(**node.__dict__) for node in graph.nodes],
+            truncated=graph.truncated,
+            note=graph.note,
+            focus_id=graph.focus_id,
         )
 
 
@@ -99,3 +156,13 @@ def load_timeline(deps: ApiDeps, key: str | None, limit: int) -> TraceTimelineTy
     if isinstance(document, str):
         return TraceTimelineType(total_spans=0, spans=[], truncated=True, note=document)
     return TraceTimelineType.from_timeline(trace_timeline(document, limit))
+
+
+def load_flame(deps: ApiDeps, key: str | None, limit: int) -> FlameGraphType | None:
+    data = read_object(deps, key)
+    if data is None:
+        return None
+    document = parse_trace(data)
+    if isinstance(document, str):
+        return FlameGraphType(total_paths=0, nodes=[], truncated=True, note=document, focus_id=None)
+    return FlameGraphType.from_graph(flame_graph(document, limit))

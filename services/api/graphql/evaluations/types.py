@@ -12,12 +12,15 @@ from strawberry.scalars import JSON
 from services.api.context import in_thread
 from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.charts import (
+    FlameGraphType,
     LatencySampleType,
     TraceTimelineType,
     bounded,
+    load_flame,
     load_latencies,
     load_timeline,
 )
+from services.api.graphql.evaluations.operator_types import OperatorsType
 from services.api.graphql.evaluations.roofline_types import RooflineType
 from services.api.graphql.evaluations.training_types import TrainingType
 from services.api.graphql.scalars import to_json
@@ -29,6 +32,7 @@ from services.api.run_charts import (
     MAX_TRACE_SPANS,
     TRACE_FILE,
 )
+from services.api.trace_tree import DEFAULT_FLAME_NODES, MAX_FLAME_NODES
 from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
 from shared.db.states import FINAL_STATE_NAMES, EvaluationState
@@ -142,6 +146,8 @@ class RunType:
     layers: list[LayerType]
     # Each layer against this machine's measured peaks (torch FRAMEWORK profiles); else null.
     roofline: RooflineType | None
+    # The operators and kernels `benchstack profile` prints (LIBRARY pass); else null.
+    operators: OperatorsType | None
     # The Chrome/Perfetto trace JSON stored with the run; null without a trace level.
     trace_file: LogLink | None
     # A training run's settings, images/s with its interval, step times and progress
@@ -171,6 +177,18 @@ class RunType:
         limit = bounded("limit", limit, MAX_TRACE_SPANS)
         key = self.log_keys.get(TRACE_FILE)
         return await in_thread(load_timeline, info.context.deps, key, limit)
+
+    @strawberry.field(
+        description="The run's trace.json as a flame graph: spans nested per thread, summed "
+        f"per stack path; all paths up to `limit` (1 to {MAX_FLAME_NODES}), else those with "
+        "the most time; null without a trace."
+    )
+    async def trace_flame(
+        self, info: strawberry.Info, limit: int = DEFAULT_FLAME_NODES
+    ) -> FlameGraphType | None:
+        limit = bounded("limit", limit, MAX_FLAME_NODES)
+        key = self.log_keys.get(TRACE_FILE)
+        return await in_thread(load_flame, info.context.deps, key, limit)
 
     @classmethod
     def from_row(cls, row: RunRow) -> RunType:
@@ -206,6 +224,7 @@ class RunType:
             profile=to_json(profile) if profile else None,
             layers=[LayerType.from_dict(r) for r in (profile or {}).get("layers", [])],
             roofline=RooflineType.from_dict((profile or {}).get("roofline")),
+            operators=OperatorsType.from_profile(profile),
             trace_file=next((link for link in links if link.name == TRACE_FILE), None),
             training=TrainingType.from_report(row.report),
             log_keys={str(k): str(v) for k, v in log_keys.items()},

@@ -60,6 +60,19 @@ def test_kernels_keep_rows_though_cpu_operators_take_longer() -> None:
     assert gpu_rows[0]["mean_ms"] == pytest.approx(1_000 / 1e6)
 
 
+def test_operator_rows_carry_calls_total_spread_and_share() -> None:
+    profile = _gpu_profile()
+    # A second call of relu in iteration 1 only: 1 call per iteration in one, 2 in the other.
+    profile.spans.append(_span("aten::relu", "library", 13_600, 300, 1))
+    relu = next(row for row in library_ops(profile) if row["name"] == "aten::relu")
+    assert relu["calls"] == 1.5
+    assert relu["total_ms"] == pytest.approx((500 + 800) / 1e6)
+    assert relu["median_ms"] == pytest.approx(650 / 1e6)
+    assert relu["iqr_ms"] == pytest.approx(150 / 1e6)
+    # Of the LIBRARY pass's median forward (4000 ns).
+    assert relu["percent"] == pytest.approx(100 * 650 / 4_000)
+
+
 def test_layers_rank_by_median_so_one_preempted_iteration_moves_nothing() -> None:
     """A ReLU with one 58 ms iteration and 0.013 ms otherwise once ranked first by its mean."""
     spans = []

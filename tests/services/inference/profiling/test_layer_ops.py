@@ -45,7 +45,13 @@ def test_ops_go_to_the_innermost_layer_and_kernels_follow_their_launch() -> None
     assert assigned == {"block.conv": ["aten::conv2d", "implicit_gemm"], "block": ["aten::add"]}
     rows = ops_per_layer(_profile(), ["block.conv", "block", "missing"])
     assert [r["layer"] for r in rows] == ["block.conv", "block"]
-    assert rows[0]["ops"][0] == {"name": "aten::conv2d", "kind": "library", "median_ms": 0.0005}
+    assert rows[0]["ops"][0] == {
+        "name": "aten::conv2d",
+        "kind": "library",
+        "calls": 1.0,
+        "median_ms": 0.0005,
+        "iqr_ms": 0.0,
+    }
     assert rows[0]["ops"][1]["kind"] == "gpu"
     assert rows[0]["ops"][1]["median_ms"] == pytest.approx(0.0003)
 

@@ -120,3 +120,31 @@ export function intervalBars(values, intervals) {
     width: 5,
   };
 }
+
+// Times read in µs, ms or s with plain numbers: plotly's own ticks on a millisecond axis
+// read "2k" (thousands of ms), so time axes get their ticks from here.
+const TIME_UNITS = [["s", 1000], ["ms", 1], ["µs", 0.001]];
+
+function niceStep(span, count) {
+  const raw = span / Math.max(count, 1);
+  const power = 10 ** Math.floor(Math.log10(raw));
+  return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power;
+}
+
+// A time in ms as text: the unit by its size (by the step for 0), enough digits for step.
+export function timeText(ms, stepMs = Math.abs(ms) || 1) {
+  const size = Math.abs(ms) || stepMs;
+  const [name, scale] = TIME_UNITS.find(([, s]) => size >= s) ?? TIME_UNITS[2];
+  const digits = Math.min(6, Math.max(0, Math.ceil(-Math.log10(stepMs / scale) - 1e-9)));
+  const value = (ms / scale).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  return `${value} ${name}`;
+}
+
+// Tick values and labels for a time axis (ms) over [low, high].
+export function timeTicks(low, high, count = 7) {
+  if (!(high > low)) return { tickvals: [low], ticktext: [timeText(low)] };
+  const step = niceStep(high - low, count);
+  const tickvals = [];
+  for (let t = Math.ceil(low / step) * step; t <= high + step * 1e-9; t += step) tickvals.push(t);
+  return { tickvals, ticktext: tickvals.map((t) => timeText(Math.abs(t) < step * 1e-9 ? 0 : t, step)) };
+}

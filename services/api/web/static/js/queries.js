@@ -91,10 +91,13 @@ mutation Cancel($id: String!) {
 
 // What a run's charts draw: bounded server-side (latencySample, traceTimeline take a limit).
 export const LATENCY_POINTS = 2000;
-export const TRACE_SPANS = 400;
+// The timeline's spans (the longest, above this) and the flame graph's stack paths (those
+// with the most time, above this): a LIBRARY-level resnet18 trace holds about 2,500 spans.
+export const TRACE_SPANS = 3000;
+export const FLAME_PATHS = 2000;
 
 export const RUN_CHARTS = `
-query RunCharts($id: String!, $points: Int!, $spans: Int!) {
+query RunCharts($id: String!, $points: Int!, $spans: Int!, $paths: Int!) {
   evaluation(id: $id) {
     id traceLevel
     runs {
@@ -106,7 +109,20 @@ query RunCharts($id: String!, $points: Int!, $spans: Int!) {
         ridgeFlopsPerByte unplaced method
         points { name type own flops flopsEstimated bytes intensity medianMs gflops gbps roofGflops ofRoof bound }
       }
-      traceTimeline(limit: $spans) { totalSpans truncated note spans { name category thread startMs durationMs } }
+      traceTimeline(limit: $spans) {
+        totalSpans truncated note wholeStartMs wholeEndMs
+        iterations { startMs endMs note }
+        spans { name category thread startMs durationMs }
+      }
+      traceFlame(limit: $paths) {
+        totalPaths truncated note focusId
+        nodes { id parent name category thread depth calls totalMs selfMs medianMs iqrMs firstStartMs }
+      }
+      operators {
+        iterations perLayerSource
+        operators { name kind calls totalMs medianMs iqrMs percent }
+        perLayer { layer ops { name kind calls medianMs iqrMs } }
+      }
     }
   }
 }`;

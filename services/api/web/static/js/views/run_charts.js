@@ -4,10 +4,12 @@
 
 import { gql } from "../api.js";
 import { h, replace } from "../dom.js";
-import { CDF_AXES, SERIES, cdfTrace, chartBox, plot } from "../charts.js";
+import { CDF_AXES, SERIES, cdfTrace, chartBox, plot, timeText, timeTicks } from "../charts.js";
 import { inFormWords, number, stability } from "../format.js";
-import { LATENCY_POINTS, RUN_CHARTS, TRACE_SPANS } from "../queries.js";
+import { FLAME_PATHS, LATENCY_POINTS, RUN_CHARTS, TRACE_SPANS } from "../queries.js";
 import { notice, verdictBadge } from "../widgets.js";
+import { drawFlame } from "./flame_graph.js";
+import { drawOperators } from "./operator_table.js";
 import { drawRoofline } from "./roofline_chart.js";
 
 // Layers are many and short: the bar chart shows the slowest, and says how many it left out.
@@ -32,17 +34,19 @@ export function runChartCards(evaluation, run, signal) {
   const layers = traced ? card(titled("Layer breakdown", run), "layers-title", notice("Loading the layers…")) : null;
   const roofline = traced ? card(titled("Roofline", run), "roofline-title", notice("Loading the roofline…")) : null;
   const timeline = traced ? card(titled("Trace timeline", run), "timeline-title", notice("Loading the trace…")) : null;
-  if (traced) cards.push(layers, roofline, timeline);
-  load(evaluation.id, run.id, signal, { latency, layers, roofline, timeline, run });
+  const flame = traced ? card(titled("Flame graph", run), "flame-title", notice("Loading the trace…")) : null;
+  const operators = traced ? card(titled("Operators and kernels", run), "operators-title", notice("Loading the operators…")) : null;
+  if (traced) cards.push(layers, roofline, timeline, flame, operators);
+  load(evaluation.id, run.id, signal, { latency, layers, roofline, timeline, flame, operators, run });
   return cards;
 }
 
 async function load(evaluationId, runId, signal, slots) {
   let data;
   try {
-    data = await gql(RUN_CHARTS, { id: evaluationId, points: LATENCY_POINTS, spans: TRACE_SPANS });
+    data = await gql(RUN_CHARTS, { id: evaluationId, points: LATENCY_POINTS, spans: TRACE_SPANS, paths: FLAME_PATHS });
   } catch (err) {
-    if (!signal.aborted) for (const slot of [slots.latency, slots.layers, slots.roofline, slots.timeline]) if (slot) fill(slot, notice(err.message, "error"));
+    if (!signal.aborted) for (const slot of [slots.latency, slots.layers, slots.roofline, slots.timeline, slots.flame, slots.operators]) if (slot) fill(slot, notice(err.message, "error"));
     return;
   }
   if (signal.aborted) return;
@@ -51,6 +55,8 @@ async function load(evaluationId, runId, signal, slots) {
   if (slots.layers) drawLayers(slots.layers, found?.layers ?? []);
   if (slots.roofline) drawRoofline(found?.roofline, (...children) => fill(slots.roofline, ...children));
   if (slots.timeline) drawTimeline(slots.timeline, found?.traceTimeline);
+  if (slots.flame) drawFlame(found?.traceFlame, (...children) => fill(slots.flame, ...children));
+  if (slots.operators) drawOperators(found?.operators, (...children) => fill(slots.operators, ...children));
 }
 
 // Keeps the card's title, replaces what is below it.
@@ -169,23 +175,48 @@ function drawTimeline(cardEl, timeline) {
       x: own.map((s) => Math.max(s.durationMs, 0)),
       y: own.map(rowOf),
       text: own.map((s) => s.name),
-      customdata: own.map((s) => [s.startMs, s.durationMs]),
+      customdata: own.map((s) => [timeText(s.startMs), timeText(s.durationMs)]),
       textposition: "none",
       marker: { color: SERIES[i % SERIES.length] },
-      hovertemplate: "%{text}<br>start %{customdata[0]:.3f} ms, %{customdata[1]:.3f} ms long<extra>%{fullData.name}</extra>",
+      hovertemplate: "%{text}<br>start %{customdata[0]}, %{customdata[1]} long<extra>%{fullData.name}</extra>",
     };
   });
   const rows = new Set(spans.map(rowOf)).size;
+  const whole = [timeline.wholeStartMs, timeline.wholeEndMs];
+  const iters = timeline.iterations;
+  // Opens on the measured iterations: the whole trace begins with the queue wait.
+  const pad = iters ? 0.02 * (iters.endMs - iters.startMs) : 0;
+  const opening = iters ? [iters.startMs - pad, iters.endMs + pad] : whole;
   const box = chartBox("trace-timeline", `Timeline of ${spans.length} trace spans`);
-  fill(cardEl, box,
-    h("p", { class: "small muted", "data-sampling": timeline.truncated ? "truncated" : "all" },
-      `Showing ${timeline.note}; drag across the chart to zoom in, double-click to zoom out. `,
+  const setRange = (range, view) => {
+    box.dataset.view = view;
+    window.Plotly?.relayout(box, { "xaxis.range": range, ...timeTicks(...range) });
+  };
+  const controls = h("div", { class: "chart-controls" },
+    iters ? h("button", { type: "button", class: "secondary", "data-view-button": "iterations", onclick: () => setRange(opening, "iterations") }, "Iterations") : null,
+    h("button", { type: "button", class: "secondary", "data-view-button": "whole", onclick: () => setRange(whole, "whole") }, "Whole trace"));
+  fill(cardEl, controls, box,
+    h("p", { class: "small muted", "data-sampling": timeline.truncated ? "truncated" : "all", "data-window": iters ? "iterations" : "whole" },
+      iters
+        ? `Opens on ${iters.note} (${timeText(iters.endMs - iters.startMs)} of a ${timeText(whole[1] - whole[0])} trace); "Whole trace" shows the rest, from the submission (the queue wait) on. `
+        : "Shows the whole trace: it holds no measured iterations. ",
+      `Showing ${timeline.note}; drag across the chart to zoom in, double-click for the whole trace. `,
       "The full trace opens in Perfetto or chrome://tracing: download trace.json under Logs."));
+  box.dataset.view = iters ? "iterations" : "whole";
   plot(box, traces, {
     barmode: "overlay",
     showlegend: true,
     height: 110 + 30 * rows,
-    xaxis: { title: { text: "Time from the trace's first event (ms)" } },
+    xaxis: { title: { text: "Time from the trace's first event" }, range: opening, tickmode: "array", ...timeTicks(...opening) },
     yaxis: { type: "category", automargin: true },
+  }).then(() => {
+    // Zooming (drag, double-click) keeps the ticks in µs, ms or s.
+    box.on?.("plotly_relayout", (change) => {
+      if ("xaxis.tickvals" in change) return;
+      const range = box._fullLayout?.xaxis?.range;
+      if (!range) return;
+      box.dataset.view = "zoomed";
+      window.Plotly.relayout(box, timeTicks(range[0], range[1]));
+    });
   });
 }
