@@ -188,9 +188,15 @@ function drawTimeline(cardEl, timeline) {
   const pad = iters ? 0.02 * (iters.endMs - iters.startMs) : 0;
   const opening = iters ? [iters.startMs - pad, iters.endMs + pad] : whole;
   const box = chartBox("trace-timeline", `Timeline of ${spans.length} trace spans`);
+  // The x axis's ticks as relayout updates ("xaxis."-prefixed: at the layout's root they
+  // would set nothing, and the relayout handler below would answer its own update forever).
+  const xTicks = (range) => {
+    const { tickvals, ticktext } = timeTicks(range[0], range[1]);
+    return { "xaxis.tickmode": "array", "xaxis.tickvals": tickvals, "xaxis.ticktext": ticktext };
+  };
   const setRange = (range, view) => {
     box.dataset.view = view;
-    window.Plotly?.relayout(box, { "xaxis.range": range, ...timeTicks(...range) });
+    window.Plotly?.relayout(box, { "xaxis.range": range, ...xTicks(range) });
   };
   const controls = h("div", { class: "chart-controls" },
     iters ? h("button", { type: "button", class: "secondary", "data-view-button": "iterations", onclick: () => setRange(opening, "iterations") }, "Iterations") : null,
@@ -216,7 +222,7 @@ function drawTimeline(cardEl, timeline) {
       const range = box._fullLayout?.xaxis?.range;
       if (!range) return;
       box.dataset.view = "zoomed";
-      window.Plotly.relayout(box, timeTicks(range[0], range[1]));
+      window.Plotly.relayout(box, xTicks(range));
     });
   });
 }
