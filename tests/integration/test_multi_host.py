@@ -132,10 +132,10 @@ def _readme_flow_and_fan_out(hosts: NetnsStack, token: str) -> None:
     python = [sys.executable, "-m", "services.cli.main", "submit", *QUICK, "--token", token]
     readme = hosts.popen("client", python)
     fan_out = hosts.popen("client", [*python, "--fan-out", "--seed", "1"])
-    submitted, errors = readme.communicate(timeout=120)
+    submitted, errors = readme.communicate(timeout=300)
     assert readme.returncode == 0, submitted + errors
     assert re.search(r"run \w+: [0-9.]+ samples/s", submitted), submitted
-    fanned, errors = fan_out.communicate(timeout=120)
+    fanned, errors = fan_out.communicate(timeout=300)
     assert fan_out.returncode == 0, fanned + errors
     group = re.search(r"fan-out (\S+) submitted", fanned)
     assert group, fanned
