@@ -20,7 +20,7 @@ from services.api.run_charts import (
     parse_trace,
     trace_timeline,
 )
-from services.api.trace_tree import FlameGraph, flame_graph
+from services.api.trace_tree import FlameGraph, FlameNode, flame_graph
 from shared.storage import ObjectNotFound
 
 
@@ -84,29 +84,14 @@ class TraceTimelineType:
         )
 
 
-@strawberry.type(name="FlameNode")
-class FlameNodeType:
-    id: int
-    # Null for a thread's root span.
-    parent: int | None
-    name: str
-    category: str
-    thread: str
-    depth: int
-    calls: int
-    # Summed over the path's calls; self: less its children's time.
-    total_ms: float
-    self_ms: float
-    # The median call and its interquartile range.
-    median_ms: float
-    iqr_ms: float
-    first_start_ms: float
+# The flame graph's nodes as trace_tree makes them (one definition, as ComparisonRow).
+FlameNodeType = strawberry.type(FlameNode, name="FlameNode")
 
 
 @strawberry.type(name="FlameGraph")
 class FlameGraphType:
     total_paths: int
-    nodes: list[FlameNodeType]
+    nodes: list[FlameNode]
     truncated: bool
     note: str
     # The node whose subtree holds every measured iteration; null without iterations.
@@ -116,7 +101,7 @@ class FlameGraphType:
     def from_graph(cls, graph: FlameGraph) -> FlameGraphType:
         return cls(
             total_paths=graph.total_paths,
-            nodes=[FlameNodeType(**node.__dict__) for node in graph.nodes],
+            nodes=list(graph.nodes),
             truncated=graph.truncated,
             note=graph.note,
             focus_id=graph.focus_id,
