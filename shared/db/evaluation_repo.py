@@ -172,9 +172,8 @@ def mark_agents_busy(session: Session, agent_ids: list[str], busy: bool) -> None
     )
 
 
-def touch_claim(session: Session, evaluation_id: str, attempt: int) -> bool:
-    """Renew a claim's lease: the measuring worker calls this every third of the lease, so
-    a live run keeps its claim however long it measures, and a dead one loses it in a lease."""
+def _update_claimed(session: Session, evaluation_id: str, attempt: int, **values: object) -> bool:
+    """Set ``values`` on the evaluation while it is RUNNING under ``attempt`` only."""
     result = session.execute(
         update(Evaluation)
         .where(
@@ -182,26 +181,24 @@ def touch_claim(session: Session, evaluation_id: str, attempt: int) -> bool:
             Evaluation.state == EvaluationState.RUNNING.value,
             Evaluation.attempt == attempt,
         )
-        .values(claimed_at=utcnow())
+        .values(**values)
         .execution_options(synchronize_session=False)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def touch_claim(session: Session, evaluation_id: str, attempt: int) -> bool:
+    """Renew a claim's lease: the measuring worker calls this every third of the lease, so
+    a live run keeps its claim however long it measures, and a dead one loses it in a lease."""
+    return _update_claimed(session, evaluation_id, attempt, claimed_at=utcnow())
 
 
 def note_running_reason(session: Session, evaluation_id: str, attempt: int, reason: str) -> bool:
     """Say why a RUNNING evaluation has not started measuring ("waiting for the host: ..."),
     or clear it (""), for the attempt that holds the claim only."""
-    result = session.execute(
-        update(Evaluation)
-        .where(
-            Evaluation.id == evaluation_id,
-            Evaluation.state == EvaluationState.RUNNING.value,
-            Evaluation.attempt == attempt,
-        )
-        .values(reason=reason[:4000], updated_at=utcnow())
-        .execution_options(synchronize_session=False)
+    return _update_claimed(
+        session, evaluation_id, attempt, reason=reason[:4000], updated_at=utcnow()
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def complete_attempt(
