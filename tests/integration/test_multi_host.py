@@ -187,7 +187,11 @@ def _readme_flow_and_fan_out(hosts: NetnsStack, token: str) -> None:
             if env:
                 assert env.get("HOME") == str(host.home), (role, pid, env.get("HOME"))
         for peer in _peers(host.namespace):
-            assert ipaddress.ip_address(peer) in subnet, (role, peer)
+            address = ipaddress.ip_address(peer)
+            # A dual-stack socket names an IPv4 peer as ::ffff:a.b.c.d.
+            if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+                address = address.ipv4_mapped
+            assert address in subnet, (role, peer)
     probe = "(exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null"
     assert hosts.run("client", ["bash", "-c", probe], check=False).returncode != 0
     if gang:

@@ -78,7 +78,7 @@ def _sweep(*args: str) -> dict[str, object]:
     result = CliRunner().invoke(
         app,
         ["sweep", TINY, "-f", "null", "-o", "service_time_ms=1", "--samples", "8",
-         "--duration", "0.3", "--json", *args],
+         "--duration", "0.3", "--threads", "1", "--json", *args],
         catch_exceptions=False,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
