@@ -18,6 +18,7 @@ import sys
 import tomllib
 from importlib.metadata import PackageNotFoundError, distribution, packages_distributions
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,11 +135,40 @@ def test_the_hiding_finder_does_hide_the_stack(tmp_path: Path) -> None:
     assert hidden.returncode == 1 and "hidden by the test" in hidden.stderr, hidden.stderr
 
 
-@pytest.mark.parametrize("command", CORE_COMMANDS)
-def test_each_core_command_starts_without_the_stack(command: str, tmp_path: Path) -> None:
-    result = _cli_without_stack(tmp_path, command, "--help")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Usage" in result.stdout
+def test_each_core_command_starts_without_the_stack(tmp_path: Path) -> None:
+    ran = _cli_steps_without_stack(tmp_path, [[command, "--help"] for command in CORE_COMMANDS])
+    assert [step["args"][0] for step in ran] == list(CORE_COMMANDS), "every command ran"
+    for step in ran:
+        assert step["code"] == 0 and "Usage" in step["out"], (step["args"], step["err"][-3000:])
+
+
+# Runs each command line in one interpreter, as `benchstack` would one after the other,
+# and prints one JSON line per command: its exit code and what it wrote. One interpreter
+# for every step, not one each: each start imports torch again (about 5 s of the test's
+# minutes), and the hiding finder sees every import of every command all the same.
+_STEPS_DRIVER = """
+import contextlib, io, json, traceback
+from services.cli.main import app
+for args in STEPS:
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        sys.argv = ['benchstack', *args]
+        try:
+            app()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+    print(json.dumps({'args': args, 'code': code, 'out': out.getvalue(), 'err': err.getvalue()}))
+"""
+
+
+def _cli_steps_without_stack(data_dir: Path, steps: list[list[str]]) -> list[dict[str, Any]]:
+    ran = python_code(_without_stack(f"STEPS = {steps!r}\n" + _STEPS_DRIVER), data_dir)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
 
 
 @pytest.mark.slow
@@ -167,12 +197,14 @@ def test_the_embedded_workflows_run_without_the_stack(tmp_path: Path) -> None:
          "--image-size", "32"],
         ["bricks", "generate", TINY, "-H", "1", "--suite", str(tmp_path / "suite")],
         ["bricks", "run", str(tmp_path / "suite"), "--queries", "5"],
+        ["show", run_id[:8]],
     ]  # fmt: skip
-    for args in steps:
-        ran = _cli_without_stack(tmp_path, *args)
-        said = f"benchstack {' '.join(args)}\n{ran.stdout[-2000:]}{ran.stderr[-3000:]}"
-        assert "hidden by the test" not in ran.stderr, said
+    ran = _cli_steps_without_stack(tmp_path, steps)
+    assert [r["args"] for r in ran] == steps, "every step ran, in order"
+    for step in ran:
+        said = f"benchstack {' '.join(step['args'])}\n{step['out'][-2000:]}{step['err'][-3000:]}"
+        assert "hidden by the test" not in step["err"], said
         # find-peak exits 1 when no probe was judged within the bound: its own verdict.
-        allowed = {0, 1} if args[0] == "find-peak" else {0}
-        assert ran.returncode in allowed and "Traceback" not in ran.stderr, said
-    assert run_id in _cli_without_stack(tmp_path, "show", run_id[:8]).stdout
+        allowed = {0, 1} if step["args"][0] == "find-peak" else {0}
+        assert step["code"] in allowed and "Traceback" not in step["err"], said
+    assert run_id in ran[-1]["out"]
