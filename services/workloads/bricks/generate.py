@@ -233,7 +233,7 @@ def _cut(
             "onnx",
             onnx_parsed,
             cut_onnx_sequences(onnx_parsed, granularity),
-            lambda sequence, folder: write_onnx_brick(onnx_parsed, sequence, folder) or None,
+            lambda sequence, folder: write_onnx_brick(onnx_parsed, sequence, folder),
         )
     torch_model = model
     parsed = parses.get(
