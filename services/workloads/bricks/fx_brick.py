@@ -24,9 +24,11 @@ torch.export.load took 12-30: hundreds of bricks per suite made those the run's 
 from __future__ import annotations
 
 import json
+import keyword
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -71,6 +73,12 @@ _TAGS = (
 )
 
 
+def _identifier(text: Any) -> bool:
+    """A name fx may write into the forward it generates (a node, a module, a keyword
+    argument): anything else could be code."""
+    return isinstance(text, str) and bool(_NAME.match(text)) and not keyword.iskeyword(text)
+
+
 class BrickFormatError(ValueError):
     """A torchfx file that cannot be read: malformed, too large, or naming what the
     allow-list refuses (DisallowedName is one)."""
@@ -88,7 +96,7 @@ def encode_brick(module: fx.GraphModule) -> str:
         entry: dict[str, Any] = {"name": node.name, "op": node.op}
         if node.op == "call_module":
             target = str(node.target)
-            if not _NAME.match(target):
+            if not _identifier(target):
                 raise Unrebuildable(f"sub-module name {target!r}")
             spec = module_spec(module.get_submodule(target))
             kwargs = {k: _encode(v, 0) for k, v in spec["kwargs"].items()}
@@ -197,7 +205,20 @@ def decode_brick(text: str, device: str = "cpu", seed: int = 0) -> fx.GraphModul
     """The brick ``text`` describes, eval mode, fresh weights drawn after seeding the CPU
     generator with ``seed``. BrickFormatError names what is wrong or refused."""
     root, graph = _read(text, device, seed)
-    return fx.GraphModule(root, graph, class_name="Brick").eval()
+    try:
+        return fx.GraphModule(root, graph, class_name="Brick").eval()
+    except Exception as exc:  # fx's checks and its code generation: say so, not crash
+        raise BrickFormatError(f"brick file: its graph does not compile: {exc}"[:300]) from exc
+
+
+def read_brick(path: Path) -> fx.GraphModule:
+    """``decode_brick`` of a file, its size checked before it is read."""
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise BrickFormatError(
+            f"brick file {path.name}: {size} bytes; accepted: at most {MAX_FILE_BYTES}"
+        )
+    return decode_brick(path.read_text())
 
 
 def _read(text: str, device: str, seed: int) -> tuple[nn.Module, fx.Graph]:
@@ -206,8 +227,8 @@ def _read(text: str, device: str, seed: int) -> tuple[nn.Module, fx.Graph]:
         raise BrickFormatError(f"brick file: {len(text)} bytes; accepted: at most {MAX_FILE_BYTES}")
     try:
         document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BrickFormatError(f"brick file: not JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, an int too long ...
+        raise BrickFormatError(f"brick file: not JSON: {exc}"[:300]) from exc
     if not isinstance(document, dict) or (document.get("format"), document.get("version")) != (
         FORMAT,
         VERSION,
@@ -233,7 +254,7 @@ def _modules(specs: dict[str, Any], device: str, seed: int) -> nn.Module:
     if len(specs) > MAX_NODES:
         raise BrickFormatError(f"brick file: {len(specs)} modules; accepted: at most {MAX_NODES}")
     for name, spec in specs.items():
-        if not _NAME.match(name) or not isinstance(spec, dict) or set(spec) != {"class", "kwargs"}:
+        if not _identifier(name) or not isinstance(spec, dict) or set(spec) != {"class", "kwargs"}:
             raise BrickFormatError(
                 f"brick file: module {name[:64]!r}: accepted: an identifier naming "
                 '{"class": ..., "kwargs": {...}}'
@@ -272,19 +293,20 @@ def _graph(entries: list[Any], root: nn.Module) -> fx.Graph:
         }:
             raise BrickFormatError(f"{where}: accepted keys: name, op, target, args, kwargs")
         name, op = _field(entry, "name", str, where), _field(entry, "op", str, where)
-        if not _NAME.match(name) or name in defined:
+        if not _identifier(name) or name in defined:
             raise BrickFormatError(f"{where}: name {name[:64]!r} is not a new identifier")
         if op not in OPS:
             raise BrickFormatError(f"{where}: op {op[:64]!r}; accepted: {', '.join(OPS)}")
         if (op == "output") != (number == len(entries) - 1):
             raise BrickFormatError(f"{where}: the last node, and only it, is the output")
         args = [_decode(a, defined, 0) for a in _field_or(entry, "args", list, where)]
-        kwargs = {
-            str(k): _decode(v, defined, 0)
-            for k, v in _field_or(entry, "kwargs", dict, where).items()
-        }
-        if op == "placeholder":
-            defined[name] = graph.placeholder(name)
+        kwargs = _field_or(entry, "kwargs", dict, where)
+        if not all(_identifier(k) for k in kwargs):
+            raise BrickFormatError(f"{where}: a keyword argument is not an identifier")
+        kwargs = {k: _decode(v, defined, 0) for k, v in kwargs.items()}
+        if op == "placeholder":  # fx writes its name as is: one of ours, not the file's
+            inputs = sum(1 for n in defined.values() if n.op == "placeholder")
+            defined[name] = graph.placeholder(f"input{inputs}")
         elif op == "output":
             if len(args) != 1 or kwargs:
                 raise BrickFormatError(f"{where}: an output takes one argument")

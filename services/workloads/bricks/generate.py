@@ -37,8 +37,8 @@ from services.workloads.bricks.fx_brick import (
     BrickFormatError,
     Unrebuildable,
     check_rebuilt,
-    decode_brick,
     encode_brick,
+    read_brick,
 )
 from services.workloads.bricks.measure import unguarded
 from services.workloads.bricks.parse import ParsedModel, parse_model
@@ -326,7 +326,7 @@ def load_brick(
         raise ValueError(f"brick: {signature} has a description but no brick file in {folder}")
     inputs = brick_inputs(description)
     if path.suffix == TORCHFX:
-        module = decode_brick(path.read_text())
+        module = read_brick(path)
         placeholders = sum(1 for n in module.graph.nodes if n.op == "placeholder")
         if placeholders != len(inputs):
             raise BrickFormatError(

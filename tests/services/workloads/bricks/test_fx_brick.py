@@ -160,6 +160,13 @@ def test_a_file_naming_anything_outside_the_allow_list_is_refused(
         (lambda d: d["nodes"].reverse(), "the last node, and only it, is the output"),
         (lambda d: d["nodes"][1].update(name="a.b"), "name 'a.b' is not a new identifier"),
         (lambda d: d["nodes"][1].update(target="elsewhere"), "module 'elsewhere' is not"),
+        # Names fx writes into the forward it generates: never code.
+        (lambda d: d["nodes"][1].update(name="lambda"), "name 'lambda' is not a new"),
+        (
+            lambda d: d["nodes"][2].update(kwargs={"x=1); import os; (y": 1}),
+            "node 2: a keyword argument is not an identifier",
+        ),
+        (lambda d: d["nodes"][1]["args"].append(json.loads("[" * 20 + "]" * 20)), "deeper"),
         (
             lambda d: d["modules"]["conv"]["kwargs"].update(in_channels=10**6, out_channels=10**4),
             "weights; accepted: at most",
