@@ -17,8 +17,9 @@ and module classes resolve only through fx_allow's lists; nothing is unpickled o
 executed from the file (fx generates the forward from the checked graph). Modules get
 fresh random weights when read (the CPU generator seeded with 0 first, as extract seeds).
 
-Written in a few ms where torch.export took 35-80 and read in a few where
-torch.export.load took 12-30: hundreds of bricks per suite made those the run's cost.
+Written and read in a few ms a brick where torch.export took 35-80 and its load 12-30
+(rough figures, shared 2-core host): with hundreds of bricks a suite, those were most of
+what generating and running cost.
 """
 
 from __future__ import annotations
@@ -163,9 +164,9 @@ def check_rebuilt(
 ) -> None:
     """Unrebuildable unless ``text`` reads back as ``original``: every module rebuilt the
     same, and the graph runs on the description's input shapes giving ``expected``'s
-    (shape_of). Run on the meta device (shapes only, no weights drawn; fx's Interpreter,
-    not generated code, which is fx's own and costs ~1 ms), for real where an op has no
-    meta kernel."""
+    (shape_of). Run on the meta device (shapes only, no weights drawn) by fx's Interpreter:
+    generating the forward's code, which reading does, would add ~1 ms a brick. Run for
+    real where an op has no meta kernel."""
     try:
         root, graph = _read(text, "meta", 0)
     except ValueError as exc:
