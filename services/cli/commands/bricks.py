@@ -56,6 +56,12 @@ def generate(
         f"{report.new_bricks} new brick(s) written to {suite / 'bricks'}",
         soft_wrap=True,
     )
+    if report.pt2_fallbacks:
+        console.print(
+            f"{len(report.pt2_fallbacks)} of them written with torch.export (.pt2), which the "
+            f"torchfx format could not hold; the first: {report.pt2_fallbacks[0]}",
+            soft_wrap=True,
+        )
     console.print(
         f"Share {suite / 'bricks'} to have the bricks measured; {suite / 'recipes'} holds how "
         "your models are made of them and stays with you.",

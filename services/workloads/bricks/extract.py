@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import fx, nn
 
-from services.workloads.bricks.parse import ParsedModel, walk
+from services.workloads.bricks.parse import ParsedModel, shape_of, walk
 from services.workloads.bricks.signature import (
     LayerSequence,
     depends_on,
@@ -41,7 +41,9 @@ def brick_module(
 
     known: dict[str, bool] = {}
     wanted = _nodes_to_copy(parsed, inside, known)
-    torch.manual_seed(seed)
+    # The CPU generator alone, where the weights are drawn: torch.manual_seed seeds every
+    # accelerator's too, about 1 ms a brick.
+    torch.default_generator.manual_seed(seed)
     for count, name in enumerate(wanted):
         node = source_nodes[name]
 
@@ -86,6 +88,14 @@ def brick_inputs(description: dict[str, Any], seed: int = 0) -> tuple[Any, ...]:
         return torch.randn(tuple(shape), generator=generator)
 
     return tuple(random(shape) for shape in description["inputs"])
+
+
+def brick_output_shapes(parsed: ParsedModel, sequence: LayerSequence) -> Any:
+    """The shapes (``shape_of``) ``brick_module``'s module returns: one output's, or a
+    tuple of them, as the model computed them."""
+    inside = {parsed.layers[i].node for i in sequence.layers}
+    shapes = tuple(shape_of(parsed.values[n]) for n in _outputs(parsed, sequence, inside))
+    return shapes[0] if len(shapes) == 1 else shapes
 
 
 def _nodes_to_copy(parsed: ParsedModel, inside: set[str], known: dict[str, bool]) -> list[str]:

@@ -3,7 +3,10 @@ sequence exported once as a runnable brick, and each model's recipe kept apart.
 
 A suite folder holds two things with different owners::
 
-    bricks/<signature>.pt2    a torch brick (torch.export, random weights, neutral names)
+    bricks/<signature>.torchfx  a torch brick: its fx graph as JSON, modules by allow-listed
+                              class and constructor arguments (fx_brick; random weights
+                              when read, neutral names); safe to read from anyone's suite
+    bricks/<signature>.pt2    a torch brick the torchfx format cannot hold (torch.export)
     bricks/<signature>.onnx   an ONNX brick (a standalone graph, same rules; extract_onnx)
     bricks/<signature>.json   what it computes: layer types, shapes, settings
     recipes/<model>.json      which bricks make the model, in order, and what each reads,
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,7 +31,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import torch
 from torch import nn
 
-from services.workloads.bricks.extract import brick_inputs, brick_module
+from services.workloads.bricks.extract import brick_inputs, brick_module, brick_output_shapes
+from services.workloads.bricks.fx_brick import SUFFIX as TORCHFX
+from services.workloads.bricks.fx_brick import (
+    BrickFormatError,
+    Unrebuildable,
+    check_rebuilt,
+    encode_brick,
+    read_brick,
+)
 from services.workloads.bricks.measure import unguarded
 from services.workloads.bricks.parse import ParsedModel, parse_model
 from services.workloads.bricks.signature import LayerSequence, check_granularity, cut_sequences
@@ -40,6 +52,7 @@ MAX_MODELS = 200
 MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 16, 1024
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,9 +78,10 @@ class OnnxModelInput:
     spec: str | None = None  # as ModelInput.spec
 
 
-# Each framework's brick files; the same signature never names bricks of two frameworks
-# (an ONNX description says "framework": "onnx", a torch one does not).
-BRICK_SUFFIXES = {"torch": ".pt2", "onnx": ".onnx"}
+# Each framework's brick files, the one read first first (a torch brick is .torchfx, or
+# .pt2 where torchfx cannot hold it, or from an older suite); the same signature never
+# names bricks of two frameworks (an ONNX description says "framework": "onnx").
+BRICK_SUFFIXES = {"torch": (TORCHFX, ".pt2"), "onnx": (".onnx",)}
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,8 @@ class GenerateReport:
     sequences: int  # over every model
     unique: int  # distinct signatures among them
     new_bricks: int  # written now (the rest were in the folder already)
+    # Why each new torch brick written as .pt2 (torch.export) could not be .torchfx.
+    pt2_fallbacks: tuple[str, ...] = ()
 
 
 def check_shape_options(batch_size: int, image_size: int | None) -> None:
@@ -168,6 +184,7 @@ def generate_suite(
     folder.mkdir(parents=True, exist_ok=True)
     layers = sequences_total = new = 0
     unique: set[str] = set()
+    fallbacks: list[str] = []
     for model in models:
         framework, parsed, sequences, write = _cut(model, granularity, parses)
         layers += len(parsed.layers)
@@ -176,9 +193,11 @@ def generate_suite(
             if sequence.signature in unique:
                 continue
             unique.add(sequence.signature)
-            if (folder / f"{sequence.signature}{BRICK_SUFFIXES[framework]}").exists():
+            if brick_file(suite, sequence.signature, framework) is not None:
                 continue
-            write(sequence, folder)
+            fallback = write(sequence, folder)
+            if fallback is not None:
+                fallbacks.append(fallback)
             new += 1
         path = recipe_path(suite, model.name)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,10 +205,11 @@ def generate_suite(
         if model.spec is not None:
             recipe["spec"] = model.spec
         path.write_text(json.dumps(recipe, indent=1))
-    return GenerateReport(len(models), layers, sequences_total, len(unique), new)
+    return GenerateReport(len(models), layers, sequences_total, len(unique), new, tuple(fallbacks))
 
 
-Writer = Callable[[LayerSequence, Path], None]
+# Writes a brick; returns why it fell back to another format (None: it did not).
+Writer = Callable[[LayerSequence, Path], str | None]
 
 
 def _cut(
@@ -231,25 +251,61 @@ class BrickError(ValueError):
     """A sequence that cannot become a brick (torch.export or onnx's checker refuses it)."""
 
 
-def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> None:
+def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> str | None:
+    """The brick as .torchfx, checked to read back as the same modules and to run, or as
+    .pt2 (torch.export) where it cannot be: then why (its module types first)."""
     module = brick_module(parsed, sequence)
     try:
-        exported = torch.export.export(module, brick_inputs(sequence.description))
+        text = encode_brick(module)
+        check_rebuilt(module, text, sequence.description, brick_output_shapes(parsed, sequence))
+    except Unrebuildable as exc:
+        types = sorted({type(m).__name__ for m in module.children()})
+        reason = f"[{', '.join(types)}] {exc}"
+        log.info("brick %s written with torch.export: %s", sequence.signature[:12], reason)
+        _write_exported(parsed, sequence, module, brick_inputs(sequence.description), folder)
+        return reason
+    _write_last(folder, sequence, text.encode(), TORCHFX)
+    return None
+
+
+def _write_exported(
+    parsed: ParsedModel,
+    sequence: LayerSequence,
+    module: torch.fx.GraphModule,
+    inputs: tuple[Any, ...],
+    folder: Path,
+) -> None:
+    try:
+        exported = torch.export.export(module, inputs)
     except Exception as exc:  # export's errors are many types; the model is named instead
         types = ", ".join(parsed.layers[i].type for i in sequence.layers)
         raise BrickError(
             f"model: {parsed.name}: the layers [{types}] cannot be exported as a brick: "
             f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         ) from exc
-    # The JSON first, the brick last: a .pt2 present means its description is too.
+    buffer = io.BytesIO()
+    torch.export.save(exported, buffer)
+    _write_last(folder, sequence, buffer.getvalue(), ".pt2")
+
+
+def _write_last(folder: Path, sequence: LayerSequence, content: bytes, suffix: str) -> None:
+    """The description first, the brick last: a brick file present means its description
+    is too (an interrupted write leaves a .partial, never a brick)."""
     (folder / f"{sequence.signature}.json").write_text(
         json.dumps({"signature": sequence.signature, **sequence.description}, indent=1)
     )
-    buffer = io.BytesIO()
-    torch.export.save(exported, buffer)
     partial = folder / f"{sequence.signature}.partial"
-    partial.write_bytes(buffer.getvalue())
-    partial.replace(folder / f"{sequence.signature}.pt2")
+    partial.write_bytes(content)
+    partial.replace(folder / f"{sequence.signature}{suffix}")
+
+
+def brick_file(suite: Path, signature: str, framework: str = "torch") -> Path | None:
+    """The brick's file, in the framework's first format present, or None."""
+    for suffix in BRICK_SUFFIXES[framework]:
+        path = bricks_dir(suite) / f"{signature}{suffix}"
+        if path.exists():
+            return path
+    return None
 
 
 def load_brick(
@@ -257,23 +313,43 @@ def load_brick(
 ) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """A brick's callable (a torch module, or an onnxruntime session with ``threads``
     intra-op threads for an ONNX brick) and inputs of its recorded shapes, as it takes
-    them: ``module(*inputs)``."""
+    them: ``module(*inputs)``. A torch brick is read from .torchfx (an eager fx module)
+    where there is one, else from .pt2 (torch.export, its checks taken out)."""
     folder = bricks_dir(suite)
     description = json.loads((folder / f"{signature}.json").read_text())
     if description.get("framework") == "onnx":
         from services.workloads.bricks.measure_onnx import OnnxCallable, onnx_inputs
 
         return OnnxCallable(folder / f"{signature}.onnx", threads), onnx_inputs(description)
-    module = unguarded(torch.export.load(folder / f"{signature}.pt2").module())
+    path = brick_file(suite, signature)
+    if path is None:
+        raise ValueError(f"brick: {signature} has a description but no brick file in {folder}")
+    inputs = brick_inputs(description)
+    if path.suffix == TORCHFX:
+        module = read_brick(path)
+        placeholders = sum(1 for n in module.graph.nodes if n.op == "placeholder")
+        if placeholders != len(inputs):
+            raise BrickFormatError(
+                f"brick {signature}: {placeholders} inputs in its graph, "
+                f"{len(inputs)} in its description"
+            )
+        return module, inputs
+    exported = unguarded(torch.export.load(path).module())
     # Its graph takes the inputs flattened (a layer fed a tuple gets each tensor apart).
-    return module, tuple(torch.utils._pytree.tree_leaves(brick_inputs(description)))
+    return exported, tuple(torch.utils._pytree.tree_leaves(inputs))
 
 
 def list_bricks(suite: Path, framework: str | None = None) -> list[str]:
-    """The suite's brick signatures: one framework's, or every framework's."""
+    """The suite's brick signatures, each once whatever its format: one framework's, or
+    every framework's."""
     frameworks = [framework] if framework else list(BRICK_SUFFIXES)
     return sorted(
-        p.stem for name in frameworks for p in bricks_dir(suite).glob(f"*{BRICK_SUFFIXES[name]}")
+        {
+            p.name.removesuffix(suffix)
+            for name in frameworks
+            for suffix in BRICK_SUFFIXES[name]
+            for p in bricks_dir(suite).glob(f"*{suffix}")
+        }
     )
 
 

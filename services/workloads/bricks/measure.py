@@ -4,7 +4,9 @@ SingleStream, the SUT calling a Backend, latencies read from the SUT's own clock
 A query is one call of the module on its recorded input shapes (batch included): the
 QSL's samples only pace the queries, so the brick sees the same tensors on every call.
 Bricks and the end-to-end model go through the same code, which is what makes a sum of
-bricks comparable with the model's own latency.
+bricks comparable with the model's own latency. A torch brick is an eager fx module read
+from its .torchfx file (fx_brick), or an exported program's module, its checks taken out
+(``unguarded``), for a brick kept as .pt2.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import Backend, BackendError
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.runner import run_loadgen
+from services.workloads.bricks.fx_brick import decode_brick, encode_brick
 
 # Bounds on what a user may ask of one measurement.
 MAX_QUERIES = 100_000
@@ -35,9 +38,10 @@ MAX_THREADS = 1024
 WARM_UP_CALLS = 3
 MAX_ROUNDS = 5
 PASSES = 5  # passes over the modules in one run (BurstSchedule)
-# How bricks are called (in bursts, unguarded), part of every system key: a figure measured
-# another way (drawn at random, guarded: 16 % slower at H=1) is never reused beside these.
-HARNESS = "h2"
+# How bricks are called (in bursts, eager fx modules read from .torchfx), part of every
+# system key: a figure measured another way (drawn at random, guarded: 16 % slower at H=1;
+# h2: torch.export's modules, unguarded) is never reused beside these.
+HARNESS = "h3"
 
 
 @dataclass(frozen=True)
@@ -134,18 +138,19 @@ class ModulesBackend(Backend):
 
 class _Empty(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + 0  # one trivial operator: an exported graph cannot be empty
+        return x + 0  # one trivial operator, as a brick holds at least one
 
 
 def empty_brick() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
-    """A brick that computes nothing worth timing, exported and loaded like every brick:
-    its latency is the floor each brick's latency includes."""
+    """A brick that computes nothing worth timing, written and read as a .torchfx brick
+    is: its latency is the floor each brick's latency includes."""
     example = (torch.zeros(1),)
-    return unguarded(torch.export.export(_Empty(), example).module()), example
+    return decode_brick(encode_brick(torch.fx.symbolic_trace(_Empty()))), example
 
 
 def unguarded(module: nn.Module) -> nn.Module:
-    """An exported program's module without the checks it runs on every call: the input
+    """An exported program's module (a brick kept as .pt2: torchfx could not hold it, or
+    an older suite's) without the checks it runs on every call: the input
     constraint hook, the ``_guards_fn`` call in its graph and the pytree flatten and
     unflatten around it (plain codegen). Measured alone on this machine: an empty brick's
     call took 21 us exported and 9 us so (4 us eager); a 3x3 conv on 8x8x8 took 70 us

@@ -14,5 +14,5 @@ WORKLOAD = Workload(
     measure="services.workloads.bricks.stack_run:measure",
     read="services.workloads.bricks.outcome:read",
     save="services.workloads.bricks.outcome:save",
-    accepts=torch_architecture("torch.export modules"),
+    accepts=torch_architecture("bricks are cut from its torch.fx trace"),
 )

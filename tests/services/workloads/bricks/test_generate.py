@@ -13,10 +13,12 @@ import onnx
 import pytest
 import torch
 import torchvision
+from torch import nn
 
 from services.workloads.bricks.generate import (
     ModelInput,
     OnnxModelInput,
+    frameworks_in,
     generate_suite,
     list_bricks,
     load_brick,
@@ -165,3 +167,51 @@ def test_a_model_parsed_once_is_cut_again_at_every_granularity(
     generate_suite([model], 2, fresh)
     assert read_recipe(fresh, "resnet18") == read_recipe(tmp_path / "h2", "resnet18")
     assert list_bricks(fresh) == list_bricks(tmp_path / "h2")
+
+
+class _Doubling(nn.Module):
+    """A module torch.fx keeps whole (it passes for one of torch.nn's) that the torchfx
+    format's allow-list does not know."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2.0
+
+
+_Doubling.__module__ = "torch.nn.modules.not_torchs"  # fx's test for a leaf module
+
+
+def test_a_brick_torchfx_cannot_hold_is_exported_counted_and_listed_once(
+    tmp_path: Path,
+) -> None:
+    module = nn.Sequential(nn.Conv2d(3, 4, 3), _Doubling(), nn.ReLU())
+    model = ModelInput("doubling", module, torch.randn(1, 3, 16, 16))
+    report = generate_suite([model], 1, tmp_path)
+    assert report.new_bricks == 3
+    (fallback,) = report.pt2_fallbacks
+    assert "[_Doubling]" in fallback and "not_torchs._Doubling is not allowed" in fallback
+    folder = tmp_path / "bricks"
+    exported = [p.name.removesuffix(".pt2") for p in folder.glob("*.pt2")]
+    assert len(exported) == 1 and len(list(folder.glob("*.torchfx"))) == 2
+    # Both formats are torch bricks: each signature listed once, each loads and runs.
+    assert len(list_bricks(tmp_path)) == len(list_bricks(tmp_path, "torch")) == 3
+    assert frameworks_in(tmp_path) == ["torch"]
+    for signature in list_bricks(tmp_path):
+        loaded, inputs = load_brick(tmp_path, signature)
+        with torch.inference_mode():
+            loaded(*inputs)
+        assert isinstance(loaded, torch.fx.GraphModule)
+    # Generating again finds every brick, whichever its format.
+    assert generate_suite([model], 1, tmp_path).new_bricks == 0
+
+
+def test_a_torch_brick_in_both_formats_is_read_from_torchfx(tmp_path: Path) -> None:
+    generate_suite([_model("resnet18")], 1, tmp_path)
+    signature = list_bricks(tmp_path)[0]
+    folder = tmp_path / "bricks"
+    (folder / f"{signature}.pt2").write_bytes(b"not read")
+    assert list_bricks(tmp_path).count(signature) == 1
+    module, _ = load_brick(tmp_path, signature)
+    assert type(module).__name__ == "Brick"
+    (folder / f"{signature}.torchfx").unlink()
+    with pytest.raises(Exception, match=r"\.pt2|zip|archive"):
+        load_brick(tmp_path, signature)  # now the .pt2 is read, and it is no archive
