@@ -17,6 +17,7 @@ from services.inference.backends.base import Backend, BackendError
 from services.inference.loadgen.progress import Phase, ProgressCallback, ProgressPoller, RunProgress
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.sut import BatchingSUT, SUTStats
+from services.inference.loadgen.timer_slack import precise_sleeps
 from shared.loadgen_logs import parse_summary
 
 if TYPE_CHECKING:
@@ -141,22 +142,25 @@ def _start_test(
     log_settings.log_output.outdir = str(log_dir)
     log_settings.log_output.copy_summary_to_stdout = False
     log_settings.enable_trace = False
-    sut_handle = sut.construct()
-    qsl_handle = qsl.construct()
-    try:
-        if progress is None:
-            lg.StartTestWithLogSettings(sut_handle, qsl_handle, settings, log_settings)
-        else:
-            min_duration_s, min_samples = end_criteria(
-                settings, total_samples=qsl.total_count, samples_per_query=samples_per_query
-            )
-            with ProgressPoller(
-                progress, sut, phase, min_duration_s=min_duration_s, min_samples=min_samples
-            ):
+    # Server times each query from when it was scheduled: LoadGen's and the SUT's threads
+    # (created in here) must wake on time, not up to Linux's default 50 us late.
+    with precise_sleeps():
+        sut_handle = sut.construct()
+        qsl_handle = qsl.construct()
+        try:
+            if progress is None:
                 lg.StartTestWithLogSettings(sut_handle, qsl_handle, settings, log_settings)
-    finally:
-        sut.destroy()
-        qsl.destroy()
+            else:
+                min_duration_s, min_samples = end_criteria(
+                    settings, total_samples=qsl.total_count, samples_per_query=samples_per_query
+                )
+                with ProgressPoller(
+                    progress, sut, phase, min_duration_s=min_duration_s, min_samples=min_samples
+                ):
+                    lg.StartTestWithLogSettings(sut_handle, qsl_handle, settings, log_settings)
+        finally:
+            sut.destroy()
+            qsl.destroy()
     return sut
 
 
