@@ -6,6 +6,15 @@ same intra-op threads on both sides:
   offline       - the peak: samples/s of an Offline run;
   single-stream - LoadGen's p50;
   server        - LoadGen's p50 at ``--load`` (default 10 %) of that round's peak;
+  floor         - LoadGen alone at that Server rate: a SUT that completes each query in
+                  its callback (no benchstack code), with the timer slack runs get
+                  (loadgen/timer_slack.py). LoadGen times a Server query from its
+                  scheduled time and sleeps until then, so the host's wake-up latency is
+                  in every Server figure and in none of SingleStream's;
+  idle          - (models that compute) the backend's predict() on one sample, back to
+                  back and after sleeping the Server's mean gap between queries: what the
+                  host's idleness alone does to a call (a busy core keeps its caches and
+                  its clock; an idle one may lose both);
 SingleStream and Server swap order every round, so a trend on the host reaches both.
 Printed per model: each round's p50s and host load, the medians over rounds, the ratio
 server / single-stream (target <= 1.1) with its range over rounds. No verdict is given
@@ -22,13 +31,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from services.core.figures import latency_ms
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions
+from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.loadgen.timer_slack import precise_sleeps
+from shared.catalogue import resolve_model
+from shared.loadgen_logs import parse_summary
 from shared.settings import get_settings
 
 TARGET = 1.1
@@ -61,10 +75,68 @@ def figure(report: dict[str, Any], value: float) -> Figure:
     return Figure(value, bool(report["host"].get("busy")), load.get("other_cpu_share"))
 
 
+def loadgen_floor_p50_ms(qps: float, duration_s: float) -> float:
+    """Server p50 (ms) of LoadGen with a SUT that completes each query in its callback."""
+    import mlperf_loadgen as lg
+
+    settings = lg.TestSettings()
+    settings.scenario = lg.TestScenario.Server
+    settings.mode = lg.TestMode.PerformanceOnly
+    settings.server_target_qps = qps
+    settings.min_duration_ms = int(duration_s * 1000)
+    settings.min_query_count = 1
+
+    def issue(queries: list[Any]) -> None:
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
+
+    with precise_sleeps(), tempfile.TemporaryDirectory(prefix="benchstack-floor-") as folder:
+        sut = lg.ConstructSUT(issue, lambda: None)
+        qsl = lg.ConstructQSL(16, 16, lambda samples: None, lambda samples: None)
+        log = lg.LogSettings()
+        log.log_output.outdir = folder
+        log.log_output.copy_summary_to_stdout = False
+        try:
+            lg.StartTestWithLogSettings(sut, qsl, settings, log)
+        finally:
+            lg.DestroyQSL(qsl)
+            lg.DestroySUT(sut)
+        with open(f"{folder}/mlperf_log_summary.txt") as summary:
+            return float(parse_summary(summary.read())["50.00 percentile latency (ns)"]) / 1e6
+
+
+def idle_penalty_ms(
+    framework: str, model: str, gap_s: float, threads: int, calls: int = 7
+) -> tuple[float, float]:
+    """Median ms of one predict() back to back, and after sleeping ``gap_s`` each time."""
+    import numpy as np
+
+    manifest = resolve_model(model)
+    backend = create_backend(framework, BackendOptions(intra_op_threads=threads))
+    backend.load(manifest)
+    shape = (1, *manifest.inputs[0].shape)
+    batch = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    backend.warm_up(batch)
+
+    def median_call(sleep_s: float) -> float:
+        took = []
+        for _ in range(calls):
+            time.sleep(sleep_s)
+            start = time.perf_counter()
+            backend.predict(batch)
+            took.append((time.perf_counter() - start) * 1000)
+        return float(statistics.median(took))
+
+    try:
+        return median_call(0.0), median_call(gap_s)
+    finally:
+        backend.close()
+
+
 def one_round(
     framework: str, model: str, duration_s: float, load: float, threads: int, swap: bool
-) -> tuple[Figure, Figure, Figure]:
-    """(peak samples/s, SingleStream p50 ms, Server p50 ms) of one round."""
+) -> tuple[Figure, Figure, Figure, float]:
+    """(peak samples/s, SingleStream p50 ms, Server p50 ms, LoadGen's floor p50 ms at
+    the Server rate) of one round."""
     offline = run(
         framework, model, ScenarioConfig(scenario="offline", min_duration_s=duration_s), threads
     )
@@ -82,7 +154,8 @@ def one_round(
     for name, config in order:
         report = run(framework, model, config, threads)
         p50s[name] = figure(report, latency_ms(report, "p50"))
-    return peak, p50s["single"], p50s["server"]
+    floor = loadgen_floor_p50_ms(server.target_qps or 1.0, min(duration_s, 5.0))
+    return peak, p50s["single"], p50s["server"], floor
 
 
 def main() -> None:
@@ -111,15 +184,17 @@ def report_model(framework: str, model: str, args: argparse.Namespace) -> None:
         f"\n{framework}:{model}  batch 1, {args.threads} thread(s), {args.duration:g} s a run, "
         f"Server at {args.load:.0%} of each round's Offline peak"
     )
-    rounds = []
+    rounds: list[tuple[Figure, Figure, Figure]] = []
+    floors: list[float] = []
     for number in range(args.rounds):
-        peak, single, server = one_round(
+        peak, single, server, floor = one_round(
             framework, model, args.duration, args.load, args.threads, swap=number % 2 == 1
         )
         rounds.append((peak, single, server))
+        floors.append(floor)
         print(
             f"  round {number + 1}: peak {peak.value:.1f}/s; p50 single-stream "
-            f"{_ms(single.value)}, server {_ms(server.value)}; "
+            f"{_ms(single.value)}, server {_ms(server.value)} (LoadGen alone {_ms(floor)}); "
             f"host busy in {sum(f.busy for f in (peak, single, server))} of 3 runs "
             f"(other processes {_share([peak, single, server])})"
         )
@@ -129,8 +204,16 @@ def report_model(framework: str, model: str, args: argparse.Namespace) -> None:
     spread = [r[2].value / r[1].value for r in rounds]
     print(
         f"  median p50: single-stream {_ms(single_p50)}, server {_ms(server_p50)}; "
-        f"server / single-stream x{ratio:.2f} (rounds: {min(spread):.2f}..{max(spread):.2f})"
+        f"server / single-stream x{ratio:.2f} (rounds: {min(spread):.2f}..{max(spread):.2f}); "
+        f"LoadGen alone at the Server rate {_ms(statistics.median(floors))}"
     )
+    if framework != "null":
+        gap_s = 1 / (args.load * statistics.median(r[0].value for r in rounds))
+        warm, idle = idle_penalty_ms(framework, model, min(gap_s, 2.0), args.threads)
+        print(
+            f"  predict() alone: back to back {_ms(warm)}, after {min(gap_s, 2.0) * 1000:.0f} ms "
+            f"idle {_ms(idle)} (x{idle / warm:.2f}): the host's idleness, not the SUT's"
+        )
     busy = sum(f.busy for r in rounds for f in r)
     if busy or args.rounds < 2:
         why = f"the host was busy in {busy} runs" if busy else "one round gives no spread"
