@@ -256,9 +256,17 @@ def _measure(
     if not is_model_file_or_architecture(spec) and recipe.get("spec"):
         spec = str(recipe["spec"])
     if recipe.get("framework", "torch") == "torch" and not is_onnx_file(spec):
+        import dataclasses
+
+        import torch
+
         manifest = bench_manifest(spec, image_size)
         _check_shape(recipe, [batch_size, *manifest.inputs[0].shape])
-        return measure_whole(manifest, settings, get_settings(), batch_size).median_ms
+        # The bricks' figures are keyed by the threads they ran with (no --threads: torch's
+        # default count, measure.system_key); the model runs with that count too, not the
+        # one `bench` would choose for the host's load, or the two sides differ in threads.
+        same = dataclasses.replace(settings, threads=settings.threads or torch.get_num_threads())
+        return measure_whole(manifest, same, get_settings(), batch_size).median_ms
     model = model_source(spec, batch_size=batch_size, image_size=image_size)
     module, inputs = measurable(model, settings.threads)
     return time_module(module, inputs, settings).median_ms

@@ -156,3 +156,28 @@ def _wait_until_it_opens(pid: int, path: Path, timeout_s: float = 120.0) -> None
                     return
         time.sleep(0.05)
     raise AssertionError(f"process {pid} never opened {path}")
+
+
+def test_measure_runs_the_model_with_the_threads_its_bricks_ran_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No --threads: the bricks run with torch's default count (their system key says so),
+    # and --measure runs the whole model with that count, not one `bench` picks for the
+    # load. One thread by default, where `bench` would pick every free CPU for SingleStream.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    suite = str(tmp_path / "suite")
+    quick = ["--queries", "5", "--min-duration", "0.01"]
+    assert piped(tmp_path, "bricks", "generate", TINY, "-H", "2", "--suite", suite).returncode == 0
+    ran = piped(tmp_path, "bricks", "run", suite, *quick)
+    assert ran.returncode == 0, ran.stderr
+    built = piped(tmp_path, "bricks", "construct", TINY, "--suite", suite, "--measure", *quick)
+    assert built.returncode == 0, built.stderr
+    listed = piped(tmp_path, "results", "--json")
+    (run,) = json.loads(listed.stdout)
+    shown = json.loads(piped(tmp_path, "show", run["run_id"], "--json").stdout)
+    default = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert f"-t{default}-" in ran.stdout
+    assert shown["settings"]["backend_options"]["intra_op_threads"] == int(default)
