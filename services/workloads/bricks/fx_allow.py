@@ -123,48 +123,64 @@ def _function_allowed(namespace: str, attribute: str, function: Any) -> bool:
     return attribute in torchvision.ops.__all__ and inspect.isfunction(function)
 
 
-def function_name(function: Any) -> str | None:
-    """The allow-listed name of ``function`` (``torch.cat``, ``operator.add``), or None."""
-    attribute = getattr(function, "__name__", None)
-    if not isinstance(attribute, str):
-        return None
-    for namespace in FUNCTION_NAMESPACES:
+# What a check of one allow-list takes: (namespace, attribute, object) -> allowed.
+Allowed = Callable[[str, str, Any], bool]
+
+
+def _allowed_name(
+    thing: Any, attribute: str, namespaces: tuple[str, ...], allowed: Allowed
+) -> str | None:
+    """``namespace.attribute`` of the first listed namespace that holds ``thing`` under
+    that name and allows it, or None."""
+    for namespace in namespaces:
         if namespace == "torchvision.ops" and "torchvision.ops" not in sys.modules:
-            continue  # a function of torchvision's would have imported it
-        if getattr(_namespace(namespace), attribute, None) is function and _function_allowed(
-            namespace, attribute, function
+            continue  # a function or class of torchvision's would have imported it
+        if getattr(_namespace(namespace), attribute, None) is thing and allowed(
+            namespace, attribute, thing
         ):
             return f"{namespace}.{attribute}"
     return None
 
 
-def resolve_function(name: str) -> Callable[..., Any]:
-    """The function ``name`` stands for, if the allow-list holds it."""
+def _resolved(
+    name: str, namespaces: tuple[str, ...], allowed: Allowed, kind: str, accepted: str
+) -> Any:
+    """What ``name`` stands for in an allowed namespace, or DisallowedName naming the
+    ``kind`` of name and what is ``accepted``."""
     namespace, _, attribute = name.rpartition(".")
-    function = (
+    thing = (
         getattr(_namespace(namespace), attribute, None)
-        if namespace in FUNCTION_NAMESPACES and _public(attribute)
+        if namespace in namespaces and _public(attribute)
         else None
     )
-    if function is None or not _function_allowed(namespace, attribute, function):
-        raise DisallowedName(
-            f"function: {name!r} is not allowed; accepted: tensor functions of "
-            f"{', '.join(FUNCTION_NAMESPACES)}"
-        )
-    resolved: Callable[..., Any] = function
-    return resolved
+    if thing is None or not allowed(namespace, attribute, thing):
+        raise DisallowedName(f"{kind}: {name!r} is not allowed; accepted: {accepted}")
+    return thing
+
+
+def function_name(function: Any) -> str | None:
+    """The allow-listed name of ``function`` (``torch.cat``, ``operator.add``), or None."""
+    attribute = getattr(function, "__name__", None)
+    if not isinstance(attribute, str):
+        return None
+    return _allowed_name(function, attribute, FUNCTION_NAMESPACES, _function_allowed)
+
+
+def resolve_function(name: str) -> Callable[..., Any]:
+    """The function ``name`` stands for, if the allow-list holds it."""
+    function: Callable[..., Any] = _resolved(
+        name,
+        FUNCTION_NAMESPACES,
+        _function_allowed,
+        "function",
+        f"tensor functions of {', '.join(FUNCTION_NAMESPACES)}",
+    )
+    return function
 
 
 def class_name(cls: type) -> str | None:
     """The allow-listed name of a module class (``torch.nn.Conv2d``), or None."""
-    for namespace in MODULE_NAMESPACES:
-        if namespace == "torchvision.ops" and "torchvision.ops" not in sys.modules:
-            continue
-        if getattr(_namespace(namespace), cls.__name__, None) is cls and _class_allowed(
-            namespace, cls.__name__, cls
-        ):
-            return f"{namespace}.{cls.__name__}"
-    return None
+    return _allowed_name(cls, cls.__name__, MODULE_NAMESPACES, _class_allowed)
 
 
 def _class_allowed(namespace: str, attribute: str, cls: Any) -> bool:
@@ -179,16 +195,11 @@ def _class_allowed(namespace: str, attribute: str, cls: Any) -> bool:
 
 def resolve_class(name: str) -> type[nn.Module]:
     """The module class ``name`` stands for, if the allow-list holds it."""
-    namespace, _, attribute = name.rpartition(".")
-    cls = (
-        getattr(_namespace(namespace), attribute, None)
-        if namespace in MODULE_NAMESPACES and _public(attribute)
-        else None
+    cls: type[nn.Module] = _resolved(
+        name,
+        MODULE_NAMESPACES,
+        _class_allowed,
+        "class",
+        f"nn.Module classes of {', '.join(MODULE_NAMESPACES)}",
     )
-    if cls is None or not _class_allowed(namespace, attribute, cls):
-        raise DisallowedName(
-            f"class: {name!r} is not allowed; accepted: nn.Module classes of "
-            f"{', '.join(MODULE_NAMESPACES)}"
-        )
-    resolved: type[nn.Module] = cls
-    return resolved
+    return cls
