@@ -59,19 +59,6 @@ MAX_PARAMETERS = 2**30  # elements over a brick's modules: 4 GiB of float32
 OPS = ("placeholder", "call_module", "call_function", "call_method", "output")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
-_TAGS = (
-    "node",
-    "tuple",
-    "dict",
-    "slice",
-    "ellipsis",
-    "float",
-    "dtype",
-    "device",
-    "memory_format",
-    "layout",
-    "function",
-)
 
 
 def _identifier(text: Any) -> bool:
@@ -343,10 +330,10 @@ def _decode(value: Any, defined: dict[str, fx.Node], depth: int) -> Any:
         return value
     if isinstance(value, list):
         return [_decode(v, defined, depth + 1) for v in value]
-    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in _TAGS:
+    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in _DECODERS:
         raise BrickFormatError(
             f"brick file: argument {str(value)[:80]}; accepted: a JSON scalar, a list or "
-            f"one of the tags {', '.join(_TAGS)}"
+            f"one of the tags {', '.join(_DECODERS)}"
         )
     ((tag, content),) = value.items()
     return _DECODERS[tag](content, defined, depth + 1)
