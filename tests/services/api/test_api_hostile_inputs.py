@@ -3,7 +3,9 @@ never an HTTP 500 and never the masked "Unexpected error"."""
 
 from __future__ import annotations
 
+import gc
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +26,8 @@ mutation($input: SubmitEvaluationInput!) {
     ... on InvalidManifest { problems }
   }
 }"""
+# CPU seconds a refusal may take: far above the ~0.02 s one takes, far below an expansion.
+REFUSAL_CPU_S = 2.0
 QUICK = {"model": "resnet18", "framework": "null", "settings": {"minDurationS": 0.3}}
 
 
@@ -170,20 +174,29 @@ def test_hostile_input_gets_a_named_json_refusal(
     token = api.token("alice")
     # CPU seconds of this process (the app runs in it): a busy neighbour cannot inflate
     # them as it does wall time, and an input expanded or executed would use far more.
-    start = time.process_time()
-    response = api.client.post(
-        "/graphql",
-        content=make(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    elapsed = time.process_time() - start
+    # They also count this process's other threads and a collection of its whole heap,
+    # which in the full suite once took 3 s around one cheap refusal: collect first, and
+    # keep the best of three tries (an expanded input is slow every time).
+    gc.collect()
+    tries: list[float] = []
+    for _ in range(3):
+        start = time.process_time()
+        response = api.client.post(
+            "/graphql",
+            content=make(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        tries.append(time.process_time() - start)
+        if tries[-1] < REFUSAL_CPU_S:
+            break
     assert response.status_code in (200, 400, 413), (name, response.status_code, response.text)
     answer = response.json()
     text = json.dumps(answer, ensure_ascii=False)
     assert MASKED_MESSAGE not in text, (name, text)
     assert any(words in string for string in strings_in(answer)), (name, text[:600])
     # Refused before anything expensive: no expansion, no execution.
-    assert elapsed < 2.0, (name, elapsed)
+    threads = [t.name for t in threading.enumerate()]
+    assert min(tries) < REFUSAL_CPU_S, (name, tries, "threads:", threads)
     assert api.publisher.sent == [], name
 
 
