@@ -103,7 +103,7 @@ def _over_budget(name: str, full: tuple[int, int], scaled: tuple[int, int], budg
     )
 
 
-def _dct_denominator(full_h: int, full_w: int, resize: ResizeStep | None) -> int:
+def dct_denominator(full_h: int, full_w: int, resize: ResizeStep | None) -> int:
     """N of the 1/N scale (8, 4, 2 or 1) to decode a JPEG at before ``resize``: Pillow's
     draft rule for a draft of DRAFT_MARGIN times the target (the largest N that leaves
     the image at least that large), which the reference mode uses, so both modes decode
@@ -135,7 +135,7 @@ def _decode_jpeg_fast(
     except ValueError as exc:
         raise DecodeError(name, f"cannot decode image: {error_text(exc, DECODING)}") from exc
     _check_bounds(name, bounds, full_w, full_h)
-    denominator = _dct_denominator(full_h, full_w, resize)
+    denominator = dct_denominator(full_h, full_w, resize)
     scaled_h, scaled_w = -(-full_h // denominator), -(-full_w // denominator)
     _over_budget(name, (full_w, full_h), (scaled_w, scaled_h), max_pixels)
     colorspace = {"RGB": "RGB", "BGR": "BGR", "L": "GRAY"}[step.color_mode]
