@@ -153,8 +153,8 @@ def submit(
     session.add_all(evaluations)
     # Commit before publishing: the scheduler must find the rows when the messages arrive.
     session.commit()
-    for evaluation in evaluations:
-        _publish_plan(session, publish, evaluation, request.trace_level)
+    # One plan for the lot: the scheduler plans a fan-out's or gang's members together.
+    _publish_plan(session, publish, evaluations, request.trace_level)
     if (request.fan_out or request.gang_size is not None) and group_id is not None:
         return FanOut(group_id=group_id, evaluations=evaluations)
     return evaluations[0]
@@ -253,30 +253,33 @@ def _evaluation(
 
 
 def _publish_plan(
-    session: Session, publish: Publisher, evaluation: Evaluation, trace_level: str
+    session: Session, publish: Publisher, evaluations: list[Evaluation], trace_level: str
 ) -> None:
-    """Ask the scheduler to plan a stored evaluation; a broker outage leaves it to the
-    sweeper, with a reason the client reads."""
+    """Ask the scheduler to plan stored evaluations (one submission's: one, or a group's
+    members, which it plans together from the first's message); a broker outage leaves
+    them to the sweeper, with a reason the client reads."""
+    first = evaluations[0]
     try:
-        # The root of the evaluation's trace: the scheduler's and workers' spans hang
+        # The root of the submission's trace: the scheduler's and workers' spans hang
         # below it through the context the message carries.
         with tracer().start_as_current_span("api.submit_evaluation") as span:
-            span.set_attribute("benchstack.evaluation_id", evaluation.id)
-            span.set_attribute(
-                "benchstack.model", f"{evaluation.model_name}:{evaluation.model_version}"
-            )
+            span.set_attribute("benchstack.evaluation_id", first.id)
+            span.set_attribute("benchstack.model", f"{first.model_name}:{first.model_version}")
             span.set_attribute("benchstack.trace_level", trace_level)
-            publish(queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation.id), None)
+            if first.group_id:
+                span.set_attribute("benchstack.group_id", first.group_id)
+            publish(queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=first.id), None)
     except Exception as exc:
-        # The row is the outbox: it stays QUEUED and the scheduler's sweeper publishes
-        # it once the broker is back. The client gets its id and a reason that says so.
-        log.warning("evaluation %s: publish failed (%s); left to the sweeper", evaluation.id, exc)
+        # The rows are the outbox: they stay QUEUED and the scheduler's sweeper publishes
+        # them once the broker is back. The client gets their ids and a reason that says so.
+        log.warning("evaluation %s: publish failed (%s); left to the sweeper", first.id, exc)
         broker_down = unavailable_dependency(exc) == "broker"
         cause = "broker unavailable" if broker_down else "could not publish"
-        evaluation.reason = (
-            f"{cause} at submission ({exc.__class__.__name__}); "
-            "the scheduler's sweeper dispatches it again"
-        )
+        for evaluation in evaluations:
+            evaluation.reason = (
+                f"{cause} at submission ({exc.__class__.__name__}); "
+                "the scheduler's sweeper dispatches it again"
+            )
         session.commit()
         if broker_down:
             UNAVAILABLE.labels(dependency="broker").inc()

@@ -16,15 +16,16 @@ import logging
 from typing import Any
 
 from celery import shared_task
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.core.constraints import ConstraintError
 from services.core.dispatch import PlannedShard, inference_message, run_id_for, shard_message
 from services.inference.measurement import stored_completion
 from services.preprocess.datasets import DatasetError, resolve_dataset
-from services.preprocess.shards import is_complete
-from services.scheduler.agents import find_agent, requirement_for
+from services.scheduler.agents import requirement_for
 from services.scheduler.pending import pending_inference
+from services.scheduler.plan_lookups import PlanLookups
 from services.scheduler.planner import UnmetConstraint, plan_shards
 from services.workloads import workload_named
 from shared import queues, worker_context
@@ -32,25 +33,38 @@ from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation, Shard
 from shared.db.states import EvaluationState
 from shared.manifest import ManifestError, parse_manifest
-from shared.manifest_sections import Input
 from shared.messages import EvaluationRequested, Message
+from shared.request_spans import EVALUATION_ATTRIBUTE
 from shared.runtime import Resources
 from shared.settings import Settings
 from shared.storage import ObjectStore
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
+from shared.tracing import tracer
 from shared.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
 
 # Messages to publish once the plan's transaction committed: (task, message, queue).
 Outbox = list[tuple[str, Message, str | None]]
+# The most members of one group planned in one transaction beside the one asked for: a
+# fan-out has one member per live agent; the rest of a larger one are planned by the
+# sweeper's re-dispatch.
+MAX_GROUP_PLANNED = 1000
 
 
 def plan(evaluation_id: str, context: WorkerContext) -> None:
     outbox: Outbox = []
     _plan(context.resources, evaluation_id, outbox)
     for task_name, message, queue in outbox:
-        context.publish(task_name, message, queue)
+        member = getattr(message, "evaluation_id", evaluation_id)
+        if member == evaluation_id:
+            context.publish(task_name, message, queue)
+            continue
+        # A member of the group planned with the one asked for: its messages go out
+        # under a span of its own, so its record holds the scheduler's part too.
+        with tracer().start_as_current_span("scheduler.plan_member") as span:
+            span.set_attribute(EVALUATION_ATTRIBUTE, member)
+            context.publish(task_name, message, queue)
 
 
 def _plan(resources: Resources, evaluation_id: str, outbox: Outbox) -> None:
@@ -71,7 +85,9 @@ def _plan(resources: Resources, evaluation_id: str, outbox: Outbox) -> None:
         elif evaluation.state == EvaluationState.AGGREGATING.value:
             _resend_completion(resources.store, session, evaluation, outbox)
         elif evaluation.state == EvaluationState.QUEUED.value:
-            _plan_queued(resources, session, evaluation, outbox)
+            lookups = PlanLookups(session, resources.settings, resources.store)
+            for queued in [evaluation, *_queued_members(session, evaluation)]:
+                _plan_queued(lookups, session, queued, outbox)
         else:
             log.info("evaluation %s is %s; nothing to plan", evaluation_id, evaluation.state)
 
@@ -94,17 +110,16 @@ def _resend_completion(
 
 
 def _plan_queued(
-    resources: Resources, session: Session, evaluation: Evaluation, outbox: Outbox
+    lookups: PlanLookups, session: Session, evaluation: Evaluation, outbox: Outbox
 ) -> None:
     """QUEUED: pick the agent's queue, then plan the dataset's shards or, for a workload
     that reads none, go straight to the run."""
-    settings = resources.settings
     try:
         need = requirement_for(evaluation)
     except ConstraintError as exc:
         evaluation_repo.fail(session, evaluation.id, str(exc))
         return
-    choice = find_agent(session, settings, need)
+    choice = lookups.find_agent(need)
     if isinstance(choice, UnmetConstraint):
         # The API found an agent at submission; none is live now (a restart, a database
         # outage that aged every heartbeat). Wait: the sweeper plans it again, and fails
@@ -115,43 +130,54 @@ def _plan_queued(
         # A workload that reads no dataset (DLBricks, training): nothing to preprocess.
         _start_without_dataset(session, evaluation, choice.queue, outbox)
         return
+    key = (evaluation.dataset, evaluation.dataset_count, evaluation.seed)
     try:
         manifest = parse_manifest(evaluation.manifest)
-        dataset = resolve_dataset(
-            evaluation.dataset,
-            count=evaluation.dataset_count,
-            seed=evaluation.seed,
-            cache_dir=settings.data_dir,
-        )
+        dataset = lookups.dataset(key)
     except (ManifestError, DatasetError) as exc:
         evaluation_repo.fail(session, evaluation.id, str(exc))
         return
     spec = manifest.inputs[0]
-    shards = plan_shards(dataset.samples, spec, shard_samples=settings.shard_samples)
-    evaluation_repo.record_dataset(
-        session,
-        spec=evaluation.dataset,
-        count=evaluation.dataset_count,
-        seed=evaluation.seed,
-        name=dataset.name,
-        sample_count=len(dataset.samples),
-        class_names=dataset.class_names,
+    spec_json = spec.model_dump(mode="json")
+    shards = lookups.shards(key, spec, spec_json)
+    lookups.record_dataset(key, dataset)
+    done = [lookups.is_complete(s.key) for s in shards]
+    _start_shards(session, evaluation, shards, done, spec_json, choice.queue, outbox)
+
+
+def _queued_members(session: Session, evaluation: Evaluation) -> list[Evaluation]:
+    """The other QUEUED evaluations of ``evaluation``'s fan-out or gang, locked: the API
+    asks for one plan per group, and the group is planned in one transaction. Rows another
+    plan holds are skipped (it plans them); at most MAX_GROUP_PLANNED, oldest first."""
+    if not evaluation.group_id:
+        return []
+    return list(
+        session.scalars(
+            select(Evaluation)
+            .where(
+                Evaluation.group_id == evaluation.group_id,
+                Evaluation.state == EvaluationState.QUEUED.value,
+                Evaluation.id != evaluation.id,
+            )
+            .order_by(Evaluation.created_at, Evaluation.id)
+            .limit(MAX_GROUP_PLANNED)
+            .with_for_update(skip_locked=True)
+        )
     )
-    _start_shards(resources.store, session, evaluation, shards, spec, choice.queue, outbox)
 
 
 def _start_shards(
-    store: ObjectStore,
     session: Session,
     evaluation: Evaluation,
     shards: list[PlannedShard],
-    spec: Input,
+    done: list[bool],
+    spec_json: dict[str, Any],
     queue: str,
     outbox: Outbox,
 ) -> None:
     """Store the planned shards, QUEUED -> PREPROCESSING, and publish those not stored
-    yet; when every one is (content-addressed, reused), straight on to RUNNING."""
-    done = [is_complete(store, s.key) for s in shards]
+    yet (``done`` says which are); when every one is (content-addressed, reused),
+    straight on to RUNNING."""
     for shard, ready in zip(shards, done, strict=True):
         session.add(
             Shard(
@@ -182,7 +208,6 @@ def _start_shards(
             keys = [s.key for s in shards]
             outbox.append((queues.RUN_INFERENCE, inference_message(evaluation, keys), queue))
         return
-    spec_json = spec.model_dump(mode="json")
     for shard, ready in zip(shards, done, strict=True):
         if not ready:
             outbox.append(

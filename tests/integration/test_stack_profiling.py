@@ -111,6 +111,9 @@ def test_framework_trace_runs_from_the_submission_to_the_layers_in_one_trace(
                 "scenario": "single-stream",
                 "settings": {"minDurationS": 0.3},
                 "samples": 8,
+                # A seed of its own: shards another test stored under the same key would be
+                # reused, and the trace would then rightly hold no preprocess.shard span.
+                "seed": 4242,
                 "traceLevel": "FRAMEWORK",
             }
         },

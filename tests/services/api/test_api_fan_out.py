@@ -57,7 +57,9 @@ def test_fan_out_makes_one_pinned_evaluation_per_matching_agent(api: Api) -> Non
     assert comparison["__typename"] == "Comparison", comparison
     assert {(r["agentId"], r["threads"]) for r in comparison["rows"]} == {(one, 1), (two, 2)}
     assert {r["state"] for r in comparison["rows"]} == {"QUEUED"} and not comparison["done"]
-    assert len(api.publisher.sent) == 2  # one plan message per evaluation
+    # One plan message for the group: the scheduler plans its members together.
+    members = {r["evaluationId"] for r in comparison["rows"]}
+    assert len(api.publisher.sent) == 1 and api.publisher.sent[0][1]["evaluation_id"] in members
     again = api.data(token, COMPARE, {"id": comparison["id"]})["compare"]
     assert sorted(r["threads"] for r in again["rows"]) == [1, 2]
     # Someone else's comparison is indistinguishable from a missing one.
