@@ -159,7 +159,11 @@ def broker_identity(app: Celery) -> str:
 def send(app: Celery, task_name: str, message: Message, *, queue: str | None = None) -> None:
     """Publish one message; the payload is the message's JSON, the only argument."""
     options: dict[str, Any] = {"queue": queue} if queue else {}
-    app.send_task(task_name, args=[message.to_json()], **options)
+    # What the workers' logs show of the arguments: Celery would otherwise write a repr
+    # of the whole payload for each message (a third of a publish's time).
+    evaluation_id = getattr(message, "evaluation_id", "")
+    shown = f"({type(message).__name__} {evaluation_id})"
+    app.send_task(task_name, args=[message.to_json()], argsrepr=shown, kwargsrepr="{}", **options)
 
 
 def publisher(app: Celery) -> Publisher:

@@ -73,21 +73,25 @@ def route(chosen: Sequence[AgentView], live: Sequence[AgentView]) -> str:
     return first.direct_queue or host_queue(first.queue, first.hostname)
 
 
+def _seen(agents: Sequence[AgentView]) -> str:
+    # Only for a miss's message: built per match, it was a third of a fan-out member's plan.
+    return ", ".join(sorted({f"{a.framework}/{a.device}@{a.hostname}" for a in agents})) or "none"
+
+
 def match_agent(agents: Sequence[AgentView], need: Requirement) -> AgentChoice | UnmetConstraint:
     """Narrow live agents constraint by constraint, so a miss names the first unmet one."""
-    seen = ", ".join(sorted({f"{a.framework}/{a.device}@{a.hostname}" for a in agents})) or "none"
     candidates = [a for a in agents if a.framework == need.framework]
     if not candidates:
         return UnmetConstraint(
             "framework",
-            f"framework: no live agent runs {need.framework!r} (live agents: {seen})",
+            f"framework: no live agent runs {need.framework!r} (live agents: {_seen(agents)})",
         )
     candidates = [a for a in candidates if a.device == need.device]
     if not candidates:
         return UnmetConstraint(
             "device",
             f"device: no live {need.framework} agent on device {need.device!r} "
-            f"(live agents: {seen})",
+            f"(live agents: {_seen(agents)})",
         )
     for term in need.terms:
         narrowed = [a for a in candidates if term.holds(a)]

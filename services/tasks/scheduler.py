@@ -86,8 +86,11 @@ def _plan(resources: Resources, evaluation_id: str, outbox: Outbox) -> None:
             _resend_completion(resources.store, session, evaluation, outbox)
         elif evaluation.state == EvaluationState.QUEUED.value:
             lookups = PlanLookups(session, resources.settings, resources.store)
-            for queued in [evaluation, *_queued_members(session, evaluation)]:
+            members = [evaluation, *_queued_members(session, evaluation)]
+            for queued in members:
                 _plan_queued(lookups, session, queued, outbox)
+            if len(members) > 1:
+                log.info("group %s: planned %d members together", evaluation.group_id, len(members))
         else:
             log.info("evaluation %s is %s; nothing to plan", evaluation_id, evaluation.state)
 
@@ -128,7 +131,7 @@ def _plan_queued(
         return
     if not workload_named(evaluation.workload).needs_dataset:
         # A workload that reads no dataset (DLBricks, training): nothing to preprocess.
-        _start_without_dataset(session, evaluation, choice.queue, outbox)
+        _start_without_dataset(evaluation, choice.queue, outbox)
         return
     key = (evaluation.dataset, evaluation.dataset_count, evaluation.seed)
     try:
@@ -190,21 +193,18 @@ def _start_shards(
             )
         )
     evaluation.run_id = evaluation.run_id or run_id_for(evaluation.id)
-    evaluation.queue = queue
-    if not evaluation_repo.transition(
-        session,
-        evaluation.id,
+    # The row is locked (by _plan): the changes go out with the group's others at commit.
+    if not evaluation_repo.transition_locked(
+        evaluation,
         EvaluationState.PREPROCESSING,
         shards_total=len(shards),
         shards_ready=sum(done),
         preprocess_reused=all(done),
         queue=queue,
-        run_id=evaluation.run_id,
     ):
-        return  # cancelled meanwhile
-    session.flush()
+        return
     if all(done):
-        if evaluation_repo.transition(session, evaluation.id, EvaluationState.RUNNING):
+        if evaluation_repo.transition_locked(evaluation, EvaluationState.RUNNING):
             keys = [s.key for s in shards]
             outbox.append((queues.RUN_INFERENCE, inference_message(evaluation, keys), queue))
         return
@@ -216,24 +216,16 @@ def _start_shards(
 
 
 def _start_without_dataset(
-    session: Session,
     evaluation: Evaluation,
     queue: str,
     outbox: Outbox,
 ) -> None:
     """QUEUED -> PREPROCESSING (no shards) -> RUNNING, and RunInference to the agent."""
     evaluation.run_id = evaluation.run_id or run_id_for(evaluation.id)
-    evaluation.queue = queue
-    moved = evaluation_repo.transition(
-        session,
-        evaluation.id,
-        EvaluationState.PREPROCESSING,
-        shards_total=0,
-        shards_ready=0,
-        queue=queue,
-        run_id=evaluation.run_id,
+    moved = evaluation_repo.transition_locked(
+        evaluation, EvaluationState.PREPROCESSING, shards_total=0, shards_ready=0, queue=queue
     )
-    if moved and evaluation_repo.transition(session, evaluation.id, EvaluationState.RUNNING):
+    if moved and evaluation_repo.transition_locked(evaluation, EvaluationState.RUNNING):
         outbox.append((queues.RUN_INFERENCE, inference_message(evaluation, []), queue))
 
 

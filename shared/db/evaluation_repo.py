@@ -40,6 +40,32 @@ def transition(
     allowed = allowed_sources(target)
     if sources is not None:
         allowed = allowed & sources
+    result = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state.in_([s.value for s in allowed]),
+            *where,
+        )
+        .values(**_changes(target, reason, values))
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def transition_locked(evaluation: Evaluation, target: EvaluationState, **values: Any) -> bool:
+    """``transition`` for a row this session holds ``FOR UPDATE`` (a plan's): nobody else
+    can change it, so the state machine is checked against the loaded row, and the change
+    is flushed with the session's others. A fan-out's 200 members then cost one batched
+    UPDATE, not 200 round trips (benchmarks/scale.py)."""
+    if EvaluationState(evaluation.state) not in allowed_sources(target):
+        return False
+    for column, value in _changes(target, "", values).items():
+        setattr(evaluation, column, value)
+    return True
+
+
+def _changes(target: EvaluationState, reason: str, values: dict[str, Any]) -> dict[str, Any]:
     now = utcnow()
     changes: dict[str, Any] = {"state": target.value, "updated_at": now, **values}
     if reason:
@@ -50,17 +76,7 @@ def transition(
         changes["reason"] = ""
     if target in FINAL_STATES:
         changes["finished_at"] = now
-    result = session.execute(
-        update(Evaluation)
-        .where(
-            Evaluation.id == evaluation_id,
-            Evaluation.state.in_([s.value for s in allowed]),
-            *where,
-        )
-        .values(**changes)
-        .execution_options(synchronize_session=False)
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return changes
 
 
 def fail(session: Session, evaluation_id: str, reason: str) -> bool:

@@ -111,6 +111,27 @@ def test_final_states_stick(sqlite_url: str) -> None:
         assert tuple(row) == ("FAILED", "preprocess: broken image")
 
 
+
+def test_a_locked_transition_keeps_the_state_machine_and_clears_the_reason(
+    sqlite_url: str,
+) -> None:
+    evaluation_id = _evaluation(sqlite_url, shards=1)
+    with session_scope(sqlite_url) as session:
+        row = session.get(Evaluation, evaluation_id, with_for_update=True)
+        assert row is not None
+        row.reason = "PREPROCESSING without progress; re-dispatched"
+        assert not evaluation_repo.transition_locked(row, EvaluationState.QUEUED)
+        assert row.state == "PREPROCESSING"
+        assert evaluation_repo.transition_locked(row, EvaluationState.RUNNING, shards_ready=1)
+    with session_scope(sqlite_url) as session:
+        stored = session.get(Evaluation, evaluation_id)
+        assert stored is not None
+        assert (stored.state, stored.shards_ready, stored.reason) == ("RUNNING", 1, "")
+        assert evaluation_repo.transition_locked(stored, EvaluationState.CANCELLED)
+        assert stored.finished_at is not None
+        assert not evaluation_repo.transition_locked(stored, EvaluationState.RUNNING)
+
+
 def head_revision() -> str | None:
     """The newest migration in the code, whatever its number."""
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
