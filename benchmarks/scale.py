@@ -81,6 +81,7 @@ class Submitted:
     sent_at: float  # time.time() as the request left
     ids: list[str]
     fan_out: bool = False
+    answered_at: float = 0.0  # time.time() as the API's answer arrived
 
 
 @dataclass
@@ -199,10 +200,10 @@ async def submit_all(
                 if result is None:
                     refused.append(response.text[:300])
                 elif result["__typename"] == "Evaluation":
-                    accepted.append(Submitted(sent_at, [result["id"]]))
+                    accepted.append(Submitted(sent_at, [result["id"]], False, time.time()))
                 elif result["__typename"] == "Comparison":
                     ids = [row["evaluationId"] for row in result["rows"]]
-                    accepted.append(Submitted(sent_at, ids, fan_out=True))
+                    accepted.append(Submitted(sent_at, ids, True, time.time()))
                 else:
                     refused.append(str(result))
 
@@ -320,6 +321,9 @@ class Outcome:
     submit_s: float
     latencies: list[float]
     fan_out_latencies: list[float]
+    # Per request: from sending it to the API's answer (the rows stored, the plan asked).
+    answer_latencies: list[float]
+    fan_out_answer_latencies: list[float]
     lost: int
     duplicated: int
     stuck: int
@@ -439,6 +443,8 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
             submit_s=submit_s,
             latencies=judged["latencies"],
             fan_out_latencies=judged["fan_out_latencies"],
+            answer_latencies=[s.answered_at - s.sent_at for s in accepted if not s.fan_out],
+            fan_out_answer_latencies=[s.answered_at - s.sent_at for s in accepted if s.fan_out],
             lost=judged["lost"],
             duplicated=judged["duplicated"],
             stuck=judged["stuck"],
@@ -501,11 +507,11 @@ def pool_bound(services: list[ServiceSpec], agent_processes: int, api_workers: i
     return processes * 2 * per_engine + api_workers * 2 * BLOCKING_THREADS
 
 
-def _p50_p99(values: list[float]) -> str:
+def _p50_p99(values: list[float], of: str = "evaluations") -> str:
     if not values:
         return "none"
     p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
-    return f"{p50 * 1000:.0f} ms / {p99 * 1000:.0f} ms ({len(values)} evaluations)"
+    return f"{p50 * 1000:.0f} ms / {p99 * 1000:.0f} ms ({len(values)} {of})"
 
 
 def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
@@ -551,6 +557,8 @@ def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
             f"p99 < {DISPATCH_P99_TARGET_S:g} s: {verdict(p99 < DISPATCH_P99_TARGET_S)}",
         ),
         ("  of fan-outs' members", _p50_p99(outcome.fan_out_latencies), ""),
+        ("API's answer p50 / p99", _p50_p99(outcome.answer_latencies, "requests"), ""),
+        ("  to a fan-out", _p50_p99(outcome.fan_out_answer_latencies, "requests"), ""),
         (
             "sweeper pass (during run)",
             f"median {percentile(sweeps, 0.5) * 1000:.0f} ms, max {max(sweeps) * 1000:.0f} ms "

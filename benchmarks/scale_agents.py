@@ -6,7 +6,9 @@ framework's shared queue, its host queue and its direct queue; the hardware and 
 this machine describes), and the process heartbeats all of its identities in one UPDATE
 every ``--heartbeat`` seconds (the batched heartbeat: connections and statements grow
 with processes, not agents). One kombu consumer per process takes RunInference messages
-from every queue its identities consume, then does what ``services/tasks/inference``
+from every queue its identities consume and hands each to its identity (a shared queue's
+to the identity with the least work), which, on a thread of its own, one run at a time
+as an agent runs them, does what ``services/tasks/inference``
 does around a measurement, through the same functions: mark the agent busy, claim the
 run (``evaluation_repo.claim_run``), store ``measurement.json`` under the attempt's
 prefix (``measurement.store_attempt``), RUNNING -> AGGREGATING
@@ -18,7 +20,9 @@ a warning that says it was simulated. No LoadGen and no measurement child run he
 these figures are the control plane's, never inference's.
 
 Each message received is written as one JSON line to ``--out``: the evaluation, the
-agent, the queue, when it was consumed (Unix seconds) and whether this delivery claimed
+agent, the queue, when it was consumed (Unix seconds: when its identity started on it,
+as a real agent takes a message when it is free; not when this process's consumer
+received it, which would hide an identity's queue) and whether this delivery claimed
 the run. The process stops when ``--stop-file`` appears or on SIGTERM, marking its
 agents stopped.
 """
@@ -33,6 +37,7 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,7 +142,10 @@ class SimulatedRuns:
         self.app = make_celery(self.resources.settings)
         self.publish = publisher(self.app)
         self._out = out.open("a", buffering=1)
-        self._next = 0  # round robin over identities for the shared queue's messages
+        self._lock = threading.Lock()
+        # One thread per identity: an agent runs one evaluation at a time.
+        self._runners = {a: ThreadPoolExecutor(1, thread_name_prefix=a.hostname) for a in agents}
+        self._pending = dict.fromkeys(agents, 0)  # runs handed to each identity, not done
 
     def consumer_queues(self) -> list[Queue]:
         names = {self.agents[0].queue}
@@ -150,22 +158,29 @@ class SimulatedRuns:
         agent = self.by_queue.get(queue)
         if agent is not None:
             return agent
-        self._next = (self._next + 1) % len(self.agents)
-        return self.agents[self._next]
+        with self._lock:
+            return min(self.agents, key=lambda a: self._pending[a])
 
     def on_message(self, body: Any, message: KombuMessage) -> None:
-        consumed_at = time.time()
+        """Hand the message to its identity's thread. Acked at once: the consumer is
+        this process's, the runs its identities', each on a thread of its own (a real
+        agent acks late; none of these dies mid-run)."""
         queue = str(message.delivery_info.get("routing_key") or "")
         agent = self._agent_for(queue)
         payload = body[0][0] if isinstance(body, list) else body
+        message.ack()
+        with self._lock:
+            self._pending[agent] += 1
+        self._runners[agent].submit(self._take, payload, agent, queue)
+
+    def _take(self, payload: Any, agent: Identity, queue: str) -> None:
+        consumed_at = time.time()
         claimed = False
         evaluation_id = str(payload.get("evaluation_id", "")) if isinstance(payload, dict) else ""
         try:
             claimed = self.run(RunInference.model_validate(payload), agent)
         except Exception:
             log.exception("simulated run of %s failed", evaluation_id)
-        finally:
-            message.ack()
         record = {
             "evaluation_id": evaluation_id,
             "agent_id": agent.agent_id,
@@ -173,7 +188,9 @@ class SimulatedRuns:
             "consumed_at": consumed_at,
             "claimed": claimed,
         }
-        self._out.write(json.dumps(record) + "\n")
+        with self._lock:
+            self._pending[agent] -= 1
+            self._out.write(json.dumps(record) + "\n")
 
     def run(self, message: RunInference, agent: Identity) -> bool:
         resources, settings = self.resources, self.resources.settings
@@ -206,10 +223,17 @@ class SimulatedRuns:
         return Measurement.from_dict(document)
 
     def close(self) -> None:
+        for runner in self._runners.values():
+            runner.shutdown(wait=True)
         self._out.close()
 
 
 def serve(args: argparse.Namespace) -> None:
+    # The agents stand for other machines: the CPU their side of a run takes here (the
+    # claim, the store, the publish) is not the control plane's host's. At the lowest
+    # priority they take what the API, scheduler and aggregator leave, rather than take
+    # turns with them; the load they put on Postgres and Redis is still all real.
+    os.nice(args.nice)
     agents = identities(args.first, args.count, os.getpid())
     template = json.loads(Path(args.template).read_text())
     template.pop("log_keys", None)
@@ -253,6 +277,9 @@ def main() -> None:
     parser.add_argument("--stop-file", required=True)
     parser.add_argument("--heartbeat", type=float, default=1.0)
     parser.add_argument("--prefetch", type=int, default=4)
+    parser.add_argument(
+        "--nice", type=int, default=19, help="niceness added to this process (0: none)"
+    )
     args = parser.parse_args()
     if args.count < 1:
         parser.error(f"--count: at least 1, got {args.count}")
