@@ -321,6 +321,7 @@ class Outcome:
     submit_s: float
     latencies: list[float]
     fan_out_latencies: list[float]
+    plain_latencies: list[float]
     # Per request: from sending it to the API's answer (the rows stored, the plan asked).
     answer_latencies: list[float]
     fan_out_answer_latencies: list[float]
@@ -366,9 +367,15 @@ def judge(stack: EphemeralStack, accepted: list[Submitted], work: Path) -> dict[
         for i, t in sent_at.items()
         if i in first_consumed and i in in_fan_outs
     ]
+    plain_latencies = [
+        first_consumed[i] - t
+        for i, t in sent_at.items()
+        if i in first_consumed and i not in in_fan_outs
+    ]
     return {
         "latencies": latencies,
         "fan_out_latencies": fan_out_latencies,
+        "plain_latencies": plain_latencies,
         "lost": sum(1 for i in sent_at if i not in states),
         "duplicated": sum(
             max(0, runs.get(i, 0) - 1) + max(0, claims.get(i, 0) - 1) for i in sent_at
@@ -443,6 +450,7 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
             submit_s=submit_s,
             latencies=judged["latencies"],
             fan_out_latencies=judged["fan_out_latencies"],
+            plain_latencies=judged["plain_latencies"],
             answer_latencies=[s.answered_at - s.sent_at for s in accepted if not s.fan_out],
             fan_out_answer_latencies=[s.answered_at - s.sent_at for s in accepted if s.fan_out],
             lost=judged["lost"],
@@ -557,6 +565,7 @@ def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
             f"p99 < {DISPATCH_P99_TARGET_S:g} s: {verdict(p99 < DISPATCH_P99_TARGET_S)}",
         ),
         ("  of fan-outs' members", _p50_p99(outcome.fan_out_latencies), ""),
+        ("  of plain submissions", _p50_p99(outcome.plain_latencies), ""),
         ("API's answer p50 / p99", _p50_p99(outcome.answer_latencies, "requests"), ""),
         ("  to a fan-out", _p50_p99(outcome.fan_out_answer_latencies, "requests"), ""),
         (
