@@ -140,15 +140,22 @@ def test_real_loadgen_run_gets_a_verdict(growth: float, verdict: str, tmp_path: 
     # Offline planned for 4000 samples/s x 0.5 s = 500 batches of 4 (a given target QPS
     # means no calibration probe, whose calls would also slow the backend down); growing
     # by 0.02 ms a call from 1 ms, the last batches take several times the first.
-    outcome = execute_run(
-        manifest=resolve_model("tests/fixtures/tiny_cnn.yaml"),
-        backend=SlowingDown(growth),
-        scenario=ScenarioConfig(scenario="offline", min_duration_s=0.5, target_qps=4000),
-        batch_size=4,
-        log_dir=tmp_path,
-        tensors=np.zeros((16, 1, 32, 32), np.float32),
-    )
-    assert outcome.stability is not None
+    # The steady backend's 1 ms sleeps are the host's to keep: in the whole suite a busy
+    # moment once made one window 17.6 % slower. It gets three tries, the slowing one one:
+    # a judge that calls a steady run UNSTABLE every time still fails, and one that calls
+    # a slowing run STABLE fails at once.
+    for attempt in range(3 if verdict == "STABLE" else 1):
+        outcome = execute_run(
+            manifest=resolve_model("tests/fixtures/tiny_cnn.yaml"),
+            backend=SlowingDown(growth),
+            scenario=ScenarioConfig(scenario="offline", min_duration_s=0.5, target_qps=4000),
+            batch_size=4,
+            log_dir=tmp_path / str(attempt),
+            tensors=np.zeros((16, 1, 32, 32), np.float32),
+        )
+        assert outcome.stability is not None
+        if outcome.stability.verdict == verdict:
+            break
     assert outcome.stability.verdict == verdict, outcome.stability.reasons
     assert sum(w.samples for w in outcome.stability.windows) == outcome.report.sample_count
     assert "sut_completions_ns.npy" in outcome.log_files
