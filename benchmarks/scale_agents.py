@@ -20,9 +20,9 @@ a warning that says it was simulated. No LoadGen and no measurement child run he
 these figures are the control plane's, never inference's.
 
 Each message received is written as one JSON line to ``--out``: the evaluation, the
-agent, the queue, when it was consumed (Unix seconds: when its identity started on it,
-as a real agent takes a message when it is free; not when this process's consumer
-received it, which would hide an identity's queue) and whether this delivery claimed
+agent, the queue, when it was consumed (Unix seconds: when this process received it, or
+when its identity finished its previous run if that ended later, as an agent on a
+machine of its own takes a message when it is free) and whether this delivery claimed
 the run. The process stops when ``--stop-file`` appears or on SIGTERM, marking its
 agents stopped.
 """
@@ -146,6 +146,7 @@ class SimulatedRuns:
         # One thread per identity: an agent runs one evaluation at a time.
         self._runners = {a: ThreadPoolExecutor(1, thread_name_prefix=a.hostname) for a in agents}
         self._pending = dict.fromkeys(agents, 0)  # runs handed to each identity, not done
+        self._free_at = dict.fromkeys(agents, 0.0)  # when each identity's last run ended
 
     def consumer_queues(self) -> list[Queue]:
         names = {self.agents[0].queue}
@@ -165,16 +166,20 @@ class SimulatedRuns:
         """Hand the message to its identity's thread. Acked at once: the consumer is
         this process's, the runs its identities', each on a thread of its own (a real
         agent acks late; none of these dies mid-run)."""
+        delivered_at = time.time()
         queue = str(message.delivery_info.get("routing_key") or "")
         agent = self._agent_for(queue)
         payload = body[0][0] if isinstance(body, list) else body
         message.ack()
         with self._lock:
             self._pending[agent] += 1
-        self._runners[agent].submit(self._take, payload, agent, queue)
+        self._runners[agent].submit(self._take, payload, agent, queue, delivered_at)
 
-    def _take(self, payload: Any, agent: Identity, queue: str) -> None:
-        consumed_at = time.time()
+    def _take(self, payload: Any, agent: Identity, queue: str, delivered_at: float) -> None:
+        # Taken when delivered, or when the identity finished its previous run if it was
+        # busy: as an agent on a machine of its own takes it. Not when this thread got
+        # the GIL from 24 others (the simulation's cost, not the control plane's).
+        consumed_at = max(delivered_at, self._free_at[agent])
         claimed = False
         evaluation_id = str(payload.get("evaluation_id", "")) if isinstance(payload, dict) else ""
         try:
@@ -190,6 +195,7 @@ class SimulatedRuns:
         }
         with self._lock:
             self._pending[agent] -= 1
+            self._free_at[agent] = time.time()
             self._out.write(json.dumps(record) + "\n")
 
     def run(self, message: RunInference, agent: Identity) -> bool:
