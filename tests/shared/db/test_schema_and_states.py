@@ -111,7 +111,6 @@ def test_final_states_stick(sqlite_url: str) -> None:
         assert tuple(row) == ("FAILED", "preprocess: broken image")
 
 
-
 def test_a_locked_transition_keeps_the_state_machine_and_clears_the_reason(
     sqlite_url: str,
 ) -> None:
