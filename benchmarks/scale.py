@@ -200,10 +200,10 @@ async def submit_all(
                 if result is None:
                     refused.append(response.text[:300])
                 elif result["__typename"] == "Evaluation":
-                    accepted.append(Submitted(sent_at, [result["id"]], False, time.time()))
+                    accepted.append(Submitted(sent_at, [result["id"]], answered_at=time.time()))
                 elif result["__typename"] == "Comparison":
                     ids = [row["evaluationId"] for row in result["rows"]]
-                    accepted.append(Submitted(sent_at, ids, True, time.time()))
+                    accepted.append(Submitted(sent_at, ids, fan_out=True, answered_at=time.time()))
                 else:
                     refused.append(str(result))
 

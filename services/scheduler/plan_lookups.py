@@ -9,9 +9,7 @@ dataset may change and agents come and go between plans.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -73,10 +71,9 @@ class PlanLookups:
         )
         self._recorded.add(key)
 
-    def shards(self, key: DatasetKey, spec: Input, spec_json: dict[str, Any]) -> list[PlannedShard]:
-        """The dataset's shards for this input spec (``spec_json`` is its JSON form, the
-        part of the cache key that says which steps run)."""
-        cache_key = (key, json.dumps(spec_json, sort_keys=True))
+    def shards(self, key: DatasetKey, spec: Input) -> list[PlannedShard]:
+        """The dataset's shards for this input spec (its steps are part of each key)."""
+        cache_key = (key, spec.model_dump_json())
         if cache_key not in self._shards:
             self._shards[cache_key] = split_into_shards(
                 self.dataset(key).samples, spec, shard_samples=self.settings.shard_samples

@@ -59,10 +59,12 @@ PUBLISH_THREADS = 8
 def plan(evaluation_id: str, context: WorkerContext) -> None:
     outbox: Outbox = []
     _plan(context.resources, evaluation_id, outbox)
-    members = [item for item in outbox if _member(item, evaluation_id) != evaluation_id]
+    members: Outbox = []
     for item in outbox:
         if _member(item, evaluation_id) == evaluation_id:
             context.publish(*item)
+        else:
+            members.append(item)
     if members:
         _publish_members(context, members, evaluation_id)
 
@@ -168,10 +170,10 @@ def _plan_queued(
         evaluation_repo.fail(session, evaluation.id, str(exc))
         return
     spec = manifest.inputs[0]
-    spec_json = spec.model_dump(mode="json")
-    shards = lookups.shards(key, spec, spec_json)
+    shards = lookups.shards(key, spec)
     lookups.record_dataset(key, dataset)
     done = [lookups.is_complete(s.key) for s in shards]
+    spec_json = spec.model_dump(mode="json")
     _start_shards(session, evaluation, shards, done, spec_json, choice.queue, outbox)
 
 

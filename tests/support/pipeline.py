@@ -14,11 +14,13 @@ from sqlalchemy import func, select
 
 from services.api.auth import get_or_create_user
 from services.api.group_steps import group_steps
+from services.api.rejections import Rejection
 from services.api.submission import submit
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import FanOut, SubmitRequest
 from services.tasks import preprocess as preprocess_tasks
 from services.tasks import scheduler as scheduler_tasks
 from shared import queues, runtime, worker_context
+from shared.celery_app import Publisher
 from shared.db import evaluation_repo, worker_repo
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -93,25 +95,35 @@ def outbox_fixture(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         runtime.reset()
 
 
-def submit_quick(seed: int = 7) -> str:
+def submit_request(
+    request: SubmitRequest, publish: Publisher | None = None
+) -> Evaluation | FanOut | Rejection:
+    """``submit`` as the API calls it, by one user, over the embedded stores; what the
+    API would publish goes to ``publish`` (dropped when None)."""
     with runtime.db() as session:
         owner = get_or_create_user(session, "redelivery")
         session.flush()
-        result = submit(
+        return submit(
             session,
             runtime.settings(),
-            lambda *_: None,
+            publish or (lambda *_: None),
             owner_id=owner.id,
-            request=SubmitRequest(
-                model="resnet18",
-                framework="null",
-                settings={"minDurationS": 0.2, "targetQps": 2000},
-                samples=16,
-                seed=seed,
-            ),
+            request=request,
         )
-        assert isinstance(result, Evaluation), result
-        return result.id
+
+
+def submit_quick(seed: int = 7) -> str:
+    result = submit_request(
+        SubmitRequest(
+            model="resnet18",
+            framework="null",
+            settings={"minDurationS": 0.2, "targetQps": 2000},
+            samples=16,
+            seed=seed,
+        )
+    )
+    assert isinstance(result, Evaluation), result
+    return str(result.id)
 
 
 def evaluation_row(evaluation_id: str) -> Evaluation:

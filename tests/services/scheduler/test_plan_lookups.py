@@ -6,35 +6,27 @@ from typing import Any
 
 import pytest
 
-from services.api.auth import get_or_create_user
-from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest
 from services.scheduler import plan_lookups
 from services.tasks import scheduler as scheduler_tasks
-from shared import queues, runtime
+from shared import queues
 from shared.db.states import EvaluationState
-from tests.support.pipeline import AGENT, OTHER_AGENT, Outbox, evaluation_row
+from tests.support.pipeline import AGENT, OTHER_AGENT, Outbox, evaluation_row, submit_request
 
 
 def submit_fan_out(published: list[tuple[str, Any, str | None]]) -> list[str]:
-    with runtime.db() as session:
-        owner = get_or_create_user(session, "fan-out")
-        session.flush()
-        result = submit(
-            session,
-            runtime.settings(),
-            lambda *message: published.append(message),
-            owner_id=owner.id,
-            request=SubmitRequest(
-                model="resnet18",
-                framework="null",
-                settings={"minDurationS": 0.2},
-                samples=16,
-                fan_out=True,
-            ),
-        )
-        assert isinstance(result, FanOut), result
-        return [e.id for e in result.evaluations]
+    result = submit_request(
+        SubmitRequest(
+            model="resnet18",
+            framework="null",
+            settings={"minDurationS": 0.2},
+            samples=16,
+            fan_out=True,
+        ),
+        lambda *message: published.append(message),
+    )
+    assert isinstance(result, FanOut), result
+    return [e.id for e in result.evaluations]
 
 
 def counted(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
