@@ -54,10 +54,19 @@ from sqlalchemy import text
 
 from services.api.auth import create_token
 from services.stack.manager import ServiceSpec, Stack, default_services
+from shared import queues
 from shared.db.session import session_scope
 from tests.support.ephemeral import EphemeralStack
 
 AGENTS_SCRIPT = Path(__file__).with_name("scale_agents.py")
+# Each simulated agents' process shares one pool of this size between its identities (a
+# real agent runs one evaluation at a time and holds a connection or two): the server's
+# 100 connections are the stack's, not 25 threads' each.
+AGENT_POOL_SIZE = 5
+AGENT_POOL_ENV = {
+    "BENCHSTACK_DATABASE_POOL_SIZE": str(AGENT_POOL_SIZE),
+    "BENCHSTACK_DATABASE_MAX_OVERFLOW": "0",
+}
 SUBMIT = """mutation($input: SubmitEvaluationInput!) { submitEvaluation(input: $input) {
   __typename ... on Evaluation { id } ... on Comparison { rows { evaluationId } }
   ... on UserError { message } } }"""
@@ -145,7 +154,7 @@ def start_agents(
             f"--heartbeat={stack.heartbeat_s}",
         ]
         log = (work / f"agents-{index}.log").open("wb")
-        env = {**os.environ, **stack.env()}
+        env = {**os.environ, **stack.env(), **AGENT_POOL_ENV}
         started.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log))
     deadline = time.monotonic() + 120
     while not all((work / f"ready-{i}").exists() for i in range(len(started))):
@@ -322,6 +331,7 @@ class Outcome:
     latencies: list[float]
     fan_out_latencies: list[float]
     plain_latencies: list[float]
+    parts: dict[str, list[float]]  # dispatch latency split (judge)
     # Per request: from sending it to the API's answer (the rows stored, the plan asked).
     answer_latencies: list[float]
     fan_out_answer_latencies: list[float]
@@ -352,30 +362,54 @@ def judge(stack: EphemeralStack, accepted: list[Submitted], work: Path) -> dict[
             )
         }
         rows = {t: int(session.scalar(text(f"SELECT count(*) FROM {t}")) or 0) for t in TABLES}
-    first_consumed: dict[str, float] = {}
+        # When the scheduler's task started on each evaluation's message (its span).
+        task_started = {
+            r[0]: int(r[1]) / 1e9
+            for r in session.execute(
+                text(
+                    "SELECT evaluation_id, min(start_ns) FROM request_spans "
+                    "WHERE name = :name GROUP BY evaluation_id"
+                ),
+                {"name": queues.PLAN_EVALUATION},
+            )
+        }
+    first: dict[str, dict[str, Any]] = {}  # each evaluation's first delivery
     claims: dict[str, int] = {}
     for path in work.glob("consumed-*.jsonl"):
         for line in path.read_text().splitlines():
             record = json.loads(line)
             eid = record["evaluation_id"]
-            first_consumed[eid] = min(first_consumed.get(eid, math.inf), record["consumed_at"])
+            if eid not in first or record["consumed_at"] < first[eid]["consumed_at"]:
+                first[eid] = record
             claims[eid] = claims.get(eid, 0) + int(record["claimed"])
-    latencies = [first_consumed[i] - t for i, t in sent_at.items() if i in first_consumed]
     in_fan_outs = {i for s in accepted if s.fan_out for i in s.ids}
-    fan_out_latencies = [
-        first_consumed[i] - t
-        for i, t in sent_at.items()
-        if i in first_consumed and i in in_fan_outs
-    ]
-    plain_latencies = [
-        first_consumed[i] - t
-        for i, t in sent_at.items()
-        if i in first_consumed and i not in in_fan_outs
-    ]
+    # A fan-out's members are planned by the task its first member's message started.
+    planned_at = {
+        i: min(task_started[m] for m in s.ids if m in task_started)
+        for s in accepted
+        if any(m in task_started for m in s.ids)
+        for i in s.ids
+    }
+    dispatched = [(i, t, first[i]) for i, t in sent_at.items() if i in first]
+    latencies = [r["consumed_at"] - t for _, t, r in dispatched]
+    fan_out_latencies = [r["consumed_at"] - t for i, t, r in dispatched if i in in_fan_outs]
+    plain_latencies = [r["consumed_at"] - t for i, t, r in dispatched if i not in in_fan_outs]
+    # Where the time went: up to the scheduler's task starting (API, broker, the
+    # scheduler's queue), its plan and publish, then the broker and the agent process's
+    # receive loop, then waiting for a busy agent.
+    stamped = [(i, t, r) for i, t, r in dispatched if r.get("published_at")]
+    planned = [(t, r, planned_at[i]) for i, t, r in stamped if i in planned_at]
+    parts = {
+        "to the scheduler's task": [p - t for t, _, p in planned],
+        "scheduler's plan and publish": [r["published_at"] - p for _, r, p in planned],
+        "broker to agent process": [r["delivered_at"] - r["published_at"] for _, _, r in stamped],
+        "agent busy": [r["consumed_at"] - r["delivered_at"] for _, _, r in stamped],
+    }
     return {
         "latencies": latencies,
         "fan_out_latencies": fan_out_latencies,
         "plain_latencies": plain_latencies,
+        "parts": parts,
         "lost": sum(1 for i in sent_at if i not in states),
         "duplicated": sum(
             max(0, runs.get(i, 0) - 1) + max(0, claims.get(i, 0) - 1) for i in sent_at
@@ -451,6 +485,7 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
             latencies=judged["latencies"],
             fan_out_latencies=judged["fan_out_latencies"],
             plain_latencies=judged["plain_latencies"],
+            parts=judged["parts"],
             answer_latencies=[s.answered_at - s.sent_at for s in accepted if not s.fan_out],
             fan_out_answer_latencies=[s.answered_at - s.sent_at for s in accepted if s.fan_out],
             lost=judged["lost"],
@@ -511,8 +546,9 @@ def pool_bound(services: list[ServiceSpec], agent_processes: int, api_workers: i
     per_engine = settings.database_pool_size + settings.database_max_overflow
     workers = [s for s in services if s.name != "api"]
     # The preprocess worker: its parent and one prefork child, each with its pools.
-    processes = len(workers) + 1 + agent_processes + api_workers
-    return processes * 2 * per_engine + api_workers * 2 * BLOCKING_THREADS
+    processes = len(workers) + 1 + api_workers
+    agents = agent_processes * 2 * AGENT_POOL_SIZE
+    return processes * 2 * per_engine + api_workers * 2 * BLOCKING_THREADS + agents
 
 
 def _p50_p99(values: list[float], of: str = "evaluations") -> str:
@@ -566,6 +602,7 @@ def print_table(args: argparse.Namespace, outcome: Outcome) -> None:
         ),
         ("  of fan-outs' members", _p50_p99(outcome.fan_out_latencies), ""),
         ("  of plain submissions", _p50_p99(outcome.plain_latencies), ""),
+        *((f"  part: {name}", _p50_p99(values), "") for name, values in outcome.parts.items()),
         ("API's answer p50 / p99", _p50_p99(outcome.answer_latencies, "requests"), ""),
         ("  to a fan-out", _p50_p99(outcome.fan_out_answer_latencies, "requests"), ""),
         (
@@ -670,6 +707,10 @@ def figures(outcome: Outcome) -> dict[str, Any]:
         "fan_out_dispatch_p99_s": percentile(outcome.fan_out_latencies, 0.99)
         if outcome.fan_out_latencies
         else None,
+        "dispatch_parts_p50_p99_s": {
+            name: [percentile(v, 0.5), percentile(v, 0.99)] if v else None
+            for name, v in outcome.parts.items()
+        },
         "sweeper_pass_s": outcome.final_sweep[1],
         "sweeper_rows": outcome.final_sweep[0],
         "sweeper_passes_during_s": [s for _, s in outcome.samples.sweeps],

@@ -6,13 +6,15 @@ framework's shared queue, its host queue and its direct queue; the hardware and 
 this machine describes), and the process heartbeats all of its identities in one UPDATE
 every ``--heartbeat`` seconds (the batched heartbeat: connections and statements grow
 with processes, not agents). One kombu consumer per process takes RunInference messages
-from every queue its identities consume and hands each to its identity (a shared queue's
-to the identity with the least work), which, on a thread of its own, one run at a time
-as an agent runs them, does what ``services/tasks/inference``
-does around a measurement, through the same functions: mark the agent busy, claim the
-run (``evaluation_repo.claim_run``), store ``measurement.json`` under the attempt's
-prefix (``measurement.store_attempt``), RUNNING -> AGGREGATING
-(``evaluation_repo.complete_attempt``) and publish RunCompleted to the real aggregator.
+from every queue its identities consume and passes each to a runner child process, which
+hands it to its identity (a shared queue's to the identity with the least work). The
+consumer is alone in its process, as a real agent's receive loop is alone on its
+machine. Each identity, on a thread of its own, one run at a time as an agent runs them,
+does what ``services/tasks/inference`` does around a measurement, through the same
+functions: mark the agent busy, claim the run (``evaluation_repo.claim_run``), store
+``measurement.json`` under the attempt's prefix (``measurement.store_attempt``),
+RUNNING -> AGGREGATING (``evaluation_repo.complete_attempt``) and publish RunCompleted
+to the real aggregator.
 
 What is simulated: the measurement. Every run stores one template measurement (a real
 null-backend LoadGen run the driver made once, ``--template``) with this run's agent and
@@ -20,11 +22,11 @@ a warning that says it was simulated. No LoadGen and no measurement child run he
 these figures are the control plane's, never inference's.
 
 Each message received is written as one JSON line to ``--out``: the evaluation, the
-agent, the queue, when it was consumed (Unix seconds: when this process received it, or
-when its identity finished its previous run if that ended later, as an agent on a
-machine of its own takes a message when it is free) and whether this delivery claimed
-the run. The process stops when ``--stop-file`` appears or on SIGTERM, marking its
-agents stopped.
+agent, the queue, when it was published (the sender's header), when this process
+received it, when it was consumed (Unix seconds: when this process received it, or when
+its identity finished its previous run if that ended later, as an agent on a machine of
+its own takes a message when it is free) and whether this delivery claimed the run.
+The process stops when ``--stop-file`` appears or on SIGTERM, marking its agents stopped.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
@@ -128,6 +132,25 @@ def heartbeat_loop(agent_ids: list[str], every_s: float, stop: threading.Event) 
             log.warning("heartbeat failed", exc_info=True)
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """One RunInference as the receiving process took it off the broker."""
+
+    payload: Any
+    queue: str
+    published_at: float  # the sender's header (shared/queues.PUBLISHED_AT_HEADER)
+    delivered_at: float
+
+
+def consumer_queues(agents: list[Identity]) -> list[Queue]:
+    """Every queue the identities consume: the framework's shared queue, each host queue
+    and each direct queue, declared as Celery declares a queue it routes to by name."""
+    names = {agents[0].queue}
+    for agent in agents:
+        names |= {agent.host_queue, agent.direct_queue}
+    return [Queue(n, Exchange(n, type="direct"), routing_key=n) for n in sorted(names)]
+
+
 class SimulatedRuns:
     """Takes each RunInference as services/tasks/inference does, measuring nothing."""
 
@@ -148,13 +171,6 @@ class SimulatedRuns:
         self._pending = dict.fromkeys(agents, 0)  # runs handed to each identity, not done
         self._free_at = dict.fromkeys(agents, 0.0)  # when each identity's last run ended
 
-    def consumer_queues(self) -> list[Queue]:
-        names = {self.agents[0].queue}
-        for agent in self.agents:
-            names |= {agent.host_queue, agent.direct_queue}
-        # Declared as Celery declares a queue it routes to by name.
-        return [Queue(n, Exchange(n, type="direct"), routing_key=n) for n in sorted(names)]
-
     def _agent_for(self, queue: str) -> Identity:
         agent = self.by_queue.get(queue)
         if agent is not None:
@@ -162,25 +178,19 @@ class SimulatedRuns:
         with self._lock:
             return min(self.agents, key=lambda a: self._pending[a])
 
-    def on_message(self, body: Any, message: KombuMessage) -> None:
-        """Hand the message to its identity's thread. Acked at once: the consumer is
-        this process's, the runs its identities', each on a thread of its own (a real
-        agent acks late; none of these dies mid-run)."""
-        delivered_at = time.time()
-        queue = str(message.delivery_info.get("routing_key") or "")
-        agent = self._agent_for(queue)
-        payload = body[0][0] if isinstance(body, list) else body
-        message.ack()
+    def hand(self, delivery: Delivery) -> None:
+        """Hand a delivery to its identity's thread (a shared queue's: the least busy)."""
+        agent = self._agent_for(delivery.queue)
         with self._lock:
             self._pending[agent] += 1
-        self._runners[agent].submit(self._take, payload, agent, queue, delivered_at)
+        self._runners[agent].submit(self._take, delivery, agent)
 
-    def _take(self, payload: Any, agent: Identity, queue: str, delivered_at: float) -> None:
+    def _take(self, delivery: Delivery, agent: Identity) -> None:
         # Taken when delivered, or when the identity finished its previous run if it was
-        # busy: as an agent on a machine of its own takes it. Not when this thread got
-        # the GIL from 24 others (the simulation's cost, not the control plane's).
-        consumed_at = max(delivered_at, self._free_at[agent])
+        # busy: as an agent on a machine of its own takes it.
+        consumed_at = max(delivery.delivered_at, self._free_at[agent])
         claimed = False
+        payload = delivery.payload
         evaluation_id = str(payload.get("evaluation_id", "")) if isinstance(payload, dict) else ""
         try:
             claimed = self.run(RunInference.model_validate(payload), agent)
@@ -189,7 +199,9 @@ class SimulatedRuns:
         record = {
             "evaluation_id": evaluation_id,
             "agent_id": agent.agent_id,
-            "queue": queue,
+            "queue": delivery.queue,
+            "published_at": delivery.published_at,
+            "delivered_at": delivery.delivered_at,
             "consumed_at": consumed_at,
             "claimed": claimed,
         }
@@ -234,28 +246,89 @@ class SimulatedRuns:
         self._out.close()
 
 
-def serve(args: argparse.Namespace) -> None:
-    # The agents stand for other machines: the CPU their side of a run takes here (the
-    # claim, the store, the publish) is not the control plane's host's. At the lowest
-    # priority they take what the API, scheduler and aggregator leave, rather than take
-    # turns with them; the load they put on Postgres and Redis is still all real.
+def run_deliveries(
+    args: argparse.Namespace,
+    agents: list[Identity],
+    deliveries: Any,
+    registered: Any,
+) -> None:
+    """The runner process: registers and heartbeats the identities, runs what the
+    receiving process hands it, until it hands None (or the receiver is gone)."""
+    # The agents' runs stand for other machines' work: the CPU their side of a run takes
+    # here (the claim, the store, the publish) is not the control plane's host's. At the
+    # lowest priority they take what the API, scheduler and aggregator leave, rather than
+    # take turns with them; the load they put on Postgres and Redis is still all real.
     os.nice(args.nice)
-    agents = identities(args.first, args.count, os.getpid())
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the receiver ends this one
+    receiver = os.getppid()
     template = json.loads(Path(args.template).read_text())
     template.pop("log_keys", None)
     register(agents)
+    registered.set()
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     ids = [a.agent_id for a in agents]
     threading.Thread(target=heartbeat_loop, args=(ids, args.heartbeat, stop), daemon=True).start()
     runs = SimulatedRuns(agents, template, Path(args.out))
+    try:
+        while True:
+            try:
+                delivery = deliveries.get(timeout=1.0)
+            except queue.Empty:
+                if os.getppid() != receiver:
+                    break  # the receiver died without saying so
+                continue
+            if delivery is None:
+                break
+            runs.hand(delivery)
+    finally:
+        stop.set()
+        runs.close()
+        with runtime.db() as session:
+            evaluation_repo.mark_agents_stopped(session, ids)
+
+
+def serve(args: argparse.Namespace) -> None:
+    """Receive in this process, run in a child: the receive loop of a real agent runs on
+    a machine of its own, so here it must not wait for the GIL behind its identities'
+    runs (that wait measured 2.1 s p50 of a fan-out's dispatch, all of it simulation)."""
+    agents = identities(args.first, args.count, os.getpid())
+    # Forked before this process opens a connection or starts a thread.
+    context = multiprocessing.get_context("fork")
+    deliveries = context.Queue()
+    registered = context.Event()
+    runner = context.Process(
+        target=run_deliveries, args=(args, agents, deliveries, registered), daemon=False
+    )
+    runner.start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def on_message(body: Any, message: KombuMessage) -> None:
+        # Acked at once: the runs are the child's, one thread per identity (a real agent
+        # acks late; none of these dies mid-run).
+        delivered_at = time.time()
+        headers = message.headers or {}
+        deliveries.put(
+            Delivery(
+                payload=body[0][0] if isinstance(body, list) else body,
+                queue=str(message.delivery_info.get("routing_key") or ""),
+                published_at=float(headers.get(queues.PUBLISHED_AT_HEADER) or 0.0),
+                delivered_at=delivered_at,
+            )
+        )
+        message.ack()
+
     stop_file = Path(args.stop_file)
     try:
-        with runs.app.connection_for_read() as connection:
+        while not registered.wait(0.5):
+            if not runner.is_alive():
+                raise RuntimeError(f"the runner of {agents[0].hostname}.. exited at start")
+        app = make_celery(runtime.settings())
+        with app.connection_for_read() as connection:
             consumer = Consumer(
                 connection,
-                queues=runs.consumer_queues(),
-                callbacks=[runs.on_message],
+                queues=consumer_queues(agents),
+                callbacks=[on_message],
                 accept=["json"],
                 prefetch_count=args.prefetch,
             )
@@ -267,10 +340,8 @@ def serve(args: argparse.Namespace) -> None:
                     except TimeoutError:
                         continue
     finally:
-        stop.set()
-        runs.close()
-        with runtime.db() as session:
-            evaluation_repo.mark_agents_stopped(session, ids)
+        deliveries.put(None)
+        runner.join()
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from functools import cached_property
 from celery import signals
 
 from shared import worker_context
-from shared.celery_app import make_celery, publisher
+from shared.celery_app import batch_publisher, make_celery, publisher
 from shared.memory_pages import prefer_ordinary_pages
 from shared.settings import get_settings
 from shared.tracing import install_celery_propagation, setup_tracing
@@ -48,7 +48,9 @@ def _context(**_: object) -> None:
     # imported from the API only when the first group member is stored.
     if not worker_context.is_installed():
         worker_context.install(
-            worker_context.WorkerContext(publisher(app), group_steps=_ApiGroupSteps())
+            worker_context.WorkerContext(
+                publisher(app), group_steps=_ApiGroupSteps(), publish_batch=batch_publisher(app)
+            )
         )
 
 

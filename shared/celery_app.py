@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from celery import Celery
@@ -24,6 +26,9 @@ log = logging.getLogger(__name__)
 # How every part publishes: (task name, message, queue or None for the task's route). The
 # API and each worker are handed one at start-up; tests hand them one that records.
 Publisher = Callable[[str, Message, str | None], None]
+# A publisher whose messages reach the broker together when its context ends (one Redis
+# pipeline, one round trip; kombu's Producer.batch), or none of them if it ends in error.
+PublishBatch = Callable[[], AbstractContextManager[Publisher]]
 
 TASK_MODULES = (
     "services.tasks.scheduler",
@@ -156,14 +161,32 @@ def broker_identity(app: Celery) -> str:
         return str(client.info("server")["run_id"])
 
 
-def send(app: Celery, task_name: str, message: Message, *, queue: str | None = None) -> None:
-    """Publish one message; the payload is the message's JSON, the only argument."""
+def send(
+    app: Celery,
+    task_name: str,
+    message: Message,
+    *,
+    queue: str | None = None,
+    producer: Any = None,
+) -> None:
+    """Publish one message; the payload is the message's JSON, the only argument.
+    ``producer``: one of the app's producers (e.g. inside its batch); None: one from the
+    app's pool for this message."""
     options: dict[str, Any] = {"queue": queue} if queue else {}
+    if producer is not None:
+        options["producer"] = producer
     # What the workers' logs show of the arguments: Celery would otherwise write a repr
     # of the whole payload for each message (a third of a publish's time).
     evaluation_id = getattr(message, "evaluation_id", "")
     shown = f"({type(message).__name__} {evaluation_id})"
-    app.send_task(task_name, args=[message.to_json()], argsrepr=shown, kwargsrepr="{}", **options)
+    app.send_task(
+        task_name,
+        args=[message.to_json()],
+        argsrepr=shown,
+        kwargsrepr="{}",
+        headers={queues.PUBLISHED_AT_HEADER: time.time()},
+        **options,
+    )
 
 
 def publisher(app: Celery) -> Publisher:
@@ -173,3 +196,22 @@ def publisher(app: Celery) -> Publisher:
         send(app, task_name, message, queue=queue)
 
     return publish
+
+
+def batch_publisher(app: Celery) -> PublishBatch:
+    """A ``PublishBatch`` over ``app``'s broker. Each publish inside the batch still builds
+    its own message (headers, trace context); the broker gets them all in one round trip
+    at the end, rather than one each: a fan-out of 200 members' messages took 0.9-3.4 s
+    one by one on a loaded 2-core host (docs/scale.md). A transport without batches
+    (kombu's memory transport) publishes each at once."""
+
+    @contextmanager
+    def batch() -> Iterator[Publisher]:
+        with app.producer_or_acquire() as producer, producer.batch():
+
+            def publish(task_name: str, message: Message, queue: str | None) -> None:
+                send(app, task_name, message, queue=queue, producer=producer)
+
+            yield publish
+
+    return batch

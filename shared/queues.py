@@ -12,6 +12,12 @@ import re
 
 from shared.devices import parse_device
 
+# A header on every message (shared/celery_app.send): when it was handed to the broker,
+# Unix seconds. A consumer subtracts it from its receipt to tell the time a message spent
+# in the broker and in its receive loop from the time before the publish (each task's
+# span records it, shared/tracing.py; benchmarks/scale.py splits dispatch latency so).
+PUBLISHED_AT_HEADER = "benchstack_published_at"
+
 SCHEDULER = "scheduler"
 PREPROCESS = "preprocess"
 AGGREGATOR = "aggregator"

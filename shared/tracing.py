@@ -10,6 +10,7 @@ they are created (cheaply) and dropped.
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -19,9 +20,12 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanProcessor
 
+from shared.queues import PUBLISHED_AT_HEADER
 from shared.settings import Settings
 
 _TRACER_NAME = "benchstack"
+# Seconds a task's message waited between its publish and the worker starting the task.
+QUEUE_WAIT_ATTRIBUTE = "benchstack.queue_wait_s"
 _installed_signals = False
 
 
@@ -87,6 +91,14 @@ class _RequestGetter(Getter[Any]):
         return list(carrier) if isinstance(carrier, dict) else []
 
 
+def _header(request: Any, key: str) -> Any:
+    """One header of a Celery task request: Celery copies a message's headers onto it."""
+    value = getattr(request, key, None)
+    if value is None:
+        value = (getattr(request, "headers", None) or {}).get(key)
+    return value
+
+
 def extract_context(carrier: Any) -> otel_context.Context:
     return propagate.extract(carrier, getter=_RequestGetter())
 
@@ -110,6 +122,11 @@ def install_celery_propagation() -> None:
         parent = extract_context(task.request) if task is not None else None
         span = tracer().start_span(getattr(task, "name", "task"), context=parent)
         span.set_attribute("celery.task_id", task_id)
+        # How long its message waited for this worker (broker and prefetch): the part of a
+        # request's latency no task's own span covers.
+        published_at = _header(task.request, PUBLISHED_AT_HEADER) if task is not None else None
+        if isinstance(published_at, int | float):
+            span.set_attribute(QUEUE_WAIT_ATTRIBUTE, max(0.0, time.time() - published_at))
         # Every task's payload names its evaluation: the span joins the request's record.
         payload = args[0] if args and isinstance(args[0], dict) else {}
         if isinstance(payload.get("evaluation_id"), str):

@@ -13,11 +13,12 @@ their own (a publisher that records), the way the API is handed a publisher by
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from shared.celery_app import Publisher
+from shared.celery_app import PublishBatch, Publisher
 from shared.runtime import Resources, process_resources
 
 if TYPE_CHECKING:
@@ -56,6 +57,13 @@ class WorkerContext:
     group_steps: Mapping[str, GroupStep] = field(default_factory=lambda: MappingProxyType({}))
     # Settings, store and database: the launcher's process handles unless it gives others.
     resources: Resources = field(default_factory=process_resources)
+    # How to publish many messages in one round trip (shared/celery_app.batch_publisher);
+    # None: one by one through ``publish`` (tests' recording publishers).
+    publish_batch: PublishBatch | None = None
+
+    def batch(self) -> AbstractContextManager[Publisher]:
+        """A publisher whose messages reach the broker together when the block ends."""
+        return self.publish_batch() if self.publish_batch is not None else nullcontext(self.publish)
 
 
 class NoWorkerContext(RuntimeError):

@@ -148,7 +148,7 @@ def run_worker(
     from services.stack.nodename import node_name
     from services.stack.presence import Presence
     from shared import worker_context
-    from shared.celery_app import publisher
+    from shared.celery_app import batch_publisher, publisher
     from shared.settings import get_settings
 
     settings = get_settings()
@@ -176,7 +176,9 @@ def run_worker(
     # Before consuming (a prefork pool's children inherit it): what every task publishes
     # through, and which agent this worker is.
     worker_context.install(
-        worker_context.WorkerContext(publisher(app), identity, _group_steps(kind))
+        worker_context.WorkerContext(
+            publisher(app), identity, _group_steps(kind), publish_batch=batch_publisher(app)
+        )
     )
     app.worker_main(
         [

@@ -117,3 +117,66 @@ def test_drop_queue_deletes_an_empty_queue_and_keeps_one_holding_messages() -> N
     finally:
         client.delete(queue, *bindings)
         client.close()
+
+
+def test_a_batch_reaches_the_broker_together_and_none_of_it_on_error() -> None:
+    """Against the real broker: a batch's messages wait in the producer until its block
+    ends, then arrive all at once, each stamped with when it was published; a block that
+    fails sends none of its messages."""
+    import json
+    import os
+    import time
+    import uuid
+
+    import pytest
+    import redis
+
+    from shared.celery_app import batch_publisher
+    from shared.messages import EvaluationRequested
+
+    base = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379")
+    db = int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))
+    app = make_celery(Settings(broker_url=f"{base}/{db}"))
+    client = redis.Redis.from_url(f"{base}/{db}")
+    queue = f"batch-test-{uuid.uuid4().hex[:8]}"
+    before = time.time()
+    try:
+        with batch_publisher(app)() as publish:
+            for n in range(3):
+                publish(queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=f"e{n}"), queue)
+            assert client.llen(queue) == 0  # still in the pipeline
+        assert client.llen(queue) == 3
+        stamps = [
+            json.loads(raw)["headers"][queues.PUBLISHED_AT_HEADER]
+            for raw in client.lrange(queue, 0, -1)
+        ]
+        assert all(before <= stamp <= time.time() for stamp in stamps), stamps
+
+        with pytest.raises(RuntimeError), batch_publisher(app)() as publish:
+            publish(queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id="lost"), queue)
+            raise RuntimeError("the plan failed after its first publish")
+        assert client.llen(queue) == 3
+    finally:
+        client.delete(queue)
+        client.close()
+
+
+def test_a_task_span_records_how_long_its_message_waited(spans: InMemorySpanExporter) -> None:
+    """The queue wait a task's span carries is the time from its message's published-at
+    header to the task's start."""
+    import time
+
+    from celery import signals
+
+    from shared.tracing import QUEUE_WAIT_ATTRIBUTE, install_celery_propagation
+
+    install_celery_propagation()
+
+    class Task:  # what the prerun signal hands over: the task, its request's headers
+        name = "scheduler.plan_evaluation"
+        request = type("Request", (), {queues.PUBLISHED_AT_HEADER: time.time() - 2.5})()
+
+    signals.task_prerun.send(sender=None, task_id="t1", task=Task(), args=[{}])
+    signals.task_postrun.send(sender=None, task_id="t1", state="SUCCESS")
+    (span,) = [s for s in spans.get_finished_spans() if s.name == Task.name]
+    assert 2.5 <= span.attributes[QUEUE_WAIT_ATTRIBUTE] < 10
