@@ -107,17 +107,18 @@ def record_from_report(report: RunReport, manifest: dict[str, Any]) -> RunRecord
     )
 
 
-def save_run(session: Session, record: RunRecord) -> Run:
-    """Insert the run and its metrics; a second save of the same id changes nothing.
+def save_run(session: Session, record: RunRecord) -> bool:
+    """Insert the run and its metrics; True when this call stored them, False when the
+    run was stored already (a second save of the same id changes nothing).
 
-    Race-safe: two deliveries saving the same run at once both return the one stored row
-    (the insert is ON CONFLICT DO NOTHING on Postgres and SQLite; elsewhere a savepoint
-    catches the duplicate key). A figure LoadGen did not produce is NaN in a report and
-    null once stored.
+    Race-safe: of two deliveries saving the same run at once, one stores it and the other
+    returns False (the insert is ON CONFLICT DO NOTHING on Postgres and SQLite; elsewhere
+    a savepoint catches the duplicate key). A figure LoadGen did not produce is NaN in a
+    report and null once stored. Nothing stored is read back: the row's JSON (report,
+    environment) is most of an aggregator's work per run when it is (docs/scale.md).
     """
-    existing = session.get(Run, record.id)
-    if existing is not None:
-        return existing
+    if _stored(session, record.id):
+        return False
     values: dict[str, Any] = {
         "id": record.id,
         "evaluation_id": record.evaluation_id,
@@ -139,18 +140,19 @@ def save_run(session: Session, record: RunRecord) -> Run:
         "log_prefix": record.log_prefix,
     }
     if not _insert_run(session, values):
-        stored = session.get(Run, record.id)
-        if stored is None:  # the other insert rolled back after we yielded to it
+        if not _stored(session, record.id):  # the other insert rolled back after we waited
             raise RuntimeError(f"run {record.id}: a concurrent save neither won nor lost")
-        return stored
+        return False
     session.add_all(
         Metric(run_id=record.id, name=name, value=value, unit=unit)
         for name, value, unit in metrics_from_report(record.report) + finite(record.figures)
     )
     session.flush()
-    run = session.get(Run, record.id)
-    assert run is not None
-    return run
+    return True
+
+
+def _stored(session: Session, run_id: str) -> bool:
+    return session.scalar(select(Run.id).where(Run.id == run_id)) is not None
 
 
 def _insert_run(session: Session, values: dict[str, Any]) -> bool:

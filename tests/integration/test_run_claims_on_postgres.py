@@ -65,7 +65,7 @@ def test_concurrent_saves_of_one_run_keep_one_row(postgres_url: str) -> None:
     def first() -> None:
         try:
             with session_scope(postgres_url) as session:
-                save_run(session, _record(run_id))
+                assert save_run(session, _record(run_id)) is True
                 inserted.set()
                 release.wait(10)  # hold the uncommitted row while the second save runs
         except BaseException as exc:
@@ -82,7 +82,7 @@ def test_concurrent_saves_of_one_run_keep_one_row(postgres_url: str) -> None:
         try:
             with session_scope(postgres_url) as session:
                 # Not visible yet: the existence check passes, the insert waits on the lock.
-                second.append(save_run(session, _record(run_id)).id)
+                second.append(save_run(session, _record(run_id)))
         except BaseException as exc:
             errors.append(exc)
         second_done.set()
@@ -94,7 +94,7 @@ def test_concurrent_saves_of_one_run_keep_one_row(postgres_url: str) -> None:
     thread.join(10)
     other.join(10)
     assert errors == []
-    assert second == [run_id]
+    assert second == [False]  # the first save stored it
     with session_scope(postgres_url) as session:
         assert session.scalar(select(func.count()).select_from(Run)) == 1
         metrics = session.scalar(select(func.count()).select_from(Metric))

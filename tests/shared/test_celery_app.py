@@ -97,6 +97,7 @@ def test_drop_queue_deletes_an_empty_queue_and_keeps_one_holding_messages() -> N
 
     from shared.celery_app import drop_queue, send
     from shared.messages import EvaluationRequested
+    from tests.support.consumer_queues import declare_as_consumer
 
     base = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379")
     db = int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))
@@ -105,6 +106,7 @@ def test_drop_queue_deletes_an_empty_queue_and_keeps_one_holding_messages() -> N
     queue = f"drop-test-{uuid.uuid4().hex[:8]}@host/1234"
     bindings = [f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}"]
     try:
+        declare_as_consumer(app, queue)  # its binding; then a message arrives
         send(app, queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id="e"), queue=queue)
         held = [key for key in [queue, *bindings] if client.exists(key)]
         assert queue in held and len(held) >= 2, held  # the list and kombu's binding

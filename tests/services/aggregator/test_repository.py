@@ -70,8 +70,9 @@ def test_missing_figures_are_left_out_in_memory_and_once_stored() -> None:
 def test_save_run_is_idempotent_and_stores_strict_json(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     with session_scope(url) as session:
-        save_run(session, _record("run-1", _report(math.nan)))
-        save_run(session, _record("run-1", _report(5e6)))  # a redelivery changes nothing
+        assert save_run(session, _record("run-1", _report(math.nan))) is True
+        # A redelivery changes nothing.
+        assert save_run(session, _record("run-1", _report(5e6))) is False
     with session_scope(url) as session:
         run = get_run(session, "run-1")
         assert run.samples_per_second is None

@@ -21,6 +21,7 @@ from shared.db.clock import utcnow
 from shared.db.evaluations import Agent
 from shared.messages import EvaluationRequested
 from shared.settings import Settings
+from tests.support.consumer_queues import declare_as_consumer
 
 QUEUE = "inference.null.cpu"
 BASE = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379")
@@ -87,6 +88,7 @@ def test_dead_agents_queues_go_once_empty_and_a_live_hosts_stays(
     bindings = {name: f"_kombu.binding.{name}" for name in names}
     try:
         for name in names:
+            declare_as_consumer(app, name)  # each agent declared what it reads
             send(app, queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id="e"), queue=name)
         broker.delete(*[name for name in names if name != d_direct])  # taken by the agents
         assert all(broker.exists(key) for key in bindings.values())
