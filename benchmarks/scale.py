@@ -395,14 +395,15 @@ def judge(stack: EphemeralStack, accepted: list[Submitted], work: Path) -> dict[
     fan_out_latencies = [r["consumed_at"] - t for i, t, r in dispatched if i in in_fan_outs]
     plain_latencies = [r["consumed_at"] - t for i, t, r in dispatched if i not in in_fan_outs]
     # Where the time went: up to the scheduler's task starting (API, broker, the
-    # scheduler's queue), its plan and publish, then in the broker until a free agent
-    # received it (its receive loop included).
+    # scheduler's queue), its plan and publish, then the broker and the agent process's
+    # receive loop, then waiting for a busy agent.
     stamped = [(i, t, r) for i, t, r in dispatched if r.get("published_at")]
     planned = [(t, r, planned_at[i]) for i, t, r in stamped if i in planned_at]
     parts = {
         "to the scheduler's task": [p - t for t, _, p in planned],
         "scheduler's plan and publish": [r["published_at"] - p for _, r, p in planned],
-        "broker to a free agent": [r["consumed_at"] - r["published_at"] for _, _, r in stamped],
+        "broker to agent process": [r["delivered_at"] - r["published_at"] for _, _, r in stamped],
+        "agent busy": [r["consumed_at"] - r["delivered_at"] for _, _, r in stamped],
     }
     return {
         "latencies": latencies,

@@ -5,18 +5,18 @@ Each identity is an ``agents`` row as a real agent registers it (its own host na
 framework's shared queue, its host queue and its direct queue; the hardware and software
 this machine describes), and the process heartbeats all of its identities in one UPDATE
 every ``--heartbeat`` seconds (the batched heartbeat: connections and statements grow
-with processes, not agents). Each identity receives on a connection of its own, as a
-real agent's worker does: one kombu consumer per identity, on a thread of this process,
-takes RunInference messages off its shared, host and direct queues one at a time and
-acks each once its run ended (prefetch 1, late acks: a busy identity leaves the shared
-queue to the others). The runs happen in a child process, so no receive loop waits for
-the GIL behind its neighbours' runs (the receive loop of a real agent is alone on its
-machine): there each identity, on a thread of its own, does what
-``services/tasks/inference`` does around a measurement, through the same functions:
-mark the agent busy, claim the run (``evaluation_repo.claim_run``), store
-``measurement.json`` under the attempt's prefix (``measurement.store_attempt``),
-RUNNING -> AGGREGATING (``evaluation_repo.complete_attempt``) and publish RunCompleted
-to the real aggregator.
+with processes, not agents). One kombu consumer per process takes RunInference messages
+from every queue its identities consume and passes each to a runner child process, which
+hands it to its identity (a shared queue's to the identity with the least work). The
+consumer and the heartbeat are alone in their process, as a real agent's are on its
+machine; the runner runs at ``--nice``. (A connection per identity, tried, doubled the
+agents' CPU at 10,000 evaluations and overloaded the 2 cores: docs/scale.md.) Each
+identity, on a thread of its own, one run at a time as an agent runs them, does what
+``services/tasks/inference`` does around a measurement, through the same functions: mark
+the agent busy, claim the run (``evaluation_repo.claim_run``), store
+``measurement.json`` under the attempt's prefix (``measurement.store_attempt``), RUNNING
+-> AGGREGATING (``evaluation_repo.complete_attempt``) and publish RunCompleted to the
+real aggregator.
 
 What is simulated: the measurement. Every run stores one template measurement (a real
 null-backend LoadGen run the driver made once, ``--template``) with this run's agent and
@@ -24,10 +24,11 @@ a warning that says it was simulated. No LoadGen and no measurement child run he
 these figures are the control plane's, never inference's.
 
 Each message received is written as one JSON line to ``--out``: the evaluation, the
-agent, the queue, when it was published (the sender's header), when it was received
-(Unix seconds; ``consumed_at``, the same: an identity receives only when it is free) and
-whether this delivery claimed the run. The process stops when ``--stop-file`` appears or
-on SIGTERM, marking its agents stopped.
+agent, the queue, when it was published (the sender's header), when this process
+received it, when it was consumed (Unix seconds: when this process received it, or when
+its identity finished its previous run if that ended later, as an agent on a machine of
+its own takes a message when it is free) and whether this delivery claimed the run.
+The process stops when ``--stop-file`` appears or on SIGTERM, marking its agents stopped.
 """
 
 from __future__ import annotations
@@ -137,44 +138,59 @@ def heartbeat_loop(agent_ids: list[str], every_s: float, stop: threading.Event) 
 class Delivery:
     """One RunInference as the receiving process took it off the broker."""
 
-    agent_index: int  # which of the process's identities took it
     payload: Any
     queue: str
     published_at: float  # the sender's header (shared/queues.PUBLISHED_AT_HEADER)
     delivered_at: float
 
 
-def consumer_queues(agent: Identity) -> list[Queue]:
-    """The queues one identity consumes, as a real agent does: its framework's shared
-    queue, its host queue and its direct queue, declared as Celery declares a queue it
-    routes to by name."""
-    names = sorted({agent.queue, agent.host_queue, agent.direct_queue})
-    return [Queue(n, Exchange(n, type="direct"), routing_key=n) for n in names]
+def consumer_queues(agents: list[Identity]) -> list[Queue]:
+    """Every queue the identities consume: the framework's shared queue, each host queue
+    and each direct queue, declared as Celery declares a queue it routes to by name."""
+    names = {agents[0].queue}
+    for agent in agents:
+        names |= {agent.host_queue, agent.direct_queue}
+    return [Queue(n, Exchange(n, type="direct"), routing_key=n) for n in sorted(names)]
 
 
 class SimulatedRuns:
     """Takes each RunInference as services/tasks/inference does, measuring nothing."""
 
-    def __init__(
-        self, agents: list[Identity], template: dict[str, Any], out: Path, done: list[Any]
-    ) -> None:
+    def __init__(self, agents: list[Identity], template: dict[str, Any], out: Path) -> None:
+        self.by_queue: dict[str, Identity] = {}
+        for agent in agents:
+            self.by_queue[agent.host_queue] = agent
+            self.by_queue[agent.direct_queue] = agent
         self.agents = agents
         self.template = template
         self.resources = runtime.process_resources()
         self.app = make_celery(self.resources.settings)
         self.publish = publisher(self.app)
-        self._done = done  # per identity: set when its run ended (its receiver then acks)
         self._out = out.open("a", buffering=1)
         self._lock = threading.Lock()
         # One thread per identity: an agent runs one evaluation at a time.
         self._runners = {a: ThreadPoolExecutor(1, thread_name_prefix=a.hostname) for a in agents}
+        self._pending = dict.fromkeys(agents, 0)  # runs handed to each identity, not done
+        self._free_at = dict.fromkeys(agents, 0.0)  # when each identity's last run ended
+
+    def _agent_for(self, queue: str) -> Identity:
+        agent = self.by_queue.get(queue)
+        if agent is not None:
+            return agent
+        with self._lock:
+            return min(self.agents, key=lambda a: self._pending[a])
 
     def hand(self, delivery: Delivery) -> None:
-        """Run a delivery on its identity's thread."""
-        agent = self.agents[delivery.agent_index]
+        """Hand a delivery to its identity's thread (a shared queue's: the least busy)."""
+        agent = self._agent_for(delivery.queue)
+        with self._lock:
+            self._pending[agent] += 1
         self._runners[agent].submit(self._take, delivery, agent)
 
     def _take(self, delivery: Delivery, agent: Identity) -> None:
+        # Taken when delivered, or when the identity finished its previous run if it was
+        # busy: as an agent on a machine of its own takes it.
+        consumed_at = max(delivery.delivered_at, self._free_at[agent])
         claimed = False
         payload = delivery.payload
         evaluation_id = str(payload.get("evaluation_id", "")) if isinstance(payload, dict) else ""
@@ -188,14 +204,13 @@ class SimulatedRuns:
             "queue": delivery.queue,
             "published_at": delivery.published_at,
             "delivered_at": delivery.delivered_at,
-            # Its receiver takes no other message until this one's run ended, as a real
-            # agent (one run at a time, acked late): taken when delivered.
-            "consumed_at": delivery.delivered_at,
+            "consumed_at": consumed_at,
             "claimed": claimed,
         }
         with self._lock:
+            self._pending[agent] -= 1
+            self._free_at[agent] = time.time()
             self._out.write(json.dumps(record) + "\n")
-        self._done[delivery.agent_index].set()
 
     def run(self, message: RunInference, agent: Identity) -> bool:
         resources, settings = self.resources, self.resources.settings
@@ -238,10 +253,9 @@ def run_deliveries(
     agents: list[Identity],
     deliveries: Any,
     registered: Any,
-    done: list[Any],
 ) -> None:
-    """The runner process: registers and heartbeats the identities, runs what the
-    receiving process hands it, until it hands None (or the receiver is gone)."""
+    """The runner process: registers the identities, runs what the receiving process
+    hands it, until it hands None (or the receiver is gone)."""
     # The agents' runs stand for other machines' work: the CPU their side of a run takes
     # here (the claim, the store, the publish) is not the control plane's host's. At the
     # lowest priority they take what the API, scheduler and aggregator leave, rather than
@@ -253,10 +267,8 @@ def run_deliveries(
     template.pop("log_keys", None)
     register(agents)
     registered.set()
-    stop = threading.Event()
     ids = [a.agent_id for a in agents]
-    threading.Thread(target=heartbeat_loop, args=(ids, args.heartbeat, stop), daemon=True).start()
-    runs = SimulatedRuns(agents, template, Path(args.out), done)
+    runs = SimulatedRuns(agents, template, Path(args.out))
     try:
         while True:
             try:
@@ -269,110 +281,81 @@ def run_deliveries(
                 break
             runs.hand(delivery)
     finally:
-        stop.set()
         runs.close()
         with runtime.db() as session:
             evaluation_repo.mark_agents_stopped(session, ids)
 
 
 def serve(args: argparse.Namespace) -> None:
-    """Receive in this process, run in a child: the receive loop of a real agent runs on
-    a machine of its own, so here it must not wait for the GIL behind its identities'
-    runs (that wait measured 2.1 s p50 of a fan-out's dispatch, all of it simulation)."""
+    """Receive and heartbeat in this process, run in a child: the receive loop and the
+    heartbeat of a real agent run on a machine of its own, so here they must not wait
+    for the GIL behind their identities' runs (that wait measured 2.1 s p50 of a
+    fan-out's dispatch, all of it simulation), nor for the CPU at the runs' priority (a
+    late heartbeat takes its agents out of the next fan-out)."""
     agents = identities(args.first, args.count, os.getpid())
     # Forked before this process opens a connection or starts a thread.
     context = multiprocessing.get_context("fork")
     deliveries = context.Queue()
     registered = context.Event()
-    done = [context.Event() for _ in agents]
     runner = context.Process(
-        target=run_deliveries, args=(args, agents, deliveries, registered, done), daemon=False
+        target=run_deliveries, args=(args, agents, deliveries, registered), daemon=False
     )
     runner.start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
 
-    stop_file = Path(args.stop_file)
-    try:
-        while not registered.wait(0.5):
-            if not runner.is_alive():
-                raise RuntimeError(f"the runner of {agents[0].hostname}.. exited at start")
-        app = make_celery(runtime.settings())
-        consuming = threading.Semaphore(0)
-        receivers = [
-            threading.Thread(
-                target=receive,
-                args=(app, index, agent, deliveries, done[index], stop, consuming),
-                name=f"receive-{agent.hostname}",
-            )
-            for index, agent in enumerate(agents)
-        ]
-        for thread in receivers:
-            thread.start()
-        for _ in receivers:
-            while not consuming.acquire(timeout=1.0):
-                if stop.is_set() or not all(t.is_alive() for t in receivers):
-                    raise RuntimeError("a receiver ended before it consumed")
-        Path(args.ready_file).write_text(str(len(agents)))
-        while not stop.wait(0.5) and not stop_file.exists():
-            pass
-        stop.set()
-        for thread in receivers:
-            thread.join()
-    finally:
-        stop.set()
-        deliveries.put(None)
-        runner.join()
-
-
-def receive(
-    app: Any,
-    index: int,
-    agent: Identity,
-    deliveries: Any,
-    done: Any,
-    stop: threading.Event,
-    consuming: threading.Semaphore,
-) -> None:
-    """One identity's receive loop on a connection of its own, as each real agent has
-    (a fan-out's 25 messages to this process are taken off the broker side by side, not
-    one after another through one consumer). One message at a time, acked once its run
-    ended, as a real agent's worker (prefetch 1, late acks): a busy identity leaves the
-    shared queue's messages to the others."""
-
     def on_message(body: Any, message: KombuMessage) -> None:
+        # Acked at once: the runs are the child's, one thread per identity (a real agent
+        # acks late; none of these dies mid-run).
         delivered_at = time.time()
         headers = message.headers or {}
-        done.clear()
         deliveries.put(
             Delivery(
-                agent_index=index,
                 payload=body[0][0] if isinstance(body, list) else body,
                 queue=str(message.delivery_info.get("routing_key") or ""),
                 published_at=float(headers.get(queues.PUBLISHED_AT_HEADER) or 0.0),
                 delivered_at=delivered_at,
             )
         )
-        while not done.wait(0.5):
-            if stop.is_set():
-                return  # unacked: the broker hands it out again
         message.ack()
 
-    with app.connection_for_read() as connection:
-        consumer = Consumer(
-            connection,
-            queues=consumer_queues(agent),
-            callbacks=[on_message],
-            accept=["json"],
-            prefetch_count=1,
+    stop_file = Path(args.stop_file)
+    try:
+        while not registered.wait(0.5):
+            if not runner.is_alive():
+                raise RuntimeError(f"the runner of {agents[0].hostname}.. exited at start")
+        ids = [a.agent_id for a in agents]
+        beat = threading.Thread(
+            target=heartbeat_loop, args=(ids, args.heartbeat, stop), daemon=True
         )
-        with consumer:
-            consuming.release()
-            while not stop.is_set():
-                try:
-                    connection.drain_events(timeout=1.0)
-                except TimeoutError:
-                    continue
+        beat.start()
+        app = make_celery(runtime.settings())
+        # No message is published with a priority, so each lands in its queue's base list:
+        # watching that one, not kombu's four per queue, makes each BRPOP of this consumer
+        # (51 queues) name 51 keys rather than 204.
+        app.conf.broker_transport_options = {
+            **app.conf.broker_transport_options,
+            "priority_steps": [0],
+        }
+        with app.connection_for_read() as connection:
+            consumer = Consumer(
+                connection,
+                queues=consumer_queues(agents),
+                callbacks=[on_message],
+                accept=["json"],
+                prefetch_count=args.prefetch,
+            )
+            with consumer:
+                Path(args.ready_file).write_text(str(len(agents)))
+                while not stop.is_set() and not stop_file.exists():
+                    try:
+                        connection.drain_events(timeout=0.5)
+                    except TimeoutError:
+                        continue
+    finally:
+        stop.set()
+        deliveries.put(None)
+        runner.join()
 
 
 def main() -> None:
@@ -384,6 +367,7 @@ def main() -> None:
     parser.add_argument("--ready-file", required=True)
     parser.add_argument("--stop-file", required=True)
     parser.add_argument("--heartbeat", type=float, default=1.0)
+    parser.add_argument("--prefetch", type=int, default=4)
     parser.add_argument(
         "--nice", type=int, default=19, help="niceness added to this process (0: none)"
     )
