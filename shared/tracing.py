@@ -79,10 +79,7 @@ class _RequestGetter(Getter[Any]):
     """Reads propagation fields from a Celery task request or a plain mapping."""
 
     def get(self, carrier: Any, key: str) -> list[str] | None:
-        value = carrier.get(key) if isinstance(carrier, dict) else getattr(carrier, key, None)
-        if value is None and not isinstance(carrier, dict):
-            headers = getattr(carrier, "headers", None) or {}
-            value = headers.get(key)
+        value = carrier.get(key) if isinstance(carrier, dict) else _header(carrier, key)
         if value is None:
             return None
         return [value] if isinstance(value, str) else list(value)
