@@ -29,10 +29,10 @@ def brick_module(
 ) -> fx.GraphModule:
     """The sequence's layers as a GraphModule; its inputs are ``brick_inputs``'s tensors.
     ``fresh_weights=False`` keeps the model's weights (tests compare with the model)."""
-    source_nodes = {n.name: n for n in parsed.module.graph.nodes}
+    source_nodes = parsed.node_by_name
     inside = {parsed.layers[i].node for i in sequence.layers}
     inputs = external_inputs(parsed, sequence.layers)
-    modules = dict(parsed.module.named_modules())
+    modules = parsed.module_by_name
     graph = fx.Graph()
     root = nn.Module()
     mapped: dict[str, fx.Node] = {}
@@ -125,7 +125,7 @@ def _feeds(node: fx.Node, inside: set[str]) -> bool:
 def _outputs(parsed: ParsedModel, sequence: LayerSequence, inside: set[str]) -> list[str]:
     """The sequence's layers that nothing inside it reads (at least the last one), so no
     computed value is left unused."""
-    source_nodes = {n.name: n for n in parsed.module.graph.nodes}
+    source_nodes = parsed.node_by_name
     names = [parsed.layers[i].node for i in sequence.layers]
     unread = [n for n in names if not any(u.name in inside for u in source_nodes[n].users)]
     return unread or names[-1:]

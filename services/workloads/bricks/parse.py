@@ -17,6 +17,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -68,6 +69,17 @@ class ParsedModel:
     # node name -> the value it produced for the example input
     values: dict[str, Any] = field(repr=False, default_factory=dict)
     layer_of_node: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def node_by_name(self) -> dict[str, fx.Node]:
+        """The trace's nodes by name: looked up for every sequence and brick cut from it."""
+        return {n.name: n for n in self.module.graph.nodes}
+
+    @cached_property
+    def module_by_name(self) -> dict[str, nn.Module]:
+        """The trace's sub-modules by path: walking them for every brick cost 6 % of
+        generating the catalogue's bricks."""
+        return dict(self.module.named_modules())
 
     @property
     def input_shape(self) -> list[int]:

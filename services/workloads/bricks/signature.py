@@ -77,7 +77,7 @@ def external_inputs(parsed: ParsedModel, indices: tuple[int, ...]) -> list[fx.No
     """Nodes outside the sequence whose tensor values its layers read, in first-use order
     (glue computed from the sequence's own layers is replayed inside, not an input)."""
     inside = {parsed.layers[i].node for i in indices}
-    nodes = {n.name: n for n in parsed.module.graph.nodes}
+    nodes = parsed.node_by_name
     found: list[fx.Node] = []
     known: dict[str, bool] = {}
 
@@ -113,7 +113,7 @@ def describe_sequence(parsed: ParsedModel, indices: tuple[int, ...]) -> dict[str
     inputs = external_inputs(parsed, indices)
     position = {parsed.layers[i].node: k for k, i in enumerate(indices)}
     input_number = {n.name: j for j, n in enumerate(inputs)}
-    nodes = {n.name: n for n in parsed.module.graph.nodes}
+    nodes = parsed.node_by_name
 
     def source(node: fx.Node) -> list[str]:
         if node.name in position:
