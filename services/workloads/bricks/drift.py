@@ -30,6 +30,10 @@ class Drift:
     # Per round, the bricks' sum over the models' sum: its spread (max - min) / median
     # says how far the comparison itself moved.
     ratio_spread: float | None
+    # Each round's summed medians (ms), in the order measured: a trend (the host slowing
+    # down) reads differently from scatter (a noisy neighbour), and a user should see which.
+    model_totals: tuple[float, ...] = ()
+    brick_totals: tuple[float, ...] = ()
 
     @property
     def value(self) -> float | None:
@@ -51,8 +55,13 @@ class Drift:
         return (
             f"{self.rounds} rounds: whole models {_pct(self.models)}, bricks {_pct(self.bricks)}"
             f" (slowest round over fastest); bricks/models per round spread "
-            f"{_pct(self.ratio_spread)}"
+            f"{_pct(self.ratio_spread)}; summed medians per round: whole models "
+            f"{_totals(self.model_totals)} ms, bricks {_totals(self.brick_totals)} ms"
         )
+
+
+def _totals(values: tuple[float, ...]) -> str:
+    return ", ".join(f"{v:.1f}" for v in values) or "-"
 
 
 def _pct(value: float | None) -> str:
@@ -77,6 +86,8 @@ def drift_of(model_rounds: Sequence[Round], brick_rounds: Sequence[Round]) -> Dr
         _change(models),
         _change(bricks),
         (max(ratios) - min(ratios)) / statistics.median(ratios),
+        tuple(models),
+        tuple(bricks),
     )
 
 

@@ -19,6 +19,8 @@ def test_steady_rounds_allow_a_verdict() -> None:
     assert drift.value == drift.models
     assert drift.void_reason() is None
     assert "whole models 1.3 %" in drift.describe()
+    # Each round's sums are shown, in order, so a trend can be told from scatter.
+    assert "whole models 30.0, 30.3, 29.9 ms, bricks 3.0, 3.0, 3.0 ms" in drift.describe()
 
 
 def test_the_host_slowing_down_between_rounds_voids_the_verdict() -> None:
