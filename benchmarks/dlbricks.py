@@ -4,17 +4,21 @@ constructed latency to the one `bench` measures?
 
 For each granularity H, a fresh suite is generated from the models (every torch model of
 the catalogue by default; ``--models`` takes architectures such as torchvision:googlenet
-too), the models parsed once for every H (generate.ParseCache). Then ``--rounds`` rounds,
-each measuring every brick (LoadGen SingleStream, the empty brick beside them, holding
-the host slot as `bricks run` does) and every whole model through `bench`'s own path
-(services/embedded/bench.run_bench: the host slot, the backend, LoadGen SingleStream,
-the run stored), the order of the two sides swapped every round. Each side's host load is
-recorded per round. Printed per H:
+too), the models parsed once for every H (generate.ParseCache). Then ``--rounds`` rounds.
+A round alternates the two sides step by step: a chunk of bricks (LoadGen SingleStream,
+many per run, the empty brick beside them, holding the host slot as `bricks run` does),
+then a share of the models, each through `bench`'s own path
+(services/embedded/bench.run_bench: the host slot, the backend, LoadGen SingleStream, the
+run stored), and so on until every brick and every model is measured; which side opens
+each step swaps every round. Each side's host load is recorded per round.
+Printed per H:
 
 - layers, unique sequences (and their share), generation seconds;
 - per round the seconds and host load of each side;
-- drift (drift.py): each side's summed medians, slowest round over fastest; above 5 % no
-  verdict is given, it says "void: drift X % > 5 %" instead;
+- drift (drift.py): each side's summed medians, slowest round over fastest, and each
+  round's sums; above 5 % no verdict is given, it says "void: drift X % > 5 %" instead,
+  and none either when another program kept the host busy during a run ("void: the host
+  was busy in N of M runs");
 - the speedup: measuring every model (median seconds per round, each `bench` run whole)
   over generating plus measuring the bricks (generation + median seconds per round of
   `bricks run`'s work, brick loading included), and the same on LoadGen time alone;
@@ -36,7 +40,8 @@ import statistics
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +57,13 @@ from services.workloads.bricks.generate import (
     list_bricks,
     read_recipe,
 )
-from services.workloads.bricks.measure import MeasureSettings, system_key
+from services.workloads.bricks.measure import MeasureSettings, Timing, system_key
 from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
-from services.workloads.bricks.run import measure_chunks, with_host_load
+from services.workloads.bricks.run import CHUNK, measure_chunks
 from shared.catalogue import list_catalogue
+from shared.host_load import HostLoadSampler
 from shared.manifest import ModelManifest
 from shared.settings import Settings, get_settings
 
@@ -133,49 +139,87 @@ def generate(
     return usable, time.perf_counter() - start
 
 
-def measure_bricks(suite: Path, settings: MeasureSettings, slot: HostSlot) -> Side:
-    """Every brick of the suite, as `bricks run` measures the ones it lacks: holding the
-    host, the empty brick in every LoadGen run, each run's host load kept."""
+@dataclass
+class SideTally:
+    """One side of one round, added up step by step as the round alternates."""
+
+    medians: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+    loadgen_s: float = 0.0
+    shares: list[float | None] = field(default_factory=list)
+    busy: int = 0
+    floors: list[float] = field(default_factory=list)
+
+    def side(self) -> Side:
+        return Side(
+            self.medians,
+            self.seconds,
+            self.loadgen_s,
+            _median_share(self.shares),
+            self.busy,
+            len(self.shares),
+            statistics.median(self.floors) if self.floors else None,
+        )
+
+
+def measure_round(
+    suite: Path,
+    manifests: dict[str, ModelManifest],
+    settings: MeasureSettings,
+    config: Settings,
+    slot: HostSlot,
+    *,
+    bricks_first: bool,
+) -> tuple[Side, Side]:
+    """One round, bricks and models alternating: a chunk of bricks (as `bricks run`
+    measures them: holding the host, the empty brick in every LoadGen run, loading
+    included), then a share of the models through `bench`'s path (each run takes the host
+    slot itself), and so on. A slow minute on the host then reaches both sides of the
+    round alike, where measuring every brick and then every model put it on one side
+    (this VM: medians over 1.6 s windows of one model moved between 76 and 103 ms)."""
     signatures = list_bricks(suite, "torch")
-    medians: dict[str, float] = {}
-    floors: list[float] = []
-    shares: list[float | None] = []
-    busy, loadgen = 0, 0.0
+    chunks = measure_chunks(suite, signatures, settings, "torch", floor_alone=True)
+    steps = max(1, -(-len(signatures) // CHUNK))
+    named = [(recipe_name(spec), manifest) for spec, manifest in manifests.items()]
+    groups = [named[number::steps] for number in range(steps)]
+    bricks, models = SideTally(), SideTally()
+    for group in groups:
+        for side in ("bricks", "models") if bricks_first else ("models", "bricks"):
+            if side == "bricks":
+                _measure_chunk(chunks, slot, bricks)
+            else:
+                _measure_models(group, settings, config, models)
+    return bricks.side(), models.side()
+
+
+def _measure_chunk(
+    chunks: Iterator[tuple[Timing, dict[str, Timing]]], slot: HostSlot, tally: SideTally
+) -> None:
     start = time.perf_counter()
-    with slot.measuring(f"dlbricks-{uuid.uuid4()}") as host:
-        chunks = measure_chunks(suite, signatures, settings, "torch", floor_alone=True)
-        for (floor, timings), load in with_host_load(chunks):
-            floors.append(floor.median_ms)
-            medians |= {s: t.median_ms for s, t in timings.items()}
-            loadgen += floor.seconds + sum(t.seconds for t in timings.values())
-            shares.append(load.other_cpu_share)
-            busy += bool(load.busy)
-    seconds = time.perf_counter() - start - host.waited_s
-    return Side(
-        medians,
-        seconds,
-        loadgen,
-        _median_share(shares),
-        busy,
-        len(shares),
-        statistics.median(floors),
-    )
+    with slot.measuring(f"dlbricks-{uuid.uuid4()}") as host, HostLoadSampler() as sampler:
+        floor, timings = next(chunks)
+    tally.seconds += time.perf_counter() - start - host.waited_s
+    tally.floors.append(floor.median_ms)
+    tally.medians |= {s: t.median_ms for s, t in timings.items()}
+    tally.loadgen_s += floor.seconds + sum(t.seconds for t in timings.values())
+    load = sampler.result
+    tally.shares.append(load.other_cpu_share if load else None)
+    tally.busy += bool(load and load.busy)
 
 
-def measure_models(
-    manifests: dict[str, ModelManifest], settings: MeasureSettings, config: Settings
-) -> Side:
-    """Every model through `bench`'s path (each run takes the host slot itself)."""
-    runs = {recipe_name(spec): measure_whole(m, settings, config) for spec, m in manifests.items()}
-    shares = [(r.host.get("load") or {}).get("other_cpu_share") for r in runs.values()]
-    return Side(
-        {name: r.median_ms for name, r in runs.items()},
-        sum(r.seconds - float(r.host.get("waited_for_host_s", 0.0)) for r in runs.values()),
-        sum(r.loadgen_s for r in runs.values()),
-        _median_share(shares),
-        sum(r.busy for r in runs.values()),
-        len(runs),
-    )
+def _measure_models(
+    group: list[tuple[str, ModelManifest]],
+    settings: MeasureSettings,
+    config: Settings,
+    tally: SideTally,
+) -> None:
+    for name, manifest in group:
+        run = measure_whole(manifest, settings, config)
+        tally.medians[name] = run.median_ms
+        tally.seconds += run.seconds - float(run.host.get("waited_for_host_s", 0.0))
+        tally.loadgen_s += run.loadgen_s
+        tally.shares.append((run.host.get("load") or {}).get("other_cpu_share"))
+        tally.busy += run.busy
 
 
 def report_granularity(
@@ -206,20 +250,17 @@ def report_granularity(
     brick_rounds: list[Side] = []
     model_rounds: list[Side] = []
     for number in range(rounds):
-        # The order swaps every round: a trend on the host reaches both sides alike.
-        if number % 2 == 0:
-            brick_rounds.append(measure_bricks(suite, settings, slot))
-            model_rounds.append(measure_models(wanted, settings, config))
-        else:
-            model_rounds.append(measure_models(wanted, settings, config))
-            brick_rounds.append(measure_bricks(suite, settings, slot))
-        b, m = brick_rounds[-1], model_rounds[-1]
+        # Which side opens each step swaps every round: a trend on the host reaches both
+        # sides alike.
+        b, m = measure_round(suite, wanted, settings, config, slot, bricks_first=number % 2 == 0)
+        brick_rounds.append(b)
+        model_rounds.append(m)
         print(
             f"  round {number + 1}: bricks {b.seconds:.1f} s ({_host(b)}); "
             f"every model {m.seconds:.1f} s, LoadGen {m.loadgen_s:.1f} s ({_host(m)})"
         )
     drift = drift_of([m.medians for m in model_rounds], [b.medians for b in brick_rounds])
-    void = drift.void_reason(DRIFT_LIMIT)
+    void = drift.void_reason(DRIFT_LIMIT) or _busy_reason(brick_rounds + model_rounds)
     print(f"  drift: {drift.describe()}")
     bricks_s = statistics.median(b.seconds for b in brick_rounds)
     models_s = statistics.median(m.seconds for m in model_rounds)
@@ -270,6 +311,12 @@ def report_granularity(
             f"  {label} / measured: geomean {summary.describe()}; within {WITHIN:.0%} "
             f"on {within} of {len(ratios)}"
         )
+
+
+def _busy_reason(sides: list[Side]) -> str | None:
+    """Why no verdict may be given when another program took the CPUs during a run."""
+    busy, runs = sum(s.busy for s in sides), sum(s.windows for s in sides)
+    return f"void: the host was busy in {busy} of {runs} runs" if busy else None
 
 
 def _median_share(shares: list[float | None]) -> float | None:
