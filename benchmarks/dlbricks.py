@@ -61,9 +61,9 @@ from services.workloads.bricks.measure import MeasureSettings, Timing, system_ke
 from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
-from services.workloads.bricks.run import CHUNK, measure_chunks
+from services.workloads.bricks.run import CHUNK, measure_chunks, with_host_load
 from shared.catalogue import list_catalogue
-from shared.host_load import HostLoadSampler
+from shared.host_load import HostLoad
 from shared.manifest import ModelManifest
 from shared.settings import Settings, get_settings
 
@@ -178,33 +178,34 @@ def measure_round(
     round alike, where measuring every brick and then every model put it on one side
     (this VM: medians over 1.6 s windows of one model moved between 76 and 103 ms)."""
     signatures = list_bricks(suite, "torch")
-    chunks = measure_chunks(suite, signatures, settings, "torch", floor_alone=True)
+    chunks = with_host_load(measure_chunks(suite, signatures, settings, "torch", floor_alone=True))
     steps = max(1, -(-len(signatures) // CHUNK))
     named = [(recipe_name(spec), manifest) for spec, manifest in manifests.items()]
-    groups = [named[number::steps] for number in range(steps)]
     bricks, models = SideTally(), SideTally()
-    for group in groups:
-        for side in ("bricks", "models") if bricks_first else ("models", "bricks"):
-            if side == "bricks":
-                _measure_chunk(chunks, slot, bricks)
-            else:
-                _measure_models(group, settings, config, models)
+    for number in range(steps):
+        if bricks_first:
+            _measure_chunk(chunks, slot, bricks)
+        _measure_models(named[number::steps], settings, config, models)
+        if not bricks_first:
+            _measure_chunk(chunks, slot, bricks)
     return bricks.side(), models.side()
 
 
 def _measure_chunk(
-    chunks: Iterator[tuple[Timing, dict[str, Timing]]], slot: HostSlot, tally: SideTally
+    chunks: Iterator[tuple[tuple[Timing, dict[str, Timing]], HostLoad]],
+    slot: HostSlot,
+    tally: SideTally,
 ) -> None:
+    """The next chunk of bricks, measured (with_host_load samples it) holding the host."""
     start = time.perf_counter()
-    with slot.measuring(f"dlbricks-{uuid.uuid4()}") as host, HostLoadSampler() as sampler:
-        floor, timings = next(chunks)
+    with slot.measuring(f"dlbricks-{uuid.uuid4()}") as host:
+        (floor, timings), load = next(chunks)
     tally.seconds += time.perf_counter() - start - host.waited_s
     tally.floors.append(floor.median_ms)
     tally.medians |= {s: t.median_ms for s, t in timings.items()}
     tally.loadgen_s += floor.seconds + sum(t.seconds for t in timings.values())
-    load = sampler.result
-    tally.shares.append(load.other_cpu_share if load else None)
-    tally.busy += bool(load and load.busy)
+    tally.shares.append(load.other_cpu_share)
+    tally.busy += bool(load.busy)
 
 
 def _measure_models(
