@@ -10,7 +10,10 @@ many per run, the empty brick beside them, holding the host slot as `bricks run`
 then a share of the models, each through `bench`'s own path
 (services/embedded/bench.run_bench: the host slot, the backend, LoadGen SingleStream, the
 run stored), and so on until every brick and every model is measured; which side opens
-each step swaps every round. Each side's host load is recorded per round.
+each step swaps every round. Each side's host load is recorded per round. Neither side
+runs in this process, which holds every parsed model: a round's bricks run in one
+process of their own, as one `bricks run` would, and each model in a fresh one, as one
+`bench` would (each first measures a small model, untimed, so no figure holds imports).
 Printed per H:
 
 - layers, unique sequences (and their share), generation seconds;
