@@ -66,7 +66,7 @@ from services.workloads.bricks.measure import MeasureSettings, Timing, system_ke
 from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
-from services.workloads.bricks.run import CHUNK, measure_chunks, with_host_load
+from services.workloads.bricks.run import chunked, measure_chunks, with_host_load
 from shared.catalogue import list_catalogue
 from shared.host_load import HostLoad
 from shared.manifest import ModelManifest
@@ -197,7 +197,7 @@ def measure_round(
     took 44-54 ms against 37-38 ms alone, and the bricks 11 % more. Each process measures
     a small model first, untimed (_warm_model, _warm_bricks)."""
     signatures = list_bricks(suite, "torch")
-    chunks = [signatures[i : i + CHUNK] for i in range(0, len(signatures), CHUNK)] or [[]]
+    chunks = chunked(signatures, floor_alone=True)
     named = [(recipe_name(spec), manifest) for spec, manifest in manifests.items()]
     bricks, models = SideTally(), SideTally()
     with _one_process() as bricks_process:

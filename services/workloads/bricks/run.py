@@ -122,6 +122,13 @@ def record_run(suite: Path, report: RunReport, host: dict[str, Any]) -> None:
     write_results(suite, results)
 
 
+def chunked(signatures: list[str], *, floor_alone: bool) -> list[list[str]]:
+    """``signatures`` in runs of ``CHUNK``; with none, one empty run when ``floor_alone``
+    (the empty brick measured alone)."""
+    chunks = [signatures[i : i + CHUNK] for i in range(0, len(signatures), CHUNK)]
+    return chunks or ([[]] if floor_alone else [])
+
+
 def measure_chunks(
     suite: Path,
     signatures: list[str],
@@ -134,10 +141,7 @@ def measure_chunks(
     its bricks' timings, run by run. With nothing to measure, one run of the empty brick
     alone when ``floor_alone``. The empty brick rides along in every run: its floor is
     measured under the same conditions as the bricks it is subtracted from."""
-    chunks = [signatures[i : i + CHUNK] for i in range(0, len(signatures), CHUNK)]
-    if not chunks and floor_alone:
-        chunks = [[]]
-    for chunk in chunks:
+    for chunk in chunked(signatures, floor_alone=floor_alone):
         items = [
             _empty_brick(framework, settings.threads),
             *(load_brick(suite, signature, settings.threads) for signature in chunk),
