@@ -73,25 +73,31 @@ class SystemSampler(Instrument):
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        # The last sample covers the tail since the one before it, so a pass shorter than
+        # one interval (a small model on a fast host) still has its CPU and memory.
+        self._take_sample()
 
     def _sample(self) -> None:
         while not self._stop.wait(SAMPLE_INTERVAL_S):
-            at = now_ns()
-            self._samples.append(
-                Counter(
-                    "cpu",
-                    at,
-                    {
-                        "machine_percent": psutil.cpu_percent(None),
-                        "process_percent": self._process.cpu_percent(None),
-                    },
-                )
+            self._take_sample()
+
+    def _take_sample(self) -> None:
+        at = now_ns()
+        self._samples.append(
+            Counter(
+                "cpu",
+                at,
+                {
+                    "machine_percent": psutil.cpu_percent(None),
+                    "process_percent": self._process.cpu_percent(None),
+                },
             )
-            self._samples.append(
-                Counter("memory", at, {"rss_mb": self._process.memory_info().rss / 2**20})
-            )
-            for index, handle in enumerate(self._gpus):
-                self._samples.append(Counter(f"gpu{index}", at, gpu_sample(handle)))
+        )
+        self._samples.append(
+            Counter("memory", at, {"rss_mb": self._process.memory_info().rss / 2**20})
+        )
+        for index, handle in enumerate(self._gpus):
+            self._samples.append(Counter(f"gpu{index}", at, gpu_sample(handle)))
 
     def counters(self) -> list[Counter]:
         return list(self._samples)

@@ -121,6 +121,16 @@ def test_system_pass_samples_cpu_and_memory(digits_manifest: ModelManifest) -> N
     print("system notes:", summary["notes"])
 
 
+def test_system_pass_shorter_than_one_interval_still_has_cpu_and_memory(
+    digits_manifest: ModelManifest,
+) -> None:
+    # CI's host ran 200 digits iterations inside one 20 ms interval and sampled nothing.
+    profile = profile_backend(_loaded("torch", digits_manifest), _batch(), "SYSTEM", 1)
+    names = [c.name for c in profile.counters]
+    assert names.count("cpu") >= 1 and names.count("memory") >= 1
+    assert summarise(profile)["system"]["memory.rss_mb"]["max"] > 0
+
+
 @pytest.mark.usefixtures("data_dir")
 def test_onnxruntime_framework_pass_reads_per_node_profiling(
     digits_manifest: ModelManifest,
