@@ -59,6 +59,16 @@ def _enclosing(
     }
 
 
+def move_origin_back(document: dict[str, Any], earliest_ns: int) -> None:
+    """Make ``earliest_ns`` the trace's origin if it is before it, every event's start
+    moved by the difference (a later origin is left as it is)."""
+    shift_us = (int(document["otherData"]["origin_unix_ns"]) - earliest_ns) / 1000
+    if shift_us > 0:
+        for event in document["traceEvents"]:
+            event["ts"] = float(event["ts"]) + shift_us
+        document["otherData"]["origin_unix_ns"] = earliest_ns
+
+
 def adopt_trace(
     store: ObjectStore,
     keys: dict[str, str],
@@ -93,6 +103,11 @@ def _adopt(
     document: dict[str, Any] = json.loads(store.get_bytes(key))
     trace_id = current_trace_id()
     document["otherData"]["trace_id"] = trace_id
+    # The origin moves back to the earliest request span before any span encloses others:
+    # moving it after would add the shift to each event's start, rounded on its own, and
+    # the last event could end one float step past the span that encloses it.
+    if request_spans:
+        move_origin_back(document, min(int(s["start_ns"]) for s in request_spans))
     enclose(
         document,
         task_started_ns=task_started_ns,
@@ -126,12 +141,7 @@ def enclose(
     if submitted_ns is not None:
         submitted_ns = min(submitted_ns, run_start_ns)
     # Both start before the child's first event: move the origin back to the earliest.
-    earliest = run_start_ns if submitted_ns is None else submitted_ns
-    shift_us = (int(document["otherData"]["origin_unix_ns"]) - earliest) / 1000
-    if shift_us > 0:
-        for event in document["traceEvents"]:
-            event["ts"] = float(event["ts"]) + shift_us
-        document["otherData"]["origin_unix_ns"] = earliest
+    move_origin_back(document, run_start_ns if submitted_ns is None else submitted_ns)
     run = _enclosing("inference.run", run_start_ns, document, thread, pid, trace_id=trace_id)
     document["traceEvents"] = [run, *document["traceEvents"]]
     if submitted_ns is None:
@@ -186,13 +196,8 @@ def add_request_spans(document: dict[str, Any], spans: list[dict[str, Any]]) -> 
     if not spans:
         return
     pid = next((e["pid"] for e in document["traceEvents"] if e.get("ph") == "X"), 0)
-    earliest = min(int(s["start_ns"]) for s in spans)
+    move_origin_back(document, min(int(s["start_ns"]) for s in spans))
     origin_ns = int(document["otherData"]["origin_unix_ns"])
-    if earliest < origin_ns:
-        shift_us = (origin_ns - earliest) / 1000
-        for event in document["traceEvents"]:
-            event["ts"] = float(event["ts"]) + shift_us
-        document["otherData"]["origin_unix_ns"] = origin_ns = earliest
     lanes: dict[str, list[int]] = {}  # service -> each lane's end (ns)
     tracks: dict[tuple[str, int], int] = {}
     for span in sorted(spans, key=lambda s: int(s["start_ns"])):

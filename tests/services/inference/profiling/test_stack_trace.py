@@ -186,3 +186,32 @@ def test_the_other_services_request_spans_join_the_stored_trace_on_their_own_tra
         "request: benchstack-preprocess",
         "request: benchstack-preprocess #2",
     } <= names
+
+
+def test_request_spans_before_the_run_leave_every_span_nested(tmp_path: Path) -> None:
+    """The CI once saw 'profiling passes' end one float step past inference.run: the
+    request spans moved the origin back after inference.run was made, adding the shift to
+    each start rounded on its own. Random traces, with the shift that made it happen."""
+    store = LocalStore(tmp_path)
+    rng = random.Random(11)
+    for case in range(300):
+        origin_ns = 1_700_000_000_000_000_000 + rng.randrange(10**12)
+        started_ns = origin_ns - rng.randrange(10**9)
+        passes = {"name": "profiling passes", "cat": "step", "ph": "X", "pid": 1, "tid": 1}
+        passes |= {"ts": rng.uniform(0, 1e6), "dur": rng.uniform(1e5, 1e7)}
+        document = {"otherData": {"origin_unix_ns": origin_ns}, "traceEvents": [passes]}
+        store.put_bytes("trace.json", json.dumps(document).encode())
+        before_ns = started_ns - rng.randrange(1, 5 * 10**9)
+        request = {"name": "api.submit_evaluation", "service": "benchstack-api"}
+        request |= {"start_ns": before_ns, "end_ns": before_ns + 5_000_000}
+        request |= {"span_id": "1" * 16, "parent_id": "", "trace_id": "0" * 32}
+        adopt_trace(
+            store,
+            {TRACE_FILE: "trace.json"},
+            evaluation_id="e",
+            submitted_at=None,
+            task_started_ns=started_ns,
+            request_spans=[request],
+        )
+        stored = json.loads(store.get_bytes("trace.json"))
+        assert trace_problems(stored) == [], (case, stored)
