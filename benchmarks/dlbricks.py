@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import statistics
 import tempfile
 import time
@@ -67,6 +66,7 @@ from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
 from services.workloads.bricks.run import chunked, measure_chunks, with_host_load
+from shared.allocator import minor_page_faults
 from shared.catalogue import list_catalogue
 from shared.host_load import HostLoad
 from shared.manifest import ModelManifest
@@ -96,6 +96,7 @@ class Side:
     busy: int  # windows (LoadGen runs) the host was busy in
     windows: int
     floor_ms: float | None = None  # the bricks' empty brick
+    faults_per_query: float | None = None  # minor page faults per LoadGen query
 
 
 def main() -> None:
@@ -120,21 +121,15 @@ def main() -> None:
     config = get_settings()
     print(
         f"system {system_key(args.threads)}; image {args.image_size}; {settings}; "
-        f"{args.rounds} rounds; host slot {config.host_slot_dir}; allocator {_allocator()}"
+        f"{args.rounds} rounds; host slot {config.host_slot_dir}; allocator "
+        f"{config.allocator!r} (BENCHSTACK_ALLOCATOR; each measuring process prints below "
+        "what it applied)"
     )
     for granularity in (int(h) for h in args.granularities.split(",")):
         with tempfile.TemporaryDirectory(prefix="benchstack-dlbricks-") as folder:
             report_granularity(
                 Path(folder), granularity, inputs, manifests, parses, settings, config, args.rounds
             )
-
-
-def _allocator() -> str:
-    """glibc's tuning in this environment, which both sides' processes inherit: whether
-    freed memory goes back to the OS moves a depthwise net's latency by a fifth (2,621
-    page faults per mobilenet_v2 inference with the defaults, none when it is kept)."""
-    tuned = {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")}
-    return ", ".join(f"{k}={v}" for k, v in sorted(tuned.items())) or "glibc defaults"
 
 
 def generate(
@@ -162,6 +157,8 @@ class SideTally:
     shares: list[float | None] = field(default_factory=list)
     busy: int = 0
     floors: list[float] = field(default_factory=list)
+    faults: int = 0
+    queries: int = 0
 
     def side(self) -> Side:
         return Side(
@@ -172,6 +169,7 @@ class SideTally:
             self.busy,
             len(self.shares),
             statistics.median(self.floors) if self.floors else None,
+            self.faults / self.queries if self.queries else None,
         )
 
 
@@ -180,7 +178,6 @@ def measure_round(
     manifests: dict[str, ModelManifest],
     settings: MeasureSettings,
     config: Settings,
-    slot: HostSlot,
     *,
     bricks_first: bool,
 ) -> tuple[Side, Side]:
@@ -201,13 +198,13 @@ def measure_round(
     named = [(recipe_name(spec), manifest) for spec, manifest in manifests.items()]
     bricks, models = SideTally(), SideTally()
     with _one_process() as bricks_process:
-        _warm_bricks(bricks_process, suite, settings)
+        _warm_bricks(bricks_process, suite, settings, config)
         for number, chunk in enumerate(chunks):
             if bricks_first:
-                _measure_chunk(bricks_process, suite, chunk, settings, slot, bricks)
+                _measure_chunk(bricks_process, suite, chunk, settings, config, bricks)
             _measure_models(named[number :: len(chunks)], settings, config, models)
             if not bricks_first:
-                _measure_chunk(bricks_process, suite, chunk, settings, slot, bricks)
+                _measure_chunk(bricks_process, suite, chunk, settings, config, bricks)
     return bricks.side(), models.side()
 
 
@@ -227,8 +224,10 @@ def _warm_settings(settings: MeasureSettings) -> MeasureSettings:
     return MeasureSettings(1, 0.01, settings.threads)
 
 
-def _warm_bricks(process: ProcessPoolExecutor, suite: Path, settings: MeasureSettings) -> None:
-    process.submit(measure_chunk_alone, suite, [], _warm_settings(settings)).result()
+def _warm_bricks(
+    process: ProcessPoolExecutor, suite: Path, settings: MeasureSettings, config: Settings
+) -> None:
+    process.submit(measure_chunk_alone, suite, [], _warm_settings(settings), config).result()
 
 
 def _warm_model(process: ProcessPoolExecutor, settings: MeasureSettings, config: Settings) -> None:
@@ -236,16 +235,31 @@ def _warm_model(process: ProcessPoolExecutor, settings: MeasureSettings, config:
     process.submit(measure_whole, warm, _warm_settings(settings), config).result()
 
 
+@dataclass(frozen=True)
+class ChunkRun:
+    """What the bricks' process measured of one chunk, holding the host as `bricks run`
+    does (the slot taken in that process, so its allocator is the one set)."""
+
+    floor: Timing
+    timings: dict[str, Timing]
+    load: HostLoad
+    seconds: float  # loading and measuring, the wait for the host left out
+    minor_faults: int
+    allocator: dict[str, str]
+
+
 def measure_chunk_alone(
-    suite: Path, chunk: list[str], settings: MeasureSettings
-) -> tuple[Timing, dict[str, Timing], HostLoad, float]:
+    suite: Path, chunk: list[str], settings: MeasureSettings, config: Settings
+) -> ChunkRun:
     """In the bricks' process: one chunk loaded and measured (with_host_load samples
-    the host meanwhile), and the seconds that took."""
-    start = time.perf_counter()
-    (floor, timings), load = next(
-        with_host_load(measure_chunks(suite, chunk, settings, "torch", floor_alone=True))
-    )
-    return floor, timings, load, time.perf_counter() - start
+    the host meanwhile)."""
+    with HostSlot.of(config).measuring(f"dlbricks-{uuid.uuid4()}") as use:
+        start, faults = time.perf_counter(), minor_page_faults()
+        (floor, timings), load = next(
+            with_host_load(measure_chunks(suite, chunk, settings, "torch", floor_alone=True))
+        )
+        seconds, faults = time.perf_counter() - start, minor_page_faults() - faults
+    return ChunkRun(floor, timings, load, seconds, faults, use.allocator)
 
 
 def _measure_chunk(
@@ -253,20 +267,31 @@ def _measure_chunk(
     suite: Path,
     chunk: list[str],
     settings: MeasureSettings,
-    slot: HostSlot,
+    config: Settings,
     tally: SideTally,
 ) -> None:
-    """The next chunk of bricks, measured in the bricks' process, holding the host."""
-    with slot.measuring(f"dlbricks-{uuid.uuid4()}"):
-        floor, timings, load, seconds = process.submit(
-            measure_chunk_alone, suite, chunk, settings
-        ).result()
-    tally.seconds += seconds
-    tally.floors.append(floor.median_ms)
-    tally.medians |= {s: t.median_ms for s, t in timings.items()}
-    tally.loadgen_s += floor.seconds + sum(t.seconds for t in timings.values())
-    tally.shares.append(load.other_cpu_share)
-    tally.busy += bool(load.busy)
+    """The next chunk of bricks, measured in the bricks' process."""
+    run = process.submit(measure_chunk_alone, suite, chunk, settings, config).result()
+    _applied(run.allocator)
+    tally.seconds += run.seconds
+    tally.floors.append(run.floor.median_ms)
+    tally.medians |= {s: t.median_ms for s, t in run.timings.items()}
+    tally.loadgen_s += run.floor.seconds + sum(t.seconds for t in run.timings.values())
+    tally.shares.append(run.load.other_cpu_share)
+    tally.busy += bool(run.load.busy)
+    tally.faults += run.minor_faults
+    tally.queries += run.floor.queries + sum(t.queries for t in run.timings.values())
+
+
+_ALLOCATORS_SEEN: set[str] = set()
+
+
+def _applied(allocator: dict[str, str]) -> None:
+    """Print what a measuring process applied, the first time it is seen."""
+    text = allocator.get("applied", "not recorded")
+    if text not in _ALLOCATORS_SEEN:
+        _ALLOCATORS_SEEN.add(text)
+        print(f"  allocator in a measuring process: {text}")
 
 
 def _measure_models(
@@ -284,6 +309,9 @@ def _measure_models(
         tally.loadgen_s += run.loadgen_s
         tally.shares.append((run.host.get("load") or {}).get("other_cpu_share"))
         tally.busy += run.busy
+        tally.faults += run.minor_faults
+        tally.queries += run.queries
+        _applied(run.host.get("allocator") or {})
 
 
 def report_granularity(
@@ -309,14 +337,13 @@ def report_granularity(
         f"\nH={granularity}: {len(usable)} models, {layers} layers, {sequences} sequences, "
         f"{unique} unique ({unique / max(sequences, 1):.1%}); generation {generation_s:.1f} s"
     )
-    slot = HostSlot(config.host_slot_dir, exclusive=config.measure_exclusive)
     wanted = {spec: manifests[spec] for spec in usable}
     brick_rounds: list[Side] = []
     model_rounds: list[Side] = []
     for number in range(rounds):
         # Which side opens each step swaps every round: a trend on the host reaches both
         # sides alike.
-        b, m = measure_round(suite, wanted, settings, config, slot, bricks_first=number % 2 == 0)
+        b, m = measure_round(suite, wanted, settings, config, bricks_first=number % 2 == 0)
         brick_rounds.append(b)
         model_rounds.append(m)
         print(
@@ -390,8 +417,10 @@ def _median_share(shares: list[float | None]) -> float | None:
 
 def _host(side: Side) -> str:
     share = "-" if side.other_cpu_share is None else f"{side.other_cpu_share:.0%}"
+    faults = "-" if side.faults_per_query is None else f"{side.faults_per_query:,.0f}"
     return (
-        f"other processes {share} of the CPUs (median), busy in {side.busy} of {side.windows} runs"
+        f"other processes {share} of the CPUs (median), busy in {side.busy} of {side.windows} "
+        f"runs; {faults} page faults per query"
     )
 
 

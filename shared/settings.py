@@ -168,6 +168,10 @@ class Settings(BaseSettings):
     # Where measurements on this host meet: the lock file and the registry of active runs.
     # Every agent and bench on one machine must see the same folder.
     host_slot_dir: Path = Path("/tmp/benchstack-host")
+    # Whether a measuring process keeps the memory it frees ("keep", the default) or lets
+    # glibc hand it back ("release"), which costs a depthwise net a page fault per 4 KiB
+    # of activations on every inference (shared/allocator.py). Recorded with every run.
+    allocator: Literal["keep", "release"] = "keep"
     # What this machine costs per hour (any currency, the same for every machine compared):
     # recorded in the agent's settings and with every run it measures (embedded runs too),
     # so `benchstack advise` can price an inference. Unset: no cost is given.

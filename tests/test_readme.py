@@ -198,6 +198,11 @@ def test_readme_service_section_runs_as_written(servers: dict[str, str]) -> None
             host = row["report"]["host"]
             # Two agents on one machine measured one after the other.
             assert host["exclusive"] is True and host["overlapped"] is False, host
+            # The measuring child set the allocator the settings ask for, and counted the
+            # pages the kernel mapped while LoadGen ran.
+            assert host["allocator"]["choice"] == "keep", host
+            assert host["allocator"]["applied"].startswith("freed memory kept"), host
+            assert row["report"]["timings"]["loadgen_minor_faults"] >= 0, row["report"]
         threads = sorted(
             r["report"]["settings"]["backend_options"]["intra_op_threads"] for r in fanned
         )

@@ -134,7 +134,7 @@ def run_bench(
     data = _prepare_data(request, manifest, settings, store, profiler, progress)
 
     prefix = attempt_prefix(run_id, 1)
-    slot = HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
+    slot = HostSlot.of(settings)
     with tempfile.TemporaryDirectory(prefix="benchstack-run-") as tmp:
         # The host first: loading a model while another run measures would disturb it,
         # and threads are chosen for the load the machine has once it is ours.

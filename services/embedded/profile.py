@@ -67,7 +67,7 @@ def run_profile(request: ProfileRequest, settings: Settings) -> ProfileOutcome:
     with profiler.step("preprocess"):
         prepared, _, _ = load_or_preprocess(make_store(settings), dataset, manifest, Progress())
     batch = batch_of(prepared.tensors, request.batch_size)
-    slot = HostSlot(settings.host_slot_dir, exclusive=settings.measure_exclusive)
+    slot = HostSlot.of(settings)
     with slot.measuring(f"profile-{uuid.uuid4()}") as host:
         # Threads for the load the host has once it is ours.
         options, threads = with_scenario_threads(request.backend_options, "single-stream")

@@ -39,8 +39,10 @@ class WholeTiming:
     queries: int
     loadgen_s: float  # the LoadGen phase alone
     seconds: float  # the whole run_bench call: data, model load, LoadGen, storing
-    host: dict[str, Any]  # the report's host: slot use, load over the run, busy
+    host: dict[str, Any]  # the report's host: slot use, allocator, load over the run, busy
     run_id: str
+    # Pages the kernel mapped for the run during its LoadGen phase (shared/allocator.py).
+    minor_faults: int = 0
 
     @property
     def busy(self) -> bool:
@@ -126,4 +128,5 @@ def measure_whole(
         seconds=seconds,
         host=dict(report["host"]),
         run_id=str(report["run_id"]),
+        minor_faults=int(report["timings"].get("loadgen_minor_faults", 0)),
     )

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from shared.allocator import Allocator, use_allocator
 from shared.processes import pid_alive
+from shared.settings import Settings
 
 HISTORY_MAX_BYTES = 1 << 20
 
@@ -54,9 +56,12 @@ class HostUse:
     exclusive: bool
     waited_s: float = 0.0
     overlapped_with: list[str] = field(default_factory=list)
+    # How the measuring process's allocator was set (shared/allocator.py); {} if unset.
+    allocator: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "allocator": self.allocator,
             "exclusive": self.exclusive,
             "waited_for_host_s": round(self.waited_s, 3),
             "overlapped": bool(self.overlapped_with),
@@ -70,15 +75,29 @@ class HostSlot:
         folder: Path,
         *,
         exclusive: bool = True,
+        allocator: Allocator | None = None,
         on_wait: Callable[[list[str]], None] | None = None,
     ) -> None:
         """``on_wait(holders)``: called once when a measurement finds the host taken and
         starts waiting, with the runs then measuring (so a worker can say why its RUNNING
-        evaluation has not started)."""
+        evaluation has not started). ``allocator``: set in the measuring process (the
+        one that holds the slot) before each measurement, and recorded; None leaves it."""
         self.folder = folder
         self.exclusive = exclusive
+        self.allocator = allocator
         self.active = folder / "active"
         self.on_wait = on_wait
+
+    @classmethod
+    def of(cls, settings: Settings, on_wait: Callable[[list[str]], None] | None = None) -> HostSlot:
+        """The host's slot as the settings describe it: its folder, whether measurements
+        take the host alone, and the allocator each measuring process uses."""
+        return cls(
+            settings.host_slot_dir,
+            exclusive=settings.measure_exclusive,
+            allocator=settings.allocator,
+            on_wait=on_wait,
+        )
 
     def _others(self, run_id: str) -> list[str]:
         others = []
@@ -150,6 +169,8 @@ class HostSlot:
         all of them, as they wait for it. Their overlaps with one another are recorded."""
         self.active.mkdir(parents=True, exist_ok=True)
         use = HostUse(exclusive=self.exclusive and not shared)
+        if self.allocator is not None:
+            use.allocator = use_allocator(self.allocator)
         with open(self.folder / "measure.lock", "a+") as lock:
             if self.exclusive:
                 mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from services.inference.run import RunOutcome
+from shared.allocator import minor_page_faults
 from shared.db.evaluations import Evaluation
 from shared.environment import capture_environment
 from shared.messages import RunCompleted
@@ -30,12 +31,15 @@ class PhaseClock:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        """Records ``<name>_s``, and ``<name>_started_at`` / ``_ended_at`` (Unix seconds)."""
-        started_at, start = time.time(), time.perf_counter()
+        """Records ``<name>_s``, ``<name>_started_at`` / ``_ended_at`` (Unix seconds) and
+        ``<name>_minor_faults``: pages the kernel mapped for this process meanwhile (an
+        allocator handing memory back shows here, shared/allocator.py)."""
+        started_at, start, faults = time.time(), time.perf_counter(), minor_page_faults()
         try:
             yield
         finally:
             self.timings[f"{name}_s"] = time.perf_counter() - start
+            self.timings[f"{name}_minor_faults"] = minor_page_faults() - faults
             self.timings[f"{name}_started_at"] = started_at
             self.timings[f"{name}_ended_at"] = started_at + self.timings[f"{name}_s"]
 

@@ -40,9 +40,7 @@ def backend_options(
 
 def host_slot(settings: Settings) -> HostSlot:
     """The host's slot; a wait for it is announced to the worker (announce_waiting)."""
-    return HostSlot(
-        settings.host_slot_dir, exclusive=settings.measure_exclusive, on_wait=announce_waiting
-    )
+    return HostSlot.of(settings, on_wait=announce_waiting)
 
 
 def measure_holding_host(run: AgentRun, measurement: OutcomeMeasurement) -> dict[str, str]:

@@ -88,7 +88,7 @@ def run(
 
         settings = MeasureSettings(queries, min_duration, threads)
         config = get_settings()
-        slot = HostSlot(config.host_slot_dir, exclusive=config.measure_exclusive)
+        slot = HostSlot.of(config)
         # No other measurement on this host disturbs the bricks, nor they it.
         with slot.measuring(f"bricks-{uuid.uuid4()}") as host:
             reports = run_suite(suite, settings)

@@ -191,7 +191,7 @@ def _session(settings: TrainingSettings, arms: list[Arm], repeats: int) -> None:
 
     out = Console(highlight=False, soft_wrap=True)
     config = get_settings()
-    slot = HostSlot(config.host_slot_dir, exclusive=config.measure_exclusive)
+    slot = HostSlot.of(config)
     out.print(
         f"{settings.framework} {settings.model} {settings.device} {settings.precision} "
         f"{settings.optimizer} batch {settings.batch_size} threads {settings.threads}, "
@@ -316,7 +316,7 @@ def _one_rank(
         return document | {"data_parallel": section | {"weight_digest": digest}}
 
     config = get_settings()
-    slot = HostSlot(config.host_slot_dir, exclusive=config.measure_exclusive)
+    slot = HostSlot.of(config)
     report = run_session(
         settings,
         [Arm(settings.data)],
