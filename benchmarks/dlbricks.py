@@ -97,6 +97,9 @@ class Side:
     windows: int
     floor_ms: float | None = None  # the bricks' empty brick
     faults_per_query: float | None = None  # minor page faults per LoadGen query
+    # Whole models: each one's minor page faults per query (an allocator handing memory
+    # back shows here: shared/allocator.py).
+    faults_by_name: dict[str, float] = field(default_factory=dict)
 
 
 def main() -> None:
@@ -159,6 +162,7 @@ class SideTally:
     floors: list[float] = field(default_factory=list)
     faults: int = 0
     queries: int = 0
+    faults_by_name: dict[str, float] = field(default_factory=dict)
 
     def side(self) -> Side:
         return Side(
@@ -170,6 +174,7 @@ class SideTally:
             len(self.shares),
             statistics.median(self.floors) if self.floors else None,
             self.faults / self.queries if self.queries else None,
+            self.faults_by_name,
         )
 
 
@@ -311,6 +316,7 @@ def _measure_models(
         tally.busy += run.busy
         tally.faults += run.minor_faults
         tally.queries += run.queries
+        tally.faults_by_name[name] = run.minor_faults / max(run.queries, 1)
         _applied(run.host.get("allocator") or {})
 
 
@@ -381,9 +387,17 @@ def report_granularity(
     )
     measured = median_over_rounds([m.medians for m in model_rounds])
     rows = score(recipes, results, measured)
-    print(f"  {'model (ms)':<20} {'measured':>9} {'seq':>9} {'floor':>9} {'loo':>9}")
+    faults = median_over_rounds([m.faults_by_name for m in model_rounds])
+    print(
+        f"  {'model (ms)':<20} {'measured':>9} {'seq':>9} {'floor':>9} {'loo':>9} "
+        f"{'faults/query':>12}"
+    )
     for name, row in rows.items():
-        print(f"  {name:<20} " + " ".join(f"{_ms(v):>9}" for v in row))
+        print(
+            f"  {name:<20} "
+            + " ".join(f"{_ms(v):>9}" for v in row)
+            + f" {faults.get(name, 0):>12.0f}"
+        )
     if void:
         print(f"  constructed / measured: {void}")
         return
