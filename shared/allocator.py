@@ -23,7 +23,6 @@ keeps that tuning: nothing is changed and the variables are recorded instead.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import platform
 import resource
@@ -53,8 +52,9 @@ def _user_tuning() -> dict[str, str]:
 
 
 def _mallopt(parameter: int, value: int) -> bool:
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    return bool(libc.mallopt(ctypes.c_int(parameter), ctypes.c_int(value)))
+    # The process's own symbols, libc's among them: find_library would run ldconfig.
+    process = ctypes.CDLL(None)
+    return bool(process.mallopt(ctypes.c_int(parameter), ctypes.c_int(value)))
 
 
 def use_allocator(choice: Allocator) -> dict[str, str]:
