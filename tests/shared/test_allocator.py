@@ -52,16 +52,38 @@ def _fresh(choice: str, **env: str) -> dict[str, object]:
     return result
 
 
-def test_keep_ends_the_page_faults_that_release_pays_on_every_inference() -> None:
-    kept, released = _fresh("keep"), _fresh("release")
+def test_keep_ends_the_page_faults_that_glibc_s_thresholds_cause() -> None:
+    # The other arm pins glibc's static defaults: with its dynamic thresholds the fault
+    # count depends on the order of allocations (one `bench` run in six took 12 faults a
+    # query where the others took 2,550), and this test must not depend on luck.
+    kept = _fresh("keep")
+    pinned = _fresh("keep", MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
     print(
-        f"mobilenet_v2 at 160 px: {released['faults']} faults per inference released, "
-        f"{kept['faults']} kept"
+        f"mobilenet_v2 at 160 px, faults per inference: {pinned['faults']} with glibc's "
+        f"static thresholds, {kept['faults']} kept"
     )
     assert str(kept["record"]["applied"]).startswith("freed memory kept")  # type: ignore[index]
-    assert "defaults" in str(released["record"]["applied"])  # type: ignore[index]
+    assert str(pinned["record"]["applied"]).startswith("the user's tuning")  # type: ignore[index]
     assert float(kept["faults"]) <= 1.0  # type: ignore[arg-type]
-    assert float(released["faults"]) > 100 * max(float(kept["faults"]), 1.0)  # type: ignore[arg-type]
+    assert float(pinned["faults"]) > 100  # type: ignore[arg-type]
+
+
+def test_release_leaves_the_c_library_as_it_started() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json; from shared.allocator import use_allocator; "
+            "print(json.dumps(use_allocator('release')))",
+        ],
+        env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    record = json.loads(done.stdout)
+    assert record["choice"] == "release" and "defaults" in record["applied"], record
 
 
 def test_the_users_own_malloc_tuning_is_left_as_set_and_recorded() -> None:
