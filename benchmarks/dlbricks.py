@@ -51,6 +51,7 @@ from typing import Any
 
 from services.embedded.whole_model import bench_manifest, measure_whole
 from services.inference.host_slot import HostSlot
+from services.inference.measurement import PhaseClock
 from services.workloads.bricks.construct import construct, fit_brick_cost, summarise
 from services.workloads.bricks.drift import DRIFT_LIMIT, drift_of, median_over_rounds
 from services.workloads.bricks.generate import (
@@ -66,7 +67,6 @@ from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
 from services.workloads.bricks.run import chunked, measure_chunks, with_host_load
-from shared.allocator import minor_page_faults
 from shared.catalogue import list_catalogue
 from shared.host_load import HostLoad
 from shared.manifest import ModelManifest
@@ -258,12 +258,12 @@ def measure_chunk_alone(
 ) -> ChunkRun:
     """In the bricks' process: one chunk loaded and measured (with_host_load samples
     the host meanwhile)."""
-    with HostSlot.of(config).measuring(f"dlbricks-{uuid.uuid4()}") as use:
-        start, faults = time.perf_counter(), minor_page_faults()
+    clock = PhaseClock()
+    with HostSlot.of(config).measuring(f"dlbricks-{uuid.uuid4()}") as use, clock.phase("chunk"):
         (floor, timings), load = next(
             with_host_load(measure_chunks(suite, chunk, settings, "torch", floor_alone=True))
         )
-        seconds, faults = time.perf_counter() - start, minor_page_faults() - faults
+    seconds, faults = clock.timings["chunk_s"], int(clock.timings["chunk_minor_faults"])
     return ChunkRun(floor, timings, load, seconds, faults, use.allocator)
 
 
