@@ -21,7 +21,11 @@ Printed per H:
 - drift (drift.py): each side's summed medians, slowest round over fastest, and each
   round's sums; above 5 % no verdict is given, it says "void: drift X % > 5 %" instead,
   and none either when another program kept the host busy during a run ("void: the host
-  was busy in N of M runs");
+  was busy in N of M runs"). Rounds go on, up to ``--max-rounds``, until the newest
+  ``--rounds`` of them agree; the verdict rests on those, and when earlier rounds were
+  left out the drift over every round is printed with them (a host that slows for a
+  while and settles is then measured once it has settled, never judged on its best
+  rounds picked apart);
 - the speedup: measuring every model (median seconds per round, each `bench` run whole)
   over generating plus measuring the bricks (generation + median seconds per round of
   `bricks run`'s work, brick loading included), and the same on LoadGen time alone;
@@ -30,7 +34,7 @@ Printed per H:
   rounds, how many models are within 10 %, and each ratio's geometric mean.
 
     python benchmarks/dlbricks.py [--granularities 1,2,3,4] [--image-size 224]
-        [--queries 50] [--min-duration 0.05] [--threads 1] [--rounds 3]
+        [--queries 50] [--min-duration 0.05] [--threads 1] [--rounds 3] [--max-rounds 6]
         [--models resnet18,torchvision:googlenet,...]
 
 Run it alone on the machine: every figure is a latency.
@@ -53,7 +57,13 @@ from services.embedded.whole_model import bench_manifest, measure_whole
 from services.inference.host_slot import HostSlot
 from services.inference.measurement import PhaseClock
 from services.workloads.bricks.construct import construct, fit_brick_cost, summarise
-from services.workloads.bricks.drift import DRIFT_LIMIT, drift_of, median_over_rounds
+from services.workloads.bricks.drift import (
+    DRIFT_LIMIT,
+    Window,
+    drift_of,
+    median_over_rounds,
+    newest_window,
+)
 from services.workloads.bricks.generate import (
     BrickError,
     ModelInput,
@@ -109,13 +119,24 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--min-duration", type=float, default=0.05)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds a verdict rests on")
+    parser.add_argument(
+        "--max-rounds",
+        type=int,
+        default=0,
+        help="go on measuring, up to this many rounds, until the newest --rounds agree "
+        "(default: --rounds + 3)",
+    )
     parser.add_argument(
         "--models", default="", help="comma-separated specs; default: the catalogue"
     )
     args = parser.parse_args()
     if not 1 <= args.rounds <= 20:
         parser.error(f"--rounds: {args.rounds}; accepted: 1..20 (2 or more to judge drift)")
+    # One round judges no drift, so more rounds could not settle it.
+    max_rounds = args.max_rounds or (args.rounds + 3 if args.rounds >= 2 else 1)
+    if not args.rounds <= max_rounds <= 20:
+        parser.error(f"--max-rounds: {max_rounds}; accepted: --rounds ({args.rounds}) to 20")
     settings = MeasureSettings(args.queries, args.min_duration, args.threads)
     specs = [n for n in args.models.split(",") if n] or catalogue_torch_models()
     inputs = {spec: model_input(spec, image_size=args.image_size) for spec in specs}
@@ -124,14 +145,23 @@ def main() -> None:
     config = get_settings()
     print(
         f"system {system_key(args.threads)}; image {args.image_size}; {settings}; "
-        f"{args.rounds} rounds; host slot {config.host_slot_dir}; allocator "
+        f"{args.rounds} rounds (at most {max_rounds} until {args.rounds} agree); "
+        f"host slot {config.host_slot_dir}; allocator "
         f"{config.allocator!r} (BENCHSTACK_ALLOCATOR; each measuring process prints below "
         "what it applied)"
     )
     for granularity in (int(h) for h in args.granularities.split(",")):
         with tempfile.TemporaryDirectory(prefix="benchstack-dlbricks-") as folder:
             report_granularity(
-                Path(folder), granularity, inputs, manifests, parses, settings, config, args.rounds
+                Path(folder),
+                granularity,
+                inputs,
+                manifests,
+                parses,
+                settings,
+                config,
+                args.rounds,
+                max_rounds,
             )
 
 
@@ -329,6 +359,7 @@ def report_granularity(
     settings: MeasureSettings,
     config: Settings,
     rounds: int,
+    max_rounds: int,
 ) -> None:
     usable, generation_s = generate(suite, granularity, inputs, parses)
     if not usable:
@@ -346,7 +377,7 @@ def report_granularity(
     wanted = {spec: manifests[spec] for spec in usable}
     brick_rounds: list[Side] = []
     model_rounds: list[Side] = []
-    for number in range(rounds):
+    for number in range(max_rounds):
         # Which side opens each step swaps every round: a trend on the host reaches both
         # sides alike.
         b, m = measure_round(suite, wanted, settings, config, bricks_first=number % 2 == 0)
@@ -356,8 +387,17 @@ def report_granularity(
             f"  round {number + 1}: bricks {b.seconds:.1f} s ({_host(b)}); "
             f"every model {m.seconds:.1f} s, LoadGen {m.loadgen_s:.1f} s ({_host(m)})"
         )
-    drift = drift_of([m.medians for m in model_rounds], [b.medians for b in brick_rounds])
-    void = drift.void_reason(DRIFT_LIMIT) or _busy_reason(brick_rounds + model_rounds)
+        window = newest_window(
+            [m.medians for m in model_rounds], [b.medians for b in brick_rounds], rounds
+        )
+        if window.size == rounds and not _void(window, brick_rounds, model_rounds):
+            break  # the newest rounds agree: the verdict rests on them
+    if window.left_out:
+        every = drift_of([m.medians for m in model_rounds], [b.medians for b in brick_rounds])
+        print(f"  drift over every round measured: {every.describe()}")
+    print(f"  {window.describe()} (the newest {rounds} are judged; at most {max_rounds})")
+    drift, void = window.drift, _void(window, brick_rounds, model_rounds)
+    brick_rounds, model_rounds = brick_rounds[window.start :], model_rounds[window.start :]
     print(f"  drift: {drift.describe()}")
     bricks_s = statistics.median(b.seconds for b in brick_rounds)
     models_s = statistics.median(m.seconds for m in model_rounds)
@@ -416,6 +456,14 @@ def report_granularity(
             f"  {label} / measured: geomean {summary.describe()}; within {WITHIN:.0%} "
             f"on {within} of {len(ratios)}"
         )
+
+
+def _void(window: Window, brick_rounds: list[Side], model_rounds: list[Side]) -> str | None:
+    """Why the window's rounds give no verdict: drift, or a busy host in one of them."""
+    used = slice(window.start, None)
+    return window.drift.void_reason(DRIFT_LIMIT) or _busy_reason(
+        brick_rounds[used] + model_rounds[used]
+    )
 
 
 def _busy_reason(sides: list[Side]) -> str | None:

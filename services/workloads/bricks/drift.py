@@ -7,6 +7,13 @@ measured every model x2.03 as slow after the bricks as before). So each side's f
 are summed per round and the rounds compared: drift is how far the slowest round is
 above the fastest, per side, and the verdict is void when either side drifted more than
 ``DRIFT_LIMIT``. With one round there is nothing to compare: no verdict either.
+
+A host whose speed moves for a while and then settles (this VM: episodes of about 20 s
+that slow every process 10-35 %, with no other process or stolen time to be seen) voids
+most runs of three rounds. ``newest_window`` lets a caller go on measuring rounds, up to
+a bound it sets, until the newest ``size`` rounds agree: the verdict then rests on
+rounds that were measured one after another and agree, and the rounds left out are
+reported with the drift over every round, never hidden.
 """
 
 from __future__ import annotations
@@ -89,6 +96,40 @@ def drift_of(model_rounds: Sequence[Round], brick_rounds: Sequence[Round]) -> Dr
         tuple(models),
         tuple(bricks),
     )
+
+
+@dataclass(frozen=True)
+class Window:
+    """The newest ``size`` rounds of those measured, and their drift."""
+
+    start: int  # index of the window's first round among every round measured
+    size: int
+    measured: int  # every round measured so far
+    drift: Drift
+
+    @property
+    def left_out(self) -> int:
+        return self.measured - self.size
+
+    def describe(self) -> str:
+        if not self.left_out:
+            return f"every round ({self.measured}) used"
+        return (
+            f"rounds {self.start + 1}-{self.start + self.size} of {self.measured} used; "
+            f"the {self.left_out} before them left out"
+        )
+
+
+def newest_window(
+    model_rounds: Sequence[Round], brick_rounds: Sequence[Round], size: int
+) -> Window:
+    """The drift of the newest ``size`` rounds (every round, when fewer were measured)."""
+    if size < 1:
+        raise ValueError(f"window: {size} rounds; accepted: 1 or more")
+    measured = len(model_rounds)
+    start = max(0, measured - size)
+    drift = drift_of(model_rounds[start:], brick_rounds[start:])
+    return Window(start, measured - start, measured, drift)
 
 
 def _total(one: Round, first: Round) -> float:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from services.workloads.bricks.drift import DRIFT_LIMIT, drift_of, median_over_rounds
+from services.workloads.bricks.drift import (
+    DRIFT_LIMIT,
+    drift_of,
+    median_over_rounds,
+    newest_window,
+)
 
 STEADY_MODELS = [{"a": 10.0, "b": 20.0}, {"a": 10.2, "b": 20.1}, {"a": 9.9, "b": 20.0}]
 STEADY_BRICKS = [{"x": 1.0, "y": 2.0}, {"x": 1.01, "y": 2.0}, {"x": 1.0, "y": 1.99}]
@@ -53,3 +58,27 @@ def test_rounds_that_measured_different_things_are_refused() -> None:
 def test_each_figure_is_its_median_over_rounds() -> None:
     assert median_over_rounds(STEADY_MODELS) == {"a": 10.0, "b": 20.0}
     assert median_over_rounds([]) == {}
+
+
+def test_the_newest_rounds_are_judged_once_the_host_settles() -> None:
+    # The host slow in round 1 (x1.2 on the models), steady after it.
+    slow_first = [{name: ms * 1.2 for name, ms in STEADY_MODELS[0].items()}, *STEADY_MODELS]
+    bricks = [STEADY_BRICKS[0], *STEADY_BRICKS]
+    every_round = newest_window(slow_first, bricks, size=4)
+    assert every_round.drift.void_reason() == "void: drift 20.4 % > 5 %"
+    assert every_round.describe() == "every round (4) used"
+    newest = newest_window(slow_first, bricks, size=3)
+    assert newest.drift.void_reason() is None
+    assert (newest.start, newest.size, newest.left_out) == (1, 3, 1)
+    assert newest.describe() == "rounds 2-4 of 4 used; the 1 before them left out"
+    # The newest rounds are judged, not the best ones: a host that slows at the end voids
+    # the window even though earlier rounds agreed.
+    slow_last = [*STEADY_MODELS, {name: ms * 1.2 for name, ms in STEADY_MODELS[0].items()}]
+    assert newest_window(slow_last, bricks, size=3).drift.void_reason() is not None
+
+
+def test_fewer_rounds_than_the_window_are_judged_together() -> None:
+    window = newest_window(STEADY_MODELS[:2], STEADY_BRICKS[:2], size=3)
+    assert (window.start, window.size, window.left_out) == (0, 2, 0)
+    with pytest.raises(ValueError, match="window: 0 rounds; accepted: 1 or more"):
+        newest_window(STEADY_MODELS, STEADY_BRICKS, size=0)
