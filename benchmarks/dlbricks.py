@@ -18,14 +18,17 @@ Printed per H:
 
 - layers, unique sequences (and their share), generation seconds;
 - per round the seconds and host load of each side;
-- drift (drift.py): each side's summed medians, slowest round over fastest, and each
-  round's sums; above 5 % no verdict is given, it says "void: drift X % > 5 %" instead,
-  and none either when another program kept the host busy during a run ("void: the host
-  was busy in N of M runs"). Rounds go on, up to ``--max-rounds``, until the newest
-  ``--rounds`` of them agree; the verdict rests on those, and when earlier rounds were
-  left out the drift over every round is printed with them (a host that slows for a
-  while and settles is then measured once it has settled, never judged on its best
-  rounds picked apart);
+- drift (drift.py): the comparison's (per round, the bricks' summed medians over the
+  models', and the bricks' seconds over the models', slowest round over fastest) and the
+  host's (each side's summed medians, slowest round over fastest, printed with each
+  round's sums, not judged: a host moving both sides of a round alike leaves the ratios
+  whole); when the comparison moved above 5 % no verdict is given, it says "void: drift
+  X % > 5 %" instead, and none either when another program kept the host busy during a
+  run ("void: the host was busy in N of M runs"). Rounds go on, up to ``--max-rounds``,
+  until the newest ``--rounds`` of them agree; the verdict rests on those, and when
+  earlier rounds were left out the drift over every round is printed with them (a host
+  that slows for a while and settles is then measured once it has settled, never judged
+  on its best rounds picked apart);
 - the speedup: measuring every model (median seconds per round, each `bench` run whole)
   over generating plus measuring the bricks (generation + median seconds per round of
   `bricks run`'s work, brick loading included), and the same on LoadGen time alone;
@@ -64,6 +67,7 @@ from services.workloads.bricks.drift import (
     median_over_rounds,
     newest_window,
 )
+from services.workloads.bricks.fx_allow import import_namespaces
 from services.workloads.bricks.generate import (
     BrickError,
     ModelInput,
@@ -262,7 +266,15 @@ def _warm_settings(settings: MeasureSettings) -> MeasureSettings:
 def _warm_bricks(
     process: ProcessPoolExecutor, suite: Path, settings: MeasureSettings, config: Settings
 ) -> None:
-    process.submit(measure_chunk_alone, suite, [], _warm_settings(settings), config).result()
+    process.submit(warm_bricks_process, suite, _warm_settings(settings), config).result()
+
+
+def warm_bricks_process(suite: Path, settings: MeasureSettings, config: Settings) -> None:
+    """In the bricks' process, untimed: the empty brick measured, and every namespace a
+    brick may name imported (torchvision.ops: 1.5-2.4 s, which fell into the first chunk
+    naming it, where the models' processes had imported torchvision warming up)."""
+    import_namespaces()
+    measure_chunk_alone(suite, [], settings, config)
 
 
 def _warm_model(process: ProcessPoolExecutor, settings: MeasureSettings, config: Settings) -> None:
@@ -388,12 +400,19 @@ def report_granularity(
             f"every model {m.seconds:.1f} s, LoadGen {m.loadgen_s:.1f} s ({_host(m)})"
         )
         window = newest_window(
-            [m.medians for m in model_rounds], [b.medians for b in brick_rounds], rounds
+            [m.medians for m in model_rounds],
+            [b.medians for b in brick_rounds],
+            rounds,
+            _seconds(model_rounds, brick_rounds),
         )
         if window.size == rounds and not _void(window, brick_rounds, model_rounds):
             break  # the newest rounds agree: the verdict rests on them
     if window.left_out:
-        every = drift_of([m.medians for m in model_rounds], [b.medians for b in brick_rounds])
+        every = drift_of(
+            [m.medians for m in model_rounds],
+            [b.medians for b in brick_rounds],
+            _seconds(model_rounds, brick_rounds),
+        )
         print(f"  drift over every round measured: {every.describe()}")
     print(f"  {window.describe()} (the newest {rounds} are judged; at most {max_rounds})")
     drift, void = window.drift, _void(window, brick_rounds, model_rounds)
@@ -456,6 +475,11 @@ def report_granularity(
             f"  {label} / measured: geomean {summary.describe()}; within {WITHIN:.0%} "
             f"on {within} of {len(ratios)}"
         )
+
+
+def _seconds(model_rounds: list[Side], brick_rounds: list[Side]) -> list[tuple[float, float]]:
+    """Per round, the seconds each side took (models, bricks): the speedup's inputs."""
+    return [(m.seconds, b.seconds) for m, b in zip(model_rounds, brick_rounds, strict=True)]
 
 
 def _void(window: Window, brick_rounds: list[Side], model_rounds: list[Side]) -> str | None:

@@ -12,6 +12,7 @@ Module classes: ``torch.nn``'s and ``torchvision.ops``' ``nn.Module`` subclasses
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import operator
@@ -80,6 +81,15 @@ def _namespace(name: str) -> Any:
         "torch.Tensor": torch.Tensor,
         "torch.nn": nn,
     }[name]
+
+
+def import_namespaces() -> None:
+    """Import every namespace a brick may name (torchvision.ops where it is installed: 1.5
+    to 2.4 s here, torch._dynamo with it), for a process that is warmed before it is
+    timed, as a process that measured whole models has imported torchvision already."""
+    # A torch-only install: no brick of its can name torchvision.
+    with contextlib.suppress(ImportError):
+        _namespace("torchvision.ops")
 
 
 @cache
