@@ -77,6 +77,7 @@ from services.workloads.bricks.generate import (
     read_recipe,
 )
 from services.workloads.bricks.measure import MeasureSettings, Timing, system_key
+from services.workloads.bricks.memory import measure_memory_read
 from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
@@ -114,6 +115,9 @@ class Side:
     # Whole models: each one's minor page faults per query (an allocator handing memory
     # back shows here: shared/allocator.py).
     faults_by_name: dict[str, float] = field(default_factory=dict)
+    # Bricks: each one's weight bytes, and the memory read measured in the round (ms/MB).
+    weight_bytes: dict[str, int | None] = field(default_factory=dict)
+    memory_ms_per_mb: float | None = None
 
 
 def main() -> None:
@@ -197,6 +201,8 @@ class SideTally:
     faults: int = 0
     queries: int = 0
     faults_by_name: dict[str, float] = field(default_factory=dict)
+    weight_bytes: dict[str, int | None] = field(default_factory=dict)
+    memory_ms_per_mb: float | None = None
 
     def side(self) -> Side:
         return Side(
@@ -209,6 +215,8 @@ class SideTally:
             statistics.median(self.floors) if self.floors else None,
             self.faults / self.queries if self.queries else None,
             self.faults_by_name,
+            self.weight_bytes,
+            self.memory_ms_per_mb,
         )
 
 
@@ -238,6 +246,7 @@ def measure_round(
     bricks, models = SideTally(), SideTally()
     with _one_process() as bricks_process:
         _warm_bricks(bricks_process, suite, settings, config)
+        _measure_memory(bricks_process, config, bricks)
         for number, chunk in enumerate(chunks):
             if bricks_first:
                 _measure_chunk(bricks_process, suite, chunk, settings, config, bricks)
@@ -282,6 +291,22 @@ def _warm_model(process: ProcessPoolExecutor, settings: MeasureSettings, config:
     process.submit(measure_whole, warm, _warm_settings(settings), config).result()
 
 
+def _measure_memory(process: ProcessPoolExecutor, config: Settings, tally: SideTally) -> None:
+    """The memory read the cold-weights construction uses, as `bricks run` measures it for
+    a system (once there; here each round), in the bricks' process: its seconds count."""
+    read, seconds = process.submit(memory_read_alone, config).result()
+    tally.memory_ms_per_mb = float(read["ms_per_mb"])
+    tally.seconds += seconds
+
+
+def memory_read_alone(config: Settings) -> tuple[dict[str, float | int], float]:
+    """In the bricks' process, holding the host: the memory read and the seconds it took."""
+    with HostSlot.of(config).measuring(f"dlbricks-memory-{uuid.uuid4()}"):
+        start = time.perf_counter()
+        read = measure_memory_read()
+        return read, time.perf_counter() - start
+
+
 @dataclass(frozen=True)
 class ChunkRun:
     """What the bricks' process measured of one chunk, holding the host as `bricks run`
@@ -323,6 +348,7 @@ def _measure_chunk(
     tally.seconds += run.seconds
     tally.floors.append(run.floor.median_ms)
     tally.medians |= {s: t.median_ms for s, t in run.timings.items()}
+    tally.weight_bytes |= {s: t.weight_bytes for s, t in run.timings.items()}
     tally.loadgen_s += run.floor.seconds + sum(t.seconds for t in run.timings.values())
     tally.shares.append(run.load.other_cpu_share)
     tally.busy += bool(run.load.busy)
@@ -436,19 +462,28 @@ def report_granularity(
             f"included: x{models_loadgen / (generation_s + bricks_loadgen):.2f}; bricks run "
             f"alone: x{models_s / bricks_s:.2f}"
         )
+    weights = brick_rounds[0].weight_bytes  # what a brick holds is the same every round
+    memory = [b.memory_ms_per_mb for b in brick_rounds if b.memory_ms_per_mb is not None]
     results = SystemResults(
         system_key(settings.threads),
         {
-            s: {"median_ms": ms}
+            s: {"median_ms": ms, "weight_bytes": weights.get(s)}
             for s, ms in median_over_rounds([b.medians for b in brick_rounds]).items()
         },
         {"median_ms": statistics.median(b.floor_ms or 0.0 for b in brick_rounds)},
+        memory={"ms_per_mb": statistics.median(memory)} if memory else None,
     )
+    if memory:
+        print(
+            f"  memory read (the bricks' process, median over rounds): "
+            f"{statistics.median(memory) * 1e3:.1f} us per MB "
+            f"({1 / statistics.median(memory):.1f} GB/s; rounds {_range(memory, 1e3)} us)"
+        )
     measured = median_over_rounds([m.medians for m in model_rounds])
     rows = score(recipes, results, measured)
     faults = median_over_rounds([m.faults_by_name for m in model_rounds])
     print(
-        f"  {'model (ms)':<20} {'measured':>9} {'seq':>9} {'floor':>9} {'loo':>9} "
+        f"  {'model (ms)':<20} {'measured':>9} {'seq':>9} {'floor':>9} {'cold':>9} {'loo':>9} "
         f"{'faults/query':>12}"
     )
     for name, row in rows.items():
@@ -460,13 +495,18 @@ def report_granularity(
     if void:
         print(f"  constructed / measured: {void}")
         return
-    print(f"  {'model':<20} {'seq/meas':>9} {'floor/meas':>11} {'loo/meas':>9}")
-    for name, (meas, seq, floor, loo) in rows.items():
+    print(f"  {'model':<20} {'seq/meas':>9} {'floor/meas':>11} {'cold/meas':>10} {'loo/meas':>9}")
+    for name, (meas, seq, floor, cold, loo) in rows.items():
         print(
             f"  {name:<20} {_ms(_over(seq, meas)):>9} {_ms(_over(floor, meas)):>11} "
-            f"{_ms(_over(loo, meas)):>9}"
+            f"{_ms(_over(cold, meas)):>10} {_ms(_over(loo, meas)):>9}"
         )
-    for label, column in (("sequential", 1), ("floor-corrected", 2), ("calibrated LOO", 3)):
+    for label, column in (
+        ("sequential", 1),
+        ("floor-corrected", 2),
+        ("cold weights", 3),
+        ("calibrated LOO", 4),
+    ):
         ratios = {name: _over(row[column], row[0]) for name, row in rows.items()}
         within = sum(1 for r in ratios.values() if r is not None and abs(r - 1) <= WITHIN)
         # Every model is counted: one whose figure is missing or not above zero is named.
@@ -510,16 +550,21 @@ def _host(side: Side) -> str:
     )
 
 
+def _range(values: list[float], scale: float) -> str:
+    return f"{min(values) * scale:.1f}-{max(values) * scale:.1f}"
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
 def score(
     recipes: dict[str, dict[str, Any]], results: SystemResults, measured: dict[str, float]
-) -> dict[str, tuple[float, float | None, float | None, float | None]]:
-    """Per model: measured ms and the three constructions in ms (None where the
-    construction has no figure). The calibrated one is fitted on every other model and
-    held to calibration_bound, as `bricks calibrate` does."""
+) -> dict[str, tuple[float, float | None, float | None, float | None, float | None]]:
+    """Per model: measured ms and four constructions in ms (sequential, floor-corrected,
+    cold weights, calibrated; None where the construction has no figure). The calibrated
+    one is fitted on every other model and held to calibration_bound, as `bricks
+    calibrate` does."""
     built = {name: construct(recipe, results) for name, recipe in recipes.items()}
     brick_ms = [float(t["median_ms"]) for t in results.bricks.values()]
     rows = {}
@@ -536,6 +581,7 @@ def score(
             measured[name],
             construction.sequential_ms,
             construction.floor_corrected_ms,
+            construction.cold_weights_ms,
             loo,
         )
     return rows

@@ -33,12 +33,14 @@ class BrickTiming(Base):
 
 
 class BrickSystem(Base):
-    """A system's floor: the latency of an empty brick through the same path."""
+    """A system's floor: the latency of an empty brick through the same path; and its
+    memory read cost (services/workloads/bricks/memory.py), null until measured."""
 
     __tablename__ = "brick_systems"
 
     system: Mapped[str] = mapped_column(String(300), primary_key=True)
     floor: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    memory: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

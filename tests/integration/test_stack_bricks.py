@@ -28,7 +28,7 @@ CONSTRUCTED = """
 query($model: String!) {
   constructedLatency(model: $model) {
     model system granularity inputShape layers bricks uniqueBricks missing
-    sequentialMs criticalPathMs floorCorrectedMs
+    sequentialMs criticalPathMs floorCorrectedMs coldWeightsMs
   }
 }
 """
@@ -71,10 +71,14 @@ def test_bricks_are_measured_once_per_system_and_construct_any_model_made_of_the
     assert first["bricks_reused"] == 0 and first["bricks_missing"] == 0
     assert first["constructed_sequential"] > 0
     assert first["constructed_critical_path"] <= first["constructed_sequential"]
+    # The agent counted each brick's weights and measured its system's memory read: the
+    # model's weights read from memory come on top of the bricks' sum.
+    assert first["constructed_cold_weights"] > first["constructed_sequential"]
 
     (answer,) = torch_client(CONSTRUCTED, {"model": "resnet18"})["constructedLatency"]
     assert answer["missing"] == [] and answer["inputShape"] == [1, 3, 32, 32]
     assert answer["sequentialMs"] == pytest.approx(first["constructed_sequential"])
+    assert answer["coldWeightsMs"] == pytest.approx(first["constructed_cold_weights"])
     assert answer["uniqueBricks"] == first["bricks_unique"]
 
     # The same model again: every brick is this system's already; nothing is measured.

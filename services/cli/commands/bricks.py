@@ -284,11 +284,13 @@ def _check_shape(recipe: dict[str, Any], shape: list[int]) -> None:
 
 LEGEND = (
     "seq: sum of the bricks; crit: critical path; floor: seq less each brick's share of the "
-    "harness; calib: seq plus the fitted per-brick cost"
+    "harness; cold: seq plus the weights read from memory; calib: seq plus the fitted "
+    "per-brick cost"
 )
 CONSTRUCTIONS = (
     ("seq", "sequential_ms"),
     ("floor", "floor_corrected_ms"),
+    ("cold", "cold_weights_ms"),
     ("calib", "calibrated_ms"),
 )
 
@@ -312,10 +314,12 @@ def _print_constructions(
     console = Console()
     latency = _table(
         f"Constructed latency (ms) on {system}",
-        ["model", "bricks", "unique", "seq", "crit", "floor", "calib"],
+        ["model", "bricks", "unique", "seq", "crit", "floor", "cold", "calib"],
         LEGEND,
     )
-    versus = _table("Constructed / measured", ["model", "measured ms", "seq", "floor", "calib"])
+    versus = _table(
+        "Constructed / measured", ["model", "measured ms", *(key for key, _ in CONSTRUCTIONS)]
+    )
     ratios: dict[str, dict[str, float | None]] = {key: {} for key, _ in CONSTRUCTIONS}
     absent: dict[str, dict[str, str]] = {key: {} for key, _ in CONSTRUCTIONS}
     notes = []
@@ -337,6 +341,7 @@ def _print_constructions(
                 _ms(c.sequential_ms),
                 _ms(c.critical_path_ms),
                 _ms(c.floor_corrected_ms),
+                _ms(c.cold_weights_ms),
                 _ms(c.calibrated_ms),
             )
         for figure in c.non_positive():

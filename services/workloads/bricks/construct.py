@@ -11,6 +11,11 @@ Constructions (DLBricks, Li et al. 2020, and two corrections measured here):
   brick's latency through the same path, measured by ``bricks run``; see results.py),
   plus one floor for the model's own call. Nothing fitted. Without it a model of many
   small layers is overestimated by about (bricks - 1) x floor.
+- **cold weights**: the sequential sum plus the time to read every layer's weights from
+  memory: each brick's weight bytes (counted when it was measured) times the system's
+  memory read cost (ms per MB, measured by ``bricks run``; memory.py). A brick measured
+  in bursts finds its weights in cache; a model reads each layer's from memory. Nothing
+  fitted (benchmarks/dlbricks.py prints it beside the others, per model).
 - **calibrated**: the sequential sum plus a cost per brick, k x bricks, for what a brick
   call pays and the model does not (or the reverse: k may be negative). k is fitted by
   least squares on the models given to ``bricks calibrate``, measured end to end on the
@@ -31,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from services.workloads.bricks.memory import BYTES_PER_MB
 from services.workloads.bricks.results import SystemResults
 
 # Each construction's field and the name a summary gives it.
@@ -38,6 +44,7 @@ FIGURES = {
     "sequential_ms": "sequential",
     "critical_path_ms": "critical path",
     "floor_corrected_ms": "floor-corrected",
+    "cold_weights_ms": "cold weights",
     "calibrated_ms": "calibrated",
 }
 
@@ -53,6 +60,8 @@ class Construction:
     sequential_ms: float | None = None
     critical_path_ms: float | None = None
     floor_corrected_ms: float | None = None  # None: no floor measured on this system
+    # None: no memory read measured on this system, or a brick's weights not counted.
+    cold_weights_ms: float | None = None
     calibrated_ms: float | None = None  # None: no calibration, or fitted on this model
     # Why a figure is None, field -> reason: every absent figure says why.
     absent: tuple[tuple[str, str], ...] = ()
@@ -95,6 +104,7 @@ def construct(recipe: dict[str, Any], results: SystemResults) -> Construction:
         floor_corrected = sum(latency) - (len(latency) - 1) * floor
     else:
         absent["floor_corrected_ms"] = "no floor measured on this system"
+    cold_weights = _cold_weights(signatures, results, absent)
     cost = results.brick_cost
     if cost is None:
         absent["calibrated_ms"] = "no calibration on this system"
@@ -110,10 +120,32 @@ def construct(recipe: dict[str, Any], results: SystemResults) -> Construction:
         sequential_ms=sum(latency),
         critical_path_ms=max(finish, default=0.0),
         floor_corrected_ms=floor_corrected,
+        cold_weights_ms=None if cold_weights is None else sum(latency) + cold_weights,
         calibrated_ms=calibrated,
         absent=tuple(absent.items()),
         ms_per_brick=ms_per_brick,
     )
+
+
+def _cold_weights(
+    signatures: list[str], results: SystemResults, absent: dict[str, str]
+) -> float | None:
+    """The ms a model spends reading its layers' weights from memory (each step's bricks'
+    weight bytes, as often as the recipe holds it), or None with the reason in
+    ``absent``."""
+    memory = results.memory
+    if memory is None:
+        absent["cold_weights_ms"] = "no memory read measured on this system"
+        return None
+    sizes = [results.bricks[s].get("weight_bytes") for s in signatures]
+    uncounted = len({s for s, size in zip(signatures, sizes, strict=True) if size is None})
+    if uncounted:
+        absent["cold_weights_ms"] = (
+            f"weight bytes not counted for {uncounted} brick(s) (measured before they were)"
+        )
+        return None
+    megabytes = sum(int(size) for size in sizes if size is not None) / BYTES_PER_MB
+    return megabytes * float(memory["ms_per_mb"])
 
 
 def calibration_bound(brick_ms: Iterable[float]) -> float:

@@ -51,6 +51,8 @@ class Timing:
     p90_ms: float
     queries: int
     seconds: float  # wall time the measurement took, warm-up and LoadGen set-up included
+    # A brick's parameters and buffers (memory.weight_bytes); None where not counted.
+    weight_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -20,6 +20,7 @@ CONSTRUCTED = {
     "sequential_ms": "constructed_sequential",
     "critical_path_ms": "constructed_critical_path",
     "floor_corrected_ms": "constructed_floor_corrected",
+    "cold_weights_ms": "constructed_cold_weights",
 }
 
 
@@ -69,7 +70,12 @@ def save(
     session: Session, evaluation: Evaluation, message: RunCompleted, document: dict[str, Any]
 ) -> None:
     save_measured(
-        session, document["system"], document["measured"], document["floor"], evaluation.id
+        session,
+        document["system"],
+        document["measured"],
+        document["floor"],
+        evaluation.id,
+        document.get("memory"),  # absent from an agent older than the figure
     )
     save_recipe(session, document["recipe"])
     save_run(session, bricks_record(evaluation, message, document))

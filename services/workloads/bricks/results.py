@@ -8,6 +8,8 @@ the bricks measured before it.
 Beside the bricks sits the system's *floor*: the latency of an empty brick through the
 same path (LoadGen, SUT, the exported module's call). Every brick pays it once, and so
 does the model measured end to end, which is what the calibrated construction removes.
+And its *memory read* cost (memory.py), with each brick's weight bytes beside its timing:
+what the cold-weights construction adds for the weights a model reads from memory.
 
 Each figure `bricks run` measured keeps the host's load during its LoadGen run
 (``host_load``, ``busy``), and ``runs`` how each run shared the host (slot and load).
@@ -30,6 +32,8 @@ class SystemResults:
     brick_cost: dict[str, Any] | None = None
     # How each `bricks run` shared its host (run.record_run), oldest first.
     runs: list[dict[str, Any]] = field(default_factory=list)
+    # The system's memory read cost, {"ms_per_mb": ..., ...} (memory.measure_memory_read).
+    memory: dict[str, Any] | None = None
 
 
 def results_path(suite: Path, system: str) -> Path:
@@ -47,6 +51,7 @@ def read_results(suite: Path, system: str) -> SystemResults:
         document.get("floor"),
         document.get("brick_cost"),
         document.get("runs", []),
+        document.get("memory"),
     )
 
 
@@ -60,6 +65,7 @@ def write_results(suite: Path, results: SystemResults) -> None:
         "brick_cost": results.brick_cost,
         "bricks": results.bricks,
         "runs": results.runs,
+        "memory": results.memory,
     }
     partial.write_text(json.dumps(document, indent=1, sort_keys=True))
     partial.replace(path)

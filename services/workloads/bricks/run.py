@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +22,7 @@ from services.workloads.bricks.measure import (
     system_key,
     time_modules,
 )
+from services.workloads.bricks.memory import measure_memory_read, weight_bytes
 from services.workloads.bricks.results import read_results, write_results
 from shared.host_load import HostLoad, HostLoadSampler
 
@@ -66,6 +67,10 @@ def run_framework(suite: Path, settings: MeasureSettings, framework: str) -> Run
     busy_runs = 0
     chunks = measure_chunks(suite, missing, settings, framework, floor_alone=results.floor is None)
     with HostLoadSampler() as whole:
+        if results.memory is None and framework == "torch":
+            # Once per system, before the bricks: what the cold-weights construction adds.
+            results.memory = measure_memory_read()
+            write_results(suite, results)
         for (floor, timings), load in with_host_load(chunks):
             busy_runs += bool(load.busy)
             floors.append(floor)
@@ -147,7 +152,14 @@ def measure_chunks(
             *(load_brick(suite, signature, settings.threads) for signature in chunk),
         ]
         floor, *timings = time_modules(items, settings)
-        yield floor, dict(zip(chunk, timings, strict=True))
+        weights = [weight_bytes(module) for module, _ in items[1:]]
+        yield (
+            floor,
+            {
+                signature: replace(timing, weight_bytes=size)
+                for signature, timing, size in zip(chunk, timings, weights, strict=True)
+            },
+        )
 
 
 def _empty_brick(framework: str, threads: int) -> Item:

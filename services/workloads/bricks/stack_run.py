@@ -21,6 +21,7 @@ from services.workloads.agent_run import measure_holding_host
 from services.workloads.bricks.construct import construct
 from services.workloads.bricks.generate import generate_suite, list_bricks, read_recipe
 from services.workloads.bricks.measure import MeasureSettings, Timing, system_key
+from services.workloads.bricks.memory import measure_memory_read
 from services.workloads.bricks.models import manifest_model_input
 from services.workloads.bricks.options import BrickOptions
 from services.workloads.bricks.results import SystemResults
@@ -58,6 +59,8 @@ def measure_bricks(run: AgentRun, threads: int) -> dict[str, Any]:
         missing = [s for s in wanted if s not in known.bricks]
         measured: dict[str, dict[str, Any]] = {}
         floors: list[Timing] = []
+        # Once per system, as `bricks run` does: the cold-weights construction's cost.
+        memory = known.memory or measure_memory_read()
         # The floor is measured every run, beside whatever bricks are missing.
         for floor_now, timings in measure_chunks(
             suite, missing, settings, "torch", floor_alone=True
@@ -65,7 +68,7 @@ def measure_bricks(run: AgentRun, threads: int) -> dict[str, Any]:
             floors.append(floor_now)
             measured.update({s: t.to_dict() for s, t in timings.items()})
     floor = median_floor(floors)
-    results = SystemResults(system, {**known.bricks, **measured}, floor)
+    results = SystemResults(system, {**known.bricks, **measured}, floor, memory=memory)
     construction = construct(recipe, results)
     return {
         "kind": "bricks",
@@ -78,6 +81,7 @@ def measure_bricks(run: AgentRun, threads: int) -> dict[str, Any]:
         "measured": measured,
         "reused": sorted(s for s in wanted if s in known.bricks),
         "floor": floor,
+        "memory": memory,
         "constructed": asdict(construction),
         "measuring_s": sum(t["seconds"] for t in measured.values())
         + sum(f.seconds for f in floors),

@@ -18,13 +18,14 @@ def input_shape_key(shape: list[int]) -> str:
 
 
 def system_results(session: Session, system: str) -> SystemResults:
-    """Every brick timing and the floor stored for ``system``."""
+    """Every brick timing, the floor and the memory read stored for ``system``."""
     rows = session.scalars(select(BrickTiming).where(BrickTiming.system == system)).all()
-    floor = session.get(BrickSystem, system)
+    row = session.get(BrickSystem, system)
     return SystemResults(
         system,
         {row.signature: dict(row.timing) for row in rows},
-        dict(floor.floor) if floor is not None else None,
+        dict(row.floor) if row is not None else None,
+        memory=dict(row.memory) if row is not None and row.memory is not None else None,
     )
 
 
@@ -38,10 +39,11 @@ def save_measured(
     timings: dict[str, dict[str, Any]],
     floor: dict[str, Any] | None,
     evaluation_id: str | None,
+    memory: dict[str, Any] | None = None,
 ) -> int:
     """Store the timings a run measured; a brick already stored for the system keeps its
     first figure (two agents of one system racing measure the same brick twice: either
-    figure is that system's). Returns how many were new."""
+    figure is that system's), and so does the memory read. Returns how many were new."""
     rows = [
         {
             "signature": signature,
@@ -56,11 +58,12 @@ def save_measured(
     if floor is not None:
         row = session.get(BrickSystem, system)
         if row is None:
-            session.add(BrickSystem(system=system, floor=floor, updated_at=utcnow()))
+            session.add(BrickSystem(system=system, floor=floor, memory=memory, updated_at=utcnow()))
         else:
             # The floor is re-measured with every run: the latest is the one the new
             # bricks' figures were taken beside.
             row.floor = floor
+            row.memory = row.memory or memory
             row.updated_at = utcnow()
     session.flush()
     return new

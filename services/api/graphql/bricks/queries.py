@@ -32,6 +32,9 @@ class ConstructedLatency:
     critical_path_ms: float | None
     # The sequential sum less the floor each brick pays, plus one floor for the model.
     floor_corrected_ms: float | None
+    # The sequential sum plus each layer's weights read from memory (null: the system has
+    # no memory read, or bricks measured before their weights were counted).
+    cold_weights_ms: float | None
 
 
 def constructed_latencies(
@@ -58,6 +61,7 @@ def constructed_latencies(
                         sequential_ms=built.sequential_ms,
                         critical_path_ms=built.critical_path_ms,
                         floor_corrected_ms=built.floor_corrected_ms,
+                        cold_weights_ms=built.cold_weights_ms,
                     )
                 )
                 if len(answers) >= MAX_ANSWERS:

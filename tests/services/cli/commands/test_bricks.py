@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -104,6 +105,9 @@ def test_models_outside_the_catalogue_construct_by_their_recipe_name(tmp_path: P
     assert "googlenet: all" in built.stdout and "regnet_x_400mf: all" in built.stdout
     # Every mean says over which models; one with no calibration names each one left out.
     assert "seq:" in built.stdout and "over 2 of 2 models" in built.stdout
+    # `bricks run` counted each brick's weights and measured the memory read: the
+    # cold-weights construction has a figure for both.
+    assert re.search(r"cold: [0-9.]+ over 2 of 2 models", built.stdout), built.stdout
     assert "calib: - over 0 of 2 models; left out: googlenet (no calibration" in built.stdout
     unknown = piped(tmp_path, "bricks", "construct", "alexnet", "--suite", suite)
     assert unknown.returncode != 0

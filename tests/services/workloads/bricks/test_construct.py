@@ -115,3 +115,26 @@ def test_every_absent_figure_says_why() -> None:
     assert built.why_absent("sequential_ms") is None
     partial = construct(RECIPE, SystemResults("sys", {"a": {"median_ms": 1.0}}))
     assert partial.why_absent("sequential_ms") == "3 of 4 brick(s) not measured"
+
+
+def test_cold_weights_add_each_steps_weights_read_from_memory() -> None:
+    # a and d hold 2 MB of weights, b and c none; reading memory costs 0.05 ms per MB.
+    sizes = {"a": 2_000_000, "b": 0, "c": 0, "d": 2_000_000}
+    bricks = {k: {"median_ms": v, "weight_bytes": sizes[k]} for k, v in TIMES.items()}
+    built = construct(RECIPE, SystemResults("sys", bricks, memory={"ms_per_mb": 0.05}))
+    assert built.cold_weights_ms == pytest.approx(9.0 + 4 * 0.05)
+    # A brick repeated in the recipe is a layer of its own in the model: read each time.
+    repeated = {**RECIPE, "steps": [*RECIPE["steps"], {"signature": "a", "reads": [3]}]}
+    again = construct(repeated, SystemResults("sys", bricks, memory={"ms_per_mb": 0.05}))
+    assert again.cold_weights_ms == pytest.approx(10.0 + 6 * 0.05)
+
+
+def test_cold_weights_say_why_they_are_absent() -> None:
+    no_memory = construct(RECIPE, _results())
+    assert no_memory.cold_weights_ms is None
+    assert no_memory.why_absent("cold_weights_ms") == "no memory read measured on this system"
+    # Bricks measured before weights were counted (an older results file).
+    uncounted = construct(RECIPE, _results(memory={"ms_per_mb": 0.05}))
+    assert uncounted.why_absent("cold_weights_ms") == (
+        "weight bytes not counted for 4 brick(s) (measured before they were)"
+    )

@@ -31,12 +31,18 @@ def test_each_brick_is_measured_once_per_system(tmp_path: Path) -> None:
     assert all(t["host_load"]["wall_s"] > 0 for t in results.bricks.values())
     assert all(t["busy"] == bool(t["host_load"]["busy"]) for t in results.bricks.values())
     assert first.load is not None and first.load.wall_s > 0
+    # What the cold-weights construction needs: each brick's weights, counted as loaded,
+    # and the system's memory read, measured once.
+    assert all(isinstance(t["weight_bytes"], int) for t in results.bricks.values())
+    assert sum(t["weight_bytes"] for t in results.bricks.values()) > 0  # its convs' weights
+    assert results.memory is not None and results.memory["ms_per_mb"] > 0
     record_run(tmp_path, first, {"exclusive": True})
     (run,) = read_results(tmp_path, system_key(1)).runs
     assert run["measured"] == len(bricks) and run["host"]["exclusive"] is True
     assert run["host"]["load"]["wall_s"] == first.load.wall_s
     (again,) = run_suite(tmp_path, QUICK)
     assert (again.measured_now, again.reused) == (0, len(bricks))
+    assert read_results(tmp_path, system_key(1)).memory == results.memory  # not re-measured
     # Another system (here: another thread count) has no figures yet.
     (other,) = run_suite(tmp_path, MeasureSettings(5, 0.01, threads=2))
     assert other.system != first.system and other.measured_now == len(bricks)

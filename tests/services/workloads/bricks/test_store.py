@@ -17,11 +17,19 @@ def test_timings_are_kept_per_system_and_a_brick_keeps_its_first_figure(tmp_path
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     upgrade_head(url)
     with session_scope(url) as session:
-        new = save_measured(session, "host-a", {"s1": timing(1.0)}, {"median_ms": 0.1}, "e1")
+        memory = {"ms_per_mb": 0.05}
+        new = save_measured(
+            session, "host-a", {"s1": timing(1.0)}, {"median_ms": 0.1}, "e1", memory
+        )
         assert new == 1
         # A second agent of the same system measured s1 too: the first figure stays.
         new = save_measured(
-            session, "host-a", {"s1": timing(9.0), "s2": timing(2.0)}, {"median_ms": 0.2}, "e2"
+            session,
+            "host-a",
+            {"s1": timing(9.0), "s2": timing(2.0)},
+            {"median_ms": 0.2},
+            "e2",
+            {"ms_per_mb": 0.09},
         )
         assert new == 1
         save_measured(session, "host-b", {"s1": timing(5.0)}, None, "e3")
@@ -29,8 +37,9 @@ def test_timings_are_kept_per_system_and_a_brick_keeps_its_first_figure(tmp_path
         a = system_results(session, "host-a")
         assert {s: t["median_ms"] for s, t in a.bricks.items()} == {"s1": 1.0, "s2": 2.0}
         assert a.floor == {"median_ms": 0.2}  # the latest floor
+        assert a.memory == {"ms_per_mb": 0.05}  # the first memory read, as for a brick
         b = system_results(session, "host-b")
-        assert b.bricks["s1"]["median_ms"] == 5.0 and b.floor is None
+        assert b.bricks["s1"]["median_ms"] == 5.0 and b.floor is None and b.memory is None
 
 
 def test_recipes_are_found_by_model_and_granularity(tmp_path: Path) -> None:
