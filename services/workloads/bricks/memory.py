@@ -4,7 +4,7 @@ A brick is measured in bursts, the same module called again and again, so from i
 second call on its weights are in cache. Inside a model each layer's weights are read
 once per inference, and a model's weights (5 to 350 MB in the catalogue) are far larger
 than any cache: each layer finds its weights in memory. Measured here (catalogue, H=1),
-the sequential sum of the bricks came out 7-22 % under the whole model for models with
+the sequential sum of the bricks came out 9-22 % under the whole model for models with
 many weights per unit of compute (regnet, mobilenet, efficientnet, convnext), while a
 per-brick cost fitted across models could not tell them from the models of many small
 bricks it over-estimates (googlenet).
