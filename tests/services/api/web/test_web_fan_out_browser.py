@@ -47,7 +47,9 @@ def test_a_fan_out_from_the_form_opens_its_comparison(
     expect(page.locator("[data-pending]")).to_have_count(0, timeout=90_000)
     cdf = page.locator('[data-chart="compare-cdf"]')
     expect(cdf).to_have_attribute("data-rendered", "yes")
-    assert cdf.evaluate("el => el.querySelectorAll('.scatterlayer .trace').length") == len(rows)
+    # A curve per member: a member's figures may land after its state, and the page looks
+    # again for them (LATE_FIGURE_POLLS in compare.js).
+    expect(cdf.locator(".scatterlayer .trace")).to_have_count(len(rows), timeout=30_000)
     threads_row = page.locator('tr[data-setting="Threads"]')
     expect(threads_row).to_have_attribute("data-differs", "yes")  # 1 and 2: what sets them apart
     agent_row = page.locator('tr[data-setting="Agent"]')

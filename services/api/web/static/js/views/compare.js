@@ -19,6 +19,11 @@ const ID = /^[\w-]{1,64}$/;
 const POINTS_PER_CURVE = Math.min(LATENCY_POINTS, 1000);
 // How often the page looks again while some evaluations are not finished.
 const POLL_MS = 1500;
+// Looks again this many times more for a finished evaluation whose run or latency sample
+// is not readable yet: its state can reach the page before the run's figures do (seen on
+// a loaded host: both fan-out members SUCCEEDED, the CDF drawn with no curve, and the page
+// no longer looking).
+const LATE_FIGURE_POLLS = 20;
 
 const FIGURES = [
   ["samples_per_second", "Samples/s", 1],
@@ -61,12 +66,13 @@ async function load(body, signal, params) {
     return;
   }
   replace(body, notice(`Loading ${ids.length} evaluations…`));
-  await refresh(body, signal, ids, notes, "");
+  await refresh(body, signal, ids, notes, "", 0);
 }
 
 // Fetches the evaluations and redraws when anything changed; while some are not finished
-// (a fan-out just submitted), it looks again every POLL_MS, so the page fills in as they end.
-async function refresh(body, signal, ids, notes, drawn) {
+// (a fan-out just submitted), it looks again every POLL_MS, so the page fills in as they end,
+// and up to LATE_FIGURE_POLLS times more while a finished one's figures are not there yet.
+async function refresh(body, signal, ids, notes, drawn, late) {
   let found;
   try {
     found = await Promise.all(ids.map((id) => gql(COMPARED, { id, points: POINTS_PER_CURVE })));
@@ -84,9 +90,21 @@ async function refresh(body, signal, ids, notes, drawn) {
   }
   const state = JSON.stringify(evaluations);
   if (state !== drawn) render(body, evaluations, shown);
-  if (!evaluations.every((e) => isFinal(e.state))) {
-    setTimeout(() => signal.aborted || refresh(body, signal, ids, notes, state), POLL_MS);
+  const running = !evaluations.every((e) => isFinal(e.state));
+  if (running || (figuresPending(evaluations) && late < LATE_FIGURE_POLLS)) {
+    const next = running ? late : late + 1;
+    setTimeout(() => signal.aborted || refresh(body, signal, ids, notes, state, next), POLL_MS);
   }
+}
+
+// Whether a succeeded evaluation lacks its run, or (timed, not training) its latency sample.
+function figuresPending(evaluations) {
+  return evaluations.some((e) => {
+    if (e.state !== "SUCCEEDED") return false;
+    const run = latestRun(e);
+    if (!run) return true;
+    return !isTraining(e, run) && !isOffline(e) && !run.latencySample?.totalCount;
+  });
 }
 
 // The ids in the URL, or the fan-out group's; at most MAX_COMPARED, saying so when cut.
