@@ -431,7 +431,8 @@ def report_granularity(
             rounds,
             _seconds(model_rounds, brick_rounds),
         )
-        if window.size == rounds and not _void(window, brick_rounds, model_rounds):
+        void = _void(window, brick_rounds, model_rounds)
+        if window.size == rounds and not void:
             break  # the newest rounds agree: the verdict rests on them
     if window.left_out:
         every = drift_of(
@@ -441,7 +442,7 @@ def report_granularity(
         )
         print(f"  drift over every round measured: {every.describe()}")
     print(f"  {window.describe()} (the newest {rounds} are judged; at most {max_rounds})")
-    drift, void = window.drift, _void(window, brick_rounds, model_rounds)
+    drift = window.drift
     brick_rounds, model_rounds = brick_rounds[window.start :], model_rounds[window.start :]
     print(f"  drift: {drift.describe()}")
     bricks_s = statistics.median(b.seconds for b in brick_rounds)

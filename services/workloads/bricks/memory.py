@@ -38,7 +38,7 @@ def weight_bytes(module: Any) -> int | None:
     buffers = getattr(module, "buffers", None)
     if parameters is None or buffers is None:
         return None
-    return sum(t.numel() * t.element_size() for t in (*parameters(), *buffers()))
+    return sum(t.nbytes for t in (*parameters(), *buffers()))
 
 
 def measure_memory_read(
