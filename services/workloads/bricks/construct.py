@@ -15,7 +15,10 @@ Constructions (DLBricks, Li et al. 2020, and two corrections measured here):
   memory: each brick's weight bytes (counted when it was measured) times the system's
   memory read cost (ms per MB, measured by ``bricks run``; memory.py). A brick measured
   in bursts finds its weights in cache; a model reads each layer's from memory. Nothing
-  fitted (benchmarks/dlbricks.py prints it beside the others, per model).
+  fitted (benchmarks/dlbricks.py prints it beside the others, per model). It assumes
+  the reads add to the compute: true at 224 px for the catalogue (10 of 11 within 10 %),
+  an overestimate where compute hides them (resnet18, mobilenet_v2, resnet34 at 64 px:
+  1.21 to 1.54 of the measured latency).
 - **calibrated**: the sequential sum plus a cost per brick, k x bricks, for what a brick
   call pays and the model does not (or the reverse: k may be negative). k is fitted by
   least squares on the models given to ``bricks calibrate``, measured end to end on the
