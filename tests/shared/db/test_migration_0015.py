@@ -17,6 +17,9 @@ ADDED = {
     "runs": {"ix_runs_created_at": ["created_at"]},
     "agents": {"ix_agents_last_heartbeat": ["last_heartbeat"]},
 }
+# Made by 0015 and dropped by 0017 (heartbeats rewrite their rows in place): the models
+# do not declare it.
+DROPPED_LATER = {"ix_agents_last_heartbeat"}
 
 
 def _indexes(engine: Engine, table: str) -> dict[str, list[str]]:
@@ -32,7 +35,7 @@ def test_the_indexes_come_with_0015_and_go_with_its_downgrade(engine: Engine) ->
         found = _indexes(engine, table)
         assert {name: found.get(name) for name in wanted} == wanted
         declared = {i.name for i in Base.metadata.tables[table].indexes}
-        assert set(wanted) <= declared  # the models say what the migration made
+        assert set(wanted) - DROPPED_LATER <= declared  # the models say what it made
     from alembic import command
 
     from shared.db.migrations import alembic_config
