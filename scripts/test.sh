@@ -13,6 +13,8 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # A real browser for the web UI's tests (driven by Playwright; no browser download).
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# A real connection pooler in transaction mode (tests/shared/db/test_pgbouncer.py).
+[ -x /usr/sbin/pgbouncer ] || need_apt+=(pgbouncer)
 if ((${#need_apt[@]})); then
   log "installing ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -2,8 +2,8 @@
 
 ``upgrade_head(url)`` is what ``benchstack db upgrade`` calls; ``get_engine`` calls
 ``upgrade_engine`` on first use so embedded mode and every service start on the newest
-schema. On Postgres an advisory lock serialises the services that start together; on an
-SQLite file, a file lock beside the database does.
+schema. On Postgres a transaction-scoped advisory lock serialises the services that start
+together; on an SQLite file, a file lock beside the database does.
 """
 
 from __future__ import annotations
@@ -55,21 +55,20 @@ def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
 
 
 def upgrade_engine(engine: Engine, revision: str = "head") -> None:
+    """Migrate to ``revision`` in one transaction. On Postgres the transaction first takes
+    a transaction-scoped advisory lock, so services starting together migrate one after
+    another and the lock ends with the transaction, whatever happens: through a PgBouncer
+    in transaction mode (docs/scale.md) a session lock and its unlock could reach two
+    different server connections, and the lock would outlive its holder."""
     with _sqlite_file_lock(engine), engine.connect() as connection:
         if engine.dialect.name == "postgresql":
-            connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": _ADVISORY_LOCK_ID})
-            connection.commit()
-        try:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.upgrade(config, revision)
-            connection.commit()
-        finally:
-            if engine.dialect.name == "postgresql":
-                connection.execute(
-                    text("SELECT pg_advisory_unlock(:id)"), {"id": _ADVISORY_LOCK_ID}
-                )
-                connection.commit()
+            connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _ADVISORY_LOCK_ID})
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        # Alembic runs inside the transaction already begun (env.py's begin_transaction
+        # is a no-op then): the lock, the DDL and the version row commit together.
+        command.upgrade(config, revision)
+        connection.commit()
 
 
 def create_database_if_missing(url: str) -> bool:
