@@ -26,7 +26,7 @@ import yaml
 REQUIRED_SECRETS = frozenset({"BENCHSTACK_SECRET_KEY", "POSTGRES_PASSWORD", "MINIO_ROOT_PASSWORD"})
 STAND_IN_SECRETS = {name: f"test-{name.lower().replace('_', '-')}" for name in REQUIRED_SECRETS}
 
-INFRA_SERVICES = {"redis", "postgres", "minio", "jaeger"}
+INFRA_SERVICES = {"redis", "postgres", "pgbouncer", "minio", "jaeger"}
 APP_SERVICES = {"migrate", "api", "scheduler", "preprocess", "inference-cpu", "aggregator"}
 PROFILED_SERVICES = {"inference-gpu": ["gpu"], "triton": ["triton"], "inference-triton": ["triton"]}
 WORKER_SERVICES = {
@@ -37,6 +37,7 @@ WORKER_SERVICES = {
     "inference-gpu",
     "inference-triton",
 }
+INFERENCE_SERVICES = {"inference-cpu", "inference-gpu", "inference-triton"}
 ONE_SHOT_SERVICES = {"migrate"}
 
 # Every benchstack container must get these; the rest of Settings has usable defaults.
@@ -342,6 +343,30 @@ def test_urls_point_at_services_that_exist(services: dict[str, Any]) -> None:
     postgres = services["postgres"]["environment"]
     assert postgres["POSTGRES_USER"] == database.username
     assert postgres["POSTGRES_DB"] == database.path.lstrip("/")
+
+
+def test_agents_reach_postgres_through_the_pooler(services: dict[str, Any]) -> None:
+    """The many (inference agents) through PgBouncer in transaction mode, as the same
+    user and database; the few control-plane services directly (docs/scale.md)."""
+    direct = urlsplit(services["api"]["environment"]["BENCHSTACK_DATABASE_URL"])
+    pooler = services["pgbouncer"]["environment"]
+    assert pooler["POOL_MODE"] == "transaction"
+    assert (pooler["DB_HOST"], pooler["DB_PORT"]) == (direct.hostname, str(direct.port))
+    assert (pooler["DB_USER"], pooler["DB_PASSWORD"], pooler["DB_NAME"]) == (
+        direct.username,
+        direct.password,
+        direct.path.lstrip("/"),
+    )
+    assert int(pooler["DEFAULT_POOL_SIZE"]) < 100 <= int(pooler["MAX_CLIENT_CONN"])
+    for name, service in services.items():
+        url = urlsplit(service.get("environment", {}).get("BENCHSTACK_DATABASE_URL", ""))
+        if name in INFERENCE_SERVICES:
+            assert (url.hostname, url.port) == ("pgbouncer", 5432), name
+            assert url._replace(netloc="") == direct._replace(netloc=""), name
+            assert (url.username, url.password) == (direct.username, direct.password), name
+            assert services[name]["depends_on"]["pgbouncer"]["condition"] == "service_healthy"
+        elif url.hostname:
+            assert url.hostname == "postgres", f"{name} goes to Postgres directly"
 
 
 def test_named_volumes_are_declared_and_used(compose: Compose, services: dict[str, Any]) -> None:

@@ -215,6 +215,7 @@ def test_the_expected_workloads_exist(manifests: list[Manifest]) -> None:
         "inference-gpu",
         "aggregator",
         "migrate",
+        "pgbouncer",
     }
     job = by_kind(manifests, "Job")["benchstack-migrate"]
     assert pod_spec(job)["containers"][0]["args"] == ["db", "upgrade"]
@@ -282,6 +283,33 @@ def test_secret_values_are_marked_placeholders(manifests: list[Manifest]) -> Non
         assert "data" not in secret, f"{name}: use stringData, readable placeholders"
         for key, value in secret["stringData"].items():
             assert "change-me" in value or "example.internal" in value, f"{name}: {key}"
+
+
+def test_agents_reach_postgres_through_the_pooler(manifests: list[Manifest]) -> None:
+    """Inference agents take DATABASE_URL from the Secret's agent key, which names the
+    pooler's Service; the pooler runs in transaction mode on that Service's port."""
+    secrets = by_kind(manifests, "Secret")
+    deployments = by_kind(manifests, "Deployment")
+    service = by_kind(manifests, "Service")["benchstack-pgbouncer"]
+    agent_url = secrets["benchstack-secrets"]["stringData"]["BENCHSTACK_AGENT_DATABASE_URL"]
+    direct_url = secrets["benchstack-secrets"]["stringData"]["BENCHSTACK_DATABASE_URL"]
+    assert agent_url.split("@")[1].startswith(f"{service['metadata']['name']}:")
+    assert agent_url.split("@")[1].split("/")[1] == direct_url.split("@")[1].split("/")[1]
+    pooler = pod_spec(deployments["benchstack-pgbouncer"])["containers"][0]
+    settings = {e["name"]: e.get("value") for e in pooler["env"]}
+    assert settings["POOL_MODE"] == "transaction"
+    labels = deployments["benchstack-pgbouncer"]["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    port = agent_url.split("@")[1].split("/")[0].split(":")[1]
+    assert [p["port"] for p in service["spec"]["ports"]] == [int(port)]
+    for name in ("benchstack-inference-cpu", "benchstack-inference-gpu"):
+        (container,) = pod_spec(deployments[name])["containers"]
+        (entry,) = [e for e in container["env"] if e["name"] == "BENCHSTACK_DATABASE_URL"]
+        reference = entry["valueFrom"]["secretKeyRef"]
+        assert reference == {
+            "name": "benchstack-secrets",
+            "key": "BENCHSTACK_AGENT_DATABASE_URL",
+        }, name
 
 
 def test_api_has_probes_on_a_named_port(deployments: dict[str, Manifest]) -> None:
