@@ -36,6 +36,8 @@ class Bouncer:
 
 def _config(folder: Path, port: int, server: tuple[str, int], pool_size: int) -> str:
     host, server_port = server
+    # It refuses to run as root: as root it is told to drop to the server's own user.
+    user_line = "user = postgres\n" if os.geteuid() == 0 else ""
     return f"""[databases]
 * = host={host} port={server_port}
 
@@ -43,9 +45,7 @@ def _config(folder: Path, port: int, server: tuple[str, int], pool_size: int) ->
 listen_addr = 127.0.0.1
 listen_port = {port}
 unix_socket_dir =
-; it refuses to run as root: it drops to the server's own user
-user = postgres
-auth_type = trust
+{user_line}auth_type = trust
 auth_file = {folder}/userlist.txt
 pool_mode = transaction
 default_pool_size = {pool_size}
@@ -65,7 +65,8 @@ def pgbouncer(admin_url: str, *, pool_size: int = 4) -> Iterator[Bouncer]:
         raise NoPgBouncer(f"{BINARY} not found; apt-get install -y pgbouncer")
     parts = urlsplit(admin_url.replace("postgresql+psycopg2", "postgresql"))
     folder = Path(tempfile.mkdtemp(prefix="benchstack-pgbouncer-"))
-    shutil.chown(folder, "postgres")
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres")  # where the dropped user writes its log
     port = free_port()
     (folder / "userlist.txt").write_text('"postgres" ""\n')
     ini = folder / "pgbouncer.ini"
