@@ -9,9 +9,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from services.core.early_stopping import duration_warning, sized_probe_s
+from services.core.early_stopping import MAX_SIZED_PROBE_S, duration_warning, sized_probe_s
 from services.core.figures import percentile_key
-from services.core.find_peak_search import PeakResult, Probe, judge, search_peak
+from services.core.find_peak_search import (
+    DURATION_MARGIN,
+    PeakResult,
+    Probe,
+    judge,
+    search_peak,
+)
 from services.embedded.bench import BenchRequest
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
@@ -57,19 +63,31 @@ def find_peak(
         if warning is not None:
             warn(warning)
 
-    def probe(qps: float) -> Probe:
+    def run_probe(qps: float, duration_s: float | None) -> Probe:
         update: dict[str, Any] = {
             "scenario": "server",
             "target_qps": qps,
             "target_latency_ms": latency_bound_ms,
             "latency_percentile": percentile,
         }
-        if size_probes:
-            update["min_duration_s"] = sized_probe_s(qps, percentile)
+        if duration_s is not None:
+            update["min_duration_s"] = duration_s
         scenario = request.scenario.model_copy(update=update)
         group = {"kind": "find-peak", "id": group_id, "role": "probe", "qps": qps}
         report = run(replace(request, scenario=scenario, group=group, run_id=None))
-        result = judge(report, qps, latency_bound_ms=latency_bound_ms, percentile=percentile)
+        return judge(report, qps, latency_bound_ms=latency_bound_ms, percentile=percentile)
+
+    def probe(qps: float) -> Probe:
+        sized = sized_probe_s(qps, percentile) if size_probes else None
+        result = run_probe(qps, sized)
+        longer = longer_probe_s(result, sized)
+        if longer is not None:
+            warn(
+                f"{qps:.1f} QPS met the bound but was not judged in {sized:g} s "
+                f"({', '.join(result.shortfalls())}; run {result.run_id[:8]}): "
+                f"run again for {longer:g} s"
+            )
+            result = run_probe(qps, longer)
         on_probe(result)
         return result
 
@@ -82,3 +100,17 @@ def find_peak(
         max_probes=max_probes,
     )
     return result, estimate
+
+
+def longer_probe_s(result: Probe, sized_s: float | None) -> float | None:
+    """How long to run a sized probe once more: one that met the bound but that LoadGen's
+    early stopping or the stability rule could not judge (it is sized for one query over
+    the bound; a jittery host puts more there), as long as they ask, with the arrivals'
+    margin, at most ``MAX_SIZED_PROBE_S``. None for a probe judged, failed, not sized
+    (the user's --duration is kept), already at the cap, or with nothing asked for."""
+    if sized_s is None or not result.passed or result.judged:
+        return None
+    if result.duration_needed_s is None or sized_s >= MAX_SIZED_PROBE_S:
+        return None
+    # What they ask for is past what ran (LoadGen counts the queries still missing).
+    return min(DURATION_MARGIN * result.duration_needed_s, MAX_SIZED_PROBE_S)

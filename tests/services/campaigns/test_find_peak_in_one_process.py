@@ -4,10 +4,13 @@ theory, and a peak taken only from a probe LoadGen and the stability rule judged
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import Any
 
 from services.aggregator.repository import get_run
 from services.campaigns.find_peak import find_peak
-from services.core.early_stopping import probe_duration_s
+from services.core.early_stopping import MAX_SIZED_PROBE_S, probe_duration_s
+from services.core.find_peak_search import DURATION_MARGIN
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
@@ -136,3 +139,75 @@ def test_a_duration_too_short_for_the_start_rate_is_said_first(settings: Setting
         warn=warnings.append,
     )
     assert len(warnings) == 1 and "probes of 0.3 s at 100 QPS" in warnings[0], warnings
+
+
+def test_a_sized_probe_within_the_bound_but_not_judged_runs_once_more(
+    settings: Settings,
+) -> None:
+    # A host whose tail put more queries over the bound than a sized probe allows for is
+    # stood in for by cutting the first probe to 0.2 s (200 queries at 1,000/s, where
+    # early stopping at p99 needs 662): it meets the bound unjudged, and the search runs
+    # the rate again as long as LoadGen asks, instead of ending with "no valid peak".
+    request = BenchRequest(
+        model="tests/fixtures/tiny_cnn.yaml",
+        framework="null",
+        scenario=ScenarioConfig(scenario="server"),
+        samples=16,
+        workers=2,
+        backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
+    )
+    ran: list[float] = []
+
+    def run(r: BenchRequest) -> dict[str, Any]:
+        if not ran:
+            r = replace(r, scenario=r.scenario.model_copy(update={"min_duration_s": 0.2}))
+        ran.append(float(r.scenario.min_duration_s or 0.0))
+        return run_bench(r, settings)
+
+    warnings: list[str] = []
+    result, _ = find_peak(
+        request,
+        run,
+        latency_bound_ms=200,
+        start_qps=1000,
+        tolerance=0.9,
+        max_probes=1,
+        size_probes=True,
+        warn=warnings.append,
+    )
+    assert len(ran) == 2, ran
+    assert len(warnings) == 1 and "met the bound but was not judged in" in warnings[0]
+    (probe,) = result.curve
+    assert probe.qps == 1000 and probe.passed and probe.judged, probe
+    assert result.peak is probe
+    # As long as the cut run said was missing (LoadGen's count of the queries still
+    # needed), with the arrivals' margin: past the cut, within the cap.
+    assert ran[0] < ran[1] <= MAX_SIZED_PROBE_S, ran
+
+
+def test_a_judged_or_failed_or_unsized_probe_is_not_run_again() -> None:
+    from services.campaigns.find_peak import longer_probe_s
+    from services.core.find_peak_search import Probe
+
+    def probe(passed: bool, validity: str, needed: float | None) -> Probe:
+        return Probe(
+            qps=100.0,
+            passed=passed,
+            latency_ms=5.0,
+            completed_qps=100.0,
+            scheduled_qps=100.0,
+            validity=validity,
+            stability="STABLE",
+            run_id="r",
+            reason="",
+            duration_needed_s=needed,
+        )
+
+    assert longer_probe_s(probe(True, "INVALID", 12.0), 8.0) == DURATION_MARGIN * 12.0
+    assert longer_probe_s(probe(True, "INVALID", 12.0), None) is None  # --duration given
+    assert longer_probe_s(probe(True, "VALID", None), 8.0) is None  # judged
+    assert longer_probe_s(probe(False, "INVALID", 12.0), 8.0) is None  # over the bound
+    assert longer_probe_s(probe(True, "INVALID", None), 8.0) is None  # nothing asked
+    capped = longer_probe_s(probe(True, "INVALID", 10_000.0), 8.0)
+    assert capped == MAX_SIZED_PROBE_S  # the cap
+    assert longer_probe_s(probe(True, "INVALID", 10_000.0), MAX_SIZED_PROBE_S) is None
