@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -90,8 +91,6 @@ def pgbouncer(admin_url: str, *, pool_size: int = 4) -> Iterator[Bouncer]:
 
 
 def _wait_listening(port: int, process: subprocess.Popen[bytes], folder: Path) -> None:
-    import socket
-
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -11,56 +11,52 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pytest
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, func, make_url, select, text
 from sqlalchemy.orm import Session
 
 from shared.db import evaluation_repo
 from shared.db.evaluations import Agent
 from shared.db.migrations import alembic_config, upgrade_engine
-from tests.support.ephemeral import create_database, drop_database
 from tests.support.pgbouncer import Bouncer, NoPgBouncer, pgbouncer
 
-ADMIN_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 MIGRATORS = 3
 MIGRATE_TIMEOUT_S = 90
 AGENT_PROCESSES = 40
 BEATS = 10
 
 
+@dataclass(frozen=True)
+class Bounced:
+    bouncer: Bouncer
+    name: str  # a fresh database, reached through the bouncer
+    direct_url: str  # the same database, reached directly, for the checks
+
+
 @pytest.fixture
-def bounced(request: pytest.FixtureRequest) -> Iterator[tuple[Bouncer, str]]:
-    """(the bouncer, a fresh database's name), the database reached directly for checks."""
-    admin = os.environ.get("BENCHSTACK_TEST_POSTGRES", ADMIN_URL)
-    name = f"benchstack_test_{uuid.uuid4().hex[:8]}"
+def bounced(postgres_url: str) -> Iterator[Bounced]:
+    """A PgBouncer in front of the test server, and the fresh database of ``postgres_url``
+    (not migrated yet)."""
     try:
-        create_database(admin, name)
-    except Exception as exc:
-        if os.environ.get("BENCHSTACK_REQUIRE_SERVERS") == "1":
-            raise
-        pytest.skip(f"no Postgres: {exc.__class__.__name__}")
-    try:
-        with pgbouncer(admin, pool_size=4) as bouncer:
-            yield bouncer, name
+        with pgbouncer(postgres_url, pool_size=4) as bouncer:
+            yield Bounced(bouncer, str(make_url(postgres_url).database), postgres_url)
     except NoPgBouncer as exc:
         if os.environ.get("BENCHSTACK_REQUIRE_SERVERS") == "1":
             raise
         pytest.skip(str(exc))
-    finally:
-        drop_database(admin, name)
 
 
 def test_services_starting_together_migrate_through_the_pooler(
-    bounced: tuple[Bouncer, str],
+    bounced: Bounced,
 ) -> None:
     """Three processes, as three services starting at once; each is given a bounded time
     (a lock stranded on a pooled server connection hangs the others for good)."""
-    bouncer, name = bounced
+    bouncer, name = bounced.bouncer, bounced.name
     at = time.time() + 3  # they start together, past their imports
     script = (
         "import sys, time\n"
@@ -96,7 +92,7 @@ def test_services_starting_together_migrate_through_the_pooler(
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert outputs == [head] * MIGRATORS
     # No lock outlives its migrator on the bouncer's server connections.
-    direct = create_engine(os.environ.get("BENCHSTACK_TEST_POSTGRES", ADMIN_URL))
+    direct = create_engine(bounced.direct_url)
     try:
         with direct.connect() as connection:
             held = connection.scalar(
@@ -112,12 +108,13 @@ def test_services_starting_together_migrate_through_the_pooler(
 
 
 def test_forty_agent_processes_share_the_pools_server_connections(
-    bounced: tuple[Bouncer, str],
+    bounced: Bounced,
 ) -> None:
-    bouncer, name = bounced
+    bouncer, name = bounced.bouncer, bounced.name
     url = bouncer.url(name)
-    upgrade_engine(create_engine(url))
-    direct = create_engine(ADMIN_URL)
+    migrator = create_engine(url)
+    upgrade_engine(migrator)
+    direct = create_engine(bounced.direct_url)
     engines = [create_engine(url, pool_size=2, max_overflow=1) for _ in range(AGENT_PROCESSES)]
     start = threading.Barrier(AGENT_PROCESSES)
     done = threading.Event()
@@ -129,7 +126,11 @@ def test_forty_agent_processes_share_the_pools_server_connections(
                 server_counts.append(
                     int(
                         connection.scalar(
-                            text("SELECT count(*) FROM pg_stat_activity WHERE datname = :name"),
+                            # The bouncer's server connections: this one aside.
+                            text(
+                                "SELECT count(*) FROM pg_stat_activity "
+                                "WHERE datname = :name AND pid <> pg_backend_pid()"
+                            ),
                             {"name": name},
                         )
                         or 0
@@ -169,10 +170,11 @@ def test_forty_agent_processes_share_the_pools_server_connections(
         watcher.join()
         for engine in engines:
             engine.dispose()
-    with Session(bind=create_engine(url)) as session:
+        direct.dispose()
+    with Session(bind=migrator) as session:
         assert session.scalar(select(func.count()).select_from(Agent)) == AGENT_PROCESSES
+    migrator.dispose()
     assert server_counts, "no sample of the server's connections was taken"
     # 40 clients, each with its own pool, and never more server connections than the
     # bouncer's pool for this database and user.
     assert 0 < max(server_counts) <= bouncer.server_pool_size, server_counts
-    direct.dispose()

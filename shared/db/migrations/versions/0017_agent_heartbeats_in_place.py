@@ -3,7 +3,7 @@ index, so it leaves nothing behind for vacuum (benchmarks/scale.py, docs/scale.m
 
 0015 indexed agents.last_heartbeat for the live-agent reads. Every heartbeat changes that
 column, so no heartbeat could be a heap-only (HOT) update: each one wrote a new entry into
-every index of the table and left a dead row version. With 200 agents beating (about 100
+every index of the table and left a dead row version. With 200 agents beating (about 110
 row updates a second) and vacuum behind, the 200-row table grew by about 3.5 MB a minute,
 and the live-agent read every plan and submission makes scanned all of it. Without an
 index on the column, and with half of each page kept free for new versions
