@@ -18,6 +18,19 @@ from shared.db.session import session_scope
 from shared.settings import Settings
 
 
+def _unsized_null_request() -> BenchRequest:
+    """Server without a duration (each probe sized from its rate), on a null backend of 2
+    workers at 0.2 ms a query: far from its limit at the rates probed here."""
+    return BenchRequest(
+        model="tests/fixtures/tiny_cnn.yaml",
+        framework="null",
+        scenario=ScenarioConfig(scenario="server"),
+        samples=16,
+        workers=2,
+        backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
+    )
+
+
 def test_null_backend_edge_matches_queueing_theory(settings: Settings) -> None:
     # Two SUT workers, 10 ms per query, batch 1: at most 2 / 10 ms = 200 queries/s.
     service_ms, workers = 10.0, 2
@@ -93,14 +106,7 @@ def test_probes_without_a_duration_run_as_long_as_early_stopping_needs(
 ) -> None:
     # 1,000 and 2,000 queries/s on a null backend far from its limit: each probe runs
     # 1.25 x 662 queries' worth (core/early_stopping.py) and LoadGen judges every one.
-    request = BenchRequest(
-        model="tests/fixtures/tiny_cnn.yaml",
-        framework="null",
-        scenario=ScenarioConfig(scenario="server"),
-        samples=16,
-        workers=2,
-        backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
-    )
+    request = _unsized_null_request()
     warnings: list[str] = []
     result, _ = find_peak(
         request,
@@ -148,14 +154,7 @@ def test_a_sized_probe_within_the_bound_but_not_judged_runs_once_more(
     # stood in for by cutting the first probe to 0.2 s (200 queries at 1,000/s, where
     # early stopping at p99 needs 662): it meets the bound unjudged, and the search runs
     # the rate again as long as LoadGen asks, instead of ending with "no valid peak".
-    request = BenchRequest(
-        model="tests/fixtures/tiny_cnn.yaml",
-        framework="null",
-        scenario=ScenarioConfig(scenario="server"),
-        samples=16,
-        workers=2,
-        backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
-    )
+    request = _unsized_null_request()
     ran: list[float] = []
 
     def run(r: BenchRequest) -> dict[str, Any]:
