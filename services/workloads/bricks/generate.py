@@ -9,6 +9,9 @@ A suite folder holds two things with different owners::
     bricks/<signature>.pt2    a torch brick the torchfx format cannot hold (torch.export)
     bricks/<signature>.onnx   an ONNX brick (a standalone graph, same rules; extract_onnx)
     bricks/<signature>.json   what it computes: layer types, shapes, settings
+    bricks/<signature>.values.npz  for a brick timed differently on other values (max
+                              pooling), the order of the values its inputs held in the
+                              model: what it is timed on (recorded_values)
     recipes/<model>.json      which bricks make the model, in order, and what each reads,
                               and how the model was named to generate (its "spec")
 
@@ -42,7 +45,18 @@ from services.workloads.bricks.fx_brick import (
 )
 from services.workloads.bricks.measure import unguarded
 from services.workloads.bricks.parse import ParsedModel, parse_model
-from services.workloads.bricks.signature import LayerSequence, check_granularity, cut_sequences
+from services.workloads.bricks.recorded_values import (
+    read_values,
+    recordable,
+    value_dependent,
+    write_values,
+)
+from services.workloads.bricks.signature import (
+    LayerSequence,
+    check_granularity,
+    cut_sequences,
+    external_inputs,
+)
 
 if TYPE_CHECKING:
     from services.workloads.bricks.parse_onnx import ParsedOnnxModel
@@ -253,8 +267,10 @@ class BrickError(ValueError):
 
 def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> str | None:
     """The brick as .torchfx, checked to read back as the same modules and to run, or as
-    .pt2 (torch.export) where it cannot be: then why (its module types first)."""
+    .pt2 (torch.export) where it cannot be: then why (its module types first). A
+    value-dependent brick's recorded inputs are written before it (recorded_values)."""
     module = brick_module(parsed, sequence)
+    _record_values(parsed, sequence, folder)
     try:
         text = encode_brick(module)
         check_rebuilt(module, text, sequence.description, brick_output_shapes(parsed, sequence))
@@ -266,6 +282,16 @@ def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> 
         return reason
     _write_last(folder, sequence, text.encode(), TORCHFX)
     return None
+
+
+def _record_values(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> None:
+    """The order of the values the brick's inputs held in the traced model, for a brick
+    whose time depends on them and whose inputs can be recorded."""
+    if not value_dependent(sequence.description):
+        return
+    values = [parsed.values[node.name] for node in external_inputs(parsed, sequence.layers)]
+    if recordable(values):
+        write_values(folder, sequence.signature, values)
 
 
 def _write_exported(
@@ -324,7 +350,8 @@ def load_brick(
     path = brick_file(suite, signature)
     if path is None:
         raise ValueError(f"brick: {signature} has a description but no brick file in {folder}")
-    inputs = brick_inputs(description)
+    # Noise, but for a value-dependent brick that has its model's values (their order).
+    inputs = read_values(folder, signature, description) or brick_inputs(description)
     if path.suffix == TORCHFX:
         module = read_brick(path)
         placeholders = sum(1 for n in module.graph.nodes if n.op == "placeholder")

@@ -38,10 +38,12 @@ MAX_THREADS = 1024
 WARM_UP_CALLS = 3
 MAX_ROUNDS = 5
 PASSES = 5  # passes over the modules in one run (BurstSchedule)
-# How bricks are called (in bursts, eager fx modules read from .torchfx), part of every
-# system key: a figure measured another way (drawn at random, guarded: 16 % slower at H=1;
-# h2: torch.export's modules, unguarded) is never reused beside these.
-HARNESS = "h3"
+# How bricks are called (in bursts, eager fx modules read from .torchfx, a max pool on
+# its model's recorded values: recorded_values), part of every system key: a figure
+# measured another way (drawn at random, guarded: 16 % slower at H=1; h2: torch.export's
+# modules, unguarded; h3: every brick on noise, googlenet's max pools 37 % slower) is
+# never reused beside these.
+HARNESS = "h4"
 
 
 @dataclass(frozen=True)
