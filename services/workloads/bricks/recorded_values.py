@@ -90,7 +90,8 @@ def write_values(folder: Path, signature: str, values: list[torch.Tensor]) -> No
     """The inputs' order, as float32 arrays ``input0``... (written whole, then renamed,
     so a values file present is complete)."""
     buffer = io.BytesIO()
-    np.savez(buffer, **{f"input{n}": order_of(v) for n, v in enumerate(values)})
+    arrays: dict[str, Any] = {f"input{n}": order_of(v) for n, v in enumerate(values)}
+    np.savez(buffer, **arrays)
     partial = folder / f"{signature}.values.partial"
     partial.write_bytes(buffer.getvalue())
     partial.replace(values_path(folder, signature))
