@@ -8,6 +8,7 @@ import io
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ from services.workloads.bricks.recorded_values import (
 )
 
 
-def _pooling_net() -> nn.Module:
+def _pooling_net() -> nn.Sequential:
     torch.manual_seed(0)
     return nn.Sequential(
         nn.Conv2d(3, 8, 3, padding=1),
@@ -42,11 +43,11 @@ def _pooling_net() -> nn.Module:
     ).eval()
 
 
-def _suite(tmp_path: Path) -> tuple[Path, ModelInput]:
+def _suite(tmp_path: Path) -> tuple[Path, nn.Sequential, torch.Tensor]:
     example = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(1))
-    model = ModelInput("pooling", _pooling_net(), example)
-    generate_suite([model], 1, tmp_path)
-    return tmp_path, model
+    net = _pooling_net()
+    generate_suite([ModelInput("pooling", net, example)], 1, tmp_path)
+    return tmp_path, net, example
 
 
 def _pool_signature(suite: Path) -> str:
@@ -57,13 +58,13 @@ def _pool_signature(suite: Path) -> str:
 
 
 def test_only_the_max_pool_brick_keeps_its_models_values(tmp_path: Path) -> None:
-    suite, model = _suite(tmp_path)
+    suite, net, example = _suite(tmp_path)
     signature = _pool_signature(suite)
     assert len(list_bricks(suite)) == 4
     module, inputs = load_brick(suite, signature)
     # What the ReLU gave the pool in the model, as an order: the zeros stay the smallest
     # values and tie with each other, the rest keep their order.
-    seen = model.module[1](model.module[0](model.example))
+    seen = net[1](net[0](example))
     (recorded,) = inputs
     assert torch.equal(recorded == 0, seen == 0)
     assert (recorded >= 0).all() and (recorded < 1).all()
@@ -111,12 +112,12 @@ def test_inputs_over_the_bound_are_not_recorded(
 ) -> None:
     # The pool's input is 8x16x16 float32 = 8 KiB: a smaller bound keeps it on noise.
     monkeypatch.setattr(recorded_values, "MAX_RECORDED_BYTES", 4096)
-    suite, _ = _suite(tmp_path)
+    suite, _, _ = _suite(tmp_path)
     assert not list(bricks_dir(suite).glob("*.values.npz"))
     assert MAX_RECORDED_BYTES == 64 * 1024 * 1024
 
 
-def _rewrite(path: Path, **arrays: np.ndarray) -> None:
+def _rewrite(path: Path, **arrays: Any) -> None:
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     path.write_bytes(buffer.getvalue())
@@ -134,7 +135,7 @@ def _rewrite(path: Path, **arrays: np.ndarray) -> None:
 def test_a_values_file_that_does_not_match_its_brick_is_refused(
     tmp_path: Path, arrays: dict[str, np.ndarray], message: str
 ) -> None:
-    suite, _ = _suite(tmp_path)
+    suite, _, _ = _suite(tmp_path)
     signature = _pool_signature(suite)
     _rewrite(values_path(bricks_dir(suite), signature), **arrays)
     with pytest.raises(BrickFormatError, match=f"{signature}.values.npz: .*{_escaped(message)}"):
@@ -148,7 +149,7 @@ def _escaped(text: str) -> str:
 def test_a_values_file_that_unpacks_past_the_bound_is_refused(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    suite, _ = _suite(tmp_path)
+    suite, _, _ = _suite(tmp_path)
     signature = _pool_signature(suite)
     path = values_path(bricks_dir(suite), signature)
     # Zeros compress to almost nothing: a small file whose arrays would not be.
