@@ -33,6 +33,21 @@ def free_port() -> int:
         return port
 
 
+def held_port() -> socket.socket:
+    """A socket bound to a free loopback port and kept open, never listening, so that the
+    port stays free for the API until the stack closes: a port from ``free_port`` is free
+    only when it is picked, and once a stack's S3 server, then the API, found theirs taken
+    (benchmarks/scale.py in the suite: "Address already in use" in every API process). No
+    bind to port 0 and no connection's local port takes a port a socket is bound to, and
+    the API's own sockets (services/stack/api_processes.py) share it through
+    SO_REUSEPORT; only listening sockets are handed connections."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
 def _with_database(url: str, name: str) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{name}"))
@@ -186,7 +201,7 @@ class EphemeralStack:
     # The default data_dir is a fresh temp folder, removed on close (logs go with it).
     remove_data_dir: bool = True
     data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="benchstack-")))
-    api_port: int = field(default_factory=free_port)
+    _api_port_hold: socket.socket = field(default_factory=held_port)
     database_name: str = field(default_factory=lambda: f"benchstack_{uuid.uuid4().hex[:10]}")
     # Settings for this stack's services on top of env(), e.g. short leases for fault tests.
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -204,6 +219,11 @@ class EphemeralStack:
         if self.redis_db is None:
             self.redis_db = _claim_redis_db(self.redis_base)
         return f"{self.redis_base.rstrip('/')}/{self.redis_db}"
+
+    @property
+    def api_port(self) -> int:
+        port: int = self._api_port_hold.getsockname()[1]
+        return port
 
     @property
     def api_url(self) -> str:
@@ -303,6 +323,7 @@ class EphemeralStack:
         if self._moto_process is not None:
             self._moto_process.terminate()
             self._moto_process.wait(timeout=15)
+        self._api_port_hold.close()
         if self.remove_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
         if self.redis_db is not None:
