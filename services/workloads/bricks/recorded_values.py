@@ -20,6 +20,9 @@ The values help where the value-dependent layer reads the brick's input, as at H
 where it leads its sequence; a layer deeper in a longer brick sees what the brick's fresh
 random weights make of them. A tensor over ``MAX_RECORDED_BYTES``, or an input that is
 not one plain float tensor, is not recorded, and the brick is timed on noise as before.
+A brick is written once per signature: models that share it share the values of the one
+that wrote it first. onnxruntime's MaxPool (MLAS) took the same 0.165 ms on noise and on
+zeros, so ONNX bricks are timed on noise still.
 """
 
 from __future__ import annotations
