@@ -49,6 +49,7 @@ from services.workloads.bricks.recorded_values import (
     read_values,
     recordable,
     value_dependent,
+    values_path,
     write_values,
 )
 from services.workloads.bricks.signature import (
@@ -208,6 +209,10 @@ def generate_suite(
                 continue
             unique.add(sequence.signature)
             if brick_file(suite, sequence.signature, framework) is not None:
+                if isinstance(parsed, ParsedModel):
+                    # A suite from before bricks kept values gets them now, so its max
+                    # pools are not timed on noise under the harness that says otherwise.
+                    _record_values(parsed, sequence, folder)
                 continue
             fallback = write(sequence, folder)
             if fallback is not None:
@@ -286,8 +291,11 @@ def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> 
 
 def _record_values(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> None:
     """The order of the values the brick's inputs held in the traced model, for a brick
-    whose time depends on them and whose inputs can be recorded."""
+    whose time depends on them and whose inputs can be recorded; a brick that has its
+    values keeps them (a signature keeps the values of the model that wrote it first)."""
     if not value_dependent(sequence.description):
+        return
+    if values_path(folder, sequence.signature).exists():
         return
     values = [parsed.values[node.name] for node in external_inputs(parsed, sequence.layers)]
     if recordable(values):

@@ -84,6 +84,22 @@ def test_only_the_max_pool_brick_keeps_its_models_values(tmp_path: Path) -> None
         assert (noise[0] < 0).any()
 
 
+def test_a_suite_without_values_gets_them_and_a_second_model_keeps_the_first_ones(
+    tmp_path: Path,
+) -> None:
+    suite, net, example = _suite(tmp_path)
+    signature = _pool_signature(suite)
+    path = values_path(bricks_dir(suite), signature)
+    first = path.read_bytes()
+    path.unlink()  # as a suite generated before bricks kept values
+    again = generate_suite([ModelInput("pooling", net, example)], 1, suite)
+    assert again.new_bricks == 0 and path.read_bytes() == first
+    # Another model with the same pool at the same shapes, fed other values.
+    other = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(7))
+    generate_suite([ModelInput("other", _pooling_net(), other)], 1, suite)
+    assert path.read_bytes() == first
+
+
 def test_the_order_keeps_ties_and_nothing_else() -> None:
     values = torch.tensor([[0.0, 5.5, 0.0], [-2.0, 5.5, 100.0]])
     assert order_of(values).tolist() == [[0.25, 0.5, 0.25], [0.0, 0.5, 0.75]]
