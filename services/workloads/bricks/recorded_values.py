@@ -28,6 +28,7 @@ zeros, so ONNX bricks are timed on noise still.
 from __future__ import annotations
 
 import io
+import math
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,9 @@ def read_values(
 ) -> tuple[torch.Tensor, ...] | None:
     """The recorded inputs of the brick, or None where it has none. A file that does not
     hold one float32 array of each recorded input shape, in order and within the size
-    bound, is refused by name (a suite may come from anyone: nothing in it is unpickled)."""
+    bound, is refused by name (a suite may come from anyone: nothing in it is unpickled,
+    and each array's header is checked before its data is read, so no header can make
+    this allocate more than the bound)."""
     path = values_path(folder, signature)
     if not path.exists():
         return None
@@ -118,29 +121,55 @@ def read_values(
         )
     names = [f"input{n}" for n in range(len(shapes))]
     try:
-        # What the arrays unpack to, bounded before any is read: a small compressed
-        # file could otherwise hold arrays of any size.
         with zipfile.ZipFile(path) as archive:
-            unpacked = sum(member.file_size for member in archive.infolist())
-        if unpacked > limit:
-            raise BrickFormatError(
-                f"{path.name}: unpacks to {unpacked} bytes; accepted: at most {limit}"
-            )
-        with np.load(path, allow_pickle=False) as archive:
-            if sorted(archive.files) != sorted(names):
+            held = sorted(archive.namelist())
+            members = sorted(f"{name}.npy" for name in names)
+            if held != members:
                 raise BrickFormatError(
-                    f"{path.name}: holds {sorted(archive.files)}; accepted: {names}, one "
-                    "array per input of the brick"
+                    f"{path.name}: holds {held}; accepted: {members}, one array per input "
+                    "of the brick"
                 )
-            arrays = [archive[name] for name in names]
+            arrays = [
+                _read_array(archive, path.name, name, shape)
+                for name, shape in zip(names, shapes, strict=True)
+            ]
     except BrickFormatError:
         raise
     except (ValueError, OSError, zipfile.BadZipFile) as exc:
         raise BrickFormatError(f"{path.name}: not a readable values file: {exc}") from exc
-    for name, array, shape in zip(names, arrays, shapes, strict=True):
-        if array.dtype != np.float32 or list(array.shape) != shape:
-            raise BrickFormatError(
-                f"{path.name}: {name} is {array.dtype} {list(array.shape)}; accepted: "
-                f"float32 {shape}, the shape the brick's description records"
-            )
+    if sum(array.nbytes for array in arrays) > MAX_RECORDED_BYTES:
+        raise BrickFormatError(
+            f"{path.name}: {sum(a.nbytes for a in arrays)} bytes of values; accepted: at "
+            f"most {MAX_RECORDED_BYTES}"
+        )
     return tuple(torch.from_numpy(array) for array in arrays)
+
+
+def _read_array(archive: zipfile.ZipFile, file: str, name: str, shape: list[int]) -> np.ndarray:
+    """One .npy member, its header checked against ``shape`` and float32 before its data
+    is read."""
+    expected = np.dtype("<f4")
+    with archive.open(f"{name}.npy") as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            held_shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+        else:
+            held_shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+        if dtype != expected or fortran or list(held_shape) != shape:
+            raise BrickFormatError(
+                f"{file}: {name} is {dtype} {list(held_shape)}; accepted: float32 "
+                f"{shape}, the shape the brick's description records"
+            )
+        count = math.prod(shape)
+        if count * expected.itemsize > MAX_RECORDED_BYTES:
+            raise BrickFormatError(
+                f"{file}: {name} holds {count} values; accepted: at most "
+                f"{MAX_RECORDED_BYTES // expected.itemsize}"
+            )
+        data = member.read(count * expected.itemsize + 1)
+    if len(data) != count * expected.itemsize:
+        raise BrickFormatError(
+            f"{file}: {name} holds {len(data)} bytes of data; accepted: "
+            f"{count * expected.itemsize}, float32 {shape}"
+        )
+    return np.frombuffer(data, dtype=expected).reshape(shape).copy()

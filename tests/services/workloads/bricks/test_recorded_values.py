@@ -144,8 +144,8 @@ def _rewrite(path: Path, **arrays: Any) -> None:
     [
         ({"input0": np.zeros((1, 8, 16, 15), np.float32)}, "accepted: float32 [1, 8, 16, 16]"),
         ({"input0": np.zeros((1, 8, 16, 16), np.float64)}, "accepted: float32 [1, 8, 16, 16]"),
-        ({"other": np.zeros((1, 8, 16, 16), np.float32)}, "accepted: ['input0']"),
-        ({"input0": np.array([object()], dtype=object)}, "not a readable values file"),
+        ({"other": np.zeros((1, 8, 16, 16), np.float32)}, "accepted: ['input0.npy']"),
+        ({"input0": np.array([object()], dtype=object)}, "accepted: float32 [1, 8, 16, 16]"),
     ],
 )
 def test_a_values_file_that_does_not_match_its_brick_is_refused(
@@ -174,11 +174,21 @@ def test_a_values_file_that_unpacks_past_the_bound_is_refused(
     path.write_bytes(buffer.getvalue())
     assert path.stat().st_size < 2048
     monkeypatch.setattr(recorded_values, "MAX_RECORDED_BYTES", 1024)
-    monkeypatch.setattr(recorded_values, "FILE_OVERHEAD_BYTES", 1024)
-    too_large = "unpacks to 8[0-9]{3} bytes; accepted: at most 2048"
-    with pytest.raises(BrickFormatError, match=too_large):
+    # Refused from its header: its 2,048 values are never unpacked.
+    with pytest.raises(BrickFormatError, match="input0 holds 2048 values; accepted: at most 256"):
         load_brick(suite, signature)
     path.write_bytes(b"not a zip")
     with pytest.raises(BrickFormatError, match="not a readable values file"):
         load_brick(suite, signature)
     assert zipfile.is_zipfile(io.BytesIO(buffer.getvalue()))
+
+
+def test_an_array_shorter_than_its_header_says_is_refused(tmp_path: Path) -> None:
+    suite, _, _ = _suite(tmp_path)
+    signature = _pool_signature(suite)
+    member = io.BytesIO()
+    np.save(member, np.zeros((1, 8, 16, 16), np.float32))
+    with zipfile.ZipFile(values_path(bricks_dir(suite), signature), "w") as archive:
+        archive.writestr("input0.npy", member.getvalue()[:-100])
+    with pytest.raises(BrickFormatError, match="input0 holds 8092 bytes of data; accepted: 8192"):
+        load_brick(suite, signature)
