@@ -61,6 +61,8 @@ VALUE_DEPENDENT = frozenset(
 )
 # Per brick, over its inputs: 64x112x112 float32 (a 224 px stem's max pool) is 3.2 MB.
 MAX_RECORDED_BYTES = 64 * 1024 * 1024
+# How the order is stored (little-endian float32, as np.savez writes it here).
+RECORDED_DTYPE = np.dtype("<f4")
 # What a values file may add to its arrays: the zip's and the .npy headers.
 FILE_OVERHEAD_BYTES = 64 * 1024
 
@@ -87,7 +89,7 @@ def recordable(values: list[Any]) -> bool:
     """Plain float tensors, within ``MAX_RECORDED_BYTES`` together."""
     if not values or not all(isinstance(v, torch.Tensor) and v.is_floating_point() for v in values):
         return False
-    return sum(v.numel() * 4 for v in values) <= MAX_RECORDED_BYTES
+    return sum(v.numel() for v in values) * RECORDED_DTYPE.itemsize <= MAX_RECORDED_BYTES
 
 
 def write_values(folder: Path, signature: str, values: list[torch.Tensor]) -> None:
@@ -113,6 +115,11 @@ def read_values(
     if not path.exists():
         return None
     shapes = [list(shape) for shape in description["inputs"]]
+    if not all(isinstance(side, int) and side >= 0 for shape in shapes for side in shape):
+        raise BrickFormatError(
+            f"{path.name}: its brick's inputs are {shapes}; accepted: plain tensor shapes, "
+            "the only inputs values are recorded for"
+        )
     limit = MAX_RECORDED_BYTES + FILE_OVERHEAD_BYTES
     size = path.stat().st_size
     if size > limit:
@@ -129,6 +136,13 @@ def read_values(
                     f"{path.name}: holds {held}; accepted: {members}, one array per input "
                     "of the brick"
                 )
+            # The arrays' size follows from the shapes they must have: bounded before any is read.
+            values = sum(math.prod(shape) for shape in shapes)
+            if values * RECORDED_DTYPE.itemsize > MAX_RECORDED_BYTES:
+                raise BrickFormatError(
+                    f"{path.name}: {' + '.join(names)} holds {values} values; accepted: at most "
+                    f"{MAX_RECORDED_BYTES // RECORDED_DTYPE.itemsize}"
+                )
             arrays = [
                 _read_array(archive, path.name, name, shape)
                 for name, shape in zip(names, shapes, strict=True)
@@ -137,18 +151,13 @@ def read_values(
         raise
     except (ValueError, OSError, zipfile.BadZipFile) as exc:
         raise BrickFormatError(f"{path.name}: not a readable values file: {exc}") from exc
-    if sum(array.nbytes for array in arrays) > MAX_RECORDED_BYTES:
-        raise BrickFormatError(
-            f"{path.name}: {sum(a.nbytes for a in arrays)} bytes of values; accepted: at "
-            f"most {MAX_RECORDED_BYTES}"
-        )
     return tuple(torch.from_numpy(array) for array in arrays)
 
 
 def _read_array(archive: zipfile.ZipFile, file: str, name: str, shape: list[int]) -> np.ndarray:
     """One .npy member, its header checked against ``shape`` and float32 before its data
-    is read."""
-    expected = np.dtype("<f4")
+    is read (``read_values`` has bounded the shapes)."""
+    expected = RECORDED_DTYPE
     with archive.open(f"{name}.npy") as member:
         version = np.lib.format.read_magic(member)
         if version == (1, 0):
@@ -161,11 +170,6 @@ def _read_array(archive: zipfile.ZipFile, file: str, name: str, shape: list[int]
                 f"{shape}, the shape the brick's description records"
             )
         count = math.prod(shape)
-        if count * expected.itemsize > MAX_RECORDED_BYTES:
-            raise BrickFormatError(
-                f"{file}: {name} holds {count} values; accepted: at most "
-                f"{MAX_RECORDED_BYTES // expected.itemsize}"
-            )
         data = member.read(count * expected.itemsize + 1)
     if len(data) != count * expected.itemsize:
         raise BrickFormatError(

@@ -154,12 +154,8 @@ def test_a_values_file_that_does_not_match_its_brick_is_refused(
     suite, _, _ = _suite(tmp_path)
     signature = _pool_signature(suite)
     _rewrite(values_path(bricks_dir(suite), signature), **arrays)
-    with pytest.raises(BrickFormatError, match=f"{signature}.values.npz: .*{_escaped(message)}"):
+    with pytest.raises(BrickFormatError, match=f"{signature}.values.npz: .*{re.escape(message)}"):
         load_brick(suite, signature)
-
-
-def _escaped(text: str) -> str:
-    return re.escape(text)
 
 
 def test_a_values_file_that_unpacks_past_the_bound_is_refused(
@@ -192,3 +188,13 @@ def test_an_array_shorter_than_its_header_says_is_refused(tmp_path: Path) -> Non
         archive.writestr("input0.npy", member.getvalue()[:-100])
     with pytest.raises(BrickFormatError, match="input0 holds 8092 bytes of data; accepted: 8192"):
         load_brick(suite, signature)
+
+
+def test_values_for_a_brick_whose_inputs_are_not_plain_shapes_are_refused(
+    tmp_path: Path,
+) -> None:
+    suite, _, _ = _suite(tmp_path)
+    signature = _pool_signature(suite)
+    tupled = {"inputs": [[[1, 8, 16, 16], None]], "layers": [{"type": "MaxPool2d"}]}
+    with pytest.raises(BrickFormatError, match="accepted: plain tensor shapes"):
+        recorded_values.read_values(bricks_dir(suite), signature, tupled)
