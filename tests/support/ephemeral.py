@@ -202,6 +202,7 @@ class EphemeralStack:
     remove_data_dir: bool = True
     data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="benchstack-")))
     _api_port_hold: socket.socket = field(default_factory=held_port)
+    api_port: int = field(init=False)  # the held socket's, readable after close too
     database_name: str = field(default_factory=lambda: f"benchstack_{uuid.uuid4().hex[:10]}")
     # Settings for this stack's services on top of env(), e.g. short leases for fault tests.
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -214,16 +215,14 @@ class EphemeralStack:
     _stacks: list[Stack] = field(default_factory=list)
     database_url: str = ""
 
+    def __post_init__(self) -> None:
+        self.api_port = self._api_port_hold.getsockname()[1]
+
     @property
     def broker_url(self) -> str:
         if self.redis_db is None:
             self.redis_db = _claim_redis_db(self.redis_base)
         return f"{self.redis_base.rstrip('/')}/{self.redis_db}"
-
-    @property
-    def api_port(self) -> int:
-        port: int = self._api_port_hold.getsockname()[1]
-        return port
 
     @property
     def api_url(self) -> str:
