@@ -8,9 +8,9 @@ from dataclasses import replace
 from typing import Any
 
 from services.aggregator.repository import get_run
-from services.campaigns.find_peak import find_peak
+from services.campaigns.find_peak import RunFn, find_peak
 from services.core.early_stopping import MAX_SIZED_PROBE_S, probe_duration_s
-from services.core.find_peak_search import DURATION_MARGIN
+from services.core.find_peak_search import DURATION_MARGIN, PeakResult
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
@@ -18,10 +18,11 @@ from shared.db.session import session_scope
 from shared.settings import Settings
 
 
-def _unsized_null_request() -> BenchRequest:
-    """Server without a duration (each probe sized from its rate), on a null backend of 2
-    workers at 0.2 ms a query: far from its limit at the rates probed here."""
-    return BenchRequest(
+def _sized_search(run: RunFn, *, max_probes: int) -> tuple[PeakResult, list[str]]:
+    """A search from 1,000 queries/s under a 200 ms bound whose probes are sized from their
+    rate (Server without a duration), on a null backend of 2 workers at 0.2 ms a query:
+    far from its limit at the rates probed here. The result and the warnings it gave."""
+    request = BenchRequest(
         model="tests/fixtures/tiny_cnn.yaml",
         framework="null",
         scenario=ScenarioConfig(scenario="server"),
@@ -29,6 +30,18 @@ def _unsized_null_request() -> BenchRequest:
         workers=2,
         backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
     )
+    warnings: list[str] = []
+    result, _ = find_peak(
+        request,
+        run,
+        latency_bound_ms=200,
+        start_qps=1000,
+        tolerance=0.9,
+        max_probes=max_probes,
+        size_probes=True,
+        warn=warnings.append,
+    )
+    return result, warnings
 
 
 def test_null_backend_edge_matches_queueing_theory(settings: Settings) -> None:
@@ -106,18 +119,7 @@ def test_probes_without_a_duration_run_as_long_as_early_stopping_needs(
 ) -> None:
     # 1,000 and 2,000 queries/s on a null backend far from its limit: each probe runs
     # 1.25 x 662 queries' worth (core/early_stopping.py) and LoadGen judges every one.
-    request = _unsized_null_request()
-    warnings: list[str] = []
-    result, _ = find_peak(
-        request,
-        lambda r: run_bench(r, settings),
-        latency_bound_ms=200,
-        start_qps=1000,
-        tolerance=0.9,
-        max_probes=2,
-        size_probes=True,
-        warn=warnings.append,
-    )
+    result, warnings = _sized_search(lambda r: run_bench(r, settings), max_probes=2)
     assert warnings == []
     assert [p.qps for p in result.curve] == [1000, 2000], result.to_dict()
     for probe in result.curve:
@@ -154,7 +156,6 @@ def test_a_sized_probe_within_the_bound_but_not_judged_runs_once_more(
     # stood in for by cutting the first probe to 0.2 s (200 queries at 1,000/s, where
     # early stopping at p99 needs 662): it meets the bound unjudged, and the search runs
     # the rate again as long as LoadGen asks, instead of ending with "no valid peak".
-    request = _unsized_null_request()
     ran: list[float] = []
 
     def run(r: BenchRequest) -> dict[str, Any]:
@@ -163,17 +164,7 @@ def test_a_sized_probe_within_the_bound_but_not_judged_runs_once_more(
         ran.append(float(r.scenario.min_duration_s or 0.0))
         return run_bench(r, settings)
 
-    warnings: list[str] = []
-    result, _ = find_peak(
-        request,
-        run,
-        latency_bound_ms=200,
-        start_qps=1000,
-        tolerance=0.9,
-        max_probes=1,
-        size_probes=True,
-        warn=warnings.append,
-    )
+    result, warnings = _sized_search(run, max_probes=1)
     assert len(ran) == 2, ran
     assert len(warnings) == 1 and "met the bound but was not judged in" in warnings[0]
     (probe,) = result.curve
