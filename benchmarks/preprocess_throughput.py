@@ -56,7 +56,9 @@ from PIL import Image, ImageDraw
 from services.preprocess.batch import planar_steps, preprocess_batch
 from services.preprocess.datasets import Sample
 from services.preprocess.decode import dct_denominator
+from services.preprocess.device_decode import prepare_on_device, unavailable_reason
 from services.preprocess.pipeline import pool_size, preprocess
+from shared.devices import DeviceError, parse_device
 from shared.host_load import usable_cpus
 from shared.manifest_sections import Input
 from shared.memory_pages import prefer_ordinary_pages
@@ -170,12 +172,22 @@ def main(argv: list[str] | None = None) -> None:
         help=f"interleaved rounds (1 to {MAX_ROUNDS})",
     )
     parser.add_argument(
+        "--device",
+        help="also decode each set on this device (cuda, cuda:<index>; cpu runs the same code "
+        "on torchvision's CPU decoder) and compare with the CPU fast path: images/s side "
+        "by side, and how many levels the crops differ",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="only the one-core comparison of each set (no all-cores runs, no per-photo "
         "rows, no top-5)",
     )
     args = parser.parse_args(argv)
+    if args.device is not None:
+        why = device_problem(args.device)
+        if why:
+            parser.error(f"--device: {why}")
     torch.set_num_threads(1)
     prefer_ordinary_pages()  # as benchstack's own processes run (shared/memory_pages.py)
     specs = {name: benchstack_spec(name) for name in ("reference", "fast")}
@@ -184,6 +196,8 @@ def main(argv: list[str] | None = None) -> None:
         for label, paths in image_sets(Path(tmp), args.images).items():
             print(f"{label}, one core, {args.images} images x {args.rounds} rounds:")
             compare_rates(paths, specs, tv, args.rounds)
+            if args.device is not None:
+                compare_device(paths, specs["fast"], args.device, args.rounds)
             if args.quick:
                 continue
             processes = usable_cpus()
@@ -322,6 +336,45 @@ def compare_rates(
     pipelines["(entropy decode alone)"] = partial(entropy_decode_alone, paths)
     seconds = print_interleaved_rates(pipelines, len(paths), rounds)
     print_decode_limit(seconds, len(paths))
+
+
+def device_problem(device: str) -> str | None:
+    """Why ``device`` cannot decode here (named as the CLI names devices), or None."""
+    try:
+        parse_device(device)
+    except DeviceError as exc:
+        return str(exc)
+    return unavailable_reason(device)
+
+
+def compare_device(paths: list[Path], spec: Input, device: str, rounds: int) -> None:
+    """The fast path's stored crops made on ``device`` (device_decode: nvJPEG on CUDA)
+    against the CPU's fused path on one core, in interleaved rounds on the same host:
+    images/s of each, and how far the crops are apart in 8-bit levels. A round on the
+    device ends when its crops are on the host, so the device's work is all in it."""
+    samples = [Sample(id=p.name, path=p, label=None) for p in paths]
+    pipelines: dict[str, Callable[[], object]] = {
+        "cpu path": partial(preprocess_batch, samples, spec, stored=True),
+        "device path": partial(prepare_on_device, samples, spec, device=device, stored=True),
+    }
+    seconds = time_interleaved(pipelines, rounds)
+    ratios = round_ratios(seconds["cpu path"], seconds["device path"])
+    spread = f" (rounds x{min(ratios):.2f} to x{max(ratios):.2f})" if rounds > 1 else ""
+    cpu_rate = len(paths) * rounds / sum(seconds["cpu path"])
+    device_rate = len(paths) * rounds / sum(seconds["device path"])
+    print(
+        f"  decoded on {device}: {device_rate:7.1f} img/s, the CPU fast path "
+        f"{cpu_rate:.1f} img/s on one core: x{median(ratios):.2f}{spread}"
+    )
+    on_device, _, _ = prepare_on_device(samples, spec, device=device, stored=True)
+    on_cpu, _, _ = preprocess_batch(samples, spec, stored=True)
+    assert on_device is not None and on_cpu is not None
+    difference = np.abs(on_device.astype(np.int16) - on_cpu.astype(np.int16))
+    print(
+        f"  {device} crops vs the CPU's: max {difference.max()} levels, mean "
+        f"{difference.mean():.3f}, {np.count_nonzero(difference) / difference.size:.1%} of "
+        "values differ"
+    )
 
 
 _TORCHVISION: list[Callable[[Path], torch.Tensor]] = []

@@ -1,7 +1,7 @@
 #!/bin/bash
-# benchstack's GPU paths in one device call (about 4 minutes on an H200): the GPU tests, torch
+# benchstack's GPU paths in one device call (about 6 minutes on an H200): the GPU tests, torch
 # on CUDA under Offline, SingleStream and Server (a find-peak), a LIBRARY profile with CUDA
-# kernels, training in fp32 and bf16 and through DDP (NCCL, one rank), and the refusals of
+# kernels, JPEGs decoded by nvJPEG against the CPU fast path (images/s, levels apart), training in fp32 and bf16 and through DDP (NCCL, one rank), and the refusals of
 # ONNX Runtime and TensorRT where their CUDA builds are missing. Prepare with wheels.sh; on
 # the device: `bash benchmarks/gpu/paths.sh` carrying .whl. DEV=cpu dry-runs it anywhere.
 DEV=${DEV:-cuda}
@@ -30,7 +30,8 @@ timeout 240 python3 -m pytest -q -rs -p no:cacheprovider -p no:warnings --timeou
   tests/shared/test_devices.py tests/services/inference/profiling \
   tests/services/inference/backends/tensorrt tests/services/inference/backends/onnxruntime \
   tests/services/inference/backends/torch tests/services/inference/loadgen \
-  tests/services/workloads/training/test_data_sources.py tests/services/workloads/training/test_scaling.py 2>&1 \
+  tests/services/workloads/training/test_data_sources.py tests/services/workloads/training/test_scaling.py \
+  tests/services/preprocess/test_device_decode.py 2>&1 \
   | tail -20
 
 step bench resnet18 Offline batch 32: $DEV, then the CPU side by side
@@ -46,6 +47,13 @@ $BS find-peak resnet18 --device "$DEV" --latency-bound-ms 10 --batch-size 8 --du
 
 step profile resnet18 LIBRARY $DEV
 $BS profile resnet18 --device "$DEV" --trace-level LIBRARY --iterations 5 --top 6 --trace "$OUT/trace_library_$DEV.json" 2>&1 | tail -40
+
+step "JPEG decode on $DEV (nvJPEG) against the CPU fast path on one core, every set"
+timeout 240 python3 -m benchmarks.preprocess_throughput --quick --images 16 --rounds 3 --device "$DEV" 2>&1 \
+  | grep -E "one core|decoded on|crops vs|fast at"
+echo "bench with the fast mode on $DEV: its report names the decoder"
+$BS bench resnet18 --device "$DEV" --preprocessing fast --scenario single-stream --samples 64 --duration 3 2>&1 \
+  | grep -E "preprocessing|validity|rror"
 
 step train resnet18 $IMAGE px: batch 64 and 256, fp32 and bf16, then DDP with one rank
 for args in "--batch-size 64" "--batch-size 64 --precision bf16" "--batch-size 256" "--batch-size 256 --precision bf16"; do

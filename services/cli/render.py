@@ -174,6 +174,8 @@ def report_table(report: dict[str, Any]) -> Table:
     )
     # Runs stored before the mode was recorded name none.
     mode = f"{prep['fidelity']}, " if prep.get("fidelity") else ""
+    if prep.get("decoder") not in (None, "cpu"):
+        mode += f"decoded by {prep['decoder']}, "
     table.add_row("preprocessing", mode + done)
     if "summary" in (report.get("logs") or {}) or report.get("logs"):
         table.add_row("LoadGen logs", report["logs"].get("mlperf_log_summary.txt", ""))

@@ -32,6 +32,7 @@ from services.inference.threads import with_scenario_threads
 from services.preprocess import shards
 from services.preprocess.batch import finish
 from services.preprocess.datasets import Dataset, resolve_dataset
+from services.preprocess.device_decode import DECODER_NAME, decode_device
 from services.preprocess.pipeline import Prepared, preprocess
 from services.preprocess.shard_keys import files_digest, shard_key
 from shared.catalogue import resolve_model
@@ -90,18 +91,29 @@ def load_or_preprocess(
     dataset: Dataset,
     manifest: ModelManifest,
     progress: Progress,
+    device: str = "cpu",
 ) -> tuple[Prepared, bool, str]:
     """Prepared tensors for the dataset, from the content-addressed cache when present.
 
     The shard is the stack's (services/preprocess/shards.py): tensors, then the JSON
-    sidecar that marks it complete, so either mode reuses what the other prepared."""
+    sidecar that marks it complete, so either mode reuses what the other prepared.
+    ``device``: the run's; on a CUDA one the fast mode decodes there (nvJPEG), into a
+    shard of its own."""
     spec = manifest.inputs[0]
     samples = dataset.samples
-    key = shard_key([s.id for s in samples], spec, files_digest(samples))
+    decoding_device = decode_device(spec, device)
+    decoder = f"{DECODER_NAME} ({decoding_device})" if decoding_device else "cpu"
+    key = shard_key(
+        [s.id for s in samples],
+        spec,
+        files_digest(samples),
+        decoder=DECODER_NAME if decoding_device else "",
+    )
     if shards.is_complete(store, key):
         meta = shards.read_meta(store, key)
         tensors = finish(shards.decode_tensors(store.get_bytes(key)), spec)
-        return Prepared(tensors=tensors, ids=meta["ids"], labels=meta["labels"]), True, key
+        reused = Prepared(tensors=tensors, ids=meta["ids"], labels=meta["labels"], decoder=decoder)
+        return reused, True, key
     progress.on_preprocess_start(len(samples))
     prepared = preprocess(
         samples,
@@ -109,6 +121,7 @@ def load_or_preprocess(
         progress=progress.on_preprocess_advance,
         processes=usable_cpus(),
         stored=True,
+        device=device,
     )
     if not prepared.errors:
         # Only complete shards are cached: a partial one would hide the failing files.
@@ -218,6 +231,7 @@ class _PreparedData:
     def preprocessing_section(self, manifest: ModelManifest) -> dict[str, Any]:
         return {
             "fidelity": manifest.inputs[0].fidelity,
+            "decoder": self.prepared.decoder,
             "seconds": self.seconds,
             "reused": self.reused,
             "shard": self.shard,
@@ -242,7 +256,9 @@ def _prepare_data(
         )
     prep_start = time.perf_counter()
     with profiler.step("preprocess"):
-        prepared, reused, shard = load_or_preprocess(store, dataset, manifest, progress)
+        prepared, reused, shard = load_or_preprocess(
+            store, dataset, manifest, progress, device=request.backend_options.device
+        )
     return _PreparedData(dataset, prepared, reused, shard, time.perf_counter() - prep_start)
 
 

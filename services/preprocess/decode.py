@@ -84,6 +84,15 @@ def decode_one(
     )
 
 
+def check_full_size(
+    name: str, width: int, height: int, max_pixels: int, bounds: OutputBounds | None
+) -> None:
+    """DecodeError when an image of ``width`` x ``height`` (from its header) may not be
+    decoded whole: over the per-image pixel budget, or making outputs over ``bounds``."""
+    _check_bounds(name, bounds, width, height)
+    _over_budget(name, (width, height), (width, height), max_pixels)
+
+
 def _check_bounds(name: str, bounds: OutputBounds | None, width: int, height: int) -> None:
     problem = bounds.problem(width, height) if bounds is not None else None
     if problem is not None:

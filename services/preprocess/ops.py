@@ -78,12 +78,12 @@ def resize_fast(batch: Batch, step: ResizeStep) -> list[np.ndarray]:
 def center_crop(batch: Batch, step: CenterCropStep) -> np.ndarray:
     out = []
     for image in batch:
-        top, left, crop_h, crop_w = _crop_box(image.shape[0], image.shape[1], step)
+        top, left, crop_h, crop_w = crop_box(image.shape[0], image.shape[1], step)
         out.append(image[top : top + crop_h, left : left + crop_w])
     return np.stack(out)
 
 
-def _crop_box(height: int, width: int, step: CenterCropStep) -> tuple[int, int, int, int]:
+def crop_box(height: int, width: int, step: CenterCropStep) -> tuple[int, int, int, int]:
     """(top, left, crop height, crop width), rounded as torchvision's center_crop."""
     crop_h, crop_w = step.size if isinstance(step.size, tuple) else (step.size, step.size)
     if height < crop_h or width < crop_w:
@@ -97,7 +97,7 @@ def _crop_box(height: int, width: int, step: CenterCropStep) -> tuple[int, int, 
 def crop_size(image: np.ndarray, resize: ResizeStep, crop: CenterCropStep) -> tuple[int, int]:
     """(height, width) of ``image`` after ``resize`` then ``crop``."""
     new_h, new_w = resize.target_size(*image.shape[:2])
-    return _crop_box(new_h, new_w, crop)[2:]
+    return crop_box(new_h, new_w, crop)[2:]
 
 
 def resize_crop_into(
@@ -117,7 +117,7 @@ def resize_crop_into(
 
     height, width = image.shape[:2]
     new_h, new_w = resize.target_size(height, width)
-    top, left, crop_h, crop_w = _crop_box(new_h, new_w, crop)
+    top, left, crop_h, crop_w = crop_box(new_h, new_w, crop)
     tensor = torch.from_numpy(image).permute(2, 0, 1)[None]  # channels-last in memory
     if (new_h, new_w) != (height, width):
         # Source pixels up to the crop's far edge, plus the filter's reach (bilinear: one

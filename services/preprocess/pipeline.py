@@ -12,6 +12,7 @@ import numpy as np
 
 from services.preprocess.batch import finish, preprocess_batch, usual_dtype
 from services.preprocess.datasets import DatasetError, OutOfMemory, Sample, SampleError
+from services.preprocess.device_decode import DECODER_NAME, decode_device, prepare_on_device
 from services.preprocess.pool import ChunkResult, SharedRows, prepared_chunks
 from shared.manifest_sections import Input
 from shared.memory_limit import error_text
@@ -25,6 +26,7 @@ class Prepared:
     labels: list[int | None]
     errors: list[SampleError] = field(default_factory=list)
     processes: int = 1  # that prepared them (pool_size)
+    decoder: str = "cpu"  # what decoded the JPEGs: "cpu", or "nvjpeg (cuda:0)"
 
 
 # An all-bad dataset's error lists this many files and reasons, then a count of the rest.
@@ -60,6 +62,7 @@ def preprocess(
     max_image_pixels: int | None = None,
     processes: int = 1,
     stored: bool = False,
+    device: str = "cpu",
 ) -> Prepared:
     """Prepare every sample; per-file errors are kept, unless no sample could be prepared,
     which raises NoSamplePrepared naming the first files and why.
@@ -71,13 +74,27 @@ def preprocess(
     (services/preprocess/pool.py), which is the result when no sample failed: no copy
     through a pipe, no join at the end.
     ``stored``: the tensors in a shard's stored form (``preprocess_batch``); ``finish``
-    turns them into the model's."""
+    turns them into the model's.
+    ``device``: the run's; a CUDA one decodes the fast mode's JPEGs on it by nvJPEG
+    (services/preprocess/device_decode.py), in this process (a forked child cannot
+    use CUDA)."""
     chunks = [samples[start : start + batch_size] for start in range(0, len(samples), batch_size)]
     settings = get_settings()
     budget = max_image_pixels or settings.max_image_pixels
-    workers = pool_size(samples, processes, len(chunks))
+    decoding_device = decode_device(spec, device)
+    workers = 1 if decoding_device else pool_size(samples, processes, len(chunks))
     shared = SharedRows.allocate(len(samples), tuple(spec.shape), usual_dtype(spec, stored))
-    prepare = partial(preprocess_batch, spec=spec, max_image_pixels=budget, stored=stored)
+    prepare = (
+        partial(
+            prepare_on_device,
+            spec=spec,
+            device=decoding_device,
+            max_image_pixels=budget,
+            stored=stored,
+        )
+        if decoding_device
+        else partial(preprocess_batch, spec=spec, max_image_pixels=budget, stored=stored)
+    )
     parts: list[np.ndarray] = []
     ids: list[str] = []
     labels: list[int | None] = []
@@ -99,7 +116,15 @@ def preprocess(
         # A chunk that could not take the fused path came back finished; so must the rest.
         parts = [finish(part, spec) for part in parts]
     tensors = _joined(parts, spec, shared)
-    return Prepared(tensors=tensors, ids=ids, labels=labels, errors=errors, processes=workers)
+    decoder = f"{DECODER_NAME} ({decoding_device})" if decoding_device else "cpu"
+    return Prepared(
+        tensors=tensors,
+        ids=ids,
+        labels=labels,
+        errors=errors,
+        processes=workers,
+        decoder=decoder,
+    )
 
 
 def _named_oom(results: Iterator[ChunkResult]) -> Iterator[ChunkResult]:

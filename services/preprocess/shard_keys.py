@@ -21,11 +21,16 @@ def spec_digest(spec: Input) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def shard_key(sample_ids: Sequence[str], spec: Input, content_digest: str = "") -> str:
-    """Content address of a shard: what went in (ids, optionally their bytes) and the steps."""
+def shard_key(
+    sample_ids: Sequence[str], spec: Input, content_digest: str = "", decoder: str = ""
+) -> str:
+    """Content address of a shard: what went in (ids, optionally their bytes), the steps,
+    and the decoder when it is not the CPU's (a GPU's pixels are not the CPU's)."""
     digest = hashlib.sha256()
     digest.update(spec_digest(spec).encode())
     digest.update(content_digest.encode())
+    if decoder:
+        digest.update(b"decoder\0" + decoder.encode() + b"\0")
     for sample_id in sample_ids:
         digest.update(sample_id.encode() + b"\0")
     return f"shards/{digest.hexdigest()}.npy"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import subprocess
 from pathlib import Path
@@ -10,7 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
+from rich.console import Console
 
+from services.cli.render import report_table
 from services.inference.profiling.trace_events import trace_problems
 from shared.loadgen_logs import parse_summary
 from tests.support.cli import benchstack
@@ -112,6 +115,8 @@ def test_preprocessing_fast_prepares_its_own_shard_and_says_so(data_dir: Path) -
     )
     assert reference["preprocessing"]["fidelity"] == "reference"
     assert fast["preprocessing"]["fidelity"] == "fast"
+    # A CPU run decodes on the CPU (a CUDA run in the fast mode would say nvjpeg).
+    assert fast["preprocessing"]["decoder"] == reference["preprocessing"]["decoder"] == "cpu"
     # Another input spec, another shard: the reference one is not reused for it.
     assert not fast["preprocessing"]["reused"]
     assert fast["preprocessing"]["shard"] != reference["preprocessing"]["shard"]
@@ -120,6 +125,11 @@ def test_preprocessing_fast_prepares_its_own_shard_and_says_so(data_dir: Path) -
     row = next(line for line in shown.stdout.splitlines() if "preprocessing" in line)
     seconds = fast["preprocessing"]["seconds"]
     assert f"fast, {seconds:.2f} s ({8 / seconds:,.0f} images/s, 1 process)" in row
+    # The same run as a CUDA run's report would say it: the decoder is named.
+    on_gpu = {**fast, "preprocessing": {**fast["preprocessing"], "decoder": "nvjpeg (cuda:0)"}}
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(report_table(on_gpu))
+    assert "fast, decoded by nvjpeg (cuda:0), " in console.export_text()
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:

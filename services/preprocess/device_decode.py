@@ -1,0 +1,262 @@
+"""The fast mode's fused path with its JPEGs decoded where the model runs: on a CUDA
+device by nvJPEG, through torchvision.io.decode_jpeg (a list of files is one batched
+nvJPEG call), then resized (antialiased bilinear), center-cropped and rounded to planar
+8-bit rows on that device, so only the crops cross to the host. What the CPU's fused
+path (batch.py) stores, made on the GPU: the same stored form, the same ``finish``.
+
+Chosen with the run's device (``decode_device``): a CUDA run in the fast mode decodes on
+its GPU when torchvision can; every other run decodes on the CPU. The same code runs on
+the CPU device (torchvision's libjpeg-turbo), which is how the tests check it where no
+GPU is. nvJPEG's IDCT and chroma upsampling are not libjpeg-turbo's, and it decodes whole
+images (no DCT scaling), so its crops differ from the CPU path's by a few levels:
+benchmarks/preprocess_throughput.py --device prints by how much, and the images/s of
+both paths on the same host. A shard made here is stored under its own key (the decoder
+is in it), never mistaken for the CPU's.
+
+Bounds, before any pixel is decoded: each file's size is read from its header and
+checked against the per-image pixel budget and the output bounds, as on the CPU, and
+files go to the device in groups of at most ``MAX_GROUP_PIXELS`` decoded pixels, so
+the device memory a batch takes is bounded whatever the files are. A file that is not a
+JPEG is decoded on the CPU (Pillow) and its pixels moved to the device.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from services.preprocess.batch import Budget, finish, planar_steps, torch_importable
+from services.preprocess.datasets import Sample, SampleError
+from services.preprocess.decode import JPEG_MAGIC, DecodeError, check_full_size, decode_one
+from services.preprocess.ops import crop_box
+from services.preprocess.sizes import OutputBounds
+from shared.devices import DeviceError, parse_device
+from shared.manifest_checks import shape_mismatch
+from shared.manifest_sections import CenterCropStep, DecodeStep, Input, ResizeStep
+from shared.memory_limit import error_text
+from shared.settings import get_settings
+
+if TYPE_CHECKING:
+    import torch
+
+# Decoded pixels (height x width) sent to the device in one nvJPEG call: 64 MP is 192 MB
+# of RGB, plus one image at a time in float32 for its resize.
+MAX_GROUP_PIXELS = 64_000_000
+DECODER_NAME = "nvjpeg"  # what a run's report and a shard's key say decoded on a GPU
+
+
+def decode_device(spec: Input, run_device: str) -> str | None:
+    """The device that decodes ``spec``'s JPEGs for a run on ``run_device``: that device
+    when it is a CUDA one, the mode is fast with the fused steps, and torchvision can
+    decode there; None (the CPU path) otherwise."""
+    try:
+        device = parse_device(run_device)
+    except DeviceError:
+        return None
+    if device.kind != "cuda" or spec.fidelity != "fast" or planar_steps(spec) is None:
+        return None
+    return str(device) if unavailable_reason(str(device)) is None else None
+
+
+def unavailable_reason(device: str) -> str | None:
+    """Why torchvision cannot decode JPEGs on ``device`` here; None when it can."""
+    if not torch_importable():
+        return "torch is not installed"
+    try:
+        import torchvision.io  # noqa: F401
+    except ImportError:
+        return "torchvision is not installed (pip install -e '.[torch]')"
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        return f"torch {torch.__version__} sees no CUDA device"
+    return None
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """One sample's bytes, read and size-checked; ``jpeg``: whether nvJPEG takes it."""
+
+    sample: Sample
+    data: bytes
+    pixels: int
+    jpeg: bool
+
+
+def prepare_on_device(
+    samples: Sequence[Sample],
+    spec: Input,
+    *,
+    device: str,
+    max_image_pixels: int | None = None,
+    stored: bool = False,
+    rows: np.ndarray | None = None,
+) -> tuple[np.ndarray | None, list[Sample], list[SampleError]]:
+    """One batch through the fused steps on ``device``: (tensors, the samples kept, the
+    errors per file), as batch.preprocess_batch returns them. ``stored``: the planar
+    8-bit crops a shard keeps; otherwise finished (normalized) tensors. ``rows``: where
+    the crops go when they fit it (the result is then a view of it)."""
+    import torch
+
+    steps = planar_steps(spec)
+    if steps is None or spec.fidelity != "fast":
+        raise ValueError(
+            "input.fidelity: decoding on a device takes the fast mode's steps (decode, "
+            "bilinear resize, center_crop, normalize, NCHW layout)"
+        )
+    resize, crop, _ = steps
+    settings = get_settings()
+    budget = Budget(max_image_pixels or settings.max_image_pixels, OutputBounds.of(spec, settings))
+    decode = spec.steps[0]
+    assert isinstance(decode, DecodeStep)  # Input's validator: an image's first step
+    errors: list[SampleError] = []
+    checked = [c for c in (_read_checked(s, budget, errors) for s in samples) if c is not None]
+    kept: list[Sample] = []
+    crops: list[torch.Tensor] = []
+    with torch.inference_mode():
+        for group in _groups(checked, MAX_GROUP_PIXELS):
+            for item, image in _decoded(group, decode, budget, device, errors):
+                crops.append(_resized_crop(image, resize, crop))
+                kept.append(item.sample)
+        if not crops:
+            return None, kept, errors
+        planar = torch.stack(crops).cpu().numpy()
+    if planar.shape[1:] != tuple(spec.shape):
+        raise ValueError(shape_mismatch(0, planar.shape[1:], tuple(spec.shape)))
+    if rows is not None and rows.shape[1:] == planar.shape[1:] and rows.dtype == np.uint8:
+        rows[: len(planar)] = planar
+        planar = rows[: len(planar)]
+    return (planar if stored else finish(planar, spec)), kept, errors
+
+
+def _read_checked(sample: Sample, budget: Budget, errors: list[SampleError]) -> _Checked | None:
+    """The sample's bytes and size, or None with its error recorded: unreadable, a
+    damaged JPEG header, or an image over the budget or the output bounds."""
+    import simplejpeg
+
+    try:
+        data = sample.path.read_bytes()
+    except OSError as exc:
+        errors.append(SampleError(sample.id, f"cannot read file: {exc.strerror or exc}"))
+        return None
+    if data[:2] != JPEG_MAGIC:
+        # Not a JPEG: Pillow decodes it on the CPU, checking its size as it does for any.
+        return _Checked(sample, data, 0, jpeg=False)
+    try:
+        height, width, _, _ = simplejpeg.decode_jpeg_header(data)
+        check_full_size(sample.id, width, height, budget.max_pixels, budget.outputs)
+    except ValueError as exc:  # DecodeError is one
+        reason = exc.reason if isinstance(exc, DecodeError) else f"cannot decode image: {exc}"
+        errors.append(SampleError(sample.id, reason))
+        return None
+    return _Checked(sample, data, width * height, jpeg=True)
+
+
+def _groups(checked: Sequence[_Checked], most_pixels: int) -> Iterator[list[_Checked]]:
+    """``checked`` in order, in groups of at most ``most_pixels`` decoded pixels (an image
+    over it alone is a group of one; the per-image budget bounds that)."""
+    group: list[_Checked] = []
+    pixels = 0
+    for item in checked:
+        if group and pixels + item.pixels > most_pixels:
+            yield group
+            group, pixels = [], 0
+        group.append(item)
+        pixels += item.pixels
+    if group:
+        yield group
+
+
+def _decoded(
+    group: Sequence[_Checked],
+    decode: DecodeStep,
+    budget: Budget,
+    device: str,
+    errors: list[SampleError],
+) -> list[tuple[_Checked, torch.Tensor]]:
+    """Each decodable item of ``group`` with its (C, H, W) uint8 pixels on ``device``, in
+    order; the others' errors recorded. JPEGs go in one call; when it fails (nvJPEG
+    returns no partial results) each is decoded alone, so the error names its file."""
+    jpegs = [item for item in group if item.jpeg]
+    images: dict[int, torch.Tensor] = {}
+    try:
+        for item, image in zip(jpegs, _decode_jpegs(jpegs, decode, device), strict=True):
+            images[id(item)] = image
+    except RuntimeError:
+        for item in jpegs:
+            try:
+                images[id(item)] = _decode_jpegs([item], decode, device)[0]
+            except RuntimeError as exc:
+                errors.append(SampleError(item.sample.id, f"cannot decode image: {exc}"))
+    out = []
+    for item in group:
+        if not item.jpeg:
+            try:
+                images[id(item)] = _decoded_on_host(item, decode, budget, device)
+            except DecodeError as exc:
+                errors.append(SampleError(item.sample.id, exc.reason))
+                continue
+        if id(item) in images:
+            out.append((item, images[id(item)]))
+    return out
+
+
+def _decode_jpegs(items: Sequence[_Checked], decode: DecodeStep, device: str) -> list[torch.Tensor]:
+    import torch
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    if not items:
+        return []
+    mode = ImageReadMode.GRAY if decode.color_mode == "L" else ImageReadMode.RGB
+    data = [torch.frombuffer(bytearray(item.data), dtype=torch.uint8) for item in items]
+    with warnings.catch_warnings():
+        # torchvision 0.29 marks its decoders deprecated for TorchCodec's; they still
+        # are the documented way to nvJPEG's batched decode from torch.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            images = decode_jpeg(data, mode=mode, device=device)
+        except (ValueError, MemoryError) as exc:
+            raise RuntimeError(error_text(exc, "decoding the image")) from exc
+    return [image.flip(0) if decode.color_mode == "BGR" else image for image in images]
+
+
+def _decoded_on_host(
+    item: _Checked, decode: DecodeStep, budget: Budget, device: str
+) -> torch.Tensor:
+    import torch
+
+    array = decode_one(
+        item.data,
+        decode,
+        name=item.sample.id,
+        max_pixels=budget.max_pixels,
+        bounds=budget.outputs,
+    )
+    # Pillow's arrays are read-only, which torch will not wrap: copied only then.
+    writable = np.require(array, requirements=["C", "W"])
+    return torch.from_numpy(writable).permute(2, 0, 1).contiguous().to(device)
+
+
+def _resized_crop(image: torch.Tensor, resize: ResizeStep, crop: CenterCropStep) -> torch.Tensor:
+    """(C, crop H, crop W) uint8: ``image`` resized as the fast mode resizes (bilinear,
+    antialiased as Pillow's) then center-cropped, rounded to 8 bits as torch's 8-bit
+    kernel rounds. In float32: CUDA has no 8-bit antialiased kernel."""
+    import torch
+
+    height, width = image.shape[1:]
+    new_h, new_w = resize.target_size(height, width)
+    top, left, crop_h, crop_w = crop_box(new_h, new_w, crop)
+    if (new_h, new_w) == (height, width):
+        return image[:, top : top + crop_h, left : left + crop_w]
+    resized = torch.nn.functional.interpolate(
+        image[None].float(),
+        size=(new_h, new_w),
+        mode="bilinear",
+        antialias=True,
+        align_corners=False,
+    )[0, :, top : top + crop_h, left : left + crop_w]
+    return resized.round_().clamp_(0, 255).to(torch.uint8)
