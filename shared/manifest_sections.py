@@ -173,7 +173,8 @@ class Input(StrictModel):
     # the reference's pixels (the same settings and DCT scale), bilinear resizes by
     # torch's 8-bit SIMD kernel where torch is installed, only up to the crop; its pixels
     # are at most one level from the reference's (benchmarks/preprocess_throughput.py
-    # prints by how much, and whether top-5 classes change).
+    # prints by how much, and whether top-5 classes change). An embedded run on a CUDA
+    # device decodes the fast mode's JPEGs there, by nvJPEG (preprocess/device_decode.py).
     fidelity: Fidelity = DEFAULT_FIDELITY
 
     @field_validator("steps", mode="before")
