@@ -17,11 +17,15 @@ Bounds, before any pixel is decoded: each file's size is read from its header an
 checked against the per-image pixel budget and the output bounds, as on the CPU, and
 files go to the device in groups of at most ``MAX_GROUP_PIXELS`` decoded pixels, so
 the device memory a batch takes is bounded whatever the files are. A file that is not a
-JPEG is decoded on the CPU (Pillow) and its pixels moved to the device.
+JPEG, a JPEG in other colours than YCbCr or grey (CMYK, YCCK, RGB), or one that the device
+cannot decode (nvJPEG lacks some progressive and arithmetic-coded forms) is decoded on
+the CPU as the CPU path decodes it, and its pixels moved to the device; only a file the
+CPU cannot decode either is an error, with the CPU's reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -47,6 +51,8 @@ if TYPE_CHECKING:
 # of RGB, plus one image at a time in float32 for its resize.
 MAX_GROUP_PIXELS = 64_000_000
 DECODER_NAME = "nvjpeg"  # what a run's report and a shard's key say decoded on a GPU
+# JPEG colour spaces (simplejpeg's names) that go to the device; others decode on the CPU.
+DEVICE_COLORSPACES = frozenset({"YCbCr", "Gray"})
 
 
 def decode_device(spec: Input, run_device: str) -> str | None:
@@ -79,7 +85,8 @@ def unavailable_reason(device: str) -> str | None:
 
 @dataclass(frozen=True)
 class _Checked:
-    """One sample's bytes, read and size-checked; ``jpeg``: whether nvJPEG takes it."""
+    """One sample's bytes, read and size-checked; ``jpeg``: whether it goes to the
+    device's decoder (a JPEG in YCbCr or grey)."""
 
     sample: Sample
     data: bytes
@@ -147,13 +154,13 @@ def _read_checked(sample: Sample, budget: Budget, errors: list[SampleError]) -> 
         # Not a JPEG: Pillow decodes it on the CPU, checking its size as it does for any.
         return _Checked(sample, data, 0, jpeg=False)
     try:
-        height, width, _, _ = simplejpeg.decode_jpeg_header(data)
+        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
         check_full_size(sample.id, width, height, budget.max_pixels, budget.outputs)
     except ValueError as exc:  # DecodeError is one
         reason = exc.reason if isinstance(exc, DecodeError) else f"cannot decode image: {exc}"
         errors.append(SampleError(sample.id, reason))
         return None
-    return _Checked(sample, data, width * height, jpeg=True)
+    return _Checked(sample, data, width * height, jpeg=colorspace in DEVICE_COLORSPACES)
 
 
 def _groups(checked: Sequence[_Checked], most_pixels: int) -> Iterator[list[_Checked]]:
@@ -179,8 +186,9 @@ def _decoded(
     errors: list[SampleError],
 ) -> list[tuple[_Checked, torch.Tensor]]:
     """Each decodable item of ``group`` with its (C, H, W) uint8 pixels on ``device``, in
-    order; the others' errors recorded. JPEGs go in one call; when it fails (nvJPEG
-    returns no partial results) each is decoded alone, so the error names its file."""
+    order; the others' errors recorded. The device's JPEGs go in one call; when it fails
+    (nvJPEG returns no partial results) each is decoded alone, and one the device cannot
+    decode is decoded on the CPU, whose reason names the file if it cannot either."""
     jpegs = [item for item in group if item.jpeg]
     images: dict[int, torch.Tensor] = {}
     try:
@@ -188,20 +196,17 @@ def _decoded(
             images[id(item)] = image
     except RuntimeError:
         for item in jpegs:
-            try:
+            with contextlib.suppress(RuntimeError):  # then the CPU's turn, below
                 images[id(item)] = _decode_jpegs([item], decode, device)[0]
-            except RuntimeError as exc:
-                errors.append(SampleError(item.sample.id, f"cannot decode image: {exc}"))
     out = []
     for item in group:
-        if not item.jpeg:
+        if id(item) not in images:
             try:
                 images[id(item)] = _decoded_on_host(item, decode, budget, device)
             except DecodeError as exc:
                 errors.append(SampleError(item.sample.id, exc.reason))
                 continue
-        if id(item) in images:
-            out.append((item, images[id(item)]))
+        out.append((item, images[id(item)]))
     return out
 
 
@@ -234,6 +239,7 @@ def _decoded_on_host(
         decode,
         name=item.sample.id,
         max_pixels=budget.max_pixels,
+        fast=True,  # a JPEG as the CPU path decodes it; anything else through Pillow
         bounds=budget.outputs,
     )
     # Pillow's arrays are read-only, which torch will not wrap: copied only then.

@@ -89,7 +89,8 @@ def test_each_bad_file_is_named_and_the_rest_are_kept_in_order(tmp_path: Path) -
 
 def test_a_batch_that_fails_in_one_call_is_decoded_one_by_one(tmp_path: Path) -> None:
     """A JPEG whose header reads but whose data does not fails the group's single call;
-    the retry names that file and keeps the others."""
+    each is then decoded alone, that one on the CPU too, whose reason names it; the
+    others are kept."""
     good = _samples(tmp_path)[2]
     broken = tmp_path / "broken.jpg"
     data = photo_like_jpeg(500, 375, seed=9)
@@ -99,6 +100,20 @@ def test_a_batch_that_fails_in_one_call_is_decoded_one_by_one(tmp_path: Path) ->
     assert [s.id for s in kept] == [good.id, good.id]
     assert array is not None and len(array) == 2
     assert [e.sample_id for e in errors] == ["broken.jpg"]
+    assert errors[0].message.startswith("cannot decode image")
+
+
+def test_a_cmyk_jpeg_is_decoded_on_the_host_as_the_cpu_path_decodes_it(tmp_path: Path) -> None:
+    noise = np.random.default_rng(1).integers(0, 256, (300, 400, 3), dtype=np.uint8)
+    path = tmp_path / "cmyk.jpg"
+    Image.fromarray(noise).convert("CMYK").save(path, "JPEG")
+    sample = Sample(id="cmyk.jpg", path=path, label=None)
+    spec = benchstack_spec("fast")
+    on_device, kept, errors = prepare_on_device([sample], spec, device="cpu", stored=True)
+    on_cpu, _, _ = preprocess_batch([sample], spec, stored=True)
+    assert errors == [] and kept == [sample]
+    assert on_device is not None and on_cpu is not None
+    assert np.abs(on_device.astype(np.int16) - on_cpu.astype(np.int16)).max() <= 1
 
 
 def test_groups_hold_at_most_the_pixel_bound_and_keep_the_order(tmp_path: Path) -> None:
