@@ -32,7 +32,7 @@ from services.inference.threads import with_scenario_threads
 from services.preprocess import shards
 from services.preprocess.batch import finish
 from services.preprocess.datasets import Dataset, resolve_dataset
-from services.preprocess.device_decode import DECODER_NAME, decode_device
+from services.preprocess.device_decode import DECODER_NAME, decode_device, decoder_label
 from services.preprocess.pipeline import Prepared, preprocess
 from services.preprocess.shard_keys import files_digest, shard_key
 from shared.catalogue import resolve_model
@@ -102,7 +102,6 @@ def load_or_preprocess(
     spec = manifest.inputs[0]
     samples = dataset.samples
     decoding_device = decode_device(spec, device)
-    decoder = f"{DECODER_NAME} ({decoding_device})" if decoding_device else "cpu"
     key = shard_key(
         [s.id for s in samples],
         spec,
@@ -112,6 +111,7 @@ def load_or_preprocess(
     if shards.is_complete(store, key):
         meta = shards.read_meta(store, key)
         tensors = finish(shards.decode_tensors(store.get_bytes(key)), spec)
+        decoder = decoder_label(decoding_device)
         reused = Prepared(tensors=tensors, ids=meta["ids"], labels=meta["labels"], decoder=decoder)
         return reused, True, key
     progress.on_preprocess_start(len(samples))

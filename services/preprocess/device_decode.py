@@ -68,6 +68,11 @@ def decode_device(spec: Input, run_device: str) -> str | None:
     return str(device) if unavailable_reason(str(device)) is None else None
 
 
+def decoder_label(decoding_device: str | None) -> str:
+    """What a run's report says decoded its JPEGs: "cpu", or "nvjpeg (cuda:0)"."""
+    return f"{DECODER_NAME} ({decoding_device})" if decoding_device else "cpu"
+
+
 def unavailable_reason(device: str) -> str | None:
     """Why torchvision cannot decode JPEGs on ``device`` here; None when it can."""
     if not torch_importable():

@@ -12,7 +12,7 @@ import numpy as np
 
 from services.preprocess.batch import finish, preprocess_batch, usual_dtype
 from services.preprocess.datasets import DatasetError, OutOfMemory, Sample, SampleError
-from services.preprocess.device_decode import DECODER_NAME, decode_device, prepare_on_device
+from services.preprocess.device_decode import decode_device, decoder_label, prepare_on_device
 from services.preprocess.pool import ChunkResult, SharedRows, prepared_chunks
 from shared.manifest_sections import Input
 from shared.memory_limit import error_text
@@ -116,14 +116,13 @@ def preprocess(
         # A chunk that could not take the fused path came back finished; so must the rest.
         parts = [finish(part, spec) for part in parts]
     tensors = _joined(parts, spec, shared)
-    decoder = f"{DECODER_NAME} ({decoding_device})" if decoding_device else "cpu"
     return Prepared(
         tensors=tensors,
         ids=ids,
         labels=labels,
         errors=errors,
         processes=workers,
-        decoder=decoder,
+        decoder=decoder_label(decoding_device),
     )
 
 
