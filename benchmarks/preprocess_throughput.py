@@ -59,7 +59,7 @@ from services.preprocess.decode import dct_denominator
 from services.preprocess.device_decode import prepare_on_device, unavailable_reason
 from services.preprocess.pipeline import pool_size, preprocess
 from shared.devices import DeviceError, parse_device
-from shared.host_load import usable_cpus
+from shared.host_load import HostLoadSampler, usable_cpus
 from shared.manifest_sections import Input
 from shared.memory_pages import prefer_ordinary_pages
 
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.device is not None:
         why = device_problem(args.device)
         if why:
-            parser.error(f"--device: {why}")
+            parser.error(why)
     torch.set_num_threads(1)
     prefer_ordinary_pages()  # as benchstack's own processes run (shared/memory_pages.py)
     specs = {name: benchstack_spec(name) for name in ("reference", "fast")}
@@ -195,9 +195,12 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for label, paths in image_sets(Path(tmp), args.images).items():
             print(f"{label}, one core, {args.images} images x {args.rounds} rounds:")
-            compare_rates(paths, specs, tv, args.rounds)
-            if args.device is not None:
-                compare_device(paths, specs["fast"], args.device, args.rounds)
+            with HostLoadSampler() as load:
+                compare_rates(paths, specs, tv, args.rounds)
+                if args.device is not None:
+                    compare_device(paths, specs["fast"], args.device, args.rounds)
+            # Interleaved rounds share the host's load, but a busy host moves the ratios.
+            print(f"  host meanwhile: {load.result.reason}")
             if args.quick:
                 continue
             processes = usable_cpus()
@@ -339,12 +342,13 @@ def compare_rates(
 
 
 def device_problem(device: str) -> str | None:
-    """Why ``device`` cannot decode here (named as the CLI names devices), or None."""
+    """Why ``--device`` cannot decode here (what is accepted, or what is missing), or None."""
     try:
-        parse_device(device)
+        parse_device(device, field="--device")
     except DeviceError as exc:
         return str(exc)
-    return unavailable_reason(device)
+    missing = unavailable_reason(device)
+    return f"--device {device}: {missing}" if missing else None
 
 
 def compare_device(paths: list[Path], spec: Input, device: str, rounds: int) -> None:

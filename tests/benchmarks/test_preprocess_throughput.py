@@ -66,7 +66,24 @@ def test_each_set_reports_the_fast_mode_against_the_decode_limit(
 
 @pytest.mark.slow
 def test_the_quick_mode_runs_every_set(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["--images", "1", "--rounds", "1", "--quick"])
+    # --device cpu: the device path's code on torchvision's CPU decoder, beside the CPU's.
+    main(["--images", "1", "--rounds", "1", "--quick", "--device", "cpu"])
     text = capsys.readouterr().out
     assert text.count("fast at ") == 3, text
     assert "top-5" not in text
+    assert len(re.findall(r"decoded on cpu: +[\d.]+ img/s, the CPU fast path", text)) == 3
+    assert len(re.findall(r"cpu crops vs the CPU's: max \d+ levels", text)) == 3
+    assert len(re.findall(r"host meanwhile: (quiet|busy): other processes used", text)) == 3
+
+
+@pytest.mark.parametrize(
+    ("device", "says"),
+    [("gpu", "--device: 'gpu' is not accepted (a GPU is 'cuda')"), ("cuda:x", "accepted: cpu")],
+)
+def test_a_device_that_is_not_one_is_refused_naming_the_flag(
+    device: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--device", device])
+    assert exit_.value.code == 2
+    assert says in capsys.readouterr().err
