@@ -26,6 +26,7 @@ CPU cannot decode either is an error, with the CPU's reason.
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
 # Decoded pixels (height x width) sent to the device in one nvJPEG call: 64 MP is 192 MB
 # of RGB, plus one image at a time in float32 for its resize.
 MAX_GROUP_PIXELS = 64_000_000
+# Pixel values (N x C x H x W) resized in one call: 16 M is 64 MB in float32, and as much
+# again for the resized copy.
+MAX_RESIZE_VALUES = 16_000_000
 DECODER_NAME = "nvjpeg"  # what a run's report and a shard's key say decoded on a GPU
 # JPEG colour spaces (simplejpeg's names) that go to the device; others decode on the CPU.
 DEVICE_COLORSPACES = frozenset({"YCbCr", "Gray"})
@@ -131,9 +135,9 @@ def prepare_on_device(
     crops: list[torch.Tensor] = []
     with torch.inference_mode():
         for group in _groups(checked, MAX_GROUP_PIXELS):
-            for item, image in _decoded(group, decode, budget, device, errors):
-                crops.append(_resized_crop(image, resize, crop))
-                kept.append(item.sample)
+            decoded = _decoded(group, decode, budget, device, errors)
+            crops.extend(_resized_crops([image for _, image in decoded], resize, crop))
+            kept.extend(item.sample for item, _ in decoded)
         if not crops:
             return None, kept, errors
         planar = torch.stack(crops).cpu().numpy()
@@ -252,22 +256,47 @@ def _decoded_on_host(
     return torch.from_numpy(writable).permute(2, 0, 1).contiguous().to(device)
 
 
-def _resized_crop(image: torch.Tensor, resize: ResizeStep, crop: CenterCropStep) -> torch.Tensor:
-    """(C, crop H, crop W) uint8: ``image`` resized as the fast mode resizes (bilinear,
-    antialiased as Pillow's) then center-cropped, rounded to 8 bits as torch's 8-bit
-    kernel rounds. In float32: CUDA has no 8-bit antialiased kernel."""
+def _resized_crops(
+    images: Sequence[torch.Tensor], resize: ResizeStep, crop: CenterCropStep
+) -> list[torch.Tensor]:
+    """``_resized_crop`` of each image, in order. Images of one size are resized together
+    (one kernel launch for many, which is what a GPU needs), in batches of at most
+    ``MAX_RESIZE_VALUES`` pixel values, so the float32 copies stay bounded."""
     import torch
 
-    height, width = image.shape[1:]
+    out: list[torch.Tensor | None] = [None] * len(images)
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    for index, image in enumerate(images):
+        by_shape.setdefault(tuple(image.shape), []).append(index)
+    for shape, indices in by_shape.items():
+        per_batch = max(1, MAX_RESIZE_VALUES // math.prod(shape))
+        for start in range(0, len(indices), per_batch):
+            chosen = indices[start : start + per_batch]
+            batch = torch.stack([images[index] for index in chosen])
+            for index, cropped in zip(chosen, _resized_crop(batch, resize, crop), strict=True):
+                out[index] = cropped
+    done = [cropped for cropped in out if cropped is not None]
+    assert len(done) == len(images)  # every index is in exactly one shape's list
+    return done
+
+
+def _resized_crop(images: torch.Tensor, resize: ResizeStep, crop: CenterCropStep) -> torch.Tensor:
+    """(N, C, crop H, crop W) uint8: (N, C, H, W) ``images`` of one size resized as the
+    fast mode resizes (bilinear, antialiased as Pillow's), center-cropped, and rounded to
+    8 bits as torch's 8-bit kernel rounds. In float32: CUDA has no 8-bit antialiased
+    kernel."""
+    import torch
+
+    height, width = images.shape[2:]
     new_h, new_w = resize.target_size(height, width)
     top, left, crop_h, crop_w = crop_box(new_h, new_w, crop)
     if (new_h, new_w) == (height, width):
-        return image[:, top : top + crop_h, left : left + crop_w]
+        return images[:, :, top : top + crop_h, left : left + crop_w]
     resized = torch.nn.functional.interpolate(
-        image[None].float(),
+        images.float(),
         size=(new_h, new_w),
         mode="bilinear",
         antialias=True,
         align_corners=False,
-    )[0, :, top : top + crop_h, left : left + crop_w]
+    )[:, :, top : top + crop_h, left : left + crop_w]
     return resized.round_().clamp_(0, 255).to(torch.uint8)

@@ -6,17 +6,21 @@ on a CUDA device (nvJPEG) only where a GPU is."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from benchmarks.preprocess_throughput import benchstack_spec, photo_like_jpeg
-from services.preprocess.batch import finish, preprocess_batch
+from services.preprocess import device_decode
+from services.preprocess.batch import finish, planar_steps, preprocess_batch
 from services.preprocess.datasets import Sample
 from services.preprocess.device_decode import (
     _Checked,
     _groups,
+    _resized_crop,
+    _resized_crops,
     decode_device,
     prepare_on_device,
     unavailable_reason,
@@ -121,6 +125,37 @@ def test_groups_hold_at_most_the_pixel_bound_and_keep_the_order(tmp_path: Path) 
     items = [_Checked(sample, b"", pixels, jpeg=True) for pixels in (40, 50, 30, 200, 10)]
     groups = list(_groups(items, 100))
     assert [[item.pixels for item in group] for group in groups] == [[40, 50], [30], [200], [10]]
+
+
+def test_images_of_one_size_resize_together_to_the_bits_of_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    steps = planar_steps(benchstack_spec("fast"))
+    assert steps is not None
+    resize, crop, _ = steps
+    generator = torch.Generator().manual_seed(0)
+    sizes = [(375, 500), (420, 300), (375, 500), (375, 500), (256, 256), (420, 300)]
+    images = [
+        torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=generator) for h, w in sizes
+    ]
+    alone = [_resized_crop(image[None], resize, crop)[0] for image in images]
+    calls: list[int] = []
+    interpolate = torch.nn.functional.interpolate
+
+    def counted(batch: Any, **kwargs: Any) -> Any:
+        calls.append(len(batch))
+        return interpolate(batch, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "interpolate", counted)
+    # Room for two 375x500 images per call: that size's three take two calls.
+    monkeypatch.setattr(device_decode, "MAX_RESIZE_VALUES", 2 * 3 * 375 * 500)
+    together = _resized_crops(images, resize, crop)
+    # 375x500: 2 + 1; 420x300: 2; 256x256 is already the resize's size (a crop only).
+    assert sorted(calls) == [1, 2, 2]
+    assert len(together) == len(images)
+    for cropped, expected in zip(together, alone, strict=True):
+        assert cropped.shape == (3, 224, 224)
+        assert torch.equal(cropped, expected)
 
 
 def test_only_a_cuda_run_in_the_fast_mode_decodes_on_its_device() -> None:
