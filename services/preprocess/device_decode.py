@@ -136,7 +136,8 @@ def prepare_on_device(
     with torch.inference_mode():
         for group in _groups(checked, MAX_GROUP_PIXELS):
             decoded = _decoded(group, decode, budget, device, errors)
-            crops.extend(_resized_crops([image for _, image in decoded], resize, crop))
+            images = [image for _, image in decoded]
+            crops.extend(_resized_crops(images, resize, crop, together=device != "cpu"))
             kept.extend(item.sample for item, _ in decoded)
         if not crops:
             return None, kept, errors
@@ -257,11 +258,18 @@ def _decoded_on_host(
 
 
 def _resized_crops(
-    images: Sequence[torch.Tensor], resize: ResizeStep, crop: CenterCropStep
+    images: Sequence[torch.Tensor],
+    resize: ResizeStep,
+    crop: CenterCropStep,
+    *,
+    together: bool = True,
 ) -> list[torch.Tensor]:
-    """``_resized_crop`` of each image, in order. Images of one size are resized together
-    (one kernel launch for many, which is what a GPU needs), in batches of at most
-    ``MAX_RESIZE_VALUES`` pixel values, so the float32 copies stay bounded."""
+    """``_resized_crop`` of each image, in order. With ``together``, images of one size
+    are resized in one call (one kernel launch for many, which is what a GPU needs), in
+    batches of at most ``MAX_RESIZE_VALUES`` pixel values, so the float32 copies stay
+    bounded. Without, one at a time: what a CPU wants, where one image's floats stay in
+    cache and a batch's do not (here, 500x375 photos: 367 img/s one at a time, 247
+    together)."""
     import torch
 
     out: list[torch.Tensor | None] = [None] * len(images)
@@ -269,7 +277,7 @@ def _resized_crops(
     for index, image in enumerate(images):
         by_shape.setdefault(tuple(image.shape), []).append(index)
     for shape, indices in by_shape.items():
-        per_batch = max(1, MAX_RESIZE_VALUES // math.prod(shape))
+        per_batch = max(1, MAX_RESIZE_VALUES // math.prod(shape)) if together else 1
         for start in range(0, len(indices), per_batch):
             chosen = indices[start : start + per_batch]
             batch = torch.stack([images[index] for index in chosen])

@@ -156,6 +156,11 @@ def test_images_of_one_size_resize_together_to_the_bits_of_one_at_a_time(
     for cropped, expected in zip(together, alone, strict=True):
         assert cropped.shape == (3, 224, 224)
         assert torch.equal(cropped, expected)
+    # On a CPU one at a time: one call per image that needs a resize.
+    calls.clear()
+    one_by_one = _resized_crops(images, resize, crop, together=False)
+    assert calls == [1] * 5
+    assert all(torch.equal(a, b) for a, b in zip(one_by_one, alone, strict=True))
 
 
 def test_only_a_cuda_run_in_the_fast_mode_decodes_on_its_device() -> None:
