@@ -162,7 +162,8 @@ def _read_checked(sample: Sample, budget: Budget, errors: list[SampleError]) -> 
         return None
     if data[:2] != JPEG_MAGIC:
         # Not a JPEG: Pillow decodes it on the CPU, checking its size as it does for any.
-        return _Checked(sample, data, 0, jpeg=False)
+        # Its size is not read here, so it counts as the largest the budget lets through.
+        return _Checked(sample, data, budget.max_pixels, jpeg=False)
     try:
         height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
         check_full_size(sample.id, width, height, budget.max_pixels, budget.outputs)
