@@ -111,6 +111,14 @@ def torch_importable() -> bool:
     return True
 
 
+def read_sample(sample: Sample) -> bytes:
+    """The sample's file, whole; DecodeError naming it when it cannot be read."""
+    try:
+        return sample.path.read_bytes()
+    except OSError as exc:
+        raise DecodeError(sample.id, f"cannot read file: {exc.strerror or exc}") from exc
+
+
 def _read_and_decode(
     sample: Sample,
     decode: DecodeStep,
@@ -121,12 +129,8 @@ def _read_and_decode(
     resize_now: bool,
 ) -> np.ndarray:
     """One sample's pixels; DecodeError for a file that cannot be read or decoded."""
-    try:
-        data = sample.path.read_bytes()
-    except OSError as exc:
-        raise DecodeError(sample.id, f"cannot read file: {exc.strerror or exc}") from exc
     return decode_one(
-        data,
+        read_sample(sample),
         decode,
         name=sample.id,
         max_pixels=budget.max_pixels,

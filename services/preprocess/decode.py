@@ -84,6 +84,18 @@ def decode_one(
     )
 
 
+def jpeg_header(data: bytes, name: str) -> tuple[int, int, str]:
+    """(height, width, colour space as simplejpeg names it) from a JPEG's header, no
+    pixel decoded; DecodeError naming ``name`` when the header cannot be read."""
+    import simplejpeg
+
+    try:
+        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
+    except ValueError as exc:
+        raise DecodeError(name, f"cannot decode image: {error_text(exc, DECODING)}") from exc
+    return height, width, colorspace
+
+
 def check_full_size(
     name: str, width: int, height: int, max_pixels: int, bounds: OutputBounds | None
 ) -> None:
@@ -139,10 +151,7 @@ def _decode_jpeg_fast(
 ) -> np.ndarray:
     import simplejpeg
 
-    try:
-        full_h, full_w, _, _ = simplejpeg.decode_jpeg_header(data)
-    except ValueError as exc:
-        raise DecodeError(name, f"cannot decode image: {error_text(exc, DECODING)}") from exc
+    full_h, full_w, _ = jpeg_header(data, name)
     _check_bounds(name, bounds, full_w, full_h)
     denominator = dct_denominator(full_h, full_w, resize)
     scaled_h, scaled_w = -(-full_h // denominator), -(-full_w // denominator)

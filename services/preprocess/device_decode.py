@@ -34,9 +34,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from services.preprocess.batch import Budget, finish, planar_steps, torch_importable
+from services.preprocess.batch import (
+    Budget,
+    finish,
+    planar_steps,
+    read_sample,
+    torch_importable,
+)
 from services.preprocess.datasets import Sample, SampleError
-from services.preprocess.decode import JPEG_MAGIC, DecodeError, check_full_size, decode_one
+from services.preprocess.decode import (
+    JPEG_MAGIC,
+    DecodeError,
+    check_full_size,
+    decode_one,
+    jpeg_header,
+)
 from services.preprocess.ops import crop_box
 from services.preprocess.sizes import OutputBounds
 from shared.devices import DeviceError, parse_device
@@ -153,23 +165,16 @@ def prepare_on_device(
 def _read_checked(sample: Sample, budget: Budget, errors: list[SampleError]) -> _Checked | None:
     """The sample's bytes and size, or None with its error recorded: unreadable, a
     damaged JPEG header, or an image over the budget or the output bounds."""
-    import simplejpeg
-
     try:
-        data = sample.path.read_bytes()
-    except OSError as exc:
-        errors.append(SampleError(sample.id, f"cannot read file: {exc.strerror or exc}"))
-        return None
-    if data[:2] != JPEG_MAGIC:
-        # Not a JPEG: Pillow decodes it on the CPU, checking its size as it does for any.
-        # Its size is not read here, so it counts as the largest the budget lets through.
-        return _Checked(sample, data, budget.max_pixels, jpeg=False)
-    try:
-        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
+        data = read_sample(sample)
+        if data[:2] != JPEG_MAGIC:
+            # Not a JPEG: Pillow decodes it on the CPU, checking its size as it does for
+            # any. Its size is not read here, so it counts as the largest the budget allows.
+            return _Checked(sample, data, budget.max_pixels, jpeg=False)
+        height, width, colorspace = jpeg_header(data, sample.id)
         check_full_size(sample.id, width, height, budget.max_pixels, budget.outputs)
-    except ValueError as exc:  # DecodeError is one
-        reason = exc.reason if isinstance(exc, DecodeError) else f"cannot decode image: {exc}"
-        errors.append(SampleError(sample.id, reason))
+    except DecodeError as exc:
+        errors.append(SampleError(sample.id, exc.reason))
         return None
     return _Checked(sample, data, width * height, jpeg=colorspace in DEVICE_COLORSPACES)
 
@@ -200,24 +205,24 @@ def _decoded(
     order; the others' errors recorded. The device's JPEGs go in one call; when it fails
     (nvJPEG returns no partial results) each is decoded alone, and one the device cannot
     decode is decoded on the CPU, whose reason names the file if it cannot either."""
-    jpegs = [item for item in group if item.jpeg]
-    images: dict[int, torch.Tensor] = {}
+    on_device = [index for index, item in enumerate(group) if item.jpeg]
+    images: dict[int, torch.Tensor] = {}  # by position in ``group``
     try:
-        for item, image in zip(jpegs, _decode_jpegs(jpegs, decode, device), strict=True):
-            images[id(item)] = image
+        decoded = _decode_jpegs([group[index] for index in on_device], decode, device)
+        images.update(zip(on_device, decoded, strict=True))
     except RuntimeError:
-        for item in jpegs:
+        for index in on_device:
             with contextlib.suppress(RuntimeError):  # then the CPU's turn, below
-                images[id(item)] = _decode_jpegs([item], decode, device)[0]
+                images[index] = _decode_jpegs([group[index]], decode, device)[0]
     out = []
-    for item in group:
-        if id(item) not in images:
+    for index, item in enumerate(group):
+        if index not in images:
             try:
-                images[id(item)] = _decoded_on_host(item, decode, budget, device)
+                images[index] = _decoded_on_host(item, decode, budget, device)
             except DecodeError as exc:
                 errors.append(SampleError(item.sample.id, exc.reason))
                 continue
-        out.append((item, images[id(item)]))
+        out.append((item, images[index]))
     return out
 
 

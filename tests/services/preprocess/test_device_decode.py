@@ -107,15 +107,27 @@ def test_a_batch_that_fails_in_one_call_is_decoded_one_by_one(tmp_path: Path) ->
     assert errors[0].message.startswith("cannot decode image")
 
 
-def test_a_cmyk_jpeg_is_decoded_on_the_host_as_the_cpu_path_decodes_it(tmp_path: Path) -> None:
+def test_a_cmyk_jpeg_is_decoded_on_the_host_as_the_cpu_path_decodes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     noise = np.random.default_rng(1).integers(0, 256, (300, 400, 3), dtype=np.uint8)
     path = tmp_path / "cmyk.jpg"
     Image.fromarray(noise).convert("CMYK").save(path, "JPEG")
     sample = Sample(id="cmyk.jpg", path=path, label=None)
+    ycbcr = _samples(tmp_path)[2]
+    sent: list[str] = []  # what went to the device's decoder
+    decode_jpegs = device_decode._decode_jpegs
+
+    def recorded(items: Any, decode: Any, device: str) -> Any:
+        sent.extend(item.sample.id for item in items)
+        return decode_jpegs(items, decode, device)
+
+    monkeypatch.setattr(device_decode, "_decode_jpegs", recorded)
     spec = benchstack_spec("fast")
-    on_device, kept, errors = prepare_on_device([sample], spec, device="cpu", stored=True)
-    on_cpu, _, _ = preprocess_batch([sample], spec, stored=True)
-    assert errors == [] and kept == [sample]
+    on_device, kept, errors = prepare_on_device([sample, ycbcr], spec, device="cpu", stored=True)
+    on_cpu, _, _ = preprocess_batch([sample, ycbcr], spec, stored=True)
+    assert sent == [ycbcr.id]  # the YCbCr JPEG went to the device, the CMYK one did not
+    assert errors == [] and kept == [sample, ycbcr]
     assert on_device is not None and on_cpu is not None
     assert np.abs(on_device.astype(np.int16) - on_cpu.astype(np.int16)).max() <= 1
 
