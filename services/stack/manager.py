@@ -135,10 +135,18 @@ class Stack:
             return self.child_exit_code(service)
         return None if pid_alive(service.pid) else -1
 
-    def child_exit_code(self, service: RunningService) -> int | None:
-        """The exit code of a service this process started, once it exited."""
+    def child_exit_code(self, service: RunningService, *, wait_s: float = 0.0) -> int | None:
+        """The exit code of a service this process started, once it exited, waiting up to
+        ``wait_s`` for it. The wait is for a multithreaded child killed by a signal: its
+        main thread is a zombie (so it no longer counts as running) before its other
+        threads have exited, and the kernel reports its status only after the last one."""
         child = self._children.get(service.pid)
-        return None if child is None else child.poll()
+        if child is None:
+            return None
+        try:
+            return child.wait(timeout=wait_s) if wait_s > 0 else child.poll()
+        except subprocess.TimeoutExpired:
+            return None
 
     def start(
         self, specs: list[ServiceSpec], env: dict[str, str] | None = None

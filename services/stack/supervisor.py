@@ -27,6 +27,9 @@ from services.stack.readiness import log_tail
 from shared.processes import exit_text
 
 POLL_S = 0.5
+# How long a dead service's exit status may take to arrive: a process killed with torch's
+# thread pools and a few GB mapped exits thread by thread, seconds on a loaded host.
+EXIT_STATUS_WAIT_S = 10.0
 log = logging.getLogger(__name__)
 
 
@@ -90,7 +93,7 @@ class StackSupervisor:
                 self._restart(service)
 
     def _died(self, service: RunningService) -> None:
-        code = self.stack.child_exit_code(service)
+        code = self.stack.child_exit_code(service, wait_s=EXIT_STATUS_WAIT_S)
         # None for a service this process did not start (a stack recorded by another `up`).
         how = "exited" if code is None else exit_text(code)
         lived_s = time.time() - service.started_at if service.started_at else 0.0

@@ -85,6 +85,31 @@ def test_a_service_that_exits_is_started_again(stack: Stack, tmp_path: Path) -> 
     assert _entry(stack, "steady").restarts == 0  # the others are left alone
 
 
+def test_a_service_whose_threads_outlive_its_main_thread_is_reported_with_its_code(
+    stack: Stack,
+) -> None:
+    # A multithreaded worker killed by a signal: its main thread is a zombie (not running)
+    # before its other threads have gone, and its status arrives only after the last one.
+    # CI once saw "exited after 15 s" for a worker it had killed with SIGKILL.
+    code = (
+        "import ctypes, os, threading, time\n"
+        "def last_thread():\n"
+        "    time.sleep(1.0)\n"
+        "    os._exit(5)\n"
+        "threading.Thread(target=last_thread).start()\n"
+        "ctypes.CDLL(None).pthread_exit(None)  # the main thread ends; the process goes on\n"
+    )
+    events: list[Event] = []
+    stack.start([_service("threads", code)])
+    first = _entry(stack, "threads")
+    _until(lambda: not stack.is_running(first), lambda: None)
+    assert stack.child_exit_code(first) is None, "its status must not be there yet"
+    supervisor = StackSupervisor(stack, events.append, FAST)
+    supervisor.poll()
+    assert re.match(r"exited with code 5 after \d+ s at ", _entry(stack, "threads").last_exit)
+    assert re.match(r"threads exited with code 5 after \d+ s; restarting", events[0].text)
+
+
 def test_a_crash_loop_is_left_down_and_says_why(stack: Stack) -> None:
     events: list[Event] = []
     stack.start([_service("broken", "import sys\nprint('bad config', flush=True)\nsys.exit(2)\n")])
