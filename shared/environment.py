@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 from functools import lru_cache
 from importlib import metadata
@@ -111,14 +112,30 @@ def package_versions() -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def _package_versions() -> dict[str, str]:
-    # Read once per process (65 ms here): a package installed while a worker runs is not
-    # what that worker imported anyway.
+    # Read once per process: a package installed while a worker runs is not what that
+    # worker imported anyway.
     versions: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = dist.metadata["Name"]
-        if name:
-            versions[name.lower().replace("_", "-")] = dist.version
+        found = name_and_version(dist)
+        if found is not None:
+            versions[found[0].lower().replace("_", "-")] = found[1]
     return dict(sorted(versions.items()))
+
+
+_HEADER_FIELD = re.compile(r"^(Name|Version):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+
+
+def name_and_version(dist: metadata.Distribution) -> tuple[str, str] | None:
+    """A distribution's name and version from the headers of its metadata file, or None
+    when it has no name. ``dist.metadata`` runs the whole file through the email parser:
+    0.28 s for 237 distributions on a 2-core host, in every process that records a run."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    headers = text.replace("\r\n", "\n").split("\n\n", 1)[0]  # the body follows a blank line
+    fields: dict[str, str] = {}
+    for match in _HEADER_FIELD.finditer(headers):
+        fields.setdefault(match.group(1), match.group(2))
+    name = fields.get("Name")
+    return (name, fields.get("Version", "")) if name else None
 
 
 def warm_caches() -> None:

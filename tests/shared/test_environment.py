@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,26 @@ def test_package_versions_are_a_copy_the_caller_may_change() -> None:
     assert versions["numpy"]
     versions["numpy"] = "changed"
     assert environment.package_versions()["numpy"] != "changed"
+
+
+def test_the_header_reader_agrees_with_the_email_parser_on_every_installed_package() -> None:
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        expected = (name, dist.version) if name else None
+        assert environment.name_and_version(dist) == expected, dist
+
+
+def test_the_header_reader_stops_at_the_body(tmp_path: Path) -> None:
+    info = tmp_path / "demo-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\r\nName: demo_pkg\r\nVersion: 1.0\r\n\r\n"
+        "Name: not-a-header\nVersion: 9\n"
+    )
+    dist = metadata.PathDistribution(info)
+    assert environment.name_and_version(dist) == ("demo_pkg", "1.0")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nVersion: 1.0\n")
+    assert environment.name_and_version(dist) is None
 
 
 def test_after_warming_a_capture_reads_neither_the_cpu_nor_the_packages_again(
