@@ -90,7 +90,11 @@ def ping_idle_connections(engine: Engine, idle_s: float = IDLE_PING_S) -> None:
 
 
 def init_schema(engine: Engine) -> None:
-    """Bring the schema to the newest migration (creates it on an empty database)."""
+    """Bring the schema to the newest migration (creates it on an empty database), and
+    map every table in this process: a process that imported only some models would
+    otherwise fail its first flush on a foreign key to a table it never imported (the
+    scheduler's evaluations -> users once migrations stopped importing them all)."""
+    from shared.db import models  # noqa: F401 - registers every table
     from shared.db.migrations import upgrade_engine
 
     upgrade_engine(engine)

@@ -197,7 +197,10 @@ class ChaosStack:
             if row is not None and predicate(row):
                 return
             time.sleep(0.1)
-        raise TimeoutError(f"{evaluation_id} did not reach the state in {timeout_s:g} s")
+        # The services' logs say why (a worker that died at start, a failed flush).
+        raise TimeoutError(
+            f"{evaluation_id} did not reach the state in {timeout_s:g} s\n{self.logs()}"
+        )
 
     def settle(self, scenario: str, ids: list[str], *, since: float, timeout_s: float) -> Outcome:
         """Wait until every evaluation is terminal (or the timeout), then count."""

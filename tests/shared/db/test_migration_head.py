@@ -3,6 +3,7 @@ still goes through Alembic's upgrade."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -52,16 +53,25 @@ def test_only_a_database_short_of_head_runs_alembic(
     assert calls == ["head"], "at head, the second call read the version row and stopped"
 
 
-def test_a_process_at_head_does_not_import_alembic(engine: Engine) -> None:
+def test_a_process_at_head_does_not_import_alembic_and_maps_every_table(
+    engine: Engine,
+) -> None:
     upgrade_engine(engine)
+    url = engine.url.render_as_string(hide_password=False)
+    # get_engine as a worker calls it, in a process that imported no model yet.
     code = (
-        "import sys\n"
-        "from sqlalchemy import create_engine\n"
-        "from shared.db.migrations import upgrade_engine\n"
-        f"upgrade_engine(create_engine({engine.url.render_as_string(hide_password=False)!r}))\n"
-        "print('alembic' in sys.modules)\n"
+        "import json, sys\n"
+        "from sqlalchemy import inspect\n"
+        "from shared.db.base import Base\n"
+        "from shared.db.session import get_engine\n"
+        f"engine = get_engine({url!r})\n"
+        "print(json.dumps({'alembic': 'alembic' in sys.modules,\n"
+        "    'mapped': sorted(Base.metadata.tables),\n"
+        "    'stored': sorted(inspect(engine).get_table_names())}))\n"
     )
     ran = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    assert ran.stdout.strip() == "False", ran.stderr
+    seen = json.loads(ran.stdout)
+    assert seen["alembic"] is False
+    assert seen["mapped"] == [t for t in seen["stored"] if t != "alembic_version"]
