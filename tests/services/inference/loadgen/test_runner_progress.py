@@ -11,6 +11,7 @@ import pytest
 from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import Backend, BackendOptions, create_backend
 from services.inference.loadgen.progress import RunProgress
+from services.inference.loadgen.runner import CALIBRATION_MAX, OFFLINE_SLACK
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model
 
@@ -69,6 +70,25 @@ def test_offline_reports_calibrating_then_measuring_up_to_loadgens_count(
     assert measuring[-1].fraction == 1.0
     # The measurement's thread never calls the display; a poller of its own does.
     assert "loadgen-progress" in recorder.threads
+
+
+def test_a_near_free_backends_calibration_probe_is_capped(tmp_path: Path) -> None:
+    # predict() of the null backend at 0 ms promises millions of samples/s; LoadGen's own
+    # cost a sample does not, and an uncapped probe ran 220,000 samples for 4.2 s.
+    recorder = Recorder()
+    execute_run(
+        manifest=resolve_model(TINY),
+        backend=_null(service_time_ms=0.0),
+        scenario=ScenarioConfig(scenario="offline", min_duration_s=0.2),
+        batch_size=1,
+        log_dir=tmp_path,
+        tensors=_tensors(),
+        progress=recorder,
+    )
+    planned = {p.min_samples for p in recorder.of("calibrating")}
+    assert planned == {int(OFFLINE_SLACK * CALIBRATION_MAX)}, planned
+    # At LoadGen's and the SUT's 4-20 us a sample, the probe stays within its 0.5 s.
+    assert max(planned) * 20e-6 <= 0.5, planned
 
 
 def test_multistream_end_is_min_queries_times_samples_per_query(tmp_path: Path) -> None:
