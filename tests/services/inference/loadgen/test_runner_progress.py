@@ -12,7 +12,7 @@ from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import Backend, BackendOptions, create_backend
 from services.inference.loadgen.progress import RunProgress
 from services.inference.loadgen.runner import CALIBRATION_MAX, OFFLINE_SLACK
-from services.inference.run import execute_run
+from services.inference.run import RunOutcome, execute_run
 from shared.catalogue import resolve_model
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
@@ -45,19 +45,31 @@ class Recorder:
         return [p for p in self.seen if p.phase == phase]
 
 
+def _offline(
+    log_dir: Path,
+    recorder: Recorder,
+    *,
+    service_time_ms: float,
+    min_duration_s: float,
+    batch_size: int,
+) -> RunOutcome:
+    """An Offline run of the null backend on the tiny CNN, its progress to ``recorder``."""
+    return execute_run(
+        manifest=resolve_model(TINY),
+        backend=_null(service_time_ms=service_time_ms),
+        scenario=ScenarioConfig(scenario="offline", min_duration_s=min_duration_s),
+        batch_size=batch_size,
+        log_dir=log_dir,
+        tensors=_tensors(),
+        progress=recorder,
+    )
+
+
 def test_offline_reports_calibrating_then_measuring_up_to_loadgens_count(
     tmp_path: Path,
 ) -> None:
     recorder = Recorder()
-    outcome = execute_run(
-        manifest=resolve_model(TINY),
-        backend=_null(service_time_ms=2.0),
-        scenario=ScenarioConfig(scenario="offline", min_duration_s=1.0),
-        batch_size=4,
-        log_dir=tmp_path,
-        tensors=_tensors(),
-        progress=recorder,
-    )
+    outcome = _offline(tmp_path, recorder, service_time_ms=2.0, min_duration_s=1.0, batch_size=4)
     assert recorder.phases() == ["warming up", "calibrating", "measuring"]
     measuring = recorder.of("measuring")
     # Reported while LoadGen ran (every 0.25 s over about a second), not only at the end.
@@ -76,15 +88,7 @@ def test_a_near_free_backends_calibration_probe_is_capped(tmp_path: Path) -> Non
     # predict() of the null backend at 0 ms promises millions of samples/s; LoadGen's own
     # cost a sample does not, and an uncapped probe ran 220,000 samples for 4.2 s.
     recorder = Recorder()
-    execute_run(
-        manifest=resolve_model(TINY),
-        backend=_null(service_time_ms=0.0),
-        scenario=ScenarioConfig(scenario="offline", min_duration_s=0.2),
-        batch_size=1,
-        log_dir=tmp_path,
-        tensors=_tensors(),
-        progress=recorder,
-    )
+    _offline(tmp_path, recorder, service_time_ms=0.0, min_duration_s=0.2, batch_size=1)
     planned = {p.min_samples for p in recorder.of("calibrating")}
     assert planned == {int(OFFLINE_SLACK * CALIBRATION_MAX)}, planned
     # At LoadGen's and the SUT's 4-20 us a sample, the probe stays within its 0.5 s.
