@@ -144,7 +144,7 @@ class Stack:
         if child is None:
             return None
         try:
-            return child.wait(timeout=wait_s) if wait_s > 0 else child.poll()
+            return child.wait(timeout=wait_s)  # wait_s=0: one look, as poll()
         except subprocess.TimeoutExpired:
             return None
 

@@ -32,23 +32,18 @@ def test_a_fresh_database_is_migrated_to_head(engine: Engine) -> None:
     assert stored_revision(engine) == current_revision(engine) == HEAD_REVISION
 
 
-def test_an_older_database_is_still_upgraded(engine: Engine) -> None:
-    upgrade_engine(engine, "0016")
-    assert stored_revision(engine) == "0016"
-    upgrade_engine(engine)
-    assert stored_revision(engine) == HEAD_REVISION
-
-
-def test_only_a_database_short_of_head_runs_alembic(
+def test_an_older_database_is_upgraded_and_only_then_runs_alembic(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     upgrade_engine(engine, "0016")
+    assert stored_revision(engine) == "0016"
     calls: list[str] = []
     real_upgrade = command.upgrade
     monkeypatch.setattr(
         command, "upgrade", lambda config, rev: (calls.append(rev), real_upgrade(config, rev))
     )
     upgrade_engine(engine)
+    assert stored_revision(engine) == HEAD_REVISION
     upgrade_engine(engine)
     assert calls == ["head"], "at head, the second call read the version row and stopped"
 
