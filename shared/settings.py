@@ -131,6 +131,15 @@ class Settings(BaseSettings):
     # manifest's sides allow (max_image_side).
     max_output_pixels: int = Field(default=4096 * 4096, ge=1)
     max_aspect_ratio: float = Field(default=100.0, ge=1)
+    # The bytes one dataset file may have, and all the files one evaluation's samples may
+    # have together, checked with stat before any byte is read (services/preprocess/
+    # sample_files.py): by the scheduler, which hashes them for the shard keys, and by the
+    # preprocess workers, which decode them. A larger file is that sample's error, never
+    # read (a 3 GB file took the scheduler to 3.3 GB); a larger total fails the evaluation
+    # at planning. 256 MiB holds any photo (a 50-megapixel TIFF is 150 MB); 64 GiB is
+    # 100,000 samples (max_samples) of 640 KB, five times ImageNet's mean.
+    max_sample_bytes: int = Field(default=256 * 2**20, ge=1)
+    max_dataset_bytes: int = Field(default=64 * 2**30, ge=1)
     # The memory one preprocessing process may allocate beyond what it held when it
     # started (its address-space limit, RLIMIT_AS): a shard that needs more fails with
     # "needed more than N GB" instead of the kernel's OOM killer picking a victim. 0: no

@@ -22,6 +22,7 @@ from services.preprocess.ops import (
     normalize_to_nchw,
     resize_crop_into,
 )
+from services.preprocess.sample_files import FileRefused, read_bounded
 from services.preprocess.sizes import OutputBounds
 from shared.manifest_checks import shape_mismatch
 from shared.manifest_sections import (
@@ -111,12 +112,15 @@ def torch_importable() -> bool:
     return True
 
 
-def read_sample(sample: Sample) -> bytes:
-    """The sample's file, whole; DecodeError naming it when it cannot be read."""
+def read_sample(sample: Sample, max_bytes: int | None = None) -> bytes:
+    """The sample's file, whole; DecodeError naming it when it cannot be read, links out
+    of its folder, or holds more than ``max_bytes`` (default: the ``max_sample_bytes``
+    setting, which the scheduler's hashing applies too), checked before it is read."""
+    bound = max_bytes if max_bytes is not None else get_settings().max_sample_bytes
     try:
-        return sample.path.read_bytes()
-    except OSError as exc:
-        raise DecodeError(sample.id, f"cannot read file: {exc.strerror or exc}") from exc
+        return read_bounded(sample, bound)
+    except FileRefused as exc:
+        raise DecodeError(sample.id, exc.reason) from None
 
 
 def _read_and_decode(

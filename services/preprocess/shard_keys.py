@@ -8,7 +8,9 @@ import json
 from collections.abc import Sequence
 
 from services.preprocess.datasets import Sample
+from services.preprocess.sample_files import file_digest
 from shared.manifest_sections import Input
+from shared.settings import get_settings
 
 # "2": large JPEGs decoded at a reduced scale before their resize (draft mode).
 PREPROCESS_VERSION = "2"  # bump when an op's output changes, so cached shards are not reused
@@ -36,9 +38,14 @@ def shard_key(
     return f"shards/{digest.hexdigest()}.npy"
 
 
-def files_digest(samples: Sequence[Sample]) -> str:
-    """Digest of the samples' bytes, so a changed file never hits a stale shard."""
+def files_digest(samples: Sequence[Sample], max_file_bytes: int | None = None) -> str:
+    """Digest of the samples' bytes, so a changed file never hits a stale shard.
+
+    Read by 1 MiB chunks, each file checked first (sample_files.file_digest): one over
+    ``max_file_bytes`` (default: the ``max_sample_bytes`` setting the workers apply too)
+    or linking out of its folder is not read, and the workers refuse it by name."""
+    bound = max_file_bytes if max_file_bytes is not None else get_settings().max_sample_bytes
     digest = hashlib.sha256()
     for sample in samples:
-        digest.update(hashlib.sha256(sample.path.read_bytes()).digest())
+        digest.update(file_digest(sample, bound))
     return digest.hexdigest()
