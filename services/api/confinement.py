@@ -154,9 +154,25 @@ def dataset_spec(settings: Settings, dataset: str) -> str | Rejection:
     if len(spec) > MAX_DATASET_CHARS:
         return refuse(f"the folder's full path is longer than {MAX_DATASET_CHARS} characters")
     # Checked here, not by the scheduler: a name that is not there is the client's mistake,
-    # told now, and in the client's own words (never the server's path).
-    if not folder.is_dir():
-        return refuse(
-            f"{dataset!r} is not a folder in the datasets folder (the datasets query lists them)"
-        )
+    # told now, and in the client's own words (never the server's path). Checked by the
+    # resolved path: '..' is refused as text above, and a link inside the datasets folder
+    # to /usr/share (or to "/") must not pass as one of its folders. The workers check it
+    # again where they read (services/preprocess/datasets.dataset_folder).
+    problem = _outside(folder, Path(settings.datasets_dir).expanduser())
+    if problem is not None:
+        return refuse(f"{dataset!r} {problem}")
     return spec
+
+
+def _outside(folder: Path, datasets_dir: Path) -> str | None:
+    """Why ``folder`` is not a folder whose resolved path lies inside ``datasets_dir``'s,
+    or None. Never says where a link leads (a server path)."""
+    missing = "is not a folder in the datasets folder (the datasets query lists them)"
+    try:
+        real = folder.resolve(strict=True)
+        root = datasets_dir.resolve(strict=True)
+    except (OSError, RuntimeError):  # RuntimeError: a loop of links
+        return missing
+    if not real.is_relative_to(root):
+        return "leads outside the datasets folder through a link"
+    return None if real.is_dir() else missing

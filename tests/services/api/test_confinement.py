@@ -62,3 +62,20 @@ def test_a_manifests_model_file_is_anchored_in_the_models_folder(tmp_path: Path)
     refused = confine_manifest(escaping, settings)
     assert isinstance(refused, Rejection)
     assert refused.kind == "InvalidManifest" and refused.problems
+
+
+def test_a_dataset_folder_linking_out_of_the_datasets_folder_is_refused(tmp_path: Path) -> None:
+    # '..' is refused as text; a link is refused by where it resolves (is_dir follows it).
+    shared, outside = tmp_path / "datasets", tmp_path / "host"
+    (shared / "imgs").mkdir(parents=True)
+    outside.mkdir()
+    (shared / "link_pix").symlink_to(outside)
+    (shared / "link_root").symlink_to("/")
+    (shared / "link_in").symlink_to(shared / "imgs")
+    settings = Settings(datasets_dir=shared, environment="test")
+    for name in ("link_pix", "link_root", "link_root/usr/share"):
+        refused = dataset_spec(settings, name)
+        assert isinstance(refused, Rejection), name
+        assert f"{name!r} leads outside the datasets folder through a link" in refused.message
+        assert str(outside) not in refused.message
+    assert dataset_spec(settings, "link_in") == str(shared / "link_in")

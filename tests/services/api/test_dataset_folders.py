@@ -66,3 +66,14 @@ def test_the_query_lists_the_shared_datasets_folder(api: Api) -> None:
     # What the query lists, a submission can name.
     assert set(named) >= {"photos", "imagenet/val"}
     assert api.gql(None, "{ datasets { name } }").status_code == 401
+
+
+def test_links_out_of_the_datasets_folder_are_neither_listed_nor_counted(tmp_path: Path) -> None:
+    shared, outside = tmp_path / "datasets", tmp_path / "host"
+    _images(outside, 7)
+    _images(shared / "photos", 2)
+    (shared / "link_pix").symlink_to(outside)
+    (shared / "photos" / "out.jpg").symlink_to(outside / "0.jpg")
+    (shared / "photos" / "in.jpg").symlink_to(shared / "photos" / "0.jpg")
+    listed = {d.name: d.images for d in list_datasets(shared)}
+    assert listed == {"photos": 3}
