@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-from PIL import Image
-
 from services.preprocess.sample_files import total_problem
+from services.preprocess.synthetic import make_synthetic
 from shared.settings import Settings, get_settings
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
-# Sizes typical of photo datasets (ImageNet's most common is 500x375).
-SYNTHETIC_SIZES = ((500, 375), (375, 500), (500, 333), (640, 480), (500, 500))
-SYNTHETIC_CLASSES = 10
 
 
 class DatasetError(ValueError):
@@ -58,69 +50,6 @@ class Dataset:
     root: Path
     samples: list[Sample]
     class_names: list[str]
-
-
-# Side of the square of Gaussian noise each synthetic image takes its noise from, at an
-# offset of its own: larger than every SYNTHETIC_SIZES image.
-NOISE_TILE = 1024
-
-
-def _noise_tile(rng: np.random.Generator) -> np.ndarray:
-    """Gaussian noise, sigma 12 levels, for _synthetic_image to take windows of. Drawn
-    once per dataset: drawing it per image was 4.2 of the 5.5 ms an image took."""
-    return rng.standard_normal((NOISE_TILE, NOISE_TILE, 3), dtype=np.float32) * np.float32(12)
-
-
-def _synthetic_image(rng: np.random.Generator, width: int, height: int, noise: np.ndarray) -> bytes:
-    """Smooth gradients plus a window of ``noise`` at a random offset: compresses like a
-    photo (about 3.2 bits per pixel at quality 90), unlike pure noise. In float32
-    throughout: 11.8 ms per image before, with float64 noise drawn per image."""
-    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
-    channels = []
-    for _ in range(3):
-        fx, fy, phase = rng.uniform(0.005, 0.05), rng.uniform(0.005, 0.05), rng.uniform(0, 6.3)
-        channels.append(127 + 100 * np.sin(fx * x + fy * y + phase))
-    image = np.stack(channels, axis=-1)
-    top = int(rng.integers(NOISE_TILE - height + 1))
-    left = int(rng.integers(NOISE_TILE - width + 1))
-    image += noise[top : top + height, left : left + width]
-    np.clip(image, 0, 255, out=image)
-    buffer = io.BytesIO()
-    Image.fromarray(image.astype(np.uint8)).save(buffer, "JPEG", quality=90)
-    return buffer.getvalue()
-
-
-def make_synthetic(root: Path, count: int, seed: int) -> Path:
-    """Write ``count`` seeded JPEGs in class folders under root; reuse them if already there.
-
-    Built in a private folder and renamed into place, so processes preparing the same
-    dataset at once never read a half-written one.
-    """
-    # "v2": images drawn by the current _synthetic_image; a folder an earlier version
-    # drew under the same seed holds other pixels, so it is not reused.
-    folder = root / f"synthetic-v2-s{seed}-n{count}"
-    if folder.exists():
-        return folder
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=root))
-    try:
-        rng = np.random.default_rng(seed)
-        noise = _noise_tile(rng)
-        for index in range(count):
-            width, height = SYNTHETIC_SIZES[int(rng.integers(len(SYNTHETIC_SIZES)))]
-            label = int(rng.integers(SYNTHETIC_CLASSES))
-            path = staging / f"class_{label}" / f"img_{index:06d}.jpg"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(_synthetic_image(rng, width, height, noise))
-        staging.rename(folder)
-    except OSError:
-        # Another process renamed its identical copy into place first.
-        if not folder.exists():
-            raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return folder
 
 
 def _image_files(root: Path) -> Iterator[Path]:
@@ -199,7 +128,10 @@ def resolve_dataset(
     ``max_dataset_bytes`` together (sample_files.total_problem)."""
     settings = settings or get_settings()
     if spec == "synthetic":
-        root = make_synthetic(cache_dir / "datasets", count or 64, seed).resolve()
+        # A cache of its own (services/preprocess/synthetic.py), not the datasets folder.
+        cache_mb = settings.synthetic_cache_mb
+        root = make_synthetic(cache_dir / "synthetic", count or 64, seed, cache_mb * 2**20)
+        root = root.resolve()
         within = root
         name = f"synthetic(seed={seed},n={count or 64})"
     else:
