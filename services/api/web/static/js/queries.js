@@ -67,7 +67,7 @@ export const FORM_CHOICES = `
 query FormChoices {
   models { name version framework description origin }
   agents { framework device }
-  datasets { name images more classes }
+  datasets(first: 100) { items { name images more classes } totalCount complete }
 }`;
 
 export const SUBMIT = `

@@ -205,7 +205,20 @@ function datasetLabel(d) {
   return `${d.name} (${images}${d.classes ? `, ${d.classes.toLocaleString("en")} classes` : ""})`;
 }
 
-function form({ models, agents, datasets }) {
+// What the dataset select's hint says: its choices, and how many folders it leaves out
+// (the datasets query pages its listing; the form asks for the first page only).
+function datasetHint(listing) {
+  const shown = listing.items.length;
+  if (!shown) return "No image folders in the datasets folder the workers share yet: synthetic only.";
+  const left = listing.totalCount - shown;
+  const more = left > 0 || !listing.complete
+    ? ` ${left.toLocaleString("en")}${listing.complete ? "" : "+"} more folder${left === 1 && listing.complete ? "" : "s"} not listed here: submit by name through the API or CLI.`
+    : "";
+  return `Synthetic, or an image folder in the datasets folder the workers share.${more}`;
+}
+
+function form({ models, agents, datasets: listing }) {
+  const datasets = listing.items;
   const model = h("select", { name: "model", required: true },
     models.map((m) => h("option", { value: `${m.name}@${m.version}` }, `${m.name} ${m.version} (${m.framework})`)));
   const frameworks = [...new Set(agents.map((a) => a.framework))].sort();
@@ -293,9 +306,7 @@ function form({ models, agents, datasets }) {
       field("Dataset", h("select", { name: "dataset" },
         h("option", { value: "synthetic" }, "synthetic (random photo-like images, made per seed)"),
         datasets.map((d) => h("option", { value: d.name }, datasetLabel(d)))),
-        { hint: datasets.length
-          ? "Synthetic, or an image folder in the datasets folder the workers share."
-          : "No image folders in the datasets folder the workers share yet: synthetic only." }),
+        { hint: datasetHint(listing) }),
       field("Samples", number("samples", "64", { min: 1, step: 1 })),
       field("Seed", number("seed", "", { min: 0, step: 1, placeholder: "0" }),
         { hint: "The dataset's seed." }),
