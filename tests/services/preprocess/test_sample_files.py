@@ -39,17 +39,22 @@ def _sparse(path: Path, size: int) -> Path:
     return path
 
 
-# Run in a child whose address space is capped at 2 GiB: reading the 3 GiB file whole (what
-# files_digest did) fails there with MemoryError instead of taking 3 GB of this host.
+# Run in a child whose address space may grow by 1 GiB past what its imports took: reading
+# the 3 GiB file whole (what files_digest did) fails there with MemoryError instead of
+# taking 3 GB of this host.
 CHILD = textwrap.dedent(
     """
     import json, resource, sys
     from pathlib import Path
-    resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
     from services.preprocess.batch import read_sample
     from services.preprocess.datasets import resolve_dataset
     from services.preprocess.decode import DecodeError
     from services.preprocess.shard_keys import files_digest
+    def status_kb(field):
+        lines = Path("/proc/self/status").read_text().splitlines()
+        return int(next(l for l in lines if l.startswith(field)).split()[1])
+    cap = status_kb("VmSize:") * 1024 + 2**30
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     dataset = resolve_dataset(sys.argv[1], count=None, seed=0, cache_dir=Path(sys.argv[2]))
     digest = files_digest(dataset.samples)
     refused = {}
@@ -60,9 +65,8 @@ CHILD = textwrap.dedent(
             refused[exc.name] = exc.reason
     # VmHWM, this process's peak resident memory: ru_maxrss would keep the peak of the
     # pytest process it was forked from across the exec.
-    status = Path("/proc/self/status").read_text()
-    peak_kb = int(next(l for l in status.splitlines() if l.startswith("VmHWM:")).split()[1])
-    print(json.dumps({"digest": digest, "refused": refused, "rss_mb": peak_kb / 1024}))
+    peak_mb = status_kb("VmHWM:") / 1024
+    print(json.dumps({"digest": digest, "refused": refused, "rss_mb": peak_mb}))
     """
 )
 
