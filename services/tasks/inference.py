@@ -35,12 +35,13 @@ from services.inference.measurement import stored_completion
 from services.inference.profiling.spans import now_ns
 from services.inference.profiling.stack_trace import adopt_trace, request_spans_of
 from services.inference.profiling.trace_events import TRACE_FILE
+from services.scheduler import fair_order
 from services.workloads import workload_named
 from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo, liveness
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.messages import RunCompleted, RunInference
+from shared.messages import EvaluationRequested, RunCompleted, RunInference
 from shared.run_report import attempt_prefix
 from shared.runtime import Resources, SessionFactory
 from shared.settings import Settings
@@ -162,6 +163,21 @@ def run_inference(payload: dict[str, Any]) -> None:
     context = worker_context.current()
     with busy(context.resources.db, list(context.agent.ids.values())):
         _run_inference(payload, context)
+    release_turns(context)
+
+
+def release_turns(context: WorkerContext) -> None:
+    """A run ended, so an agent is free: ask the scheduler to plan the evaluations whose
+    turn it is (services/scheduler/fair_order.py). Nothing is lost if this fails: the
+    sweeper's next pass releases them."""
+    try:
+        with context.resources.db() as session:
+            due = fair_order.release_due(session, context.resources.settings)
+        for evaluation_id in due:
+            request = EvaluationRequested(evaluation_id=evaluation_id)
+            context.publish(queues.PLAN_EVALUATION, request, None)
+    except Exception:
+        log.warning("could not release the next evaluations in turn", exc_info=True)
 
 
 def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
