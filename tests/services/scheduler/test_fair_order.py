@@ -37,7 +37,7 @@ def backend_outbox(
     yield from outbox_fixture(data_dir, monkeypatch)
 
 
-def submit_as(user: str, seed: int = 7) -> str:
+def submit_as(user: str, seed: int = 7, group: dict[str, object] | None = None) -> str:
     with runtime.db() as session:
         owner = get_or_create_user(session, user)
         session.flush()
@@ -52,6 +52,7 @@ def submit_as(user: str, seed: int = 7) -> str:
                 settings={"minDurationS": 0.2, "targetQps": 2000},
                 samples=16,
                 seed=seed,
+                group=group,
             ),
         )
         assert isinstance(result, Evaluation), result
@@ -113,6 +114,16 @@ def test_a_flooding_users_backlog_does_not_sit_ahead_of_another_users_run(
     with runtime.db() as session:
         evaluation_repo.transition(session, flood[1], EvaluationState.CANCELLED)
         assert fair_order.release_due(session, runtime.settings()) == [flood[2]]
+
+
+def test_a_groups_members_planned_together_take_turns_too(outbox: Outbox) -> None:
+    # Repeats: one group, planned in one transaction from its first member's message.
+    members = [
+        submit_as("alice", group={"id": "g-1", "kind": "repeats", "index": i}) for i in range(5)
+    ]
+    plan(members[0])
+    states = [evaluation_row(e).state for e in members]
+    assert states == ["PREPROCESSING"] * 2 + ["QUEUED"] * 3
 
 
 def test_a_user_at_their_running_limit_waits_and_says_so(
