@@ -41,17 +41,21 @@ QUEUED = EvaluationState.QUEUED.value
 
 @dataclass(frozen=True)
 class Capacity:
-    """The live agents that consume one queue: how many, and every queue they consume
-    (their work routed to their host or direct queues takes their time too)."""
+    """How many runs the live agents that consume one queue can start at once, and every
+    queue whose work takes their time (their host and direct queues too)."""
 
     slots: int
     queues: frozenset[str]
 
 
-def capacity(agents: Sequence[Agent], queue: str) -> Capacity:
+def capacity(agents: Sequence[Agent], queue: str, *, per_host: bool) -> Capacity:
+    """``per_host`` (measure_exclusive): one measurement at a time per host, so a host is
+    one slot however many agents it runs, and every agent's work on it counts."""
     serving = [a for a in agents if a.consumes(queue)]
-    consumed = {q for a in serving for q in (a.queue, f"{a.queue}@{a.hostname}", a.direct_queue)}
-    return Capacity(len(serving), frozenset(q for q in consumed if q))
+    hosts = {a.hostname for a in serving}
+    sharing = [a for a in agents if a.hostname in hosts] if per_host else serving
+    consumed = {q for a in sharing for q in (a.queue, f"{a.queue}@{a.hostname}", a.direct_queue)}
+    return Capacity(len(hosts) if per_host else len(serving), frozenset(q for q in consumed if q))
 
 
 @dataclass
@@ -112,7 +116,7 @@ class FairGate:
         if "rank" in (evaluation.group_info or {}):
             return None  # a gang's ranks start together or not at all
         evaluation.queue = queue
-        room = capacity(self.agents(), queue)
+        room = capacity(self.agents(), queue, per_host=self.settings.measure_exclusive)
         if room.slots == 0:
             return None  # nobody consumes it: planning says so (waiting for an agent)
         limit = self._running_limit(evaluation.owner_id)
@@ -174,7 +178,7 @@ def release_due(session: Session, settings: Settings) -> list[str]:
     held_queues = session.scalars(held.distinct()).all()
     due: list[str] = []
     for queue in held_queues:
-        room = capacity(gate.agents(), queue)
+        room = capacity(gate.agents(), queue, per_host=settings.measure_exclusive)
         flying = _flying(session, room.queues)
         if room.slots <= len(flying):
             continue

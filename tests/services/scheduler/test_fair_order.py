@@ -14,14 +14,14 @@ from services.api.auth import get_or_create_user
 from services.api.submission import submit
 from services.api.submission_request import SubmitRequest
 from services.scheduler import fair_order, sweeper
-from services.scheduler.fair_order import Waiting, turns
+from services.scheduler.fair_order import Waiting, capacity, turns
 from services.tasks import inference as inference_tasks
 from services.tasks import preprocess as preprocess_tasks
 from services.tasks import scheduler as scheduler_tasks
 from shared import queues, runtime
 from shared.db import evaluation_repo
 from shared.db.clock import utcnow
-from shared.db.evaluations import Evaluation
+from shared.db.evaluations import Agent, Evaluation
 from shared.db.states import EvaluationState
 from tests.support.pipeline import Outbox, evaluation_row, outbox_fixture
 
@@ -76,6 +76,20 @@ def test_turns_go_to_the_user_with_least_in_flight_then_least_recently_served() 
     assert turns(both, {}, {}, 3) == {1: 2, 2: 1}
     # A user at their running limit gets none.
     assert turns(waiting, {}, {}, 2, blocked=frozenset({2})) == {1: 2}
+
+
+def test_a_host_is_one_slot_when_measurements_are_exclusive() -> None:
+    def agent(host: str, queue: str, pid: int) -> Agent:
+        direct = f"{queue}@{host}/{pid}"
+        return Agent(id=f"{host}/{queue}/{pid}", hostname=host, queue=queue, direct_queue=direct)
+
+    agents = [agent("a", QUEUE, 1), agent("a", QUEUE, 2), agent("a", "inference.torch.cpu", 3)]
+    agents.append(agent("b", QUEUE, 4))
+    shared = capacity(agents, QUEUE, per_host=True)
+    assert shared.slots == 2
+    assert "inference.torch.cpu@a/3" in shared.queues  # its runs hold host a too
+    apart = capacity(agents, QUEUE, per_host=False)
+    assert apart.slots == 3 and "inference.torch.cpu@a/3" not in apart.queues
 
 
 def test_a_flooding_users_backlog_does_not_sit_ahead_of_another_users_run(
