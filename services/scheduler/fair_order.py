@@ -19,6 +19,7 @@ ranks must start together.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,13 +28,19 @@ from datetime import datetime
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
+from shared import queues
+from shared.celery_app import Publisher
 from shared.db import evaluation_repo, liveness
 from shared.db.accounts import User
 from shared.db.clock import as_utc
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.states import EvaluationState
+from shared.messages import EvaluationRequested
+from shared.runtime import SessionFactory
 from shared.settings import Settings
 from shared.user_limits import limits_for
+
+log = logging.getLogger(__name__)
 
 IN_FLIGHT = (EvaluationState.PREPROCESSING.value, EvaluationState.RUNNING.value)
 QUEUED = EvaluationState.QUEUED.value
@@ -195,6 +202,18 @@ def release_due(session: Session, settings: Settings) -> list[str]:
     return due
 
 
+def release_after_run(db: SessionFactory, settings: Settings, publish: Publisher) -> None:
+    """A run ended, so an agent is free: ask the scheduler to plan the evaluations whose
+    turn it is. Nothing is lost if this fails: the sweeper's next pass releases them."""
+    try:
+        with db() as session:
+            due = release_due(session, settings)
+        for evaluation_id in due:
+            publish(queues.PLAN_EVALUATION, EvaluationRequested(evaluation_id=evaluation_id), None)
+    except Exception:
+        log.warning("could not release the next evaluations in turn", exc_info=True)
+
+
 def is_held(evaluation: Evaluation, agents: Sequence[Agent]) -> bool:
     """Whether a QUEUED evaluation waits its turn on a live queue (not stalled: the
     sweeper leaves it to ``release_due`` and does not count it towards failing)."""
@@ -249,6 +268,10 @@ def _waiting(session: Session, queue: str, candidate: Evaluation | None) -> dict
 
 
 def _last_served(session: Session, owners: list[int], queues: frozenset[str]) -> dict[int, float]:
+    """When each user's last run on these queues was claimed; with one user waiting,
+    nobody to order (and no scan of that user's history)."""
+    if len(owners) < 2:
+        return {}
     rows = session.execute(
         select(Evaluation.owner_id, func.max(Evaluation.claimed_at))
         .where(Evaluation.owner_id.in_(owners), Evaluation.queue.in_(queues))

@@ -41,7 +41,7 @@ from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo, liveness
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.messages import EvaluationRequested, RunCompleted, RunInference
+from shared.messages import RunCompleted, RunInference
 from shared.run_report import attempt_prefix
 from shared.runtime import Resources, SessionFactory
 from shared.settings import Settings
@@ -167,17 +167,9 @@ def run_inference(payload: dict[str, Any]) -> None:
 
 
 def release_turns(context: WorkerContext) -> None:
-    """A run ended, so an agent is free: ask the scheduler to plan the evaluations whose
-    turn it is (services/scheduler/fair_order.py). Nothing is lost if this fails: the
-    sweeper's next pass releases them."""
-    try:
-        with context.resources.db() as session:
-            due = fair_order.release_due(session, context.resources.settings)
-        for evaluation_id in due:
-            request = EvaluationRequested(evaluation_id=evaluation_id)
-            context.publish(queues.PLAN_EVALUATION, request, None)
-    except Exception:
-        log.warning("could not release the next evaluations in turn", exc_info=True)
+    """The run ended: the next evaluations in turn may go (services/scheduler/fair_order.py)."""
+    resources = context.resources
+    fair_order.release_after_run(resources.db, resources.settings, context.publish)
 
 
 def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
