@@ -448,7 +448,15 @@ def run(args: argparse.Namespace, work: Path) -> Outcome:
         heartbeat_s=args.heartbeat,
         # A local folder as the object store: S3's server would spend this host's CPU
         # on work that is not the control plane's.
-        extra_env={"BENCHSTACK_S3_ENDPOINT": "", "BENCHSTACK_API_WORKERS": str(args.api_workers)},
+        extra_env={
+            "BENCHSTACK_S3_ENDPOINT": "",
+            "BENCHSTACK_API_WORKERS": str(args.api_workers),
+            # One user submits every evaluation here: lift its per-user limits (queued,
+            # agent-seconds) as an operator would for a load test.
+            "BENCHSTACK_USER_LIMIT_OVERRIDES": json.dumps(
+                {"scale": {"user_max_queued": 0, "user_max_agent_seconds": 0}}
+            ),
+        },
     )
     agents: list[subprocess.Popen[bytes]] = []
     stack.start_servers()

@@ -55,6 +55,7 @@ from kombu.message import Message as KombuMessage
 
 from services.inference.backends import registry
 from services.inference.measurement import store_attempt
+from services.scheduler import fair_order
 from services.tasks.inference import busy, completion_message
 from shared import queues, runtime
 from shared.celery_app import make_celery, publisher
@@ -234,6 +235,8 @@ class SimulatedRuns:
         if moved:
             completed = completion_message(message, agent.agent_id, prefix, keys)
             self.publish(queues.RUN_COMPLETED, completed, None)
+        # As the inference task does after a run: the next evaluations in turn may go.
+        fair_order.release_after_run(resources.db, settings, self.publish)
         return True
 
     def measurement(self, agent: Identity) -> Measurement:

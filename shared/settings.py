@@ -175,6 +175,17 @@ class Settings(BaseSettings):
     dead_agent_queue_seconds: float = Field(default=600.0, gt=0)
     # Dispatches of one evaluation by the sweeper before it is failed instead of looped.
     max_dispatches: int = Field(default=3, ge=1, le=100)
+    # Fair shares. At submission (services/api/user_quota.py): the most evaluations one
+    # user may have QUEUED, and the most agent-seconds all their unfinished evaluations
+    # may hold, each counted at its longest possible run (max_duration_s plus the setup
+    # allowance, else max_run_seconds). At dispatch (services/scheduler/fair_order.py): the
+    # most one user may have preprocessing or running at once. 0: no limit.
+    user_max_queued: int = Field(default=1000, ge=0)
+    user_max_agent_seconds: float = Field(default=1000 * 3600.0, ge=0)
+    user_max_running: int = Field(default=0, ge=0)
+    # Per-user exceptions by user name, e.g. {"ci": {"user_max_queued": 0}} (JSON in
+    # BENCHSTACK_USER_LIMIT_OVERRIDES): there are no admin roles, the operator grants them.
+    user_limit_overrides: dict[str, dict[str, float]] = Field(default_factory=dict)
     # One measurement per host at a time (agents and embedded runs alike); false lets
     # measurements share the machine, and each run then records what overlapped it.
     measure_exclusive: bool = True
@@ -204,6 +215,17 @@ class Settings(BaseSettings):
     expose_docs: bool = Field(
         default_factory=lambda data: data.get("environment", "development") != "production"
     )
+
+    @model_validator(mode="after")
+    def _known_user_limits(self) -> Settings:
+        known = {"user_max_queued", "user_max_agent_seconds", "user_max_running"}
+        for user, limits in self.user_limit_overrides.items():
+            if bad := sorted(k for k, v in limits.items() if k not in known or v < 0):
+                raise ValueError(
+                    f"user_limit_overrides[{user!r}]: {bad} not accepted; accepted: "
+                    f"{sorted(known)}, each 0 (no limit) or more"
+                )
+        return self
 
     @model_validator(mode="after")
     def _token_lifetime_within_limit(self) -> Settings:

@@ -18,6 +18,8 @@ RejectionKind = Literal[
     "NoMatchingAgent",
     "InvalidManifest",
     "InvalidInput",
+    # a per-user limit (services/api/user_quota.py): ``field`` names it
+    "LimitExceeded",
     # cancelEvaluation
     "NotFound",
     "AlreadyFinished",

@@ -43,6 +43,7 @@ from services.api.submission_targets import (
     requirement_of,
     target_of,
 )
+from services.api.user_quota import quota_problem, run_bound_s
 from services.core.scenario import ScenarioConfig
 from services.core.workload import Workload
 from services.scheduler.agents import find_agent
@@ -146,6 +147,12 @@ def submit(
         if isinstance(gang, Rejection):
             return gang
         pins, infos = gang
+    bound = run_bound_s(
+        accepted.scenario.model_dump(), accepted.workload.name, settings.max_run_seconds
+    )
+    over = quota_problem(session, settings, owner_id, [bound] * len(pins))
+    if over is not None:
+        return over
     evaluations = [
         _evaluation(request, accepted, owner_id, pin, group_id, info)
         for pin, info in zip(pins, infos, strict=True)

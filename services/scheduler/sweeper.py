@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from services.scheduler import dead_queues
+from services.scheduler import dead_queues, fair_order
 from services.scheduler.broker_watch import BrokerWatch
 from shared import queues, runtime
 from shared.db import evaluation_repo, liveness, worker_repo
@@ -124,6 +124,8 @@ def find_stalled(
     waiting: dict[str, int] = {}  # queue -> backlog, asked once a pass
     found = []
     for row in rows:
+        if fair_order.is_held(row, live_agents):
+            continue  # waiting its turn on a live queue: fair_order.release_due sends it
         if row.state == EvaluationState.RUNNING.value and row.attempt == 0:
             if not _idle_consumer(live_agents, row.queue):
                 continue  # queued behind a busy agent (or none is live: the reason says so)
@@ -194,6 +196,10 @@ def sweep_once(
         for dispatch in find_stalled(session, settings, now, backlog):
             if record(session, dispatch, settings, now):
                 sent.append(dispatch)
+        # Held evaluations whose turn came (a run ended without its worker saying so).
+        released = fair_order.release_due(session, settings)
+    for evaluation_id in released:
+        publish(evaluation_id)
     for dispatch in sent:
         if not dispatch.failed:
             publish(dispatch.evaluation_id)

@@ -35,6 +35,7 @@ from services.inference.measurement import stored_completion
 from services.inference.profiling.spans import now_ns
 from services.inference.profiling.stack_trace import adopt_trace, request_spans_of
 from services.inference.profiling.trace_events import TRACE_FILE
+from services.scheduler import fair_order
 from services.workloads import workload_named
 from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo, liveness
@@ -162,6 +163,13 @@ def run_inference(payload: dict[str, Any]) -> None:
     context = worker_context.current()
     with busy(context.resources.db, list(context.agent.ids.values())):
         _run_inference(payload, context)
+    release_turns(context)
+
+
+def release_turns(context: WorkerContext) -> None:
+    """The run ended: the next evaluations in turn may go (services/scheduler/fair_order.py)."""
+    resources = context.resources
+    fair_order.release_after_run(resources.db, resources.settings, context.publish)
 
 
 def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:

@@ -24,6 +24,7 @@ from services.core.dispatch import PlannedShard, inference_message, run_id_for, 
 from services.inference.measurement import stored_completion
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.scheduler.agents import requirement_for
+from services.scheduler.fair_order import FairGate
 from services.scheduler.pending import pending_inference
 from services.scheduler.plan_lookups import PlanLookups
 from services.scheduler.planner import UnmetConstraint, plan_shards
@@ -92,9 +93,10 @@ def _plan(resources: Resources, evaluation_id: str, outbox: Outbox) -> None:
             _resend_completion(resources.store, session, evaluation, outbox)
         elif evaluation.state == EvaluationState.QUEUED.value:
             lookups = PlanLookups(session, resources.settings, resources.store)
+            gate = FairGate(session, resources.settings)
             members = [evaluation, *_queued_members(session, evaluation)]
             for queued in members:
-                _plan_queued(lookups, session, queued, outbox)
+                _plan_queued(lookups, gate, session, queued, outbox)
             if len(members) > 1:
                 log.info("group %s: planned %d members together", evaluation.group_id, len(members))
         else:
@@ -119,7 +121,7 @@ def _resend_completion(
 
 
 def _plan_queued(
-    lookups: PlanLookups, session: Session, evaluation: Evaluation, outbox: Outbox
+    lookups: PlanLookups, gate: FairGate, session: Session, evaluation: Evaluation, outbox: Outbox
 ) -> None:
     """QUEUED: pick the agent's queue, then plan the dataset's shards or, for a workload
     that reads none, go straight to the run."""
@@ -134,6 +136,10 @@ def _plan_queued(
         # outage that aged every heartbeat). Wait: the sweeper plans it again, and fails
         # it only after MAX_DISPATCHES tries, with this reason.
         evaluation.reason = f"waiting for an agent: {choice.message}"
+        return
+    waits = gate.hold(evaluation, choice.queue)  # users take turns (fair_order.py)
+    if waits is not None:
+        evaluation.reason = waits
         return
     if not workload_named(evaluation.workload).needs_dataset:
         # A workload that reads no dataset (DLBricks, training): nothing to preprocess.

@@ -19,6 +19,7 @@ from services.api.graphql.errors import (
     InvalidInput,
     InvalidManifest,
     InvalidScenarioSettings,
+    LimitExceeded,
     NoMatchingAgent,
     UnknownModel,
     from_rejection,
@@ -38,6 +39,7 @@ SUBMIT_ERRORS = (
     NoMatchingAgent,
     InvalidManifest,
     InvalidInput,
+    LimitExceeded,
 )
 
 # (session, settings, publish, owner id, input) -> (group id, what was stored) or a refusal.

@@ -14,6 +14,7 @@ from services.api.cancellation import cancel_evaluation
 from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest, snake_keys
+from services.api.user_quota import campaign_problem
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -30,6 +31,9 @@ def submit_all(
 ) -> list[Evaluation] | Rejection:
     """Store and dispatch each request; all of them or none (a request refused after
     others were stored cancels those)."""
+    over = campaign_problem(session, settings, owner_id, requests)
+    if over is not None:
+        return over
     stored: list[Evaluation] = []
     for request in requests:
         result = submit(session, settings, publish, owner_id=owner_id, request=request)

@@ -41,6 +41,14 @@ class InvalidInput(UserError):
 
 
 @strawberry.type
+class LimitExceeded(UserError):
+    """A per-user limit (services/api/user_quota.py): ``field`` names the setting,
+    ``message`` the user's figure and the limit, ``accepted`` what fits now."""
+
+    accepted: list[str]
+
+
+@strawberry.type
 class NotFound(UserError):
     pass
 
@@ -57,8 +65,17 @@ class ModelExists(UserError):
 
 def from_rejection(
     rejection: Rejection,
-) -> UnknownModel | InvalidScenarioSettings | NoMatchingAgent | InvalidManifest | InvalidInput:
+) -> (
+    UnknownModel
+    | InvalidScenarioSettings
+    | NoMatchingAgent
+    | InvalidManifest
+    | InvalidInput
+    | LimitExceeded
+):
     common = {"message": rejection.message, "field": rejection.field}
+    if rejection.kind == "LimitExceeded":
+        return LimitExceeded(**common, accepted=rejection.accepted)
     if rejection.kind == "UnknownModel":
         return UnknownModel(**common, known=rejection.accepted)
     if rejection.kind == "InvalidScenarioSettings":

@@ -16,6 +16,7 @@ from services.api.graphql.errors import (
     InvalidInput,
     InvalidManifest,
     InvalidScenarioSettings,
+    LimitExceeded,
     NoMatchingAgent,
     NotFound,
     UnknownModel,
@@ -36,7 +37,8 @@ SubmitEvaluationResult = Annotated[
     | InvalidScenarioSettings
     | NoMatchingAgent
     | InvalidManifest
-    | InvalidInput,
+    | InvalidInput
+    | LimitExceeded,
     strawberry.union("SubmitEvaluationResult"),
 ]
 CancelEvaluationResult = Annotated[

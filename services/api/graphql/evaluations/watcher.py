@@ -4,13 +4,16 @@ Each subscription used to poll the database on its own every 0.2 s: 300 subscrip
 one token took 96 % of everyone else's throughput. Here one task per process reads every
 watched evaluation in one query per interval, on one blocking thread, and hands each
 subscriber the latest view (a slot, not a queue: a slow client skips views, it never
-piles them up). A user may hold ``max_per_user`` subscriptions at once; one more is
-refused with the setting's name.
+piles them up). A user may hold ``max_per_user`` subscriptions at once, counted across
+every API process (subscription_seats.py: seats in Redis, renewed while open); one more
+is refused with the setting's name.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 
@@ -20,6 +23,7 @@ from sqlalchemy import select
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.evaluations.queries import _one, waiting_reason_of
 from services.api.graphql.evaluations.types import EvaluationType
+from services.api.subscription_seats import SEAT_TTL_S, SubscriptionSeats
 from shared.db.evaluations import Evaluation
 from shared.db.states import FINAL_STATE_NAMES
 
@@ -71,6 +75,9 @@ class EvaluationWatcher:
         self._subscribers: dict[Key, set[_Latest]] = {}
         self._per_user: Counter[int] = Counter()
         self._task: asyncio.Task[None] | None = None
+        self._seats = SubscriptionSeats(deps.settings)
+        self._held: dict[_Latest, tuple[int, str]] = {}
+        self._renewed_at = time.monotonic()
 
     def watching(self, owner: int) -> int:
         return self._per_user[owner]
@@ -84,7 +91,17 @@ class EvaluationWatcher:
                 "user (BENCHSTACK_MAX_SUBSCRIPTIONS_PER_USER); close one first",
                 extensions={"code": TOO_MANY_SUBSCRIPTIONS},
             )
+        seat = await in_thread(self._seats.take, owner, self._max_per_user)
+        if seat is False:
+            raise GraphQLError(
+                f"evaluationUpdates: at most {self._max_per_user} subscriptions at once per "
+                "user across the API's processes (BENCHSTACK_MAX_SUBSCRIPTIONS_PER_USER); "
+                "close one first",
+                extensions={"code": TOO_MANY_SUBSCRIPTIONS},
+            )
         key, slot = (owner, evaluation_id), _Latest()
+        if isinstance(seat, str):
+            self._held[slot] = (owner, seat)
         self._per_user[owner] += 1
         self._subscribers.setdefault(key, set()).add(slot)
         try:
@@ -105,6 +122,11 @@ class EvaluationWatcher:
                     return
         finally:
             self._per_user[owner] -= 1
+            if (held := self._held.pop(slot, None)) is not None:
+                # Not awaited: a generator being closed may not wait; a seat not given back
+                # expires by itself.
+                with contextlib.suppress(RuntimeError):  # the loop is closing
+                    asyncio.get_running_loop().run_in_executor(None, self._seats.give_back, *held)
             slots = self._subscribers.get(key, set())
             slots.discard(slot)
             if not slots:
@@ -121,6 +143,9 @@ class EvaluationWatcher:
             if not keys:
                 return
             views = await in_thread(_views, self._deps, keys)
+            if self._held and time.monotonic() - self._renewed_at >= SEAT_TTL_S / 3:
+                self._renewed_at = time.monotonic()
+                await in_thread(self._seats.renew, list(self._held.values()))
             for key in keys:
                 for slot in list(self._subscribers.get(key, ())):
                     slot.put(views.get(key))
