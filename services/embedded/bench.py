@@ -176,8 +176,7 @@ def run_bench(
                     lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
                 ),
             )
-        # From here to the row's commit a Ctrl-C waits: the run is stored whole or not
-        # at all, and the process says which (interrupt.py).
+        # To the row's commit a Ctrl-C waits: stored whole or not at all (interrupt.py).
         with storing_is_atomic(run_id):
             # The machine's declared price, as an agent records its settings with each run.
             price = settings.agent_price_per_hour
