@@ -1,11 +1,13 @@
 """Everything bench checks about a manifest before it runs, in one function.
 
 ``benchstack manifest validate`` and ``benchstack bench`` both call ``check_manifest``, so
-a manifest that validates is one bench accepts, and both refuse with the same words:
+a manifest that validates is one bench accepts, and both refuse with the same words (the
+API checks a manifest a client sends with ``steps_problems``, the same words again):
 - the builtin architecture exists in its zoo, and the zoo fits the framework;
 - every file the manifest names lies inside the manifest's folder (checked before any
   file is opened: nothing outside the folder is read or hashed);
-- each image input's steps produce the declared shape, worked out from the steps alone;
+- each input's and output's steps fit together as a pipeline (shared/step_types.py), and
+  each image input's steps produce the declared shape, worked out from the steps alone;
 - optionally, the model files match their sha256.
 """
 
@@ -24,6 +26,7 @@ from shared.manifest_sections import (
     NormalizeStep,
     ResizeStep,
 )
+from shared.step_types import input_pipeline_problems, output_pipeline_problems
 
 # A dimension that depends on the image (e.g. the long side after an aspect-keeping resize).
 Dim = int | None
@@ -57,27 +60,21 @@ def _agrees(produced: tuple[Dim, ...], declared: tuple[int, ...]) -> bool:
 
 
 def produced_shape(spec: Input, index: int = 0) -> tuple[tuple[Dim, ...], list[str]]:
-    """The per-sample shape an image input's steps produce, and any step out of place.
+    """The per-sample shape an image input's steps produce, and any size that cannot work.
 
-    Mirrors services.preprocess.decode and .ops: decode gives HWC pixels; resize and
-    center_crop work on those pixels, so they must come before normalize and layout;
-    layout NCHW moves the channels first. Without a layout step the batch stays NHWC.
+    Mirrors services.preprocess.decode and .ops: decode gives HWC pixels, resize and
+    center_crop change their sides, layout NCHW moves the channels first. Without a layout
+    step the batch stays NHWC. Which step may follow which is shared/step_types.py's walk.
     """
     height: Dim = None
     width: Dim = None
     channels = 3
     channels_first = False
-    pixels_only_from: str | None = None  # the step after which pixels are no longer pixels
     problems: list[str] = []
     for j, step in enumerate(spec.steps):
         where = f"inputs[{index}].steps[{j}]"
         if isinstance(step, DecodeStep):
             channels = 1 if step.color_mode == "L" else 3
-        elif isinstance(step, ResizeStep | CenterCropStep) and pixels_only_from is not None:
-            problems.append(
-                f"{where}: {step.op} works on decoded pixels; accepted: {step.op} before "
-                f"{pixels_only_from}"
-            )
         elif isinstance(step, ResizeStep):
             if isinstance(step.size, tuple) or not step.keep_aspect:
                 height, width = step.target_size(1, 1)
@@ -96,14 +93,12 @@ def produced_shape(spec: Input, index: int = 0) -> tuple[tuple[Dim, ...], list[s
                 )
             height, width = crop_h, crop_w
         elif isinstance(step, NormalizeStep):
-            pixels_only_from = pixels_only_from or "normalize"
             if len(step.mean) != channels:
                 problems.append(
                     f"{where}: normalize has {len(step.mean)} mean values for {channels} "
                     f"channel(s) after decode; accepted: {channels} mean and std values"
                 )
         elif isinstance(step, LayoutStep):
-            pixels_only_from = pixels_only_from or "layout"
             channels_first = step.order == "NCHW"
     shape = (channels, height, width) if channels_first else (height, width, channels)
     return shape, problems
@@ -119,6 +114,17 @@ def shape_problems(manifest: ModelManifest) -> list[str]:
         if not _agrees(produced, spec.shape):
             problems.append(shape_mismatch(index, produced, spec.shape))
     return problems
+
+
+def steps_problems(manifest: ModelManifest) -> list[str]:
+    """The steps checked as pipelines (each takes what the one before gives), then the
+    shapes they produce: what the API checks of a manifest a client sends, as bench does.
+    A shape is only worked out from steps that fit together."""
+    pipeline = [
+        *(p for i, spec in enumerate(manifest.inputs) for p in input_pipeline_problems(spec, i)),
+        *(p for i, spec in enumerate(manifest.outputs) for p in output_pipeline_problems(spec, i)),
+    ]
+    return pipeline or shape_problems(manifest)
 
 
 def _architecture(manifest: ModelManifest, notes: list[str]) -> list[str]:
@@ -156,7 +162,7 @@ def check_manifest(manifest: ModelManifest, *, hash_files: bool = True) -> Manif
     """
     result = ManifestCheck()
     problems = [
-        *shape_problems(manifest),
+        *steps_problems(manifest),
         *_architecture(manifest, result.notes),
         *_confinement(manifest),
     ]

@@ -23,6 +23,17 @@ ElementType = Literal["float32", "float16", "uint8", "int8", "int32", "int64"]
 # Names a top_k step may give instead of a labels file: the model's class indices are the
 # truth and the dataset's class folders, sorted, must be in the model's class order.
 BUILTIN_LABELS = frozenset({"imagenet1k"})
+# Bounds on a step's parameters, whoever sends the manifest (the API bounds sizes further,
+# by its settings: services/api/bounds.py). No decoder opens an image with a side over
+# 65,535 pixels (JPEG's limit); a top_k over 1,000 classes is no accuracy any dataset here
+# scores (ImageNet-1k has 1,000), and k sorts k entries per sample; a pixel has at most 4
+# channels; an input of more than 8 dimensions is no model's.
+MAX_SIDE = 65_535
+MAX_TOP_K = 1_000
+MAX_CHANNELS = 4
+MAX_DIMENSIONS = 8
+# More steps than any pipeline needs: each is a pass over every sample.
+MAX_STEPS = 32
 
 
 class StrictModel(BaseModel):
@@ -51,6 +62,13 @@ class DecodeStep(StrictModel):
     color_mode: Literal["RGB", "BGR", "L"] = "RGB"
 
 
+def _side_sizes(v: int | tuple[int, int]) -> int | tuple[int, int]:
+    sides = (v,) if isinstance(v, int) else v
+    if any(s <= 0 or s > MAX_SIDE for s in sides):
+        raise ValueError(f"each side must be positive, at most {MAX_SIDE} pixels")
+    return v
+
+
 class ResizeStep(StrictModel):
     op: Literal["resize"]
     # One int resizes the shorter side when keep_aspect is true, else both sides.
@@ -61,10 +79,7 @@ class ResizeStep(StrictModel):
     @field_validator("size")
     @classmethod
     def _positive(cls, v: int | tuple[int, int]) -> int | tuple[int, int]:
-        sides = (v,) if isinstance(v, int) else v
-        if any(s <= 0 for s in sides):
-            raise ValueError("must be positive")
-        return v
+        return _side_sizes(v)
 
     def target_size(self, height: int, width: int) -> tuple[int, int]:
         """(height, width) this step turns an image of ``height`` x ``width`` into."""
@@ -85,17 +100,14 @@ class CenterCropStep(StrictModel):
     @field_validator("size")
     @classmethod
     def _positive(cls, v: int | tuple[int, int]) -> int | tuple[int, int]:
-        sides = (v,) if isinstance(v, int) else v
-        if any(s <= 0 for s in sides):
-            raise ValueError("must be positive")
-        return v
+        return _side_sizes(v)
 
 
 class NormalizeStep(StrictModel):
     op: Literal["normalize"]
     # x' = (x / scale - mean) / std, per channel.
-    mean: tuple[float, ...] = (0.0, 0.0, 0.0)
-    std: tuple[float, ...] = (1.0, 1.0, 1.0)
+    mean: tuple[float, ...] = Field(default=(0.0, 0.0, 0.0), max_length=MAX_CHANNELS)
+    std: tuple[float, ...] = Field(default=(1.0, 1.0, 1.0), max_length=MAX_CHANNELS)
     scale: float = Field(default=255.0, gt=0)
 
     @model_validator(mode="after")
@@ -133,7 +145,7 @@ class SoftmaxStep(StrictModel):
 
 class TopKStep(StrictModel):
     op: Literal["top_k"]
-    k: int = Field(default=5, ge=1)
+    k: int = Field(default=5, ge=1, le=MAX_TOP_K)
     # A labels file (one label per line), relative to the manifest, or a builtin name.
     labels: str | None = None
 
@@ -166,8 +178,8 @@ class Input(StrictModel):
     layer_name: str = "input"
     element_type: ElementType = "float32"
     # Per-sample shape, without the batch dimension, in the final layout.
-    shape: tuple[int, ...]
-    steps: list[PreprocessStep] = Field(default_factory=list)
+    shape: tuple[int, ...] = Field(max_length=MAX_DIMENSIONS)
+    steps: list[PreprocessStep] = Field(default_factory=list, max_length=MAX_STEPS)
     # "reference": the same bits as torchvision's PIL pipeline (Resize, CenterCrop,
     # ToTensor, Normalize). "fast": JPEGs decoded by libjpeg-turbo through simplejpeg to
     # the reference's pixels (the same settings and DCT scale), bilinear resizes by
@@ -209,7 +221,7 @@ class Output(StrictModel):
     modality: Literal["classification", "tensor"] = "classification"
     layer_name: str = "output"
     element_type: ElementType = "float32"
-    steps: list[PostprocessStep] = Field(default_factory=list)
+    steps: list[PostprocessStep] = Field(default_factory=list, max_length=MAX_STEPS)
 
     @field_validator("steps", mode="before")
     @classmethod

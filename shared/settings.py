@@ -210,7 +210,8 @@ class Settings(BaseSettings):
     max_token_lifetime_days: float = Field(default=365.0, gt=0)
     # Whether the API serves Prometheus metrics at /metrics (scrapers need it; turn it off
     # where the API faces the internet and nothing scrapes it) and its OpenAPI description
-    # at /docs, /redoc and /openapi.json (a map of the API: hidden in production).
+    # at /openapi.json (a map of the API: hidden in production; /docs and /redoc, which
+    # would load Swagger UI and ReDoc from a CDN, are never served).
     expose_metrics: bool = True
     expose_docs: bool = Field(
         default_factory=lambda data: data.get("environment", "development") != "production"

@@ -266,8 +266,11 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
         title="benchstack",
         version="0.1.0",
         # None removes the route: a hidden description answers 404, like any unknown path.
-        docs_url="/docs" if docs else None,
-        redoc_url="/redoc" if docs else None,
+        # FastAPI's /docs and /redoc pages load Swagger UI and ReDoc from a CDN (no package
+        # here serves them offline): never served, so no page of this API reaches another
+        # host; /openapi.json opens in any OpenAPI viewer (GraphiQL is served from our files).
+        docs_url=None,
+        redoc_url=None,
         openapi_url="/openapi.json" if docs else None,
     )
     app.state.deps = deps

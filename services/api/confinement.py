@@ -17,6 +17,7 @@ from services.core.labels import BUILTIN_LABELS
 from shared.architectures import zoo_problem
 from shared.bounded_yaml import YamlLimits
 from shared.manifest import ModelManifest, TopKStep, parse_manifest
+from shared.manifest_checks import steps_problems
 from shared.settings import Settings
 
 # String limits are the column sizes of shared/db (evaluations, models): longer input is
@@ -57,8 +58,10 @@ def manifest_problems(manifest: ModelManifest, settings: Settings) -> list[str]:
     """What a manifest sent through the API (inline or registerModel) may not contain:
     absolute or escaping file paths and remote URLs, which would make a worker read, hash
     and report on any file of its host; names longer than their columns; and input
-    shapes or resize/crop sizes over this deployment's limits."""
-    problems = manifest_size_problems(manifest, settings)
+    shapes or resize/crop sizes over this deployment's limits; and steps that do not fit
+    together as a pipeline or do not produce the declared shape (the words of bench's
+    check: shared/manifest_checks.steps_problems)."""
+    problems = manifest_size_problems(manifest, settings) + steps_problems(manifest)
     if len(manifest.name) > MAX_NAME_CHARS:
         problems.append(f"name: at most {MAX_NAME_CHARS} characters (got {len(manifest.name)})")
     if len(manifest.version) > MAX_VERSION_CHARS:

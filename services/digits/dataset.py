@@ -26,6 +26,7 @@ from PIL import Image
 
 from services.preprocess.datasets import scan_folder
 from services.preprocess.pipeline import preprocess
+from shared.bounded_yaml import YamlLimits, load_bounded
 from shared.manifest import ModelManifest, load_manifest, sha256_of
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "shared" / "catalogue" / "digits"
@@ -132,7 +133,8 @@ def prepare(output: Path, *, seed: int = 0, epochs: int = 12) -> DigitsArtifacts
     torch.save(model.state_dict(), weights)
     digest = sha256_of(weights)
     shutil.copyfile(LABELS, output / "labels.txt")
-    data = yaml.safe_load(TEMPLATE.read_text())
+    # Through the bounded loader, as every YAML the system reads (no duplicate keys).
+    data = load_bounded(TEMPLATE.read_text(), YamlLimits())
     data["source"]["weights"] = {"path": WEIGHTS_FILE, "sha256": digest}
     data["attributes"]["top1"] = round(test_top1, 3)
     data["attributes"]["training_dataset"] = (

@@ -17,7 +17,7 @@ from typing import Any
 
 from services.aggregator.repository import record_from_report, save_run
 from services.core.scenario import ScenarioConfig
-from services.embedded.interrupt import exit_on_interrupt
+from services.embedded.interrupt import exit_on_interrupt, storing_is_atomic
 from services.inference.backends.base import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
 from services.inference.host_slot import HostSlot
@@ -176,37 +176,38 @@ def run_bench(
                     lambda: (slot.active / f"{run_id}.json").unlink(missing_ok=True),
                 ),
             )
-        # The machine's declared price, as an agent records its settings with each run.
-        price = settings.agent_price_per_hour
-        measurement = measurement_of(
-            outcome,
-            agent={"settings": {"price_per_hour": price}} if price is not None else None,
-            environment=capture_environment() | {"framework_runtime": framework_runtime()},
-            host=host.to_dict() | {"threads": threads.reason},
-            input_errors=[str(e) for e in data.prepared.errors],
-            profile=profiler.summary(),
-            timings=clock.timings,
-        )
-        # No OpenTelemetry span runs in the embedded mode: the trace names none (the
-        # stack names its evaluation's trace in profiling/stack_trace.adopt_trace).
-        trace_files = profiler.write(Path(tmp), run_id=run_id, trace_id="")
-        keys = store_attempt(store, prefix, outcome.log_files | trace_files, measurement)
-
-    progress.on_stage("storing")
-    report = assemble_report(
-        run_id=run_id,
-        model={"name": manifest.name, "version": manifest.version},
-        settings=run_settings(request, manifest, framework),
-        measurement=measurement,
-        dataset=data.dataset_section(),
-        preprocessing=data.preprocessing_section(manifest),
-        logs=keys,
-        log_locations={name: store.describe(key) for name, key in keys.items()},
-        log_prefix=prefix,
-        group=request.group,
-    )
-    with session_scope(settings.effective_database_url) as session:
-        save_run(session, record_from_report(report, manifest.to_dict()))
+        # To the row's commit a Ctrl-C waits: stored whole or not at all (interrupt.py).
+        with storing_is_atomic(run_id):
+            # The machine's declared price, as an agent records its settings with each run.
+            price = settings.agent_price_per_hour
+            measurement = measurement_of(
+                outcome,
+                agent={"settings": {"price_per_hour": price}} if price is not None else None,
+                environment=capture_environment() | {"framework_runtime": framework_runtime()},
+                host=host.to_dict() | {"threads": threads.reason},
+                input_errors=[str(e) for e in data.prepared.errors],
+                profile=profiler.summary(),
+                timings=clock.timings,
+            )
+            # No OpenTelemetry span runs in the embedded mode: the trace names none (the
+            # stack names its evaluation's trace in profiling/stack_trace.adopt_trace).
+            trace_files = profiler.write(Path(tmp), run_id=run_id, trace_id="")
+            keys = store_attempt(store, prefix, outcome.log_files | trace_files, measurement)
+            progress.on_stage("storing")
+            report = assemble_report(
+                run_id=run_id,
+                model={"name": manifest.name, "version": manifest.version},
+                settings=run_settings(request, manifest, framework),
+                measurement=measurement,
+                dataset=data.dataset_section(),
+                preprocessing=data.preprocessing_section(manifest),
+                logs=keys,
+                log_locations={name: store.describe(key) for name, key in keys.items()},
+                log_prefix=prefix,
+                group=request.group,
+            )
+            with session_scope(settings.effective_database_url) as session:
+                save_run(session, record_from_report(report, manifest.to_dict()))
     # What is printed is what is stored: strict JSON, a figure LoadGen lacks is null.
     return report.to_dict()
 

@@ -12,6 +12,11 @@ signal number to a wakeup pipe from whichever thread the kernel picked, and a wa
 reading it ends the process with ``os._exit(130)`` after running the cleanups it was given.
 Nothing was stored: the embedded pipeline stores a run's files and row only after the
 measurement returns (see ``services/embedded/bench.run_bench``).
+
+From the end of measuring to the run's row committed, ``storing_is_atomic`` defers Ctrl-C
+(shared/deferred_interrupt.py): a run is stored whole (files and row) or not at all, and
+the process says which. A Ctrl-C there was noted, so once the row is committed the process
+says "interrupted after the run was stored: run <id>" and exits 130, without a traceback.
 """
 
 from __future__ import annotations
@@ -24,8 +29,14 @@ import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
+from shared.deferred_interrupt import deferred_interrupt
+
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
-INTERRUPTED_MESSAGE = "interrupted: the run in progress was stopped and not stored"
+INTERRUPTED_MESSAGE = "interrupted: nothing stored"
+STORED_MESSAGE = "interrupted after the run was stored: run {run_id}"
+# The run this process stored last, until another measurement starts: a Ctrl-C between
+# the two (the report printed, the next run's data prepared) is after that run was stored.
+_last_stored: list[str] = []
 # Shown again in case a progress display hid the cursor and has no chance to restore it.
 _SHOW_CURSOR = "\x1b[?25h"
 
@@ -67,6 +78,7 @@ def exit_on_interrupt(*cleanups: Callable[[], None]) -> Iterator[None]:
     runs unchanged: signal handlers can only be set from the main thread, and an
     ignored SIGINT must stay ignored.
     """
+    _last_stored.clear()  # a new run is being measured; it is not stored yet
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -90,3 +102,29 @@ def exit_on_interrupt(*cleanups: Callable[[], None]) -> Iterator[None]:
         os.close(write_fd)
         watcher.join()
         os.close(read_fd)
+
+
+def interrupted_message() -> str:
+    """What a Ctrl-C outside a measurement means: the run stored last, when no other run
+    has been measured since; else nothing stored."""
+    if _last_stored:
+        return STORED_MESSAGE.format(run_id=_last_stored[-1])
+    return INTERRUPTED_MESSAGE
+
+
+@contextlib.contextmanager
+def storing_is_atomic(run_id: str) -> Iterator[None]:
+    """Wrap the storing of a measured run, its files through its row's commit: Ctrl-C
+    within waits for the block's end; then, with the row committed, the process says so
+    and exits 130 (SystemExit: ``finally`` blocks run, no traceback). An error in the
+    block is raised as it is: the Ctrl-C is not what stopped the run."""
+    with deferred_interrupt() as interrupt:
+        yield
+        _last_stored[:] = [run_id]  # before Ctrl-C can raise again
+    if interrupt.pressed:
+        with contextlib.suppress(Exception):
+            if sys.stderr.isatty():
+                sys.stderr.write(_SHOW_CURSOR)
+            sys.stderr.write(f"\n{STORED_MESSAGE.format(run_id=run_id)}\n")
+            sys.stderr.flush()
+        raise SystemExit(EXIT_INTERRUPTED)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageFile, UnidentifiedImageError
 
 from services.preprocess.ops import PIL_RESAMPLE, resize_fast
 from services.preprocess.sizes import OutputBounds
@@ -23,6 +23,8 @@ JPEG_MAGIC = b"\xff\xd8"
 PIXEL_BUDGET_SETTING = "BENCHSTACK_MAX_IMAGE_PIXELS"
 # What an error with no text of its own says was being done.
 DECODING = "decoding the image"
+# Start-of-frame markers of arithmetic-coded JPEGs, which may spend under a bit per block.
+_ARITHMETIC_SOF = (b"\xff\xc9", b"\xff\xca", b"\xff\xcb", b"\xff\xcd", b"\xff\xce", b"\xff\xcf")
 
 
 class DecodeError(ValueError):
@@ -93,7 +95,27 @@ def jpeg_header(data: bytes, name: str) -> tuple[int, int, str]:
         height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
     except ValueError as exc:
         raise DecodeError(name, f"cannot decode image: {error_text(exc, DECODING)}") from exc
+    check_jpeg_body(name, data, width, height)
     return height, width, colorspace
+
+
+def check_jpeg_body(name: str, data: bytes, width: int, height: int) -> None:
+    """DecodeError when a JPEG's file is too short for the size its header claims.
+
+    libjpeg pads a scan that ends early with grey and only warns, which Pillow does not
+    surface: a 3 KB file whose header says 7000 x 7000 decoded to 49 megapixels of grey,
+    counted as a valid sample. Every Huffman-coded JPEG (baseline or progressive) codes
+    each 8 x 8 block of its full-size component in at least one bit (a DC code is never
+    shorter), so a file under one bit per block cannot hold the image. Arithmetic-coded
+    ones are left to the decoder."""
+    blocks = -(-width // 8) * -(-height // 8)
+    if len(data) * 8 >= blocks or any(marker in data for marker in _ARITHMETIC_SOF):
+        return
+    raise DecodeError(
+        name,
+        f"truncated image: its header says {width}x{height} pixels, which takes at least "
+        f"{-(-blocks // 8):,} bytes of JPEG data; the file has {len(data):,}",
+    )
 
 
 def check_full_size(
@@ -196,10 +218,15 @@ def _decode_with_pillow(
     the target, so a folder of huge photos cannot exhaust memory.
     """
     mode = "RGB" if step.color_mode == "BGR" else step.color_mode
+    # A library imported beside us may have turned this on; a truncated file must stay an
+    # error (convert() below loads every pixel, so Pillow sees the whole file).
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
     try:
         with Image.open(io.BytesIO(data)) as image:
             full_w, full_h = image.size
             _check_bounds(name, bounds, full_w, full_h)
+            if image.format == "JPEG":
+                check_jpeg_body(name, data, full_w, full_h)
             draft = _draft_size(image, resize)
             if draft is not None:
                 image.draft(mode, draft)

@@ -84,3 +84,33 @@ def test_manifest_loading_names_the_refusal() -> None:
     assert problem.startswith("(manifest): line 1") and "anchor" in problem
     with pytest.raises(ManifestError, match="nested deeper than 5 levels"):
         parse_manifest_text("[" * 6 + "]" * 6, limits=YamlLimits(max_depth=5))
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("name: a\nversion: '1'\nname: b\n", "line 3, column 1: key 'name'"),
+        ("a:\n  x: 1\n  y: [1, {z: 2}]\n  x: 2\n", "line 4, column 3: key 'x'"),
+        ("steps: [{resize: {size: 1, size: 2}}]\n", "line 1, column 28: key 'size'"),
+        ("a: 1\n'a': 2\n", "line 2, column 1: key 'a'"),
+    ],
+)
+def test_a_duplicate_key_is_refused_naming_it_and_its_line(text: str, where: str) -> None:
+    # PyYAML itself keeps the last value silently.
+    assert isinstance(yaml.safe_load(text), dict)
+    with pytest.raises(YamlRefused) as info:
+        load_bounded(text, YamlLimits())
+    assert str(info.value).startswith(where), info.value
+    assert "written twice in one mapping" in str(info.value)
+
+
+def test_the_same_key_in_different_mappings_is_kept() -> None:
+    text = "a: {x: 1}\nb: {x: 2}\nc: [{x: 3}, {x: 4}]\nx: 5\n"
+    assert load_bounded(text, YamlLimits()) == yaml.safe_load(text)
+
+
+def test_a_manifest_with_a_duplicate_key_names_it() -> None:
+    text = Path("shared/catalogue/resnet18.yaml").read_text() + "framework: {name: onnx}\n"
+    with pytest.raises(ManifestError) as info:
+        parse_manifest_text(text)
+    assert "key 'framework' is written twice" in info.value.problems[0]

@@ -11,7 +11,7 @@ import yaml
 
 from shared.catalogue import list_catalogue
 from shared.manifest import ManifestError, ModelManifest, load_manifest, parse_manifest
-from shared.manifest_checks import check_manifest, produced_shape, shape_problems
+from shared.manifest_checks import check_manifest, produced_shape, shape_problems, steps_problems
 
 TINY = Path("tests/fixtures/tiny_cnn.yaml")
 
@@ -86,12 +86,13 @@ def test_aspect_keeping_resize_alone_leaves_sides_unknown_but_channels_checked()
         ),
         (
             [{"decode": {}}, "layout", {"resize": {"size": [32, 32]}}],
-            "inputs[0].steps[2]: resize works on decoded pixels; accepted: resize before layout",
+            "inputs[0].steps[2] (resize): takes an image (uint8, HWC), gets a tensor "
+            "(uint8, CHW) after layout",
         ),
     ],
 )
 def test_steps_out_of_place_are_named(steps: list[Any], words: str) -> None:
-    problems = shape_problems(with_steps([3, 32, 32], steps))
+    problems = steps_problems(with_steps([3, 32, 32], steps))
     assert any(p.startswith(words) for p in problems), problems
 
 

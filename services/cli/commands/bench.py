@@ -35,7 +35,7 @@ from services.cli.progress import ProgressBars
 from services.cli.render import output_console, print_report, spread_table
 from services.core.confidence import run_confidence
 from services.embedded import bench as embedded
-from services.embedded.interrupt import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
+from services.embedded.interrupt import EXIT_INTERRUPTED, interrupted_message
 from services.inference.profiling.trace_events import TRACE_FILE
 from shared.settings import get_settings
 
@@ -123,10 +123,15 @@ def bench(
     stderr = Console(stderr=True)
     results = _run(request, stderr, submission=submission, repeats=repeats)
     reports = list(results.values()) if isinstance(results, dict) else results
-    if as_json:
-        _write_json(results, reports, repeats=repeats)
-    else:
-        _print_reports(reports, submission=submission, repeats=repeats)
+    try:
+        if as_json:
+            _write_json(results, reports, repeats=repeats)
+        else:
+            _print_reports(reports, submission=submission, repeats=repeats)
+    except KeyboardInterrupt:
+        # The runs are stored; only their printing was cut short.
+        stderr.print(interrupted_message(), highlight=False)
+        raise typer.Exit(code=EXIT_INTERRUPTED) from None
     # On stderr, so --json stays parseable; the stored report holds the same list.
     for report in reports:
         for warning in (report.get("accuracy") or {}).get("warnings", []):
@@ -148,9 +153,9 @@ def _run(
                 )
             return run_repeats(request, repeats, lambda r: embedded.run_bench(r, settings, hooks))
     except KeyboardInterrupt:
-        # Ctrl-C outside the measurement (preparing data, loading, storing); during it,
-        # services/embedded/interrupt.py ends the process with the same line and code.
-        stderr.print(INTERRUPTED_MESSAGE, highlight=False)
+        # Ctrl-C outside the measurement and the storing (preparing data, loading); during
+        # them, services/embedded/interrupt.py ends the process with the same words and code.
+        stderr.print(interrupted_message(), highlight=False)
         raise typer.Exit(code=EXIT_INTERRUPTED) from None
 
 

@@ -77,47 +77,11 @@ def run(
     threads: int = THREADS,
 ) -> None:
     """Measure each brick this system has no figure for (LoadGen SingleStream), holding
-    the host as `bench` does, and keep the host's load with the figures."""
-    with user_errors():
-        import uuid
+    the host as `bench` does, and keep the host's load with the figures. Ctrl-C stops once
+    the LoadGen run in progress ends: the bricks measured so far are kept, exit 130."""
+    from services.cli.bricks_run import measure_suite
 
-        from services.inference.host_slot import HostSlot
-        from services.workloads.bricks.measure import MeasureSettings
-        from services.workloads.bricks.run import record_run, run_suite
-        from shared.settings import get_settings
-
-        settings = MeasureSettings(queries, min_duration, threads)
-        config = get_settings()
-        slot = HostSlot.of(config)
-        # No other measurement on this host disturbs the bricks, nor they it.
-        with slot.measuring(f"bricks-{uuid.uuid4()}") as host:
-            reports = run_suite(suite, settings)
-        threads_text = f"--threads {threads}" if threads else "the framework's default threads"
-        slot_record = host.to_dict() | {"threads": threads_text}
-        for report in reports:
-            record_run(suite, report, slot_record)
-    console = Console()
-    for report in reports:  # one per framework: each has its own system key and floor
-        console.print(
-            f"{report.system}: {report.bricks} brick(s); measured now {report.measured_now} "
-            f"in {report.seconds:.1f} s, already measured {report.reused}",
-            soft_wrap=True,
-        )
-        console.print(f"  host: {_host_line(report, slot_record)}", soft_wrap=True)
-
-
-def _host_line(report: Any, slot: dict[str, Any]) -> str:
-    """The run's host as `bench` prints it (BUSY, overlapped, waited), and how many of the
-    LoadGen runs were busy: their bricks' figures say so in the results file."""
-    from services.cli.render import host_text
-
-    load = report.load
-    text = host_text(
-        slot | {"load": load.to_dict() if load else {}, "busy": bool(load and load.busy)}
-    )
-    if report.busy_runs:
-        text += f"; [bold red]{report.busy_runs} LoadGen run(s) busy[/]: their bricks are marked"
-    return text
+    measure_suite(suite, queries, min_duration, threads)
 
 
 @app.command("construct")

@@ -7,7 +7,7 @@ module's call, an ONNX brick's an onnxruntime session's."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,29 +45,46 @@ class RunReport:
     # Other processes' CPU use over the whole framework's run (shared/host_load.py).
     load: HostLoad | None = None
     busy_runs: int = 0  # LoadGen runs (chunks) during which the host was busy
+    stopped: bool = False  # ``stop`` said so before every missing brick was measured
 
 
-def run_suite(suite: Path, settings: MeasureSettings) -> list[RunReport]:
+def _never() -> bool:
+    return False
+
+
+def run_suite(
+    suite: Path, settings: MeasureSettings, stop: Callable[[], bool] = _never
+) -> list[RunReport]:
     """Measure each brick of the suite that this system has no figure for: one report per
     framework the suite holds bricks of (torch alone, for its floor, in an empty suite).
-    The caller holds the host (HostSlot), as `bricks run` does."""
-    return [run_framework(suite, settings, f) for f in frameworks_in(suite) or ["torch"]]
+    The caller holds the host (HostSlot), as `bricks run` does. ``stop`` is asked between
+    LoadGen runs (e.g. whether Ctrl-C was pressed): once it says so, what was measured is
+    kept and no further run starts."""
+    reports: list[RunReport] = []
+    for framework in frameworks_in(suite) or ["torch"]:
+        if stop():
+            break
+        reports.append(run_framework(suite, settings, framework, stop))
+    return reports
 
 
-def run_framework(suite: Path, settings: MeasureSettings, framework: str) -> RunReport:
+def run_framework(
+    suite: Path, settings: MeasureSettings, framework: str, stop: Callable[[], bool] = _never
+) -> RunReport:
     """Measure one framework's bricks that this system has no figure for. Each figure
     keeps the host's load during the LoadGen run that measured it (``host_load``,
-    ``busy``): a brick measured beside another program's work says so with its figure."""
+    ``busy``): a brick measured beside another program's work says so with its figure.
+    Each LoadGen run's figures are written as it ends; ``stop`` is asked after each."""
     system = system_key(settings.threads, framework)
     results = read_results(suite, system)
     wanted = list_bricks(suite, framework)
     missing = [s for s in wanted if s not in results.bricks]
     seconds = 0.0
     floors: list[Timing] = []
-    busy_runs = 0
+    busy_runs = measured = 0
     chunks = measure_chunks(suite, missing, settings, framework, floor_alone=results.floor is None)
     with HostLoadSampler() as whole:
-        if results.memory is None and framework == "torch":
+        if results.memory is None and framework == "torch" and not stop():
             # Once per system, before the bricks: what the cold-weights construction adds.
             results.memory = measure_memory_read()
             write_results(suite, results)
@@ -82,14 +99,18 @@ def run_framework(suite: Path, settings: MeasureSettings, framework: str) -> Run
                 }
             seconds += floor.seconds + sum(t.seconds for t in timings.values())
             write_results(suite, results)  # each chunk kept as soon as it is measured
+            measured += len(timings)
+            if stop():
+                break
     return RunReport(
         system,
         len(wanted),
-        len(missing),
+        measured,
         len(wanted) - len(missing),
         seconds,
         whole.result,
         busy_runs,
+        stopped=measured < len(missing),
     )
 
 

@@ -50,7 +50,8 @@ def inline(text: str) -> dict[str, Any]:
             "inputs[0].shape",
             "16777216",
         ),
-        (resnet18(**{"{size: 256,": "{size: 100000,"}), "inputs[0].steps[1].resize.size", "4096"),
+        # Under the manifest's own bound (65,535 a side), over the deployment's.
+        (resnet18(**{"{size: 256,": "{size: 50000,"}), "inputs[0].steps[1].resize.size", "4096"),
         (
             resnet18(**{"{size: 224}": "{size: [224, 5000]}"}),
             "inputs[0].steps[2].center_crop.size",

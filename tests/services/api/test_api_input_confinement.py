@@ -185,6 +185,34 @@ def test_manifest_paths_outside_the_models_folder_are_refused(
     assert registered["problems"][0].startswith(problem)
 
 
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            # resnet18's normalize moved before its resize
+            lambda t: t.replace("- decode: {color_mode: RGB}", "- decode: {}\n  - normalize: {}"),
+            "inputs[0].steps[2] (resize): takes an image (uint8, HWC), gets a tensor "
+            "(float32, HWC) after normalize",
+        ),
+        (
+            lambda t: t.replace("- layout: {order: NCHW}", "- layout: {}\n  - layout: {}"),
+            "inputs[0].steps[5] (layout): takes an image or tensor (HWC) not laid out yet",
+        ),
+    ],
+)
+def test_inline_steps_that_cannot_run_are_refused_at_submission(
+    api: Api, change: Callable[[str], str], problem: str
+) -> None:
+    api.add_agent()
+    token = api.token("alice")
+    manifest = change(file_manifest())
+    assert manifest != file_manifest()
+    result = submit(api, token, model=None, manifest=manifest)
+    assert (result["__typename"], result["field"]) == ("InvalidManifest", "manifest"), result
+    assert result["problems"][0].startswith(problem), result["problems"]
+    assert_nothing_enqueued(api, token)
+
+
 def test_relative_model_paths_resolve_inside_the_models_folder(api: Api) -> None:
     api.add_agent()
     token = api.token("alice")

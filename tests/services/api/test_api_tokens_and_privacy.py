@@ -154,10 +154,14 @@ def test_production_hides_docs_and_keeps_metrics(tmp_path: Path) -> None:
         assert client.get("/metrics").status_code == 200
 
 
-def test_development_shows_docs(tmp_path: Path) -> None:
+def test_development_shows_the_description_and_no_page_from_a_cdn(tmp_path: Path) -> None:
     with _client(tmp_path, environment="development") as client:
         assert client.get("/openapi.json").json()["info"]["title"] == "benchstack"
-        assert client.get("/docs").status_code == 200
+        # FastAPI's /docs and /redoc load Swagger UI and ReDoc from a CDN: not served.
+        for path in ("/docs", "/redoc"):
+            assert client.get(path).status_code == 404, path
+        page = client.get("/graphql", headers={"accept": "text/html"})
+        assert page.status_code == 200 and "cdn." not in page.text.lower()
 
 
 def test_exposure_settings_override_the_defaults(tmp_path: Path) -> None:
