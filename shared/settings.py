@@ -162,6 +162,10 @@ class Settings(BaseSettings):
     dead_agent_queue_seconds: float = Field(default=600.0, gt=0)
     # Dispatches of one evaluation by the sweeper before it is failed instead of looped.
     max_dispatches: int = Field(default=3, ge=1, le=100)
+    # Tries of one run whose shards vanished from the object store (an emptied bucket):
+    # each sends the evaluation back to have them prepared again; the last fails it,
+    # naming the object (shared/db/lost_objects.py).
+    lost_object_tries: int = Field(default=3, ge=1, le=20)
     # One measurement per host at a time (agents and embedded runs alike); false lets
     # measurements share the machine, and each run then records what overlapped it.
     measure_exclusive: bool = True

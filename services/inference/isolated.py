@@ -52,6 +52,9 @@ class ChildOutcome:
     stopped: str | None = None  # the reason given by should_stop, or the time limit
     # The object store was unavailable (its cause in ``error``): worth measuring again.
     transient: bool = False
+    # The key of an object the run needs that is gone from the store (ObjectLost): the
+    # evaluation goes back to have it made again.
+    lost: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -171,6 +174,10 @@ def _await_outcome(
                 return ChildOutcome(value=value), True
             if status == "transient":
                 return ChildOutcome(error=str(value), transient=True), True
+            if status == "lost":
+                return ChildOutcome(
+                    error=f"{value} was missing from the object store", lost=str(value)
+                ), True
             return ChildOutcome(error=str(value)), True
         if not child.is_alive() and not receiver.poll(0):
             return None, False

@@ -15,7 +15,9 @@ and the publish) publishes RunCompleted again from the attempt's stored measurem
 
 The measurement itself runs in a child process (``isolated.run_in_child``) that holds the
 host (``host_slot``): the worker polls the evaluation while it runs and ends the child
-within ``CANCEL_POLL_S`` of a cancel, or when the run outlives ``MAX_RUN_SECONDS``.
+within ``CANCEL_POLL_S`` of a cancel, or when the run outlives ``MAX_RUN_SECONDS``. A run
+that finds a shard gone from the object store (the child's ``lost`` outcome) sends the
+evaluation back to have its shards prepared again (shared/db/lost_objects.py).
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ from services.inference.profiling.stack_trace import adopt_trace, request_spans_
 from services.inference.profiling.trace_events import TRACE_FILE
 from services.workloads import workload_named
 from shared import queues, runtime, worker_context
-from shared.db import evaluation_repo, liveness
+from shared.db import evaluation_repo, liveness, lost_objects
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.messages import RunCompleted, RunInference
+from shared.messages import EvaluationRequested, RunCompleted, RunInference
 from shared.run_report import attempt_prefix
 from shared.runtime import Resources, SessionFactory
 from shared.settings import Settings
@@ -202,6 +204,9 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         with resources.db() as session:
             evaluation_repo.release_claim(session, message.evaluation_id, attempt)
         raise ObjectStoreUnavailable(result.error or "unknown cause")
+    if result.lost is not None:
+        _send_back(message, attempt, result.lost, context)
+        return
     failure = result.stopped or result.error
     if failure is not None:
         # Ended (cancel, time limit) is news; failed (the child's error) is a warning.
@@ -226,6 +231,25 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         return
     # After the commit: the aggregator must see the evaluation in AGGREGATING.
     context.publish(queues.RUN_COMPLETED, completion_message(message, agent_id, prefix, keys), None)
+
+
+def _send_back(message: RunInference, attempt: int, lost: str, context: WorkerContext) -> None:
+    """The run found ``lost`` gone from the object store: the evaluation goes back to have
+    its shards prepared again (the scheduler publishes those not whole), or fails once
+    ``lost_object_tries`` runs found one gone (shared/db/lost_objects.py)."""
+    settings = context.resources.settings
+    with context.resources.db() as session:
+        sent = lost_objects.send_back(
+            session, message.evaluation_id, attempt, lost, tries=settings.lost_object_tries
+        )
+    if sent is None:
+        return  # cancelled, failed or taken over meanwhile
+    log.warning("run %s: %s", message.run_id, sent.reason)
+    if not sent.failed:
+        # After the commit: the scheduler must find it PREPROCESSING. Lost, the sweeper
+        # dispatches it again once it stalls.
+        requested = EvaluationRequested(evaluation_id=message.evaluation_id)
+        context.publish(queues.PLAN_EVALUATION, requested, None)
 
 
 def _claim(message: RunInference, agent_id: str, resources: Resources) -> int | RunCompleted | None:

@@ -68,6 +68,10 @@ def test_state_machine_rules() -> None:
     assert can_transition(S.RUNNING, S.FAILED)
     assert not can_transition(S.SUCCEEDED, S.FAILED)
     assert not can_transition(S.CANCELLED, S.CANCELLED)
+    # The one step back: a run whose shards were lost has them prepared again.
+    assert can_transition(S.RUNNING, S.PREPROCESSING)
+    assert not can_transition(S.AGGREGATING, S.PREPROCESSING)
+    assert not can_transition(S.SUCCEEDED, S.PREPROCESSING)
 
 
 def _evaluation(url: str, shards: int) -> str:
