@@ -33,7 +33,7 @@ from sqlalchemy import select
 
 from services.core.workload import AgentRun, entry
 from services.inference.isolated import run_in_child
-from services.inference.measurement import stored_completion
+from services.inference.measurement import outcome_key, stored_completion
 from services.inference.profiling.spans import now_ns
 from services.inference.profiling.stack_trace import adopt_trace, request_spans_of
 from services.inference.profiling.trace_events import TRACE_FILE
@@ -263,14 +263,19 @@ def _claim(message: RunInference, agent_id: str, resources: Resources) -> int | 
         if evaluation.state == EvaluationState.AGGREGATING.value:
             # This run's claim finished and committed; its RunCompleted may have been lost.
             completed = stored_completion(resources.store, evaluation)
-            if completed is None:
-                evaluation_repo.fail(
-                    session,
-                    message.evaluation_id,
-                    f"inference: attempt {evaluation.attempt} of run {message.run_id} "
-                    "left no outcome in the object store",
-                )
-            return completed
+            if completed is not None:
+                return completed
+            # Its measurement too (an emptied bucket): measured again, here and now.
+            sent = lost_objects.measure_again(
+                session,
+                evaluation,
+                outcome_key(evaluation),
+                tries=settings.lost_object_tries,
+                who="inference",
+            )
+            if sent is None or sent.failed:
+                return None
+            log.warning("run %s: %s", message.run_id, sent.reason)
         attempt = evaluation_repo.claim_run(
             session,
             message.evaluation_id,

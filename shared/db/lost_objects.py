@@ -1,20 +1,25 @@
-"""A run that found its shards gone from the object store (an emptied bucket, a deleted
-key) sends its evaluation back to have them prepared again, as a lost message is
-delivered again: RUNNING -> PREPROCESSING (the state machine's one backward step) with
-every shard to be checked again, for ``lost_object_tries`` tries; the last one fails the
-evaluation, naming the object.
+"""Objects lost from the object store (an emptied bucket, a deleted key) are work to do
+again, as a lost message is delivered again; the state machine's backward steps
+(shared/db/states.py), for ``lost_object_tries`` tries in all, counted in
+``evaluations.replans``; the try that finds one gone after that fails the evaluation,
+naming the object.
 
-The preprocess workers skip each shard that is still whole (content-addressed), prepare
-the rest (re-creating the bucket if it went too, ``S3Store._call``), and the last one
-moves the evaluation to RUNNING again and publishes its RunInference, as at the first
-plan.
+- ``send_back``: a run found a shard gone: RUNNING -> PREPROCESSING with every shard to
+  be checked again. The preprocess workers skip each shard still whole
+  (content-addressed), prepare the rest (re-creating the bucket if it went too,
+  ``S3Store._call``), and the last one moves the evaluation to RUNNING again and
+  publishes its RunInference, as at the first plan.
+- ``measure_again``: the measurement an AGGREGATING evaluation's run stored is gone:
+  AGGREGATING -> RUNNING with the claim free, so the next RunInference measures it again
+  under the next attempt.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.evaluation_repo import fail_attempt, transition
@@ -47,26 +52,24 @@ def send_back(
     if this_try >= tries or not row.shards_total:
         # A run without shards has nothing to prepare again (no workload's does today).
         reason = (
-            f"inference: {missing} at each of {this_try} tries (lost_object_tries "
-            f"{tries}); its shards were prepared again {row.replans} times"
+            _given_up("inference", missing, this_try, tries)
+            if row.shards_total
+            else f"inference: {missing}"
         )
         if fail_attempt(session, evaluation_id, attempt, reason):
             return SentBack(failed=True, reason=reason)
         return None
     reason = f"{missing}; prepared again (try {this_try + 1} of {tries})"
-    moved = transition(
+    moved = _step_back(
         session,
         evaluation_id,
         EvaluationState.PREPROCESSING,
-        reason=reason,
-        sources=frozenset({EvaluationState.RUNNING}),
         # Only the attempt that found it missing, once: a second delivery counts nothing.
         where=[Evaluation.attempt == attempt, Evaluation.replans == row.replans],
+        reason=reason,
         replans=this_try,
         shards_ready=0,
         preprocess_reused=False,
-        # The next RunInference claims the next attempt at once.
-        claimed_at=None,
     )
     if not moved:
         return None
@@ -77,3 +80,63 @@ def send_back(
         .execution_options(synchronize_session=False)
     )
     return SentBack(failed=False, reason=reason)
+
+
+def measure_again(
+    session: Session, evaluation: Evaluation, lost_key: str, *, tries: int, who: str
+) -> SentBack | None:
+    """AGGREGATING -> RUNNING for an evaluation whose stored measurement (``lost_key``) is
+    gone, or FAILED once ``tries`` tries lost an object; ``who`` names the stage that
+    found it. None when it left AGGREGATING meanwhile. The caller publishes the run."""
+    missing = f"{lost_key} was missing from the object store"
+    this_try = evaluation.replans + 1
+    if this_try >= tries:
+        reason = _given_up(who, missing, this_try, tries)
+        failed = transition(
+            session,
+            evaluation.id,
+            EvaluationState.FAILED,
+            reason=reason,
+            sources=frozenset({EvaluationState.AGGREGATING}),
+        )
+        return SentBack(failed=True, reason=reason) if failed else None
+    reason = f"{missing}; measured again (try {this_try + 1} of {tries})"
+    moved = _step_back(
+        session,
+        evaluation.id,
+        EvaluationState.RUNNING,
+        where=[Evaluation.replans == evaluation.replans],
+        reason=reason,
+        replans=this_try,
+    )
+    return SentBack(failed=False, reason=reason) if moved else None
+
+
+def _given_up(who: str, missing: str, this_try: int, tries: int) -> str:
+    return (
+        f"{who}: {missing}; an object it needs was lost at each of {this_try} tries "
+        f"(lost_object_tries {tries}), so it is failed rather than looped"
+    )
+
+
+def _step_back(
+    session: Session,
+    evaluation_id: str,
+    target: EvaluationState,
+    *,
+    where: list[ColumnElement[bool]],
+    reason: str,
+    **values: Any,
+) -> bool:
+    """The backward step to ``target``, its claim released: the next RunInference claims
+    the next attempt at once."""
+    return transition(
+        session,
+        evaluation_id,
+        target,
+        reason=reason,
+        back=True,
+        where=where,
+        claimed_at=None,
+        **values,
+    )
