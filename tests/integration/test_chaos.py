@@ -131,8 +131,8 @@ def test_an_object_store_back_empty_fails_nothing(chaos: ChaosStack) -> None:
 
 
 def test_objects_lost_while_evaluations_run_fail_nothing(chaos: ChaosStack) -> None:
-    """s3-lost-while-running: the bucket deleted (twice) with 6 evaluations in flight; the
-    shards are prepared again and every one SUCCEEDS."""
+    """s3-lost-while-running: the bucket deleted with 6 evaluations in flight; the shards
+    are prepared again (and a lost measurement measured again) and every one SUCCEEDS."""
     outcome = lose_objects_while_running(chaos, in_flight=6, timeout_s=RECOVERY_LIMIT_S)
     print(outcome.row(), outcome.failed[:3])
     _assert_recovered(outcome, chaos)

@@ -14,12 +14,13 @@ from tests.support.chaos import ChaosStack, Outcome
 
 
 def lose_objects_while_running(
-    chaos: ChaosStack, *, in_flight: int, timeout_s: float, rounds: int = 2
+    chaos: ChaosStack, *, in_flight: int, timeout_s: float, rounds: int = 1
 ) -> Outcome:
     """``in_flight`` evaluations (distinct seeds: distinct shards), each measuring about a
     second on the stack's one agent; once one is RUNNING (the others prepared and queued
     behind it, or still preparing), every object and the bucket are deleted, ``rounds``
-    times a second apart (the second meets shards prepared again)."""
+    times a second apart (a second round meets shards prepared again; each round may cost
+    an evaluation two of its ``lost_object_tries``, a measurement and then its shards)."""
     ids = [
         chaos.submit(
             seed=500 + i,
