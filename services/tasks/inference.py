@@ -17,7 +17,9 @@ The measurement itself runs in a child process (``isolated.run_in_child``) that 
 host (``host_slot``): the worker polls the evaluation while it runs and ends the child
 within ``CANCEL_POLL_S`` of a cancel, or when the run outlives ``MAX_RUN_SECONDS``. A run
 that finds a shard gone from the object store (the child's ``lost`` outcome) sends the
-evaluation back to have its shards prepared again (shared/db/lost_objects.py).
+evaluation back to have its shards prepared again (shared/db/lost_objects.py); one whose
+child died without answering is sent again, as the sweeper sends a run whose worker
+died, within ``max_dispatches``.
 """
 
 from __future__ import annotations
@@ -207,6 +209,9 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
     if result.lost is not None:
         _send_back(message, attempt, result.lost, context)
         return
+    if result.died:
+        _measure_again(message, attempt, result.error or "the measurement process died", context)
+        return
     failure = result.stopped or result.error
     if failure is not None:
         # Ended (cancel, time limit) is news; failed (the child's error) is a warning.
@@ -250,6 +255,24 @@ def _send_back(message: RunInference, attempt: int, lost: str, context: WorkerCo
         # dispatches it again once it stalls.
         requested = EvaluationRequested(evaluation_id=message.evaluation_id)
         context.publish(queues.PLAN_EVALUATION, requested, None)
+
+
+def _measure_again(message: RunInference, attempt: int, what: str, context: WorkerContext) -> None:
+    """The measurement process died without answering (killed, crashed): the run is sent
+    again, as the sweeper sends one whose worker died, until ``max_dispatches``."""
+    settings = context.resources.settings
+    with context.resources.db() as session:
+        sent = lost_objects.retry_died(
+            session, message.evaluation_id, attempt, what, max_dispatches=settings.max_dispatches
+        )
+        queue = session.scalar(
+            select(Evaluation.queue).where(Evaluation.id == message.evaluation_id)
+        )
+    if sent is None:
+        return
+    log.warning("run %s: %s", message.run_id, sent.reason)
+    if not sent.failed:
+        context.publish(queues.RUN_INFERENCE, message, queue or None)
 
 
 def _claim(message: RunInference, agent_id: str, resources: Resources) -> int | RunCompleted | None:

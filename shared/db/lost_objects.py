@@ -12,6 +12,10 @@ naming the object.
 - ``measure_again``: the measurement an AGGREGATING evaluation's run stored is gone:
   AGGREGATING -> RUNNING with the claim free, so the next RunInference measures it again
   under the next attempt.
+
+And a run whose measurement process died (killed, crashed) is measured again like one
+whose worker died (``retry_died``), counted in the sweeper's ``dispatches`` and failed
+past ``max_dispatches``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session
 
+from shared.db.clock import utcnow
 from shared.db.evaluation_repo import fail_attempt, transition
 from shared.db.evaluations import Evaluation, Shard
 from shared.db.states import EvaluationState
@@ -140,3 +145,39 @@ def _step_back(
         claimed_at=None,
         **values,
     )
+
+
+def retry_died(
+    session: Session, evaluation_id: str, attempt: int, what: str, *, max_dispatches: int
+) -> SentBack | None:
+    """The run ``attempt`` lost its measurement process (``what`` happened to it): the
+    claim released and the dispatch counted, for the caller to publish the run again; or
+    FAILED once the evaluation was dispatched ``max_dispatches`` times. None when that
+    attempt no longer holds it."""
+    row = session.execute(
+        select(Evaluation.dispatches).where(Evaluation.id == evaluation_id)
+    ).one_or_none()
+    if row is None:
+        return None
+    if row.dispatches >= max_dispatches:
+        reason = (
+            f"inference: {what}; dispatched again {max_dispatches} times without "
+            "progress, so it is failed rather than looped"
+        )
+        failed = fail_attempt(session, evaluation_id, attempt, reason)
+        return SentBack(failed=True, reason=reason) if failed else None
+    reason = (
+        f"inference: {what}; measured again (dispatch {row.dispatches + 1} of {max_dispatches})"
+    )
+    result = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == evaluation_id,
+            Evaluation.state == EvaluationState.RUNNING.value,
+            Evaluation.attempt == attempt,
+            Evaluation.dispatches == row.dispatches,
+        )
+        .values(dispatches=row.dispatches + 1, claimed_at=None, reason=reason, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return SentBack(failed=False, reason=reason) if result.rowcount else None  # type: ignore[attr-defined]
