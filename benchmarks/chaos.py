@@ -1,11 +1,12 @@
 """The fault campaign: kill -9 each worker kind mid-run, restart the broker (also behind a
-busy agent), stop the database, take S3 away (refusing, hung, back empty), send a folder
-of image bombs and loop the too-costly 20-alias query beside honest work, each against a
-whole stack on its own Postgres and Redis, with the DEFAULT recovery settings (10 s
-heartbeats, 30 s claim lease, a sweep every 10 s, 45 s to call an evaluation stalled,
-MAX_RUN_SECONDS 3600). Prints, per scenario: attempts, completed, failed, lost,
-duplicated, stuck, reasons left on SUCCEEDED ones and the recovery time (from the end of
-the fault, or the replacement worker's start, to the last evaluation terminal).
+busy agent), stop the database, take S3 away (refusing, hung, back empty, emptied while
+evaluations run), send a folder of image bombs and loop the too-costly 20-alias query
+beside honest work, each against a whole stack on its own Postgres and Redis, with the
+DEFAULT recovery settings (10 s heartbeats, 30 s claim lease, a sweep every 10 s, 45 s
+to call an evaluation stalled, MAX_RUN_SECONDS 3600). Prints, per scenario: attempts,
+completed, failed, lost, duplicated, stuck, reasons left on SUCCEEDED ones and the
+recovery time (from the end of the fault, or the replacement worker's start, to the last
+evaluation terminal).
 
 The CI version (tests/integration/test_chaos.py) runs the same scenarios with short
 outages and fast settings. Run on a quiet machine from the repository root:
@@ -41,6 +42,7 @@ from tests.support.chaos import (
     stop_object_store,
 )
 from tests.support.chaos_attacks import costly_queries, image_bombs
+from tests.support.chaos_lost_objects import lose_objects_while_running
 
 WORKERS = ("inference", "preprocess", "aggregator", "scheduler")
 SCENARIOS = (
@@ -51,6 +53,7 @@ SCENARIOS = (
     "s3-down",
     "s3-hung",
     "s3-empty",
+    "s3-lost-while-running",
     "image-bomb",
     "costly-query",
 )
@@ -86,6 +89,10 @@ def run(scenario: str, args: argparse.Namespace) -> Outcome:
                 in_flight=args.in_flight,
                 seconds=args.outage,
                 timeout_s=args.timeout,
+            )
+        if scenario == "s3-lost-while-running":
+            return lose_objects_while_running(
+                chaos, in_flight=args.in_flight, timeout_s=args.timeout
             )
         if scenario == "s3-empty":
             return empty_object_store(chaos, in_flight=args.in_flight, timeout_s=args.timeout)

@@ -186,6 +186,10 @@ class Settings(BaseSettings):
     # Per-user exceptions by user name, e.g. {"ci": {"user_max_queued": 0}} (JSON in
     # BENCHSTACK_USER_LIMIT_OVERRIDES): there are no admin roles, the operator grants them.
     user_limit_overrides: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # Tries of one run whose shards vanished from the object store (an emptied bucket):
+    # each sends the evaluation back to have them prepared again; the last fails it,
+    # naming the object (shared/db/lost_objects.py).
+    lost_object_tries: int = Field(default=3, ge=1, le=20)
     # One measurement per host at a time (agents and embedded runs alike); false lets
     # measurements share the machine, and each run then records what overlapped it.
     measure_exclusive: bool = True

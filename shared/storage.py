@@ -18,6 +18,22 @@ class ObjectNotFound(KeyError):
     """No object under that key."""
 
 
+class ObjectLost(ObjectNotFound):
+    """An object an earlier stage stored, and this one needs, is gone (an emptied bucket,
+    a deleted key): the work that made it is to be done again, not the evaluation failed.
+    ``key`` names it; the measurement child answers it as its own outcome."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(key)
+
+    def __str__(self) -> str:
+        return f"{self.key} was missing from the object store"
+
+    def __reduce__(self) -> tuple[type[ObjectLost], tuple[str]]:
+        return (type(self), (self.key,))
+
+
 class ObjectStoreUnavailable(ConnectionError):
     """The object store did not answer: refused, timed out, or 5xx after its retries.
 

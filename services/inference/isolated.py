@@ -52,6 +52,12 @@ class ChildOutcome:
     stopped: str | None = None  # the reason given by should_stop, or the time limit
     # The object store was unavailable (its cause in ``error``): worth measuring again.
     transient: bool = False
+    # The key of an object the run needs that is gone from the store (ObjectLost): the
+    # evaluation goes back to have it made again.
+    lost: str | None = None
+    # The child died without answering (killed, crashed): measured again, as a run whose
+    # worker was killed is, within ``max_dispatches``.
+    died: bool = False
 
     @property
     def ok(self) -> bool:
@@ -136,7 +142,7 @@ def run_in_child(
     finally:
         _end(child)
         receiver.close()
-    return ChildOutcome(error=f"the measurement process {exit_text(child.exitcode)}")
+    return ChildOutcome(error=f"the measurement process {exit_text(child.exitcode)}", died=True)
 
 
 def _await_outcome(
@@ -171,6 +177,10 @@ def _await_outcome(
                 return ChildOutcome(value=value), True
             if status == "transient":
                 return ChildOutcome(error=str(value), transient=True), True
+            if status == "lost":
+                return ChildOutcome(
+                    error=f"{value} was missing from the object store", lost=str(value)
+                ), True
             return ChildOutcome(error=str(value)), True
         if not child.is_alive() and not receiver.poll(0):
             return None, False
@@ -279,7 +289,9 @@ def _run_in_resident(
             end_resident()  # stopped while measuring, over its memory, or dead: never reused
     if outcome is not None:
         return outcome
-    return ChildOutcome(error=f"the measurement process {exit_text(resident.process.exitcode)}")
+    return ChildOutcome(
+        error=f"the measurement process {exit_text(resident.process.exitcode)}", died=True
+    )
 
 
 def end_resident() -> None:

@@ -120,6 +120,15 @@ def load_measurement(store: ObjectStore, key: str) -> tuple[Measurement, dict[st
     return Measurement.from_dict(document), keys
 
 
+def outcome_key(evaluation: Evaluation) -> str:
+    """The object an AGGREGATING evaluation's run stored its outcome in: what a lost one is
+    named by (LoadGen's measurement, or a workload's own outcome document)."""
+    prefix = attempt_prefix(evaluation.run_id or "", evaluation.attempt)
+    if evaluation.workload in (None, "", "loadgen"):
+        return measurement_key(prefix)
+    return f"{prefix}/{outcome_file(evaluation.workload)}"
+
+
 def stored_completion(store: ObjectStore, evaluation: Evaluation) -> RunCompleted | None:
     """RunCompleted of the attempt that moved the evaluation to AGGREGATING, rebuilt from
     its stored measurement (a redelivery or a sweep re-sends it); None when it is missing."""

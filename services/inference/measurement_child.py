@@ -17,7 +17,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from shared.storage import ObjectStoreUnavailable
+from shared.storage import ObjectLost, ObjectStoreUnavailable
 
 # In the child: the connection to the parent, for announce_started().
 _PARENT: Connection | None = None
@@ -84,7 +84,24 @@ def _serve(
         # An outage, not the run's fault: the worker retries the run once S3 is back.
         conn.send(("transient", exc.cause))
     except BaseException as exc:
-        conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
+        lost = lost_object(exc)
+        if lost is not None:
+            # Its shards are gone from the store: the worker has them prepared again.
+            conn.send(("lost", lost.key))
+        else:
+            conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
+
+
+def lost_object(exc: BaseException) -> ObjectLost | None:
+    """The ObjectLost that caused ``exc``, if one did (a backend or LoadGen may wrap it)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ObjectLost):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _die_with_parent(worker: int) -> None:  # pragma: no cover - runs in the child

@@ -3,7 +3,8 @@ tensors' .npy encoding.
 
 A shard is two objects: the tensors (``shards/<hash>.npy``) and, written last, a JSON
 sidecar with sample ids, labels and per-sample errors. The sidecar's presence means the
-shard is complete, so a reader never picks up half a shard after a crash.
+shard is complete, so a reader never picks up half a shard after a crash. A reader that
+finds either object gone raises ``ObjectLost``: the shard is to be prepared again.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from services.preprocess.batch import finish
 from services.preprocess.pipeline import Prepared
 from shared.manifest_sections import Input
-from shared.storage import ObjectStore
+from shared.storage import ObjectLost, ObjectNotFound, ObjectStore
 
 
 def meta_key(shard_key: str) -> str:
@@ -43,9 +44,25 @@ def write_shard(store: ObjectStore, shard_key: str, prepared: Prepared) -> dict[
     return meta
 
 
+def is_whole(store: ObjectStore, shard_key: str) -> bool:
+    """Both objects are there: what a preprocess worker asks before it skips a shard, so a
+    shard that lost its tensors but kept its sidecar is prepared again."""
+    return is_complete(store, shard_key) and store.exists(shard_key)
+
+
 def read_meta(store: ObjectStore, shard_key: str) -> dict[str, Any]:
-    meta: dict[str, Any] = json.loads(store.get_bytes(meta_key(shard_key)))
+    meta: dict[str, Any] = json.loads(_get_prepared(store, meta_key(shard_key)))
     return meta
+
+
+def _get_prepared(store: ObjectStore, key: str) -> bytes:
+    """An object the preprocess workers stored: one that is gone is lost work to redo."""
+    try:
+        return store.get_bytes(key)
+    except ObjectLost:
+        raise
+    except ObjectNotFound:
+        raise ObjectLost(key) from None
 
 
 @dataclass
@@ -74,6 +91,10 @@ class ShardSet:
             counts.append(len(meta["ids"]))
             labels.extend(meta["labels"])
             errors.extend(meta["errors"])
+            # The tensors too, before the run holds the host: fetched later, in LoadGen's
+            # load callback, a missing one could not be told as lost work.
+            if not store.exists(key):
+                raise ObjectLost(key)
         return cls(
             store=store, spec=spec, keys=list(keys), counts=counts, labels=labels, errors=errors
         )
@@ -88,7 +109,7 @@ class ShardSet:
         shard_of = np.searchsorted(bounds, wanted, side="right") - 1
         loaded: dict[int, np.ndarray] = {}
         for shard in np.unique(shard_of):
-            loaded[int(shard)] = decode_tensors(self.store.get_bytes(self.keys[int(shard)]))
+            loaded[int(shard)] = decode_tensors(_get_prepared(self.store, self.keys[int(shard)]))
         rows = [loaded[int(s)][int(i - bounds[s])] for s, i in zip(shard_of, wanted, strict=True)]
         return finish(np.stack(rows), self.spec)
 

@@ -75,15 +75,27 @@ def _idle_consumer(agents: list[Agent], queue: str) -> bool:
     return any(a.busy_since is None and a.consumes(queue) for a in agents)
 
 
-def _lapse_reason(evaluation: Evaluation, agents: dict[str, Agent], now: datetime) -> str:
+def _lapse_reason(
+    evaluation: Evaluation, agents: dict[str, Agent], now: datetime, cutoff: datetime
+) -> str:
+    """What made the claim lapse, as it happened: an agent that stopped beating; a claim its
+    live worker gave up (a run that met an object-store outage and waits for its retry);
+    or a lease that a live agent did not renew."""
     agent = agents.get(evaluation.agent_id or "")
-    if agent is not None and agent.last_heartbeat is not None:
-        seen = _aware(agent.last_heartbeat, now)
+    seen = _aware(agent.last_heartbeat, now) if agent and agent.last_heartbeat else None
+    live = agent is not None and agent.stopped_at is None and seen is not None and seen >= cutoff
+    if agent is not None and seen is not None and not live:
         return (
             f"agent {agent.id} stopped answering at {seen:%H:%M:%S} UTC "
             f"({int((now - seen).total_seconds())} s ago)"
         )
-    return f"attempt {evaluation.attempt}'s claim was not renewed"
+    by = f" by agent {agent.id}, which is live" if agent is not None else ""
+    if evaluation.claimed_at is None:
+        return (
+            f"attempt {evaluation.attempt}'s claim was given up{by} (its run met an "
+            "object-store outage and waits to be retried)"
+        )
+    return f"attempt {evaluation.attempt}'s claim was not renewed{by}"
 
 
 def _aware(moment: datetime, now: datetime) -> datetime:
@@ -133,7 +145,7 @@ def find_stalled(
                 continue  # an agent between two runs looks idle; the queue says it is not
             why = f"no agent took the run in {settings.stall_seconds:g} s though one is idle"
         elif row.state == EvaluationState.RUNNING.value:
-            why = _lapse_reason(row, known, now)
+            why = _lapse_reason(row, known, now, cutoff)
         elif not worker_repo.live_workers(session, NEXT_WORKER[row.state], cutoff=cutoff):
             # Nobody to send it to: a dispatch would only count toward failing it. The API
             # says "no live preprocess worker" meanwhile (worker_repo.waiting_reason).

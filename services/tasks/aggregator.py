@@ -5,7 +5,8 @@ store and stores it; the aggregator never parses a log or changes a verdict.
 
 Only an evaluation in AGGREGATING gets its run stored. The repository's ``save_run`` is
 idempotent by run id (and safe against a concurrent save of the same id), so a redelivered
-or re-sent message never counts a result twice.
+or re-sent message never counts a result twice. A run whose stored measurement is gone
+from the object store (an emptied bucket) is measured again (shared/db/lost_objects.py).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from celery import shared_task
 from sqlalchemy.orm import Session
 
 from services.core.workload import entry
+from services.scheduler.pending import measure_lost_again
 from services.workloads import workload_named
 from shared import queues, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.messages import RunCompleted
+from shared.messages import RunCompleted, RunInference
 from shared.storage import ObjectNotFound
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 from shared.worker_context import WorkerContext
@@ -36,6 +38,7 @@ def run_completed(payload: dict[str, Any]) -> None:
     message = RunCompleted.model_validate(payload)
     context = worker_context.current()
     store = context.resources.store
+    again: tuple[RunInference, str] | None = None
     with context.resources.db() as session:
         evaluation = session.get(Evaluation, message.evaluation_id)
         if evaluation is None:
@@ -48,16 +51,35 @@ def run_completed(payload: dict[str, Any]) -> None:
         workload = workload_named(evaluation.workload)
         try:
             outcome = entry(workload.read)(evaluation, message, store)
-        except (ObjectNotFound, KeyError, ValueError) as exc:
+        except ObjectNotFound as exc:
+            # Lost from the store (an emptied bucket): measured again, not failed.
+            settings = context.resources.settings
+            again = measure_lost_again(session, evaluation, exc.args[0], settings, who="aggregator")
+        except (KeyError, ValueError) as exc:
             evaluation_repo.fail(session, evaluation.id, f"aggregator: {exc}")
             return
-        # The state first, in the same transaction as the run: a cancel that lands now
-        # either wins (nothing is stored) or waits on the row and finds it SUCCEEDED.
-        if not evaluation_repo.transition(session, evaluation.id, EvaluationState.SUCCEEDED):
-            log.info("run %s: the evaluation left AGGREGATING; not stored", message.run_id)
-            return
-        entry(workload.save)(session, evaluation, message, outcome)
-        _continue_group(context, session, evaluation)
+        else:
+            _store(context, session, evaluation, message, outcome)
+    if again is not None:
+        # After the commit: the inference worker must find the evaluation RUNNING.
+        context.publish(queues.RUN_INFERENCE, *again)
+
+
+def _store(
+    context: WorkerContext,
+    session: Session,
+    evaluation: Evaluation,
+    message: RunCompleted,
+    outcome: Any,
+) -> None:
+    """SUCCEEDED with the run stored, then the group's next step, if any."""
+    # The state first, in the same transaction as the run: a cancel that lands now either
+    # wins (nothing is stored) or waits on the row and finds it SUCCEEDED.
+    if not evaluation_repo.transition(session, evaluation.id, EvaluationState.SUCCEEDED):
+        log.info("run %s: the evaluation left AGGREGATING; not stored", message.run_id)
+        return
+    entry(workload_named(evaluation.workload).save)(session, evaluation, message, outcome)
+    _continue_group(context, session, evaluation)
 
 
 def _continue_group(context: WorkerContext, session: Session, evaluation: Evaluation) -> None:

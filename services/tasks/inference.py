@@ -15,7 +15,11 @@ and the publish) publishes RunCompleted again from the attempt's stored measurem
 
 The measurement itself runs in a child process (``isolated.run_in_child``) that holds the
 host (``host_slot``): the worker polls the evaluation while it runs and ends the child
-within ``CANCEL_POLL_S`` of a cancel, or when the run outlives ``MAX_RUN_SECONDS``.
+within ``CANCEL_POLL_S`` of a cancel, or when the run outlives ``MAX_RUN_SECONDS``. A run
+that finds a shard gone from the object store (the child's ``lost`` outcome) sends the
+evaluation back to have its shards prepared again (shared/db/lost_objects.py); one whose
+child died without answering is sent again, as the sweeper sends a run whose worker
+died, within ``max_dispatches``.
 """
 
 from __future__ import annotations
@@ -31,17 +35,17 @@ from sqlalchemy import select
 
 from services.core.workload import AgentRun, entry
 from services.inference.isolated import run_in_child
-from services.inference.measurement import stored_completion
+from services.inference.measurement import outcome_key, stored_completion
 from services.inference.profiling.spans import now_ns
 from services.inference.profiling.stack_trace import adopt_trace, request_spans_of
 from services.inference.profiling.trace_events import TRACE_FILE
 from services.scheduler import fair_order
 from services.workloads import workload_named
 from shared import queues, runtime, worker_context
-from shared.db import evaluation_repo, liveness
+from shared.db import evaluation_repo, liveness, lost_objects
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.messages import RunCompleted, RunInference
+from shared.messages import EvaluationRequested, RunCompleted, RunInference
 from shared.run_report import attempt_prefix
 from shared.runtime import Resources, SessionFactory
 from shared.settings import Settings
@@ -210,6 +214,12 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
         with resources.db() as session:
             evaluation_repo.release_claim(session, message.evaluation_id, attempt)
         raise ObjectStoreUnavailable(result.error or "unknown cause")
+    if result.lost is not None:
+        _send_back(message, attempt, result.lost, context)
+        return
+    if result.died:
+        _measure_again(message, attempt, result.error or "the measurement process died", context)
+        return
     failure = result.stopped or result.error
     if failure is not None:
         # Ended (cancel, time limit) is news; failed (the child's error) is a warning.
@@ -236,6 +246,43 @@ def _run_inference(payload: dict[str, Any], context: WorkerContext) -> None:
     context.publish(queues.RUN_COMPLETED, completion_message(message, agent_id, prefix, keys), None)
 
 
+def _send_back(message: RunInference, attempt: int, lost: str, context: WorkerContext) -> None:
+    """The run found ``lost`` gone from the object store: the evaluation goes back to have
+    its shards prepared again (the scheduler publishes those not whole), or fails once
+    ``lost_object_tries`` runs found one gone (shared/db/lost_objects.py)."""
+    settings = context.resources.settings
+    with context.resources.db() as session:
+        sent = lost_objects.send_back(
+            session, message.evaluation_id, attempt, lost, tries=settings.lost_object_tries
+        )
+    if sent is None:
+        return  # cancelled, failed or taken over meanwhile
+    log.warning("run %s: %s", message.run_id, sent.reason)
+    if not sent.failed:
+        # After the commit: the scheduler must find it PREPROCESSING. Lost, the sweeper
+        # dispatches it again once it stalls.
+        requested = EvaluationRequested(evaluation_id=message.evaluation_id)
+        context.publish(queues.PLAN_EVALUATION, requested, None)
+
+
+def _measure_again(message: RunInference, attempt: int, what: str, context: WorkerContext) -> None:
+    """The measurement process died without answering (killed, crashed): the run is sent
+    again, as the sweeper sends one whose worker died, until ``max_dispatches``."""
+    settings = context.resources.settings
+    with context.resources.db() as session:
+        sent = lost_objects.retry_died(
+            session, message.evaluation_id, attempt, what, max_dispatches=settings.max_dispatches
+        )
+        queue = session.scalar(
+            select(Evaluation.queue).where(Evaluation.id == message.evaluation_id)
+        )
+    if sent is None:
+        return
+    log.warning("run %s: %s", message.run_id, sent.reason)
+    if not sent.failed:
+        context.publish(queues.RUN_INFERENCE, message, queue or None)
+
+
 def _claim(message: RunInference, agent_id: str, resources: Resources) -> int | RunCompleted | None:
     """The attempt this delivery claimed; or the stored RunCompleted of an attempt that
     already finished (its message may have been lost); or None: nothing to measure."""
@@ -247,14 +294,19 @@ def _claim(message: RunInference, agent_id: str, resources: Resources) -> int | 
         if evaluation.state == EvaluationState.AGGREGATING.value:
             # This run's claim finished and committed; its RunCompleted may have been lost.
             completed = stored_completion(resources.store, evaluation)
-            if completed is None:
-                evaluation_repo.fail(
-                    session,
-                    message.evaluation_id,
-                    f"inference: attempt {evaluation.attempt} of run {message.run_id} "
-                    "left no outcome in the object store",
-                )
-            return completed
+            if completed is not None:
+                return completed
+            # Its measurement too (an emptied bucket): measured again, here and now.
+            sent = lost_objects.measure_again(
+                session,
+                evaluation,
+                outcome_key(evaluation),
+                tries=settings.lost_object_tries,
+                who="inference",
+            )
+            if sent is None or sent.failed:
+                return None
+            log.warning("run %s: %s", message.run_id, sent.reason)
         attempt = evaluation_repo.claim_run(
             session,
             message.evaluation_id,

@@ -20,7 +20,7 @@ from services.core.dispatch import inference_message
 from services.preprocess.bounded_child import run_bounded
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.pipeline import Prepared, preprocess
-from services.preprocess.shards import is_complete, write_shard
+from services.preprocess.shards import is_whole, write_shard
 from services.scheduler.pending import pending_inference
 from shared import queues, worker_context
 from shared.db import evaluation_repo
@@ -50,7 +50,7 @@ def prepare_shard(
     The samples are prepared in a child process under ``max_preprocess_memory_mb``
     (services/preprocess/bounded_child.py): one that needs more fails the shard with
     that reason instead of drawing the kernel's OOM killer onto the worker."""
-    if is_complete(store, message.shard_key):
+    if is_whole(store, message.shard_key):
         return True
     dataset = resolve_dataset(
         message.dataset,

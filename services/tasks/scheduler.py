@@ -21,11 +21,11 @@ from sqlalchemy.orm import Session
 
 from services.core.constraints import ConstraintError
 from services.core.dispatch import PlannedShard, inference_message, run_id_for, shard_message
-from services.inference.measurement import stored_completion
+from services.inference.measurement import outcome_key, stored_completion
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.scheduler.agents import requirement_for
 from services.scheduler.fair_order import FairGate
-from services.scheduler.pending import pending_inference
+from services.scheduler.pending import measure_lost_again, pending_inference
 from services.scheduler.plan_lookups import PlanLookups
 from services.scheduler.planner import UnmetConstraint, plan_shards
 from services.workloads import workload_named
@@ -38,7 +38,6 @@ from shared.messages import EvaluationRequested, Message
 from shared.request_spans import EVALUATION_ATTRIBUTE
 from shared.runtime import Resources
 from shared.settings import Settings
-from shared.storage import ObjectStore
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 from shared.tracing import tracer
 from shared.worker_context import WorkerContext
@@ -90,7 +89,7 @@ def _plan(resources: Resources, evaluation_id: str, outbox: Outbox) -> None:
                 log.info("evaluation %s: publishing RunInference again", evaluation_id)
                 outbox.append((queues.RUN_INFERENCE, *pending))
         elif evaluation.state == EvaluationState.AGGREGATING.value:
-            _resend_completion(resources.store, session, evaluation, outbox)
+            _resend_completion(resources, session, evaluation, outbox)
         elif evaluation.state == EvaluationState.QUEUED.value:
             lookups = PlanLookups(session, resources.settings, resources.store)
             gate = FairGate(session, resources.settings)
@@ -104,17 +103,17 @@ def _plan(resources: Resources, evaluation_id: str, outbox: Outbox) -> None:
 
 
 def _resend_completion(
-    store: ObjectStore, session: Session, evaluation: Evaluation, outbox: Outbox
+    resources: Resources, session: Session, evaluation: Evaluation, outbox: Outbox
 ) -> None:
-    """AGGREGATING: the run's RunCompleted, rebuilt from the store (it may have been lost)."""
-    completed = stored_completion(store, evaluation)
+    """AGGREGATING: the run's RunCompleted, rebuilt from the store (it may have been lost);
+    with the measurement itself lost (an emptied bucket), the run measured again."""
+    completed = stored_completion(resources.store, evaluation)
     if completed is None:
-        evaluation_repo.fail(
-            session,
-            evaluation.id,
-            f"scheduler: attempt {evaluation.attempt} of run {evaluation.run_id} "
-            "left no measurement in the object store",
+        again = measure_lost_again(
+            session, evaluation, outcome_key(evaluation), resources.settings, who="scheduler"
         )
+        if again is not None:
+            outbox.append((queues.RUN_INFERENCE, *again))
         return
     log.info("evaluation %s: publishing RunCompleted again", evaluation.id)
     outbox.append((queues.RUN_COMPLETED, completed, None))

@@ -27,6 +27,7 @@ def transition(
     reason: str = "",
     sources: frozenset[EvaluationState] | None = None,
     where: Sequence[ColumnElement[bool]] = (),
+    back: bool = False,
     **values: Any,
 ) -> bool:
     """Move to ``target`` if the state machine allows it from the current state: the one
@@ -35,9 +36,10 @@ def transition(
     ``sources`` narrows the states it may leave (within what the machine allows); ``where``
     adds conditions (e.g. the attempt that holds the claim). Returns whether this call made
     the change; a loser of a race (or a redelivered message) gets False and must not
-    repeat the side effects.
+    repeat the side effects. ``back``: a backward step of the machine (lost work done
+    again, shared/db/lost_objects.py), never taken otherwise.
     """
-    allowed = allowed_sources(target)
+    allowed = allowed_sources(target, back=back)
     if sources is not None:
         allowed = allowed & sources
     result = session.execute(

@@ -108,6 +108,10 @@ class Evaluation(Base):
     # Times the sweeper dispatched this evaluation again after it stopped moving; past
     # MAX_DISPATCHES it is failed instead of looped.
     dispatches: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Times a run found a shard gone from the object store and sent the evaluation back
+    # to have it prepared again (migration 0018; shared/db/lost_objects.py); at
+    # lost_object_tries it is failed instead.
+    replans: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Shared by the evaluations of one fan-out: they come back as one comparison.
     group_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     # What the group is beyond a fan-out (None): {"kind": "sweep", "parameter":

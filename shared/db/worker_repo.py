@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from shared.db import queue_waits
 from shared.db.clock import utcnow
 from shared.db.evaluations import Agent, Evaluation, WorkerPresence
 from shared.db.states import EvaluationState
@@ -76,8 +77,10 @@ def live_workers(session: Session, kind: str, *, cutoff: datetime) -> int:
 def waiting_reason(
     session: Session, evaluation: Evaluation, *, live_within_s: float, now: datetime | None = None
 ) -> str:
-    """Why a non-final evaluation is not moving: "" while a live worker could take it, or
-    while it has been waiting less than ``live_within_s`` (a worker may be starting)."""
+    """Why a non-final evaluation is not moving: no live worker could take it, or (a run)
+    what the busy agents of its queue run and how many runs are ahead of it
+    (shared/db/queue_waits.py); "" when a worker could take it now, or while it has been
+    waiting less than ``live_within_s`` (a worker may be starting)."""
     kind = NEXT_WORKER.get(evaluation.state)
     if kind is None:
         return ""
@@ -88,18 +91,22 @@ def waiting_reason(
     if now - updated < timedelta(seconds=live_within_s):
         return ""
     cutoff = now - timedelta(seconds=live_within_s)
+    waited = int((now - updated).total_seconds())
     if kind == "inference":
         # Routing put it on one queue (shared, host or direct): count its live consumers.
         agents = session.scalars(
             select(Agent).where(Agent.last_heartbeat >= cutoff, Agent.stopped_at.is_(None))
         )
-        queue = evaluation.queue
-        live = sum(1 for a in agents if a.consumes(queue))
+        consumers = [a.id for a in agents if a.consumes(evaluation.queue)]
+        if consumers and queue_waits.unclaimed(evaluation):
+            # They are busy: say with what, and how many runs are ahead of it.
+            behind = queue_waits.queued_behind(session, evaluation, consumers)
+            return f"waiting {waited} s: {behind}" if behind else ""
+        live = len(consumers)
         what = f"inference agent on queue {evaluation.queue or '?'}"
     else:
         live = live_workers(session, kind, cutoff=cutoff)
         what = f"{kind} worker"
     if live:
         return ""
-    waited = int((now - updated).total_seconds())
     return f"waiting {waited} s: no live {what}; start one (`benchstack worker {kind}`)"

@@ -25,6 +25,7 @@ from tests.support.chaos import (
     stop_object_store,
 )
 from tests.support.chaos_attacks import costly_queries
+from tests.support.chaos_lost_objects import lose_objects_while_running
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -124,6 +125,15 @@ def test_an_object_store_outage_fails_nothing(chaos: ChaosStack, hung: bool) -> 
 
 def test_an_object_store_back_empty_fails_nothing(chaos: ChaosStack) -> None:
     outcome = empty_object_store(chaos, in_flight=3, timeout_s=RECOVERY_LIMIT_S)
+    print(outcome.row(), outcome.failed[:3])
+    _assert_recovered(outcome, chaos)
+    assert outcome.completed == outcome.attempted, outcome.row()
+
+
+def test_objects_lost_while_evaluations_run_fail_nothing(chaos: ChaosStack) -> None:
+    """s3-lost-while-running: the bucket deleted with 6 evaluations in flight; the shards
+    are prepared again (and a lost measurement measured again) and every one SUCCEEDS."""
+    outcome = lose_objects_while_running(chaos, in_flight=6, timeout_s=RECOVERY_LIMIT_S)
     print(outcome.row(), outcome.failed[:3])
     _assert_recovered(outcome, chaos)
     assert outcome.completed == outcome.attempted, outcome.row()

@@ -122,6 +122,7 @@ def test_a_killed_child_is_a_failed_run_and_says_how_it_died(resident: bool) -> 
     )
     assert outcome.error is not None
     assert "killed by SIGKILL" in outcome.error and "out-of-memory" in outcome.error
+    assert outcome.died  # measured again by the task, as a killed worker's run is
 
 
 def write_pid_then_sleep(path: str) -> None:

@@ -93,6 +93,35 @@ def test_a_run_whose_agent_died_mid_run_is_dispatched_again_and_measured_once(
     assert settings.claim_lease_seconds == 30
 
 
+def test_a_claim_given_up_by_a_live_agent_is_not_told_as_the_agent_dying(
+    outbox: Outbox,
+) -> None:
+    """The run met an S3 outage: its worker gave up the claim and waits for Celery's retry
+    while its agent beats on. The sweeper's reason says so, not "stopped answering"."""
+    evaluation_id = submit_quick(seed=27)
+    to_running(outbox, evaluation_id)
+    with runtime.db() as session:
+        attempt = evaluation_repo.claim_run(
+            session, evaluation_id, agent_id=AGENT, lease_s=30, live_within_s=30
+        )
+        assert attempt is not None
+        assert evaluation_repo.release_claim(session, evaluation_id, attempt)
+    with runtime.db() as session:
+        session.execute(
+            update(Evaluation)
+            .where(Evaluation.id == evaluation_id)
+            .values(updated_at=utcnow() - timedelta(seconds=120))
+        )
+    _agent_heartbeat(AGENT, 0)
+    assert _sweep(outbox) == [evaluation_id]
+    reason = evaluation_row(evaluation_id).reason
+    assert "stopped answering" not in reason, reason
+    assert reason == (
+        f"attempt 1's claim was given up by agent {AGENT}, which is live (its run met an "
+        "object-store outage and waits to be retried); re-dispatched"
+    )
+
+
 def test_a_run_queued_behind_a_busy_agent_is_waiting_not_stalled(outbox: Outbox) -> None:
     evaluation_id = submit_quick(seed=22)
     to_running(outbox, evaluation_id)

@@ -68,6 +68,13 @@ def test_state_machine_rules() -> None:
     assert can_transition(S.RUNNING, S.FAILED)
     assert not can_transition(S.SUCCEEDED, S.FAILED)
     assert not can_transition(S.CANCELLED, S.CANCELLED)
+    # The steps back (lost work done again) are taken only when asked for by name.
+    assert not can_transition(S.RUNNING, S.PREPROCESSING)
+    assert not can_transition(S.AGGREGATING, S.RUNNING)
+    assert can_transition(S.RUNNING, S.PREPROCESSING, back=True)
+    assert can_transition(S.AGGREGATING, S.RUNNING, back=True)
+    assert not can_transition(S.PREPROCESSING, S.RUNNING, back=True)
+    assert not can_transition(S.SUCCEEDED, S.PREPROCESSING, back=True)
 
 
 def _evaluation(url: str, shards: int) -> str:

@@ -86,3 +86,34 @@ def test_a_fresh_evaluation_and_one_with_a_live_agent_say_nothing(data_dir: Path
         )
     assert _reason(running) == ""
     runtime.reset()
+
+
+def test_a_run_queued_behind_busy_agents_says_what_it_waits_for(data_dir: Path) -> None:
+    """Live agents consume its queue, but they are busy: the reason names what they run
+    and how many runs are ahead of it, never ""."""
+    runtime.reset()
+    from shared.db import evaluation_repo
+
+    agent = "h/inference.null.cpu/1"
+    with runtime.db() as session:
+        evaluation_repo.upsert_agent(
+            session, agent_id=agent, hostname="h", queue="inference.null.cpu",
+            framework="null", framework_version="0", device="cpu", hardware={}, software={},
+        )  # fmt: skip
+    measuring = _evaluation("RUNNING", waited_s=300)
+    ahead = [_evaluation("RUNNING", waited_s=200 + i) for i in range(2)]
+    waiting = _evaluation("RUNNING", waited_s=100)
+    _evaluation("RUNNING", waited_s=50)  # behind it: not counted
+    with runtime.db() as session:
+        attempt = evaluation_repo.claim_run(
+            session, measuring.id, agent_id=agent, lease_s=30, live_within_s=LIVE_S
+        )
+        assert attempt == 1
+    assert _reason(waiting) == (
+        "waiting 100 s: queued behind 2 evaluations on inference.null.cpu; "
+        f"agent {agent} is running evaluation {measuring.id[:8]}"
+    )
+    assert _reason(ahead[0]).startswith("waiting 200 s: queued behind 1 evaluation on ")
+    # The one being measured waits for nothing.
+    assert _reason(measuring) == ""
+    runtime.reset()
