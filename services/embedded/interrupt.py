@@ -10,8 +10,9 @@ minimum duration, however fast the SUT completes.
 So, while a measurement runs, SIGINT raises nothing: CPython's C-level handler writes the
 signal number to a wakeup pipe from whichever thread the kernel picked, and a watcher thread
 reading it ends the process with ``os._exit(130)`` after running the cleanups it was given.
-Nothing was stored: the embedded pipeline stores a run's files and row only after the
-measurement returns (see ``services/embedded/bench.run_bench``).
+Nothing was stored: the LoadGen workload's ``measure`` uploads a run's files only after
+LoadGen returns, and the embedded launcher stores its row after that (see
+``services/embedded/bench.run_bench``, which hands this guard to ``measure`` as a hook).
 """
 
 from __future__ import annotations

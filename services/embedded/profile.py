@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.embedded.bench import Progress, load_or_preprocess
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.host_slot import HostSlot
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.inference.threads import with_scenario_threads
 from services.preprocess.datasets import resolve_dataset
+from services.preprocess.local_shard import load_or_preprocess
 from shared.catalogue import resolve_model
 from shared.host_load import HostLoad, HostLoadSampler
 from shared.manifest_checks import check_manifest
@@ -65,7 +65,7 @@ def run_profile(request: ProfileRequest, settings: Settings) -> ProfileOutcome:
             cache_dir=settings.data_dir,
         )
     with profiler.step("preprocess"):
-        prepared, _, _ = load_or_preprocess(make_store(settings), dataset, manifest, Progress())
+        prepared, _, _ = load_or_preprocess(make_store(settings), dataset, manifest)
     batch = batch_of(prepared.tensors, request.batch_size)
     slot = HostSlot.of(settings)
     with slot.measuring(f"profile-{uuid.uuid4()}") as host:
