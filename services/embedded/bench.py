@@ -80,16 +80,18 @@ def run_bench(
             profiler=profiler,
         ),
     )
-    return _measure_and_store(run, evaluation, _in_process(request, dataset.name, manifest, shard))
+    # The measurement uploads the attempt's files (measurement.json last); then the storing
+    # tail reads and stores the run.
+    keys: dict[str, str] = entry(workload_named(message.workload).measure)(run)
+    return _store(run, evaluation, keys, _in_process(request, dataset.name, manifest, shard))
 
 
-def _measure_and_store(
-    run: AgentRun, evaluation: Evaluation, in_process: InProcess
+def _store(
+    run: AgentRun, evaluation: Evaluation, keys: dict[str, str], in_process: InProcess
 ) -> dict[str, Any]:
-    """The storing tail: the workload measures and uploads the attempt's files, then its
-    ``read`` and ``save`` make and store the report, as the aggregator's task does."""
+    """The storing tail: the measured attempt (``keys``) read and stored by the workload's
+    ``read`` and ``save``, as the aggregator's task does; returns the stored report."""
     workload = workload_named(run.message.workload)
-    keys: dict[str, str] = entry(workload.measure)(run)
     run.hooks.on_stage("storing")
     completed = RunCompleted(
         evaluation_id=run.message.evaluation_id,
