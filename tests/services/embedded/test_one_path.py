@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from services.aggregator.repository import get_run
 from services.core.dispatch import inference_message
 from services.core.scenario import ScenarioConfig
 from services.core.workload import AgentRun
@@ -21,6 +22,7 @@ from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import prepare_shard
 from services.workloads.loadgen.measure import measure
 from shared.catalogue import resolve_model
+from shared.db.session import session_scope
 from shared.run_report import attempt_prefix
 from shared.runtime import resources_for
 from shared.settings import Settings
@@ -87,3 +89,16 @@ def test_a_shard_with_a_failed_sample_is_kept_and_reused_naming_it(
         assert report["dataset"]["samples"] == 3
         assert len(report["dataset"]["failed"]) == 1
         assert "broken.png" in report["dataset"]["failed"][0]
+
+
+def test_a_group_keeps_its_shape_through_the_stacks_read(settings: Settings) -> None:
+    """The stack's read names a group by its evaluation's group id; a rerun's group has
+    none ({"kind", "of"}) and must come out as it went in, as a sweep point's does."""
+    rerun = {"kind": "rerun", "of": "1234"}
+    point = {"kind": "sweep", "id": "5678", "parameter": "batch_size", "value": 2}
+    for group in (rerun, point):
+        report = run_bench(replace(null_request(), group=group), settings)
+        assert report["group"] == group and list(report["group"]) == list(group)
+        with session_scope(settings.effective_database_url) as session:
+            stored = get_run(session, report["run_id"]).report
+        assert stored["group"] == group
