@@ -55,7 +55,7 @@ def test_a_fast_mode_shard_is_stored_as_8_bit_crops_and_run_as_floats(tmp_path: 
     from services.preprocess.pipeline import preprocess
 
     store = LocalStore(tmp_path / "store")
-    photos = Path(__import__("sklearn").__file__).parent / "datasets" / "images"
+    photos = Path(str(__import__("sklearn").__file__)).parent / "datasets" / "images"
     samples = [Sample(id=p.name, path=p, label=None) for p in sorted(photos.glob("*.jpg"))]
     dataset = Dataset(name="photos", root=photos, samples=samples, class_names=[])
     catalogue = resolve_model("resnet18")
