@@ -13,9 +13,11 @@ other kinds must not pay for.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -41,6 +43,40 @@ def any_model(framework: str, manifest: ModelManifest) -> str | None:
     return None
 
 
+def _ignore(_: Any) -> None:
+    """A hook no one follows."""
+
+
+def _unguarded(*_cleanups: Callable[[], None]) -> AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """What a launcher that measures in its own process adds to a run (the embedded mode,
+    services/embedded/bench.py); a stack's measurement child runs with these defaults.
+
+    They change what a person sees and how the process leaves, never a figure: the run's
+    settings travel in its RunInference message."""
+
+    # Progress for the CLI's bars: each stage's name, the LoadGen run's expected seconds,
+    # and each LoadGen phase (a RunProgress, from a thread of its own; None: no poller).
+    on_stage: Callable[[str], None] = _ignore
+    on_run_start: Callable[[float], None] = _ignore
+    on_loadgen: Callable[[Any], None] | None = None
+    # Entered around the LoadGen run with the measurement's cleanups (its temporary files,
+    # its host claim): the embedded mode's Ctrl-C exit (services/embedded/interrupt.py).
+    interruptible: Callable[..., AbstractContextManager[None]] = _unguarded
+    # SUT worker threads issuing queries (`bench --workers`); the stack's runs use one.
+    workers: int = 1
+    # The dataset's sorted class folders, for accuracy against a labels file by name.
+    class_names: tuple[str, ...] = ()
+    # The run's profiler (services/inference/profiling/run_profile.RunProfiler) when the
+    # launcher started it before the measurement (its dataset and preprocess steps, its
+    # iterations); None: the measurement makes its own at the message's trace level.
+    profiler: Any = None
+
+
 @dataclass(frozen=True)
 class AgentRun:
     """One measurement on an agent, as the measurement child hands it to its workload."""
@@ -53,6 +89,7 @@ class AgentRun:
     agent_settings: dict[str, Any]
     # The worker's settings, and the store and database made from them in this child.
     resources: Resources
+    hooks: RunHooks = field(default_factory=RunHooks)
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,16 @@ minimum duration, however fast the SUT completes.
 So, while a measurement runs, SIGINT raises nothing: CPython's C-level handler writes the
 signal number to a wakeup pipe from whichever thread the kernel picked, and a watcher thread
 reading it ends the process with ``os._exit(130)`` after running the cleanups it was given.
-Nothing was stored: the embedded pipeline stores a run's files and row only after the
-measurement returns (see ``services/embedded/bench.run_bench``).
+Nothing was stored: the LoadGen workload's ``measure`` uploads a run's files only after
+LoadGen returns, and the embedded launcher stores its row after that.
 
-From the end of measuring to the run's row committed, ``storing_is_atomic`` defers Ctrl-C
-(shared/deferred_interrupt.py): a run is stored whole (files and row) or not at all, and
-the process says which. A Ctrl-C there was noted, so once the row is committed the process
-says "interrupted after the run was stored: run <id>" and exits 130, without a traceback.
+``storing_is_atomic`` wraps the launcher's whole measure-and-store: Ctrl-C is deferred
+there (shared/deferred_interrupt.py) except while LoadGen runs, where the ``measuring``
+guard it yields (handed to ``measure`` as its ``interruptible`` hook) leaves as above. A
+Ctrl-C before LoadGen starts (the model loading) is acted on once it does: nothing stored.
+One after LoadGen returned waits for the row's commit: a run is stored whole (files and
+row) or not at all, and the process says "interrupted after the run was stored: run <id>"
+and exits 130, without a traceback.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ STORED_MESSAGE = "interrupted after the run was stored: run {run_id}"
 # The run this process stored last, until another measurement starts: a Ctrl-C between
 # the two (the report printed, the next run's data prepared) is after that run was stored.
 _last_stored: list[str] = []
+# The guard around LoadGen's run that storing_is_atomic yields (a RunHooks.interruptible).
+MeasuringGuard = Callable[..., contextlib.AbstractContextManager[None]]
 # Shown again in case a progress display hid the cursor and has no chance to restore it.
 _SHOW_CURSOR = "\x1b[?25h"
 
@@ -113,13 +118,22 @@ def interrupted_message() -> str:
 
 
 @contextlib.contextmanager
-def storing_is_atomic(run_id: str) -> Iterator[None]:
-    """Wrap the storing of a measured run, its files through its row's commit: Ctrl-C
-    within waits for the block's end; then, with the row committed, the process says so
-    and exits 130 (SystemExit: ``finally`` blocks run, no traceback). An error in the
-    block is raised as it is: the Ctrl-C is not what stopped the run."""
+def storing_is_atomic(run_id: str) -> Iterator[MeasuringGuard]:
+    """Wrap a run's measuring and storing, through its row's commit: Ctrl-C within waits
+    for the block's end, except inside the yielded guard (LoadGen's run, see
+    ``exit_on_interrupt``); then, with the row committed, the process says so and exits 130
+    (SystemExit: ``finally`` blocks run, no traceback). An error in the block is raised as
+    it is: the Ctrl-C is not what stopped the run."""
     with deferred_interrupt() as interrupt:
-        yield
+
+        @contextlib.contextmanager
+        def measuring(*cleanups: Callable[[], None]) -> Iterator[None]:
+            if interrupt.pressed:  # pressed while the model loaded: LoadGen never starts
+                _leave(list(cleanups))
+            with exit_on_interrupt(*cleanups):
+                yield
+
+        yield measuring
         _last_stored[:] = [run_id]  # before Ctrl-C can raise again
     if interrupt.pressed:
         with contextlib.suppress(Exception):

@@ -1,4 +1,6 @@
-"""`benchstack profile`: load a model once and run the leveled profiling passes on it.
+"""`benchstack profile`'s launcher: prepare one batch, have it profiled
+(services/inference/profiling/profile_passes.py: load the model once and run the leveled
+passes), write the trace.
 
 No LoadGen run: the headline latency is the NONE pass's (uninstrumented), and every
 deeper level runs as a pass of its own. Like ``bench``, it holds the host slot from the
@@ -11,20 +13,17 @@ database.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.embedded.bench import Progress, load_or_preprocess
-from services.inference.backends.base import BackendOptions, create_backend
-from services.inference.host_slot import HostSlot
+from services.inference.backends.base import BackendOptions
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
+from services.inference.profiling.profile_passes import profile_batch
 from services.inference.profiling.run_profile import RunProfiler, batch_of
-from services.inference.threads import with_scenario_threads
 from services.preprocess.datasets import resolve_dataset
+from services.preprocess.local_shard import load_or_preprocess
 from shared.catalogue import resolve_model
-from shared.host_load import HostLoad, HostLoadSampler
 from shared.manifest_checks import check_manifest
 from shared.settings import Settings
 from shared.storage import make_store
@@ -65,33 +64,13 @@ def run_profile(request: ProfileRequest, settings: Settings) -> ProfileOutcome:
             cache_dir=settings.data_dir,
         )
     with profiler.step("preprocess"):
-        prepared, _, _ = load_or_preprocess(make_store(settings), dataset, manifest, Progress())
+        prepared, _, _ = load_or_preprocess(make_store(settings), dataset, manifest)
     batch = batch_of(prepared.tensors, request.batch_size)
-    slot = HostSlot.of(settings)
-    with slot.measuring(f"profile-{uuid.uuid4()}") as host:
-        # Threads for the load the host has once it is ours.
-        options, threads = with_scenario_threads(request.backend_options, "single-stream")
-        backend = create_backend(framework, options)
-        try:
-            with profiler.step("model load"):
-                backend.load(manifest)
-            with HostLoadSampler() as load:
-                profiler.cold(backend, batch)
-                profiler.passes(backend, batch)
-            described = backend.describe()
-        finally:
-            backend.close()
-    summary = profiler.summary()
-    assert summary is not None
-    summary["host"] = host_record(host.to_dict(), load.result, threads.reason)
+    profiled = profile_batch(
+        profiler, framework, request.backend_options, manifest, batch, settings
+    )
     # The embedded mode runs under no OpenTelemetry span: the trace names none.
     document = profiler.document(model=manifest.name, framework=framework, trace_id="")
     request.trace_path.parent.mkdir(parents=True, exist_ok=True)
     request.trace_path.write_text(json.dumps(document))
-    return ProfileOutcome(summary, request.trace_path, described)
-
-
-def host_record(slot: dict[str, Any], load: HostLoad, threads: str) -> dict[str, Any]:
-    """How the profile shared its host, in the shape a run report's ``host`` has (so
-    ``render.host_text`` prints it): the slot, the load over the passes, the threads."""
-    return slot | {"load": load.to_dict(), "busy": bool(load.busy), "threads": threads}
+    return ProfileOutcome(profiled.summary, request.trace_path, profiled.backend)

@@ -7,6 +7,7 @@ is the judged run, and ``assemble_report`` (the embedded mode's too) makes the r
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -23,6 +24,19 @@ from shared.storage import ObjectStore
 
 class IncompleteRun(ValueError):
     """The judged measurement is missing from the message or the store."""
+
+
+@dataclass(frozen=True)
+class InProcess:
+    """What a launcher that prepared the data in its own process knows beyond the
+    evaluation row (the embedded mode): the model as the user named it (a catalogue name,
+    a manifest file), the SUT's worker threads, and the dataset and preprocessing it
+    measured itself (samples prepared, decoder, seconds, processes, the shard)."""
+
+    model: str
+    workers: int
+    dataset: dict[str, Any]
+    preprocessing: dict[str, Any]
 
 
 def run_settings(evaluation: Evaluation, measurement: Measurement) -> RunSettings:
@@ -47,44 +61,59 @@ def run_settings(evaluation: Evaluation, measurement: Measurement) -> RunSetting
     )
 
 
-def read(evaluation: Evaluation, message: RunCompleted, store: ObjectStore) -> RunRecord:
-    """The run as the worker judged it, joined with the evaluation that asked for it."""
+def read(
+    evaluation: Evaluation,
+    message: RunCompleted,
+    store: ObjectStore,
+    in_process: InProcess | None = None,
+) -> RunRecord:
+    """The run as the worker judged it, joined with the evaluation that asked for it.
+
+    The aggregator's and the embedded launcher's (whose evaluation is never stored: no id,
+    and ``in_process`` says what it measured around the run)."""
     key = message.log_keys.get("measurement")
     if key is None:
         raise IncompleteRun(f"log_keys: 'measurement' is missing; got {sorted(message.log_keys)}")
     measurement, keys = load_measurement(store, key)
+    # A manifest read from a folder resolves its relative paths there (a rerun too).
+    manifest = dict(evaluation.manifest)
+    manifest_dir = manifest.pop("base_dir", None)
+    settings = replace(run_settings(evaluation, measurement), manifest_dir=manifest_dir)
+    dataset: dict[str, Any] = {"name": evaluation.dataset, "samples": evaluation.dataset_count}
+    preprocessing: dict[str, Any] = {
+        "fidelity": stored_fidelity(evaluation.manifest),
+        "reused": evaluation.preprocess_reused,
+        "shards": [s.key for s in evaluation.shards],
+    }
+    if in_process is not None:
+        settings = replace(settings, model=in_process.model, workers=in_process.workers)
+        dataset, preprocessing = dict(in_process.dataset), dict(in_process.preprocessing)
     report = assemble_report(
         run_id=message.run_id,
-        evaluation_id=evaluation.id,
+        evaluation_id=evaluation.id or None,
         model={"name": evaluation.model_name, "version": evaluation.model_version},
-        settings=run_settings(evaluation, measurement),
+        settings=settings,
         measurement=measurement,
-        dataset={
-            "name": evaluation.dataset,
-            "samples": evaluation.dataset_count,
-            "failed": measurement.input_errors,
-        },
-        preprocessing={
-            "fidelity": stored_fidelity(evaluation.manifest),
-            "reused": evaluation.preprocess_reused,
-            "shards": [s.key for s in evaluation.shards],
-        },
+        dataset=dataset | {"failed": measurement.input_errors},
+        preprocessing=preprocessing,
         logs=keys,
         log_locations={name: store.describe(key) for name, key in keys.items()},
         log_prefix=message.log_prefix,
         group=_group_of(evaluation, message.agent_id),
     )
-    return record_from_report(report, evaluation.manifest)
+    return record_from_report(report, manifest)
 
 
 def _group_of(evaluation: Evaluation, agent_id: str) -> dict[str, Any] | None:
     """The run's group as its report names it: a fan-out's role is the agent; a sweep
     point's is its parameter and value (Evaluation.group_info)."""
-    if not evaluation.group_id:
+    info, group_id = evaluation.group_info, evaluation.group_id
+    if info:
+        # A rerun's group names the run it repeats, not a group id ({"kind", "of"}).
+        return {**info, "id": group_id} if group_id else dict(info)
+    if not group_id:
         return None
-    if evaluation.group_info:
-        return {**evaluation.group_info, "id": evaluation.group_id}
-    return {"kind": "fan-out", "id": evaluation.group_id, "role": agent_id}
+    return {"kind": "fan-out", "id": group_id, "role": agent_id}
 
 
 def save(

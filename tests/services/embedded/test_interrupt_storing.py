@@ -85,7 +85,7 @@ def stored_files(data_dir: Path) -> list[str]:
     "target",
     [
         # The files are stored, the row not yet: where a Ctrl-C left files without a row.
-        "services.embedded.bench:save_run",
+        "services.embedded.bench:_store",
         # The row committed, the report being printed: a Ctrl-C there died silently.
         "services.cli.commands.bench:_print_reports",
     ],
@@ -106,7 +106,7 @@ def test_ctrl_c_after_measuring_stores_the_run_whole_and_says_so(
 
 
 def test_ctrl_c_before_measuring_ends_stores_nothing_and_says_so(tmp_path: Path) -> None:
-    result = bench_signalled_at("services.embedded.bench:load_or_preprocess", tmp_path)
+    result = bench_signalled_at("services.embedded.bench:prepare_shard", tmp_path)
     text = result.stdout + result.stderr
     assert result.returncode == EXIT_INTERRUPTED, text
     assert "Traceback" not in text, text

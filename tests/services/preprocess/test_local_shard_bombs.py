@@ -1,5 +1,5 @@
-"""Embedded `bench` on a folder of image bombs: the error names each image and why, and
-nothing is cached."""
+"""Preparing a folder of image bombs in this process (the embedded `bench`): the error
+names each image and why, and nothing is cached."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from services.embedded.bench import Progress, load_or_preprocess
 from services.preprocess.datasets import resolve_dataset
+from services.preprocess.local_shard import load_or_preprocess
 from services.preprocess.pipeline import NoSamplePrepared
 from shared.catalogue import resolve_model
 from shared.settings import get_settings
@@ -32,7 +32,7 @@ def test_the_error_names_the_image(tmp_path: Path) -> None:
     dataset = resolve_dataset(str(tmp_path / "bombs"), count=None, seed=0, cache_dir=tmp_path)
     store = LocalStore(tmp_path / "objects")
     with pytest.raises(NoSamplePrepared) as info:
-        load_or_preprocess(store, dataset, resolve_model("resnet18"), Progress())
+        load_or_preprocess(store, dataset, resolve_model("resnet18"))
     assert str(info.value) == (
         "dataset: none of the 2 samples could be prepared: "
         "cat/tall.png: image of 1x60000 pixels is 60000 times as long as it is wide; "
