@@ -105,8 +105,19 @@ def test_ctrl_c_after_measuring_stores_the_run_whole_and_says_so(
     assert (tmp_path / "objects" / "runs" / match.group(1) / "attempt-1").is_dir()
 
 
-def test_ctrl_c_before_measuring_ends_stores_nothing_and_says_so(tmp_path: Path) -> None:
-    result = bench_signalled_at("services.embedded.bench:prepare_shard", tmp_path)
+@pytest.mark.parametrize(
+    "target",
+    [
+        # Preparing the data, before the guarded measure-and-store.
+        "services.embedded.bench:prepare_shard",
+        # Loading the model, inside it: noted, and acted on before LoadGen starts.
+        "services.workloads.loadgen.measure:load_backend",
+    ],
+)
+def test_ctrl_c_before_measuring_ends_stores_nothing_and_says_so(
+    tmp_path: Path, target: str
+) -> None:
+    result = bench_signalled_at(target, tmp_path)
     text = result.stdout + result.stderr
     assert result.returncode == EXIT_INTERRUPTED, text
     assert "Traceback" not in text, text
