@@ -4,6 +4,7 @@ it; what the web UI, GraphiQL and the CLI send is still validated and runs."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,25 @@ def test_a_costly_query_inside_nested_fragments_is_refused_for_its_full_cost(
         f"estimated cost {cost(COSTLY):,} is above the limit of {LIMITS.max_cost:,}"
         in (error["message"])
     )
+    assert validated == []
+
+
+def test_a_subscription_s_fragment_fan_out_is_refused_unvalidated(validated: list[str]) -> None:
+    # Subscriptions (websockets) are prepared by another path of Strawberry's. 14 levels:
+    # 2^15 selections inlined, which the old code validated (in 70 ms) rather than hang.
+    query = (
+        fragment_fan_out(14)
+        .replace("query{", "subscription{")
+        .replace(" on Query", " on Subscription")
+    )
+    query = query.replace("evaluations{totalCount}", 'evaluationUpdates(id: "x"){id}')
+
+    async def first_answer() -> Any:
+        answers = await make_schema(LIMITS).subscribe(query)
+        return await answers.__anext__()
+
+    (error,) = asyncio.run(first_answer()).errors
+    assert error.extensions["code"] == QUERY_TOO_LARGE
     assert validated == []
 
 
