@@ -10,6 +10,9 @@ everyone else's latency. Each attack runs ``attackers`` loops as one user of its
   rules walked for minutes (issue 53);
 - ``wrapped``: the 20-alias query inside 17 nested fragments (``fragment_wrapped``), which
   a cost walk that stopped at 16 levels of fragments estimated at 0 (issue 53);
+- ``side-by-side``: 150 fragments, each asking for one field, spread side by side
+  (``fragments_side_by_side``): cheap to run, 0.2-0.3 s to validate (graphql-core compares
+  every two of them);
 - ``subscriptions``: 300 evaluationUpdates subscriptions on one token, held open;
 - ``readyz``: unauthenticated /readyz in a loop.
 
@@ -27,7 +30,15 @@ from typing import Any
 
 import aiohttp
 
-ATTACKS = ("query", "budget", "fragments", "wrapped", "subscriptions", "readyz")
+ATTACKS = (
+    "query",
+    "budget",
+    "fragments",
+    "wrapped",
+    "side-by-side",
+    "subscriptions",
+    "readyz",
+)
 SUBSCRIPTIONS = 300
 CLOSE_GRACE_S = 15.0
 
@@ -61,6 +72,15 @@ def fragment_wrapped(levels: int = 17, query: str = COSTLY) -> str:
     parts += [f"fragment W{i} on Query{{...W{i + 1}}}" for i in range(levels)]
     parts.append(f"fragment W{levels} on Query{query}")
     return " ".join(parts)
+
+
+def fragments_side_by_side(count: int = 150) -> str:
+    """``count`` fragments of one field each, all spread in the query's selection set."""
+    spreads = " ".join(f"...G{i}" for i in range(count))
+    definitions = " ".join(
+        f"fragment G{i} on Query{{evaluations{{totalCount}}}}" for i in range(count)
+    )
+    return f"query{{{spreads}}} {definitions}"
 
 
 ENDED = (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR)
@@ -199,6 +219,7 @@ async def attack(
             "query": COSTLY,
             "fragments": fragment_fan_out(),
             "wrapped": fragment_wrapped(),
+            "side-by-side": fragments_side_by_side(),
         }.get(kind, MOST_ALLOWED)
         jobs = [_post_loop(session, url, token, query, until, tally) for _ in range(loops)]
     await asyncio.gather(*jobs)

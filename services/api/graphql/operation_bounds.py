@@ -6,10 +6,12 @@ spread, so a 1.2 KB document of nested fragments took minutes to validate (issue
 ``OperationBounds`` is the one validation step of the schema (it replaces Strawberry's
 ValidationCache and does its caching): it first finds, in one pass that walks each
 fragment once (expansion.py, query_cost.py), the document's expanded size and the
-chosen operation's estimated cost, and refuses past ``max_expanded_size``
-(QUERY_TOO_LARGE), past ``max_cost`` (QUERY_TOO_COSTLY), or for a fragment cycle or an
-undefined fragment (GRAPHQL_VALIDATION_FAILED), without running any rule. Only a
-document within both limits is validated, and every rule's walk is then bounded by them.
+chosen operation's estimated cost, and the pairs graphql-core's overlap rule would
+compare (merge_pairs.py: that rule is quadratic in a selection set's width); it refuses
+past ``max_expanded_size`` or ``max_merge_pairs`` (QUERY_TOO_LARGE), past ``max_cost``
+(QUERY_TOO_COSTLY), or for a fragment cycle or an undefined fragment
+(GRAPHQL_VALIDATION_FAILED), without running any rule. Only a document within the limits
+is validated, and every rule's walk is then bounded by them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from strawberry.extensions import ValidationCache
 
 from services.api.graphql.cost_budget import RATE_LIMITED
 from services.api.graphql.expansion import FragmentProblem, expanded_size, fragments_of
+from services.api.graphql.merge_pairs import merge_pairs
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY, operation_cost
 from services.api.repeat_refusals import REFUSED_SCOPE_KEY
 from services.api.short_cache import ShortCache
@@ -54,6 +57,7 @@ def judge(
     variables: dict[str, Any],
     *,
     max_expanded_size: int,
+    max_merge_pairs: int,
     max_cost: int,
 ) -> Verdict:
     """The verdict on ``document`` (its size counts every operation, as the rules walk
@@ -62,6 +66,9 @@ def judge(
         size = expanded_size(document, max_expanded_size)
         if size > max_expanded_size:
             return Verdict(refusal=_too_large(size, max_expanded_size), code=QUERY_TOO_LARGE)
+        pairs = merge_pairs(document)
+        if pairs > max_merge_pairs:
+            return Verdict(refusal=_too_wide(pairs, max_merge_pairs), code=QUERY_TOO_LARGE)
         fragments = fragments_of(document)
         chosen = next(
             (
@@ -92,6 +99,14 @@ def _too_large(size: int, limit: int) -> str:
     )
 
 
+def _too_wide(pairs: int, limit: int) -> str:
+    return (
+        f"query: validating it compares {pairs:,} pairs of fields or fragments spread side "
+        f"by side under one name, above the limit of {limit:,} "
+        "(BENCHSTACK_MAX_QUERY_MERGE_PAIRS): ask for each field and spread each fragment once"
+    )
+
+
 def _too_costly(cost: int, limit: int) -> str:
     return (
         f"query: its estimated cost {cost:,} is above the limit of {limit:,} "
@@ -104,9 +119,12 @@ class OperationBounds(ValidationCache):
     """Refuses an operation too large or too costly before validating it (see the module's
     docstring); charges a valid one's cost to its caller's budget before it runs."""
 
-    def __init__(self, *, max_expanded_size: int, max_cost: int, cache_size: int) -> None:
+    def __init__(
+        self, *, max_expanded_size: int, max_merge_pairs: int, max_cost: int, cache_size: int
+    ) -> None:
         super().__init__(maxsize=cache_size)
         self.max_expanded_size = max_expanded_size
+        self.max_merge_pairs = max_merge_pairs
         self.max_cost = max_cost
         self._cost = 0
 
@@ -137,7 +155,7 @@ class OperationBounds(ValidationCache):
 
     def _verdict(self, document: DocumentNode, context: Any) -> Verdict:
         variables = dict(context.variables or {})
-        limits = (self.max_expanded_size, self.max_cost)
+        limits = (self.max_expanded_size, self.max_merge_pairs, self.max_cost)
         key = _verdict_key(context.query, context.operation_name, variables, limits)
 
         def walk() -> Verdict:
@@ -147,6 +165,7 @@ class OperationBounds(ValidationCache):
                 context.operation_name,
                 variables,
                 max_expanded_size=self.max_expanded_size,
+                max_merge_pairs=self.max_merge_pairs,
                 max_cost=self.max_cost,
             )
 
@@ -161,8 +180,8 @@ MAX_KEYED_VARIABLES_CHARS = 2048
 
 
 def _verdict_key(
-    query: Any, operation: str | None, variables: dict[str, Any], limits: tuple[int, int]
-) -> tuple[str, str | None, str, tuple[int, int]] | None:
+    query: Any, operation: str | None, variables: dict[str, Any], limits: tuple[int, ...]
+) -> tuple[str, str | None, str, tuple[int, ...]] | None:
     """A key for ``_VERDICTS``, or None where the verdict is not kept."""
     if not isinstance(query, str):
         return None

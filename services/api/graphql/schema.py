@@ -104,14 +104,16 @@ class MaskErrorsNamingOutages(MaskErrors):
 @dataclass(frozen=True)
 class OperationLimits:
     """How large one operation may be: nesting of fields (introspection aside), aliases,
-    tokens, selections with fragments inlined, and estimated cost. The token limit is
-    applied while parsing, so a huge document is never built; the expanded size and cost
-    before validation (operation_bounds.py), so no rule walks a document past them."""
+    tokens, selections with fragments inlined, pairs the overlap rule compares, and
+    estimated cost. The token limit is applied while parsing, so a huge document is never
+    built; the expanded size, the pairs and the cost before validation
+    (operation_bounds.py), so no rule walks a document past them."""
 
     max_depth: int = 12
     max_aliases: int = 20
     max_tokens: int = 2000
     max_expanded_size: int = 5000
+    max_merge_pairs: int = 1000
     max_cost: int = 1_000_000
 
     @classmethod
@@ -121,6 +123,7 @@ class OperationLimits:
             max_aliases=settings.max_query_aliases,
             max_tokens=settings.max_query_tokens,
             max_expanded_size=settings.max_query_expanded_size,
+            max_merge_pairs=settings.max_query_merge_pairs,
             max_cost=settings.max_query_cost,
         )
 
@@ -189,6 +192,7 @@ def make_schema(limits: OperationLimits) -> strawberry.Schema:
         # rules always validates the same); then the caller's budget before it runs.
         lambda: OperationBounds(
             max_expanded_size=limits.max_expanded_size,
+            max_merge_pairs=limits.max_merge_pairs,
             max_cost=limits.max_cost,
             cache_size=OPERATION_CACHE_SIZE,
         ),

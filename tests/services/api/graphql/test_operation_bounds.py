@@ -11,13 +11,20 @@ from typing import Any
 
 import pytest
 import strawberry.schema.schema as strawberry_schema
-from graphql import get_introspection_query, parse
+from graphql import GraphQLSyntaxError, get_introspection_query, parse
 
-from benchmarks.api_attacks import COSTLY, fragment_fan_out, fragment_wrapped
+from benchmarks.api_attacks import (
+    COSTLY,
+    fragment_fan_out,
+    fragment_wrapped,
+    fragments_side_by_side,
+)
 from services.api.graphql.expansion import expanded_size
+from services.api.graphql.merge_pairs import merge_pairs
 from services.api.graphql.operation_bounds import INVALID_FRAGMENTS, QUERY_TOO_LARGE
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY
 from services.api.graphql.schema import OperationLimits, make_schema
+from services.cli import remote, remote_find_peak, remote_reports
 from tests.services.api.conftest import Api, api_with
 from tests.services.api.graphql.test_query_cost import cost
 
@@ -95,6 +102,25 @@ def test_a_subscription_s_fragment_fan_out_is_refused_unvalidated(validated: lis
     assert validated == []
 
 
+WIDE = "{" + " evaluations { totalCount }" * 300 + " }"
+SIDE_BY_SIDE = fragments_side_by_side(150)
+
+
+@pytest.mark.parametrize("query", [WIDE, SIDE_BY_SIDE])
+def test_one_field_or_fragments_side_by_side_many_times_are_refused_unvalidated(
+    validated: list[str], query: str
+) -> None:
+    # Within the token and size limits, costing next to nothing, and 0.2-0.5 s to validate.
+    error = only_error(query)
+    assert error["extensions"]["code"] == QUERY_TOO_LARGE
+    assert f"{merge_pairs(parse(query)):,} pairs" in error["message"]
+    assert (
+        f"above the limit of {LIMITS.max_merge_pairs:,} (BENCHSTACK_MAX_QUERY_MERGE_PAIRS)"
+        in (error["message"])
+    )
+    assert validated == []
+
+
 @pytest.mark.parametrize(
     ("query", "named"),
     [
@@ -142,12 +168,29 @@ def ui_operations() -> dict[str, str]:
     return found
 
 
-def test_the_web_ui_s_and_graphiql_s_documents_are_far_within_the_expanded_size() -> None:
+def cli_operations() -> list[str]:
+    """The GraphQL documents the CLI's remote modules hold as constants."""
+    found = []
+    for module in (remote, remote_find_peak, remote_reports):
+        for value in vars(module).values():
+            if isinstance(value, str) and re.match(r"\s*(query|mutation)\b", value):
+                try:
+                    parse(value)
+                except GraphQLSyntaxError:
+                    continue
+                found.append(value)
+    return found
+
+
+def test_the_web_ui_s_the_cli_s_and_graphiql_s_documents_are_far_within_the_limits() -> None:
     operations = ui_operations()
     assert {"Evaluations", "Evaluation", "RunCharts", "Compared"} <= set(operations)
-    documents = [*operations.values(), get_introspection_query(descriptions=True)]
+    cli = cli_operations()
+    assert len(cli) >= 8
+    documents = [*operations.values(), *cli, get_introspection_query(descriptions=True)]
     for document in documents:
         assert expanded_size(parse(document), 10**6) * 10 < LIMITS.max_expanded_size
+        assert merge_pairs(parse(document)) * 100 < LIMITS.max_merge_pairs
 
 
 def test_graphiql_s_introspection_still_runs() -> None:
@@ -157,7 +200,11 @@ def test_graphiql_s_introspection_still_runs() -> None:
 
 @pytest.mark.parametrize(
     ("attack", "code"),
-    [(fragment_fan_out(30), QUERY_TOO_LARGE), (fragment_wrapped(17), QUERY_TOO_COSTLY)],
+    [
+        (fragment_fan_out(30), QUERY_TOO_LARGE),
+        (fragment_wrapped(17), QUERY_TOO_COSTLY),
+        (fragments_side_by_side(150), QUERY_TOO_LARGE),
+    ],
 )
 def test_the_api_refuses_each_fragment_attack_and_serves_the_next_query(
     api: Api, attack: str, code: str
