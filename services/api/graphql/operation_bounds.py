@@ -177,13 +177,16 @@ class OperationBounds(ValidationCache):
 # The limits are part of the key too (a process may hold schemas with different ones).
 _VERDICTS: ShortCache[Verdict] = ShortCache(math.inf, max_keys=1024)
 MAX_KEYED_VARIABLES_CHARS = 2048
+# Nor are long texts (a 2,000-token document may hold a 2 MiB string): 1,024 of them kept
+# would hold gigabytes. Every text the web UI and the CLI send is under 2,000 characters.
+MAX_KEYED_QUERY_CHARS = 16 * 1024
 
 
 def _verdict_key(
     query: Any, operation: str | None, variables: dict[str, Any], limits: tuple[int, ...]
 ) -> tuple[str, str | None, str, tuple[int, ...]] | None:
     """A key for ``_VERDICTS``, or None where the verdict is not kept."""
-    if not isinstance(query, str):
+    if not isinstance(query, str) or len(query) > MAX_KEYED_QUERY_CHARS:
         return None
     try:
         written = json.dumps(variables, sort_keys=True)

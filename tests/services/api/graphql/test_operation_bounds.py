@@ -21,7 +21,12 @@ from benchmarks.api_attacks import (
 )
 from services.api.graphql.expansion import expanded_size
 from services.api.graphql.merge_pairs import merge_pairs
-from services.api.graphql.operation_bounds import INVALID_FRAGMENTS, QUERY_TOO_LARGE
+from services.api.graphql.operation_bounds import (
+    INVALID_FRAGMENTS,
+    MAX_KEYED_QUERY_CHARS,
+    QUERY_TOO_LARGE,
+    _verdict_key,
+)
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY
 from services.api.graphql.schema import OperationLimits, make_schema
 from services.cli import remote, remote_find_peak, remote_reports
@@ -228,3 +233,11 @@ def test_the_api_takes_its_expanded_size_limit_from_settings(tmp_path: Path) -> 
         (error,) = body["errors"]
         assert error["extensions"]["code"] == QUERY_TOO_LARGE
         assert "above the limit of 3 (BENCHSTACK_MAX_QUERY_EXPANDED_SIZE)" in error["message"]
+
+
+def test_verdicts_are_kept_for_short_texts_only() -> None:
+    # Kept by text: 1,024 texts of 2 MiB (one string literal is one token) would be 2 GiB.
+    short = "{ evaluations { totalCount } }"
+    long = '{ evaluation(id: "' + "x" * MAX_KEYED_QUERY_CHARS + '") { id } }'
+    assert _verdict_key(short, None, {}, (1, 2, 3)) is not None
+    assert _verdict_key(long, None, {}, (1, 2, 3)) is None
