@@ -5,6 +5,14 @@ everyone else's latency. Each attack runs ``attackers`` loops as one user of its
   latencies, twenty times over) that once held the API for 15-33 s;
 - ``budget``: the most costly query the cost limit lets through, in a loop (the per-caller
   budget of query cost is what bounds it);
+- ``fragments``: 1.2 KB of fragments each spreading the next twice, 30 levels down
+  (``fragment_fan_out``): 2^31 selections once inlined, which Strawberry's depth and alias
+  rules walked for minutes (issue 53);
+- ``wrapped``: the 20-alias query inside 17 nested fragments (``fragment_wrapped``), which
+  a cost walk that stopped at 16 levels of fragments estimated at 0 (issue 53);
+- ``side-by-side``: 150 fragments, each asking for one field, spread side by side
+  (``fragments_side_by_side``): cheap to run, 0.2-0.3 s to validate (graphql-core compares
+  every two of them);
 - ``subscriptions``: 300 evaluationUpdates subscriptions on one token, held open;
 - ``readyz``: unauthenticated /readyz in a loop.
 
@@ -22,7 +30,15 @@ from typing import Any
 
 import aiohttp
 
-ATTACKS = ("query", "budget", "subscriptions", "readyz")
+ATTACKS = (
+    "query",
+    "budget",
+    "fragments",
+    "wrapped",
+    "side-by-side",
+    "subscriptions",
+    "readyz",
+)
 SUBSCRIPTIONS = 300
 CLOSE_GRACE_S = 15.0
 
@@ -40,6 +56,33 @@ MOST_ALLOWED = (
     "{ evaluations(first: 50) { items { runs { report environment "
     "latencySample(limit: 2000) { latenciesMs } } } } }"
 )
+
+
+def fragment_fan_out(levels: int = 30) -> str:
+    """``query{...F0}``, each ``F<i>`` spreading ``F<i+1>`` twice, the last one a field."""
+    parts = ["query{...F0}"]
+    parts += [f"fragment F{i} on Query{{...F{i + 1} ...F{i + 1}}}" for i in range(levels)]
+    parts.append(f"fragment F{levels} on Query{{evaluations{{totalCount}}}}")
+    return " ".join(parts)
+
+
+def fragment_wrapped(levels: int = 17, query: str = COSTLY) -> str:
+    """``query`` (an anonymous ``{...}`` on Query) inside ``levels`` nested fragments."""
+    parts = ["query{...W0}"]
+    parts += [f"fragment W{i} on Query{{...W{i + 1}}}" for i in range(levels)]
+    parts.append(f"fragment W{levels} on Query{query}")
+    return " ".join(parts)
+
+
+def fragments_side_by_side(count: int = 150) -> str:
+    """``count`` fragments of one field each, all spread in the query's selection set."""
+    spreads = " ".join(f"...G{i}" for i in range(count))
+    definitions = " ".join(
+        f"fragment G{i} on Query{{evaluations{{totalCount}}}}" for i in range(count)
+    )
+    return f"query{{{spreads}}} {definitions}"
+
+
 ENDED = (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR)
 UPDATES = "subscription($id: String!) { evaluationUpdates(id: $id) { id state } }"
 
@@ -172,6 +215,11 @@ async def attack(
     elif kind == "readyz":
         jobs = [_readyz_loop(session, url, until, tally) for _ in range(loops)]
     else:
-        query = COSTLY if kind == "query" else MOST_ALLOWED
+        query = {
+            "query": COSTLY,
+            "fragments": fragment_fan_out(),
+            "wrapped": fragment_wrapped(),
+            "side-by-side": fragments_side_by_side(),
+        }.get(kind, MOST_ALLOWED)
         jobs = [_post_loop(session, url, token, query, until, tally) for _ in range(loops)]
     await asyncio.gather(*jobs)

@@ -272,6 +272,17 @@ class Settings(BaseSettings):
     max_query_depth: int = Field(default=12, ge=1)
     max_query_aliases: int = Field(default=20, ge=0)
     max_query_tokens: int = Field(default=2000, ge=1)
+    # Fields and fragment spreads of one document once every fragment is inlined where it
+    # is spread (services/api/graphql/expansion.py), judged before validation: the rules
+    # that follow fragments walk this many nodes, so 2 KB of fragments spreading each
+    # other twice cannot stand for 2^31 of them. GraphiQL's introspection query holds
+    # ~240, the web UI's largest ~100; within 5,000 a document validates in milliseconds.
+    max_query_expanded_size: int = Field(default=5000, ge=1)
+    # Pairs of fields under one response name, and of fragments, spread side by side in
+    # one selection set, which graphql-core's overlap rule compares two by two
+    # (services/api/graphql/merge_pairs.py): 300 copies of one field took 0.3-0.5 s to
+    # validate. The web UI and the CLI send at most 1, GraphiQL's introspection 0.
+    max_query_merge_pairs: int = Field(default=1000, ge=0)
     # The estimated cost of one operation (services/api/graphql/query_cost.py: fields times
     # the sizes of the lists they sit in); the web UI's heaviest view costs ~2 x 10^5.
     max_query_cost: int = Field(default=1_000_000, ge=1)

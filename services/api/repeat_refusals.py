@@ -1,13 +1,14 @@
-"""Refuse a repeated too-costly query before it costs anything.
+"""Refuse a repeated too-costly (or too large) query before it costs anything.
 
-The cost limit (graphql/query_cost.py) refuses an over-cost query before it runs, but the
-refusal itself still goes through the whole HTTP and GraphQL stack: routing, the token, a
-parse and validation (cached), the cost walk. A client looping on one such query spends
+The cost and size limits (graphql/operation_bounds.py) refuse such a query before it is
+validated, but the refusal itself still goes through the whole HTTP and GraphQL stack:
+routing, the token, a parse, the walk. A client looping on one such query spends
 that much of the API for every refusal, and others wait behind it (issue 36: others' p99
-went over 1 s under two such loops). A query refused for its cost is refused for the same
-body every time, whoever sends it, so this middleware remembers the bodies it saw refused
-(by digest, a bounded table) and answers a repeat at once, with the same error, for a caller
-whose token this process has already accepted (an unknown token still gets its 401).
+went over 1 s under two such loops). A query refused for its cost or its expanded size is
+refused for the same body every time, whoever sends it, so this middleware remembers the
+bodies it saw refused (by digest, a bounded table) and answers a repeat at once, with the
+same error, for a caller whose token this process has already accepted (an unknown token
+still gets its 401).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-# Where the cost limit leaves the formatted error of a refused query: the ASGI scope is the
-# one dict both this middleware and the GraphQL context (its request) see.
+# Where the cost and size limits leave the formatted error of a refused query: the ASGI
+# scope is the one dict both this middleware and the GraphQL context (its request) see.
 REFUSED_SCOPE_KEY = "benchstack.refused_for_cost"
 # Only small bodies are remembered (a costly query is a short one); larger ones pass on.
 MAX_REMEMBERED_BODY_BYTES = 64 * 1024

@@ -1,6 +1,6 @@
-"""What an operation may cost, estimated before it runs: a query that would read and send
-too much is refused with QUERY_TOO_COSTLY instead of holding a worker thread and the
-database for seconds while others wait.
+"""What an operation may cost, estimated before it is validated or run: a query that
+would read and send too much is refused with QUERY_TOO_COSTLY (operation_bounds.py)
+instead of holding a worker thread and the database for seconds while others wait.
 
 The estimate walks the operation's fields (fragments inlined, aliases each counted): a
 field costs its weight times the sizes of the lists it sits in. A list's size is its size
@@ -11,21 +11,22 @@ return whole documents (a run's report, an environment) weigh more. Twenty alias
 ``evaluations(first: 100) { items { runs { latencySample(limit: 20000) { latenciesMs }}}}``
 cost about 8 x 10^7; the web UI's heaviest view (a run's charts: 2,000 latencies, 400
 spans) about 3 x 10^4, and at the resolvers' own maximum sizes about 10^5.
+
+A selection set's cost is linear in the sizes of the lists around it, so each one is
+costed once per type it is read as, for one item, and multiplied where it is used: a
+fragment spread at a thousand places is walked once, and nothing is left uncounted
+however deeply fragments nest (issue 53: a depth past which fragments counted 0 let
+the query above through, wrapped in 17 of them).
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Iterator
 from typing import Any
 
 from graphql import (
-    ExecutionResult,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
-    GraphQLError,
     GraphQLField,
     GraphQLList,
     GraphQLNonNull,
@@ -37,11 +38,8 @@ from graphql import (
     get_named_type,
     value_from_ast,
 )
-from strawberry.extensions import SchemaExtension
 
-from services.api.graphql.cost_budget import RATE_LIMITED
-from services.api.repeat_refusals import REFUSED_SCOPE_KEY
-from services.api.short_cache import ShortCache
+from services.api.graphql.expansion import FragmentProblem
 
 QUERY_TOO_COSTLY = "QUERY_TOO_COSTLY"
 # Arguments that say how many items a field returns.
@@ -71,8 +69,6 @@ COUNTED_BY_PARENT = {
 }
 # Fields returning whole documents: about this many scalar fields' worth each.
 HEAVY = {("Run", "report"): 200, ("Run", "environment"): 50, ("Evaluation", "manifest"): 20}
-# Nested fragments deeper than this are not followed (the depth limit refuses them anyway).
-MAX_FRAGMENT_NESTING = 16
 
 
 def operation_cost(
@@ -81,65 +77,70 @@ def operation_cost(
     fragments: dict[str, FragmentDefinitionNode],
     variables: dict[str, Any],
 ) -> int:
-    """The estimated cost of ``operation`` (see the module's docstring)."""
+    """The estimated cost of ``operation`` (see the module's docstring). Raises
+    FragmentProblem for a fragment cycle (expansion.expanded_size refuses those first)."""
     root = schema.get_root_type(operation.operation)
     if root is None:
         return 0
-    return _selection_cost(root, operation.selection_set, 1, fragments, variables, 0)
+    return _CostWalk(fragments, variables).selection_set(root, operation.selection_set)
 
 
-def _fields(
-    selection_set: SelectionSetNode,
-    fragments: dict[str, FragmentDefinitionNode],
-    nesting: int,
-) -> Iterator[FieldNode]:
-    for selection in selection_set.selections:
-        if isinstance(selection, FieldNode):
-            yield selection
-        elif nesting < MAX_FRAGMENT_NESTING:
-            if isinstance(selection, InlineFragmentNode):
-                yield from _fields(selection.selection_set, fragments, nesting + 1)
+class _CostWalk:
+    """One operation's costs: each (selection set, type) pair's cost for one item, kept."""
+
+    def __init__(
+        self, fragments: dict[str, FragmentDefinitionNode], variables: dict[str, Any]
+    ) -> None:
+        self.fragments = fragments
+        self.variables = variables
+        # Keyed by the node's id: the nodes live as long as the walk (the document holds
+        # them). None while a set is being costed, so a cycle is seen, not followed.
+        self.costs: dict[tuple[int, str], int | None] = {}
+
+    def selection_set(self, parent: GraphQLObjectType, selection_set: SelectionSetNode) -> int:
+        key = (id(selection_set), parent.name)
+        if key in self.costs:
+            known = self.costs[key]
+            if known is None:
+                raise FragmentProblem("fragments spread each other in a cycle")
+            return known
+        self.costs[key] = None
+        total = 0
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                total += self.field(parent, selection)
+            elif isinstance(selection, InlineFragmentNode):
+                total += self.selection_set(parent, selection.selection_set)
             elif isinstance(selection, FragmentSpreadNode):
-                fragment = fragments.get(selection.name.value)
+                fragment = self.fragments.get(selection.name.value)
                 if fragment is not None:
-                    yield from _fields(fragment.selection_set, fragments, nesting + 1)
+                    total += self.selection_set(parent, fragment.selection_set)
+        self.costs[key] = total
+        return total
 
-
-def _selection_cost(
-    parent: GraphQLObjectType,
-    selection_set: SelectionSetNode,
-    multiplier: int,
-    fragments: dict[str, FragmentDefinitionNode],
-    variables: dict[str, Any],
-    nesting: int,
-) -> int:
-    total = 0
-    for node in _fields(selection_set, fragments, nesting):
+    def field(self, parent: GraphQLObjectType, node: FieldNode) -> int:
+        """One use of ``node`` in one item of ``parent``: its weight times its list's size,
+        and what it selects, once per item of that list."""
         field = parent.fields.get(node.name.value)
         if field is None:
-            continue  # __typename, or a field validation already refused
+            return 0  # __typename, or a field validation refuses
         key = (parent.name, node.name.value)
-        size = _size(field, node, variables)
+        size = _size(field, node, self.variables)
         if size is None:
             size = (
                 1
                 if key in COUNTED_BY_PARENT or not _is_list(field)
                 else LIST_SIZES.get(key, LIST_GUESS)
             )
-        inside = multiplier * size
-        total += inside * HEAVY.get(key, 1)
+        total = size * HEAVY.get(key, 1)
+        if node.selection_set is None:
+            return total
         child = get_named_type(field.type)
-        if node.selection_set is not None and isinstance(child, GraphQLObjectType):
-            total += _selection_cost(
-                child, node.selection_set, inside, fragments, variables, nesting + 1
-            )
         # A union or interface (a result with typed errors): its members are read as one.
-        elif node.selection_set is not None:
-            for member in _members(child):
-                total += _selection_cost(
-                    member, node.selection_set, inside, fragments, variables, nesting + 1
-                )
-    return total
+        members = [child] if isinstance(child, GraphQLObjectType) else _members(child)
+        for member in members:
+            total += size * self.selection_set(member, node.selection_set)
+        return total
 
 
 def _members(named: Any) -> list[GraphQLObjectType]:
@@ -168,92 +169,3 @@ def _size(field: GraphQLField, node: FieldNode, variables: dict[str, Any]) -> in
             return value
         return 1
     return None
-
-
-class QueryCostLimit(SchemaExtension):
-    """Refuses an operation whose estimated cost is above ``max_cost`` before it runs."""
-
-    def __init__(self, *, max_cost: int) -> None:
-        self.max_cost = max_cost
-
-    def on_execute(self) -> Iterator[None]:
-        context = self.execution_context
-        document = context.graphql_document
-        if document is not None and context.result is None:
-            refusal = self._refusal(context.schema._schema, document, context)
-            if refusal is not None:
-                context.result = ExecutionResult(data=None, errors=[refusal])
-                if (refusal.extensions or {}).get("code") == QUERY_TOO_COSTLY:
-                    _remember_refusal(context.context, refusal)
-        yield
-
-    def _refusal(self, schema: GraphQLSchema, document: Any, context: Any) -> GraphQLError | None:
-        fragments = {
-            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-        }
-        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-        wanted = context.operation_name
-        chosen = [o for o in operations if wanted is None or (o.name and o.name.value == wanted)]
-        variables = dict(context.variables or {})
-        key = _cost_key(context.query, wanted, variables)
-
-        def walk() -> int:
-            return sum(operation_cost(schema, o, fragments, variables) for o in chosen[:1])
-
-        cost = walk() if key is None else _COSTS.get(key, walk)
-        if cost <= self.max_cost:
-            return _over_budget(context.context, cost)
-        return GraphQLError(
-            f"query: its estimated cost {cost:,} is above the limit of {self.max_cost:,} "
-            "(BENCHSTACK_MAX_QUERY_COST): ask for fewer items (first, limit) or fields, "
-            "or split it into several queries",
-            extensions={"code": QUERY_TOO_COSTLY},
-        )
-
-
-# The same text with the same variables costs the same: walked once (clients repeat a few
-# queries). Only short variables are part of a key; others are walked every time.
-_COSTS: ShortCache[int] = ShortCache(math.inf, max_keys=1024)
-MAX_KEYED_VARIABLES_CHARS = 2048
-
-
-def _cost_key(
-    query: Any, operation: str | None, variables: dict[str, Any]
-) -> tuple[str, str | None, str] | None:
-    """A key for ``_COSTS``, or None where the cost is not kept."""
-    if not isinstance(query, str):
-        return None
-    try:
-        written = json.dumps(variables, sort_keys=True)
-    except (TypeError, ValueError):
-        return None
-    if len(written) > MAX_KEYED_VARIABLES_CHARS:
-        return None
-    return (query, operation, written)
-
-
-def _remember_refusal(context: Any, refusal: GraphQLError) -> None:
-    """Leave the refusal where the HTTP layer sees it (repeat_refusals.py): the same body
-    is refused at once next time. A budget refusal is not left: it depends on the moment."""
-    request = getattr(context, "request", None)
-    scope = getattr(request, "scope", None)
-    if isinstance(scope, dict):
-        scope[REFUSED_SCOPE_KEY] = refusal.formatted
-
-
-def _over_budget(context: Any, cost: int) -> GraphQLError | None:
-    """RATE_LIMITED when the caller spent its query budget (cost_budget.py); None where
-    the context has no budget (a schema executed outside the app)."""
-    deps = getattr(context, "deps", None)
-    budget = getattr(deps, "query_budget", None)
-    if budget is None:
-        return None
-    wait = budget.take(context.caller, cost)
-    if wait <= 0:
-        return None
-    return GraphQLError(
-        f"query: this caller spent its query budget of {budget.rate:,.0f} cost units a "
-        f"second (this one costs {cost:,}; BENCHSTACK_QUERY_COST_PER_SECOND): retry in "
-        f"{wait:.1f} s, or ask for fewer items",
-        extensions={"code": RATE_LIMITED, "retryAfterS": round(wait, 2)},
-    )

@@ -18,7 +18,6 @@ from strawberry.extensions import (
     ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
-    ValidationCache,
 )
 from strawberry.tools import merge_types
 
@@ -46,7 +45,7 @@ from services.api.graphql.evaluations.subscriptions import EvaluationSubscriptio
 from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
-from services.api.graphql.query_cost import QueryCostLimit
+from services.api.graphql.operation_bounds import OperationBounds
 from services.api.observability import UNAVAILABLE
 from shared.settings import Settings
 
@@ -104,12 +103,17 @@ class MaskErrorsNamingOutages(MaskErrors):
 
 @dataclass(frozen=True)
 class OperationLimits:
-    """How large one operation may be: nesting of fields (introspection aside), aliases and
-    tokens. The token limit is applied while parsing, so a huge document is never built."""
+    """How large one operation may be: nesting of fields (introspection aside), aliases,
+    tokens, selections with fragments inlined, pairs the overlap rule compares, and
+    estimated cost. The token limit is applied while parsing, so a huge document is never
+    built; the expanded size, the pairs and the cost before validation
+    (operation_bounds.py), so no rule walks a document past them."""
 
     max_depth: int = 12
     max_aliases: int = 20
     max_tokens: int = 2000
+    max_expanded_size: int = 5000
+    max_merge_pairs: int = 1000
     max_cost: int = 1_000_000
 
     @classmethod
@@ -118,6 +122,8 @@ class OperationLimits:
             max_depth=settings.max_query_depth,
             max_aliases=settings.max_query_aliases,
             max_tokens=settings.max_query_tokens,
+            max_expanded_size=settings.max_query_expanded_size,
+            max_merge_pairs=settings.max_query_merge_pairs,
             max_cost=settings.max_query_cost,
         )
 
@@ -181,15 +187,21 @@ def make_schema(limits: OperationLimits) -> strawberry.Schema:
         lambda: MaxTokensLimiter(max_token_count=limits.max_tokens),
         lambda: AddValidationRules(limit_rules),
         InputGuard,
-        lambda: QueryCostLimit(max_cost=limits.max_cost),
+        # The only validation step: the expanded size and the cost first, then the rules
+        # above and graphql-core's, cached (the same document against the same schema and
+        # rules always validates the same); then the caller's budget before it runs.
+        lambda: OperationBounds(
+            max_expanded_size=limits.max_expanded_size,
+            max_merge_pairs=limits.max_merge_pairs,
+            max_cost=limits.max_cost,
+            cache_size=OPERATION_CACHE_SIZE,
+        ),
         # Queries, mutations and subscriptions alike: internals never reach a client.
         lambda: MaskErrorsNamingOutages(
             should_mask_error=should_mask_error, error_message=MASKED_MESSAGE
         ),
-        # The same text always parses to the same document, and the same document against
-        # the same schema and rules always validates the same: both are safe to reuse.
+        # The same text always parses to the same document: safe to reuse.
         lambda: ParserCache(maxsize=OPERATION_CACHE_SIZE),
-        lambda: ValidationCache(maxsize=OPERATION_CACHE_SIZE),
     ]
     query, mutation = _root_types()
     return LoggedSchema(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.api.graphql import query_cost
+from services.api.graphql import operation_bounds
 from services.api.repeat_refusals import REFUSED_SCOPE_KEY, RepeatRefusals
 from tests.services.api.conftest import api_with
 from tests.services.api.graphql.test_query_cost import ATTACK
@@ -94,13 +94,13 @@ def test_the_api_answers_a_repeated_costly_query_alike_and_a_stranger_still_gets
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     judged: list[int] = []
-    real_refusal = query_cost.QueryCostLimit._refusal
+    real_verdict = operation_bounds.OperationBounds._verdict
 
-    def counted_refusal(self: Any, *args: Any) -> Any:
+    def counted_verdict(self: Any, *args: Any) -> Any:
         judged.append(1)
-        return real_refusal(self, *args)
+        return real_verdict(self, *args)
 
-    monkeypatch.setattr(query_cost.QueryCostLimit, "_refusal", counted_refusal)
+    monkeypatch.setattr(operation_bounds.OperationBounds, "_verdict", counted_verdict)
     with api_with(tmp_path, api_token_cache_seconds=60) as api:
         token = api.token("looper")
         first = api.gql(token, ATTACK)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
 
+from benchmarks.api_attacks import COSTLY, fragment_fan_out, fragment_wrapped
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY, operation_cost
 from services.api.graphql.schema import OperationLimits, schema
 from services.api.run_charts import MAX_LATENCY_POINTS, MAX_TRACE_SPANS
@@ -84,6 +85,19 @@ def test_fragments_and_aliases_are_each_counted() -> None:
     spread = "{ a: evaluations(first: 50) { ...F } b: evaluations(first: 50) { ...F } } "
     spread += "fragment F on EvaluationPage { items { id modelName } }"
     assert cost(spread) == 2 * cost(one)
+
+
+@pytest.mark.parametrize("levels", [1, 17, 40])
+def test_a_query_costs_the_same_however_deeply_fragments_wrap_it(levels: int) -> None:
+    # Fragments nested deeper than 16 once counted 0: COSTLY in 17 of them cost nothing.
+    assert cost(fragment_wrapped(levels)) == cost(COSTLY) > OperationLimits().max_cost
+
+
+def test_a_fragment_spread_twice_costs_twice_at_every_level() -> None:
+    # 2^20 spreads of the last fragment, each walked once: counted, not followed.
+    leaf = cost("{ evaluations { totalCount } }")
+    assert leaf > 0
+    assert cost(fragment_fan_out(20)) == 2**20 * leaf
 
 
 @pytest.mark.parametrize("through_variables", [False, True])
