@@ -1,6 +1,5 @@
-"""Find-peak in one process: the Offline capacity estimate, then Server probes of one
-bench request, each a stored run, steered by the search in services/core/find_peak_search.
-"""
+"""Find-peak in one process: the search of services/core/campaigns/find_peak.py driven
+with stored runs of one bench request, each probe run as soon as ``step`` asks for it."""
 
 from __future__ import annotations
 
@@ -9,16 +8,20 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from services.core.early_stopping import MAX_SIZED_PROBE_S, duration_warning, sized_probe_s
-from services.core.figures import percentile_key
-from services.core.find_peak_search import (
-    DURATION_MARGIN,
-    PeakResult,
-    Probe,
-    judge,
-    search_peak,
+from services.core.campaigns.find_peak import (
+    ESTIMATE,
+    NO_ESTIMATE,
+    SERVER_TARGETS,
+    FindPeakGroup,
+    NextProbe,
+    SearchSettings,
+    probe_settings,
+    start_rate,
+    step,
 )
-from services.embedded.bench import BenchRequest
+from services.core.early_stopping import duration_warning
+from services.core.find_peak_search import PeakResult, Probe, judge
+from services.embedded.request import BenchRequest
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 
@@ -26,13 +29,8 @@ RunFn = Callable[[BenchRequest], dict[str, Any]]
 def find_peak(
     request: BenchRequest,
     run: RunFn,
+    search: SearchSettings,
     *,
-    latency_bound_ms: float,
-    percentile: float = 99.0,
-    start_qps: float | None = None,
-    tolerance: float = 0.05,
-    max_probes: int = 12,
-    on_probe: Callable[[Probe], None] = lambda probe: None,
     size_probes: bool = False,
     warn: Callable[[str], None] = lambda line: None,
 ) -> tuple[PeakResult, dict[str, Any] | None]:
@@ -41,76 +39,68 @@ def find_peak(
     upper bound on what Server can sustain with the same batch size and workers).
 
     ``size_probes``: each probe runs as long as LoadGen's early stopping and the stability
-    rule need at its rate (core/early_stopping.py); else the request's duration, and
-    ``warn`` is told when that is too short to judge a probe at the start rate."""
-    if latency_bound_ms <= 0:
-        raise ValueError(f"--latency-bound-ms: {latency_bound_ms} must be positive")
-    percentile_key(percentile)
-    group_id = str(uuid.uuid4())
+    rule need at its rate; else the request's duration, and ``warn`` is told when that is
+    too short to judge a probe at the start rate (and when a probe runs again)."""
+    problem = search.problem()
+    if problem is not None:
+        raise ValueError(f"--{problem[0].replace('_', '-')}: {problem[1]}")
+    group = FindPeakGroup(str(uuid.uuid4()), ESTIMATE, search, stored_request(request))
     estimate = None
-    if start_qps is None:
+    start = start_rate(search, None)
+    if start is None:
         offline = request.scenario.model_copy(
-            update={"scenario": "offline", "target_qps": None, "latency_percentile": None}
+            update={"scenario": "offline"} | dict.fromkeys(SERVER_TARGETS)
         )
-        group = {"kind": "find-peak", "id": group_id, "role": "capacity estimate"}
-        estimate = run(replace(request, scenario=offline, group=group, run_id=None))
-        start_qps = float(estimate["performance"]["samples_per_second"])
-        if not start_qps > 0:
-            raise ValueError("find-peak: the Offline estimate completed no samples; see its run")
+        estimate = run(replace(request, scenario=offline, group=group.to_dict(), run_id=None))
+        start = start_rate(search, estimate["performance"]["samples_per_second"])
+        if start is None:
+            raise ValueError(f"find-peak: {NO_ESTIMATE}")
     if not size_probes:
-        fixed = request.scenario.effective_min_duration_s
-        warning = duration_warning(fixed, start_qps, percentile)
+        warning = duration_warning(
+            request.scenario.effective_min_duration_s, start, search.percentile
+        )
         if warning is not None:
             warn(warning)
 
-    def run_probe(qps: float, duration_s: float | None) -> Probe:
-        update: dict[str, Any] = {
-            "scenario": "server",
-            "target_qps": qps,
-            "target_latency_ms": latency_bound_ms,
-            "latency_percentile": percentile,
-        }
-        if duration_s is not None:
-            update["min_duration_s"] = duration_s
+    def run_probe(next_probe: NextProbe) -> Probe:
+        update = {"scenario": "server"} | probe_settings(
+            search, next_probe.qps, next_probe.duration_s
+        )
         scenario = request.scenario.model_copy(update=update)
-        group = {"kind": "find-peak", "id": group_id, "role": "probe", "qps": qps}
-        report = run(replace(request, scenario=scenario, group=group, run_id=None))
-        return judge(report, qps, latency_bound_ms=latency_bound_ms, percentile=percentile)
+        member = group.probe(next_probe.qps).to_dict()
+        report = run(replace(request, scenario=scenario, group=member, run_id=None))
+        return judge(
+            report,
+            next_probe.qps,
+            latency_bound_ms=search.latency_bound_ms,
+            percentile=search.percentile,
+        )
 
-    def probe(qps: float) -> Probe:
-        sized = sized_probe_s(qps, percentile) if size_probes else None
-        result = run_probe(qps, sized)
-        longer = longer_probe_s(result, sized)
-        if longer is not None:
-            warn(
-                f"{qps:.1f} QPS met the bound but was not judged in {sized:g} s "
-                f"({', '.join(result.shortfalls())}; run {result.run_id[:8]}): "
-                f"run again for {longer:g} s"
-            )
-            result = run_probe(qps, longer)
-        on_probe(result)
-        return result
-
-    result = search_peak(
-        probe,
-        start_qps=start_qps,
-        latency_bound_ms=latency_bound_ms,
-        percentile=percentile,
-        tolerance=tolerance,
-        max_probes=max_probes,
-    )
-    return result, estimate
+    probes: list[Probe] = []
+    while not isinstance(found := step(search, start, probes, sized=size_probes), PeakResult):
+        if found.longer is not None:
+            warn(found.longer)
+        probes.append(run_probe(found))
+    return found, estimate
 
 
-def longer_probe_s(result: Probe, sized_s: float | None) -> float | None:
-    """How long to run a sized probe once more: one that met the bound but that LoadGen's
-    early stopping or the stability rule could not judge (it is sized for one query over
-    the bound; a jittery host puts more there), as long as they ask, with the arrivals'
-    margin, at most ``MAX_SIZED_PROBE_S``. None for a probe judged, failed, not sized
-    (the user's --duration is kept), already at the cap, or with nothing asked for."""
-    if sized_s is None or not result.passed or result.judged:
-        return None
-    if result.duration_needed_s is None or sized_s >= MAX_SIZED_PROBE_S:
-        return None
-    # What they ask for is past what ran (LoadGen counts the queries still missing).
-    return min(DURATION_MARGIN * result.duration_needed_s, MAX_SIZED_PROBE_S)
+def stored_request(request: BenchRequest) -> dict[str, Any]:
+    """``request`` as its group keeps it (FindPeakGroup.request): what the stack keeps of
+    its own request, in the same names where the two share one."""
+    options = request.backend_options
+    return {
+        "model": request.model,
+        "framework": request.framework,
+        "device": options.device,
+        "scenario": request.scenario.scenario,
+        "settings": request.scenario.model_dump(
+            mode="json", exclude_none=True, exclude={"scenario"}
+        ),
+        "batch_size": request.batch_size,
+        "dataset": request.dataset,
+        "samples": request.samples,
+        "seed": request.seed,
+        "constraints": dict(request.constraints),
+        "backend_options": dict(options.extra),
+        "threads": options.intra_op_threads or None,
+    }

@@ -19,9 +19,8 @@ probes lacked: LoadGen's early-stopping estimate of the queries still needed, th
 rule's sample count, the lowest rate probed and the latency it measured. Every probe is a
 stored run.
 
-Pure: the embedded search (services/campaigns/find_peak.py) runs probes as it goes, the
-stack's (services/api/campaigns/find_peak/group.py) replays ``next_step`` over the probes
-stored so far; both are this code.
+Pure: both launchers' find-peak (services/core/campaigns/find_peak.py ``step``) replays
+``next_step`` over the probes run so far; both are this code.
 """
 
 from __future__ import annotations
@@ -310,9 +309,9 @@ def next_step(
     max_probes: int = 12,
 ) -> float | PeakResult:
     """Where a search stands after ``probes`` (in the order run): the rate to probe next,
-    or the result once it is done. The search run through the service takes one step per
-    stored probe (services/api/campaigns/find_peak/group.py); this replays ``search_peak`` over the
-    probes already run, so both searches are the same code and agree probe for probe."""
+    or the result once it is done. Each launcher takes one step per probe run
+    (core/campaigns/find_peak.py); this replays ``search_peak`` over the probes already
+    run, so both searches are the same code and agree probe for probe."""
     replay = iter(probes)
 
     def probe(qps: float) -> Probe:

@@ -26,6 +26,7 @@ from services.cli.bench_options import (
 )
 from services.cli.errors import user_errors
 from services.cli.progress import ProgressBars
+from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
 from services.embedded import bench as embedded
 from shared.settings import get_settings
@@ -115,11 +116,7 @@ def find_peak_command(
         result, estimate = find_peak(
             request,
             lambda r: embedded.run_bench(r, settings, hooks),
-            latency_bound_ms=latency_bound_ms,
-            percentile=percentile,
-            start_qps=start_qps,
-            tolerance=tolerance,
-            max_probes=max_probes,
+            SearchSettings(latency_bound_ms, percentile, tolerance, max_probes, start_qps),
             size_probes=duration is None,
             warn=lambda line: Console(stderr=True).print(
                 f"[yellow]warning:[/] {line}", soft_wrap=True

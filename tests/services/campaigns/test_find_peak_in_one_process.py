@@ -9,8 +9,9 @@ from typing import Any
 
 from services.aggregator.repository import get_run
 from services.campaigns.find_peak import RunFn, find_peak
+from services.core.campaigns.find_peak import SearchSettings
 from services.core.early_stopping import MAX_SIZED_PROBE_S, probe_duration_s
-from services.core.find_peak_search import DURATION_MARGIN, PeakResult
+from services.core.find_peak_search import PeakResult
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
@@ -34,10 +35,7 @@ def _sized_search(run: RunFn, *, max_probes: int) -> tuple[PeakResult, list[str]
     result, _ = find_peak(
         request,
         run,
-        latency_bound_ms=200,
-        start_qps=1000,
-        tolerance=0.9,
-        max_probes=max_probes,
+        SearchSettings(200, start_qps=1000, tolerance=0.9, max_probes=max_probes),
         size_probes=True,
         warn=warnings.append,
     )
@@ -59,9 +57,7 @@ def test_null_backend_edge_matches_queueing_theory(settings: Settings) -> None:
     result, estimate = find_peak(
         request,
         lambda r: run_bench(r, settings),
-        latency_bound_ms=100,
-        percentile=99,
-        tolerance=0.04,
+        SearchSettings(100, percentile=99, tolerance=0.04),
     )
     assert estimate is not None and result.within_bound is not None
     assert abs(result.within_bound.qps - analytical) / analytical <= 0.10, result.to_dict()
@@ -98,10 +94,7 @@ def test_a_peak_is_only_taken_from_a_judged_probe(settings: Settings) -> None:
     result, _ = find_peak(
         request,
         lambda r: run_bench(r, settings),
-        latency_bound_ms=200,
-        start_qps=250,
-        tolerance=0.5,
-        max_probes=3,
+        SearchSettings(200, start_qps=250, tolerance=0.5, max_probes=3),
     )
     first = result.curve[0]
     assert first.qps == 250 and first.passed and not first.judged, first
@@ -141,9 +134,7 @@ def test_a_duration_too_short_for_the_start_rate_is_said_first(settings: Setting
     find_peak(
         request,
         lambda r: run_bench(r, settings),
-        latency_bound_ms=200,
-        start_qps=100,
-        max_probes=1,
+        SearchSettings(200, start_qps=100, max_probes=1),
         warn=warnings.append,
     )
     assert len(warnings) == 1 and "probes of 0.3 s at 100 QPS" in warnings[0], warnings
@@ -173,31 +164,3 @@ def test_a_sized_probe_within_the_bound_but_not_judged_runs_once_more(
     # As long as the cut run said was missing (LoadGen's count of the queries still
     # needed), with the arrivals' margin: past the cut, within the cap.
     assert ran[0] < ran[1] <= MAX_SIZED_PROBE_S, ran
-
-
-def test_a_judged_or_failed_or_unsized_probe_is_not_run_again() -> None:
-    from services.campaigns.find_peak import longer_probe_s
-    from services.core.find_peak_search import Probe
-
-    def probe(passed: bool, validity: str, needed: float | None) -> Probe:
-        return Probe(
-            qps=100.0,
-            passed=passed,
-            latency_ms=5.0,
-            completed_qps=100.0,
-            scheduled_qps=100.0,
-            validity=validity,
-            stability="STABLE",
-            run_id="r",
-            reason="",
-            duration_needed_s=needed,
-        )
-
-    assert longer_probe_s(probe(True, "INVALID", 12.0), 8.0) == DURATION_MARGIN * 12.0
-    assert longer_probe_s(probe(True, "INVALID", 12.0), None) is None  # --duration given
-    assert longer_probe_s(probe(True, "VALID", None), 8.0) is None  # judged
-    assert longer_probe_s(probe(False, "INVALID", 12.0), 8.0) is None  # over the bound
-    assert longer_probe_s(probe(True, "INVALID", None), 8.0) is None  # nothing asked
-    capped = longer_probe_s(probe(True, "INVALID", 10_000.0), 8.0)
-    assert capped == MAX_SIZED_PROBE_S  # the cap
-    assert longer_probe_s(probe(True, "INVALID", 10_000.0), MAX_SIZED_PROBE_S) is None

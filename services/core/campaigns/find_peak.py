@@ -1,0 +1,192 @@
+"""Find-peak, defined once for both launchers: the search's settings and their bounds, the
+group record each member stores, the scenario settings of the capacity estimate and of
+each probe, and the pure step from the probes judged so far to the next probe or the peak.
+
+The embedded launcher (services/campaigns/find_peak.py) runs each probe as it is asked
+for; the stack's (services/api/campaigns/find_peak/group.py) takes one step per stored
+run. Both call ``step`` over the probes run so far, so they probe the same rates for the
+same durations and reach the same verdict. The search itself is core/find_peak_search.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from services.core.early_stopping import MAX_SIZED_PROBE_S, sized_probe_s
+from services.core.figures import percentile_key
+from services.core.find_peak_search import DURATION_MARGIN, PeakResult, Probe, next_step
+
+KIND = "find-peak"
+ESTIMATE = "capacity estimate"
+PROBE = "probe"
+MAX_PROBES = 16
+MAX_LATENCY_BOUND_MS = 3_600_000.0  # an hour: the longest bound a Server test can judge
+# What a probe sets over the request's scenario settings; the estimate (Offline) has none.
+SERVER_TARGETS = ("target_qps", "target_latency_ms", "latency_percentile")
+NO_ESTIMATE = "the Offline capacity estimate completed no samples; see its run"
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    latency_bound_ms: float
+    percentile: float = 99.0
+    tolerance: float = 0.05
+    max_probes: int = 12
+    # None: an Offline run first, whose throughput is the start rate.
+    start_qps: float | None = None
+    # The longest a sized probe (and its longer run) may be: the launcher's, not the
+    # user's (the stack's is half its longest run when that is less).
+    longest_probe_s: float = MAX_SIZED_PROBE_S
+
+    def problem(self) -> tuple[str, str] | None:
+        """The first setting out of bounds: (its field in snake_case, what was given and
+        what is accepted); each launcher spells the field as its users do."""
+        bound = self.latency_bound_ms
+        if not (math.isfinite(bound) and 0 < bound <= MAX_LATENCY_BOUND_MS):
+            return "latency_bound_ms", (
+                f"{bound:g}; accepted: above 0 up to {MAX_LATENCY_BOUND_MS:,.0f} ms"
+            )
+        try:
+            percentile_key(self.percentile, "")
+        except ValueError as exc:
+            return "percentile", str(exc).removeprefix(": ")
+        if not 0 < self.tolerance < 1:
+            return "tolerance", f"{self.tolerance:g}; accepted: strictly between 0 and 1"
+        if not 1 <= self.max_probes <= MAX_PROBES:
+            return "max_probes", f"{self.max_probes}; accepted: 1..{MAX_PROBES}"
+        start = self.start_qps
+        if start is not None and not (math.isfinite(start) and start > 0):
+            return "start_qps", f"{start:g}; accepted: a positive rate"
+        return None
+
+
+@dataclass(frozen=True)
+class FindPeakGroup:
+    """What each member of a search stores as its group (the stack's evaluation
+    ``group_info``, the embedded run's report ``group``): one shape in both modes."""
+
+    id: str
+    role: str  # ESTIMATE or PROBE
+    search: SearchSettings
+    # The request the search was made from (the launcher's own, as a dict), to make the
+    # next members from.
+    request: dict[str, Any]
+    qps: float | None = None  # a probe's target rate
+
+    def probe(self, qps: float) -> FindPeakGroup:
+        return replace(self, role=PROBE, qps=qps)
+
+    def to_dict(self) -> dict[str, Any]:
+        stored = {
+            "id": self.id,
+            "kind": KIND,
+            "role": self.role,
+            "search": asdict(self.search),
+            "request": self.request,
+        }
+        return stored if self.qps is None else stored | {"qps": self.qps}
+
+    @classmethod
+    def from_dict(cls, info: Mapping[str, Any]) -> FindPeakGroup:
+        qps = info.get("qps")
+        return cls(
+            id=str(info["id"]),
+            role=str(info["role"]),
+            search=SearchSettings(**info["search"]),
+            request=dict(info["request"]),
+            qps=None if qps is None else float(qps),
+        )
+
+
+def probe_settings(search: SearchSettings, qps: float, duration_s: float | None) -> dict[str, Any]:
+    """The scenario settings a Server probe at ``qps`` sets over the request's;
+    ``duration_s`` None keeps the request's duration."""
+    settings: dict[str, Any] = {
+        "target_qps": qps,
+        "target_latency_ms": search.latency_bound_ms,
+        "latency_percentile": search.percentile,
+    }
+    return settings if duration_s is None else settings | {"min_duration_s": duration_s}
+
+
+def start_rate(search: SearchSettings, estimate_samples_per_second: float | None) -> float | None:
+    """The first probe's rate: the one given, else the estimate's throughput; None while
+    the estimate has not run or when it completed nothing (``NO_ESTIMATE``)."""
+    if search.start_qps is not None:
+        return search.start_qps
+    rate = float(estimate_samples_per_second or 0.0)
+    return rate if rate > 0 else None
+
+
+@dataclass(frozen=True)
+class NextProbe:
+    qps: float
+    # Seconds to run; None: the request's own duration (the user gave one).
+    duration_s: float | None
+    # Why this rate runs again for longer (a warning to show); None for a first probe.
+    longer: str | None = None
+
+
+def step(
+    search: SearchSettings,
+    start_qps: float,
+    probes: Sequence[Probe],
+    *,
+    sized: bool,
+) -> NextProbe | PeakResult:
+    """The next probe after ``probes`` (judged, in the order run), or the result.
+
+    ``sized``: the request gave no duration, so each probe runs as long as LoadGen's early
+    stopping and the stability rule need at its rate (core/early_stopping.py), at most
+    ``search.longest_probe_s``; a sized probe that met the bound but went unjudged runs
+    once more as long as they ask (``longer_probe_s``). The search never probes one rate
+    twice in a row, so a probe at the rate of the one before it is that one's longer run
+    and replaces it."""
+    cap_s = search.longest_probe_s
+    finals: list[Probe] = []
+    rerun = False
+    for probe in probes:
+        rerun = bool(finals) and math.isclose(finals[-1].qps, probe.qps, rel_tol=1e-9)
+        if rerun:
+            finals[-1] = probe
+        else:
+            finals.append(probe)
+    if finals and sized and not rerun:
+        last = finals[-1]
+        ran_s = sized_probe_s(last.qps, search.percentile, cap_s)
+        longer = longer_probe_s(last, ran_s, cap_s)
+        if longer is not None:
+            why = (
+                f"{last.qps:.1f} QPS met the bound but was not judged in {ran_s:g} s "
+                f"({', '.join(last.shortfalls())}; run {last.run_id[:8]}): "
+                f"run again for {longer:g} s"
+            )
+            return NextProbe(last.qps, longer, why)
+    found = next_step(
+        finals,
+        start_qps=start_qps,
+        latency_bound_ms=search.latency_bound_ms,
+        percentile=search.percentile,
+        tolerance=search.tolerance,
+        max_probes=search.max_probes,
+    )
+    if isinstance(found, PeakResult):
+        return found
+    return NextProbe(found, sized_probe_s(found, search.percentile, cap_s) if sized else None)
+
+
+def longer_probe_s(result: Probe, sized_s: float | None, cap_s: float) -> float | None:
+    """How long to run a sized probe once more: one that met the bound but that LoadGen's
+    early stopping or the stability rule could not judge (it is sized for one query over
+    the bound; a jittery host puts more there), as long as they ask, with the arrivals'
+    margin, at most ``cap_s``. None for a probe judged, failed, not sized (the user's
+    duration is kept), already at the cap, or with nothing asked for."""
+    if sized_s is None or not result.passed or result.judged:
+        return None
+    if result.duration_needed_s is None or sized_s >= cap_s:
+        return None
+    # What they ask for is past what ran (LoadGen counts the queries still missing).
+    return min(DURATION_MARGIN * result.duration_needed_s, cap_s)
