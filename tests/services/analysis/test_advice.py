@@ -12,6 +12,7 @@ from services.analysis.advice import advise, cost_per_million, load_reports
 from services.campaigns.find_peak import find_peak
 from services.cli.bench_options import BenchOptions
 from services.cli.main import app
+from services.core.campaigns.find_peak import SearchSettings
 from services.embedded.bench import run_bench
 from shared.db.session import session_scope
 from shared.settings import Settings, get_settings
@@ -40,9 +41,7 @@ def _measure(monkeypatch: pytest.MonkeyPatch, service_ms: str, price: str | None
     result, _ = find_peak(
         request,
         lambda r: run_bench(r, settings),
-        latency_bound_ms=BOUND_MS,
-        start_qps=150.0,
-        max_probes=2,
+        SearchSettings(BOUND_MS, start_qps=150.0, max_probes=2),
     )
     assert result.peak is not None, (result.reason, [p.reason for p in result.curve])
     return result.peak.qps
