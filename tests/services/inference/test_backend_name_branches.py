@@ -24,10 +24,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         'if namespace == "torch":',
     ): "a Python module's namespace in torch.fx's allow-list, not a backend",
     (
-        "services/workloads/bricks/run.py",
-        'if results.memory is None and framework == "torch" and not stop():',
-    ): "bricks' own brick format (torch or onnx bricks, bricks/generate.py), in its folder",
-    (
         "services/cli/commands/bricks.py",
         'if recipe.get("framework", "torch") == "torch" and not is_onnx_file(spec):',
     ): "a bricks recipe's brick format; moves with the bricks CLI into its workload folder",
