@@ -2,8 +2,10 @@
 
 ``services/inference/backends/<name>/config.py`` holds one ``CONFIG = BackendSpec(...)``
 and is the only place a backend is registered: the registry, the manifest's framework
-names, the API's option checks, worker detection, the recorded environment and the CLI's
-help are all read from it (services/inference/backends/registry.py). It must stay
+names, the API's option checks, worker detection, the recorded environment, the CLI's
+help, the profilers of each trace level, ONNX conversion, the runtime facts recorded
+with a run and the options a run takes from the deployment are all read from it
+(services/inference/backends/registry.py); no edge compares a backend's name. It must stay
 import-light (pydantic and this module only): the API and ``benchstack --help`` read every
 backend's spec and never wait for torch or TensorFlow to import.
 """
