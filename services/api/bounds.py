@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.core.scenario import ScenarioConfig
+from services.inference.backends.spec import BackendSpec
 from shared.manifest import ModelManifest
 from shared.manifest_sections import CenterCropStep, ResizeStep
 from shared.settings import Settings
 
 # LoadGen's random seeds are unsigned 64-bit integers.
 MAX_LOADGEN_SEED = 2**64 - 1
-MAX_FAIL_EVERY = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -81,15 +81,28 @@ def _number(
     return None
 
 
-def null_options_problem(options: dict[str, Any], settings: Settings) -> OutOfBounds | None:
-    """The null backend's options: each is a size or a time the worker spends."""
-    limits = {
-        "service_time_ms": (0.0, settings.max_service_time_ms, False, "max_service_time_ms"),
-        "num_outputs": (1, settings.max_null_outputs, True, "max_null_outputs"),
-        "fail_every": (0, MAX_FAIL_EVERY, True, ""),
-    }
-    for key, (low, high, integer, setting) in limits.items():
+def _field_bounds(metadata: list[Any]) -> tuple[float, float]:
+    """The (ge, le) an options model's Field declares: 0 and infinity where it has none."""
+    low, high = 0.0, math.inf
+    for constraint in metadata:  # annotated_types' Ge and Le, among others
+        low = float(getattr(constraint, "ge", low))
+        high = float(getattr(constraint, "le", high))
+    return low, high
+
+
+def settings_bounds_problem(
+    options: dict[str, Any], spec: BackendSpec, settings: Settings
+) -> OutOfBounds | None:
+    """The options the spec's ``settings_bounds`` names (the null backend's service time,
+    outputs, fail_every): each a size or a time the worker spends, its upper bound a
+    deployment setting or the options model's own. The lower bound and the kind (integer
+    or number) are the options model's; the message names both ends and the setting."""
+    for key, setting in spec.settings_bounds.items():
         if key in options:
+            info = spec.options.model_fields[key]
+            low, own_high = _field_bounds(info.metadata)
+            high = getattr(settings, setting) if setting else own_high
+            integer = info.annotation is int
             field = f"backendOptions.{key}"
             problem = _number(field, options[key], low, high, integer=integer, setting=setting)
             if problem is not None:

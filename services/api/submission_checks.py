@@ -8,10 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from services.api.bounds import (
-    OutOfBounds,
-    null_options_problem,
-)
+from services.api.bounds import OutOfBounds, settings_bounds_problem
 from services.api.rejections import Rejection, RejectionKind
 from services.api.submission_request import SubmitRequest, snake_keys
 from services.core.scenario import ScenarioConfig
@@ -202,9 +199,10 @@ def check_simple_fields(
             field="device",
             accepted=list(runs_on),
         )
-    if framework == "null" and isinstance(request.backend_options, dict):
-        # First: its limits are the deployment's settings, and its messages name them.
-        out_of_bounds = null_options_problem(request.backend_options, settings)
+    if isinstance(request.backend_options, dict):
+        # First: these limits are the deployment's settings, and their messages name them.
+        spec = registry.spec_for(framework)
+        out_of_bounds = settings_bounds_problem(request.backend_options, spec, settings)
         if out_of_bounds is not None:
             return invalid(out_of_bounds)
     return backend_options_problem(framework, request.backend_options)

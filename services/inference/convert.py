@@ -1,13 +1,14 @@
-"""Conversion of PyTorch manifests to ONNX, for the ONNX Runtime and TensorRT backends.
+"""Conversion of manifests to ONNX, for the backends that run ONNX files.
 
-``convert_to_onnx`` exports the model a torch manifest describes (builtin architecture,
-weights or TorchScript file, exactly as the torch backend builds it) with a dynamic batch
-axis, and writes next to the ``.onnx`` file a NEW manifest (framework onnxruntime) whose
+``convert_to_onnx`` exports the model a manifest describes with the ``onnx_export`` its
+backend's spec declares (torch's: builtin architecture, weights or TorchScript file,
+exactly as the torch backend builds it) with a dynamic batch axis, and writes next to the
+``.onnx`` file a NEW manifest (framework: the backend whose ``file_format`` is "onnx") whose
 ``source.file`` carries the new file's sha256 and whose attributes record where it came
 from. ``converted_onnx`` does the same into a cache folder keyed by the source manifest's
 content hash, so a second run reuses the file.
 
-torch is imported inside the functions: importing this module stays cheap for the CLI.
+The framework is imported by the exporter only: importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import json
 import os
 import shutil
 import tempfile
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from services.inference.backends import registry
 from services.inference.backends.base import BackendError
 from shared.manifest import (
     ManifestError,
@@ -36,8 +37,6 @@ from shared.settings import get_settings
 Exporter = Literal["torchscript", "dynamo"]
 EXPORTERS: tuple[Exporter, ...] = ("torchscript", "dynamo")
 DEFAULT_OPSET = 17
-# Large enough for the dynamic batch axis not to be specialised by a batch of 1.
-_EXAMPLE_BATCH = 2
 
 
 class ConversionError(BackendError):
@@ -65,45 +64,6 @@ def _file_stem(manifest: ModelManifest) -> str:
     return f"{manifest.name}-{manifest.version}"
 
 
-def _export(
-    model: Any, example: Any, path: Path, manifest: ModelManifest, opset: int, exporter: Exporter
-) -> None:
-    import torch
-
-    input_names = [i.layer_name for i in manifest.inputs[:1]]
-    output_names = [o.layer_name for o in manifest.outputs[:1]]
-    with torch.no_grad(), warnings.catch_warnings():
-        if exporter == "torchscript":
-            # The TorchScript exporter is deprecated in favour of dynamo, but it is the one
-            # that writes the opset asked for (dynamo implements opset >= 18 only) and it
-            # exports a CNN in a fraction of the time.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            torch.onnx.export(
-                model,
-                (example,),
-                str(path),
-                dynamo=False,
-                opset_version=opset,
-                input_names=input_names,
-                output_names=output_names,
-                dynamic_axes={name: {0: "batch"} for name in (*input_names, *output_names)},
-            )
-        else:
-            batch = torch.export.Dim("batch", min=1, max=4096)
-            program = torch.onnx.export(
-                model,
-                (example,),
-                dynamo=True,
-                opset_version=opset,
-                external_data=False,
-                input_names=input_names,
-                output_names=output_names,
-                dynamic_shapes=({0: batch},),
-            )
-            assert program is not None
-            program.save(str(path), external_data=False)
-
-
 def _onnx_opset(path: Path) -> int:
     import onnx
 
@@ -117,10 +77,13 @@ def convert_to_onnx(
     opset: int = DEFAULT_OPSET,
     exporter: Exporter = "torchscript",
 ) -> ConvertedModel:
-    """Export a torch manifest's model to ``out_dir/<name>-<version>.onnx`` plus its manifest."""
-    if manifest.framework.name != "torch":
+    """Export a manifest's model to ``out_dir/<name>-<version>.onnx`` plus its manifest."""
+    spec = registry.spec_for(manifest.framework.name)
+    if spec.onnx_export is None:
+        exporting = [s.name for s in registry.specs().values() if s.onnx_export is not None]
         raise ConversionError(
-            f"framework.name: only torch manifests convert to ONNX; got {manifest.framework.name!r}"
+            f"framework.name: {manifest.framework.name!r} manifests do not convert to ONNX; "
+            f"accepted: {', '.join(exporting)}"
         )
     if exporter not in EXPORTERS:
         raise ConversionError(
@@ -130,31 +93,22 @@ def convert_to_onnx(
         raise ConversionError(
             f"inputs: conversion handles one input; the manifest has {len(manifest.inputs)}"
         )
-    import torch
-
-    from services.inference.backends.base import BackendOptions
-    from services.inference.backends.torch.backend import TorchBackend
-
-    # The torch backend builds the model, so the ONNX file holds exactly what it benchmarks
-    # (same seeded weights, same checksum checks on weights and TorchScript files).
-    torch_backend = TorchBackend(BackendOptions(device="cpu"))
-    torch_backend.load(manifest)
-    first = manifest.inputs[0]
-    example = torch.zeros((_EXAMPLE_BATCH, *first.shape), dtype=getattr(torch, first.element_type))
-
     out_dir.mkdir(parents=True, exist_ok=True)
     onnx_path = out_dir / f"{_file_stem(manifest)}.onnx"
-    _export(torch_backend.model, example, onnx_path, manifest, opset, exporter)
+    # The backend's own exporter builds the model as that backend does, so the ONNX file
+    # holds exactly what it benchmarks (same seeded weights, same checksum checks).
+    export = registry.folder_entry(spec.name, spec.onnx_export)
+    converter: str = export(manifest, onnx_path, opset=opset, exporter=exporter)
     digest = sha256_of(onnx_path)
 
     data = manifest.to_dict()
-    data["framework"] = {"name": "onnxruntime", "version": ""}
+    data["framework"] = {"name": registry.with_file_format("onnx"), "version": ""}
     data["source"] = {"file": {"path": onnx_path.name, "sha256": digest}}
     data["attributes"] = {
         **data.get("attributes", {}),
         "converted_from": manifest.ref,
         "converted_from_sha256": manifest_sha256(manifest),
-        "converter": f"torch {torch.__version__} ({exporter} exporter)",
+        "converter": converter,
         # What the file really holds, which can differ from what was asked for.
         "onnx_opset": _onnx_opset(onnx_path),
     }
@@ -222,10 +176,11 @@ def converted_onnx(
 def onnx_file_for(manifest: ModelManifest, *, opset: int = DEFAULT_OPSET) -> tuple[Path, str]:
     """The checked ONNX file a backend should run, and the ``name:version`` it came from.
 
-    A torch manifest is converted (through the cache); a manifest whose ``source.file`` is
-    an ``.onnx`` file is checked against its sha256 and used as it is.
+    A manifest of a backend that exports to ONNX (torch) is converted (through the cache);
+    a manifest whose ``source.file`` is an ``.onnx`` file is checked against its sha256 and
+    used as it is.
     """
-    if manifest.framework.name == "torch":
+    if registry.spec_for(manifest.framework.name).onnx_export is not None:
         return converted_onnx(manifest, opset=opset).path, manifest.ref
     if manifest.source.file is None:
         raise ConversionError(

@@ -14,26 +14,17 @@ IGNORED = frozenset({"packages"})
 
 
 def framework_runtime() -> dict[str, Any]:
-    """CUDA / cuDNN as the loaded frameworks see them (empty when none is loaded)."""
-    info: dict[str, Any] = {}
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        entry: dict[str, Any] = {
-            "cuda_build": getattr(torch.version, "cuda", None),
-            "cuda_available": bool(torch.cuda.is_available()),
-        }
-        if entry["cuda_available"]:
-            entry["cudnn"] = torch.backends.cudnn.version()
-            entry["devices"] = [
-                torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())
-            ]
-            entry["capability"] = ".".join(map(str, torch.cuda.get_device_capability(0)))
-        entry["threads"] = torch.get_num_threads()
-        info["torch"] = entry
-    ort = sys.modules.get("onnxruntime")
-    if ort is not None:
-        info["onnxruntime"] = {"providers": list(ort.get_available_providers())}
-    return info
+    """Each backend's runtime facts (its spec's ``runtime_info``, e.g. torch's CUDA and
+    cuDNN) for the frameworks this process already loaded; empty when none is loaded."""
+    from services.inference.backends import registry
+
+    return {
+        spec.name: registry.folder_entry(spec.name, spec.runtime_info)()
+        for spec in registry.specs().values()
+        if spec.runtime_info is not None
+        and spec.probe_module is not None
+        and spec.probe_module in sys.modules
+    }
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:

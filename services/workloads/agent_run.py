@@ -1,7 +1,8 @@
 """What every workload's measurement child shares on an agent: the backend options a run
-gets (the agent's settings, the evaluation's threads, the deployment's Triton address), the
-host slot a measurement holds, and the harness of the workloads that read no dataset
-(hold the host, measure, write ``<workload>.json`` under the attempt's prefix)."""
+gets (the agent's settings, the evaluation's threads, the deployment's options such as
+Triton's address), the host slot a measurement holds, and the harness of the workloads
+that read no dataset (hold the host, measure, write ``<workload>.json`` under the
+attempt's prefix)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from services.core.workload import AgentRun
+from services.inference.backends import registry
 from services.inference.backends.base import BackendOptions
 from services.inference.host_slot import HostSlot
 from services.inference.measurement import store_outcome
@@ -25,12 +27,15 @@ def backend_options(
     message: RunInference, agent_settings: dict[str, Any], settings: Settings
 ) -> BackendOptions:
     """The agent's settings apply to every run it measures, except the threads an
-    evaluation asks for itself; the Triton server's address falls back to the deployment's
-    (BENCHSTACK_TRITON_URL) when the submission names none."""
+    evaluation asks for itself; an option the backend's spec takes from the deployment
+    (``deployment_options``: triton's url, BENCHSTACK_TRITON_URL) is filled in from the
+    settings when the submission sets none."""
     extra = dict(message.backend_options)
-    triton_url = settings.triton_url
-    if message.framework == "triton" and "url" not in extra and triton_url:
-        extra["url"] = triton_url
+    spec = registry.specs().get(message.framework)
+    for key, setting in spec.deployment_options.items() if spec is not None else ():
+        value = getattr(settings, setting)
+        if key not in extra and value:
+            extra[key] = value
     return BackendOptions(
         device=message.device,
         intra_op_threads=message.threads or int(agent_settings.get("intra_op_threads", 0)),

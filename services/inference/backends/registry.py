@@ -14,7 +14,7 @@ import importlib.util
 import pkgutil
 from functools import cache
 from importlib import metadata
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from services.inference import backends as backends_package
 from services.inference.backends.spec import BackendSpec
@@ -102,6 +102,22 @@ def recorded_packages() -> tuple[str, ...]:
             for package in (*spec.distributions, *spec.related_packages)
         )
     )
+
+
+def folder_entry(name: str, entry: str) -> Any:
+    """What a ``"module:name"`` entry of backend ``name``'s spec names, the module
+    relative to its folder; imported now (with its framework), never at registration."""
+    module_name, attribute = entry.split(":")
+    module = importlib.import_module(f"{backends_package.__name__}.{name}.{module_name}")
+    return getattr(module, attribute)
+
+
+def with_file_format(file_format: str) -> str:
+    """The backend whose manifests name files of ``file_format`` (e.g. "onnx")."""
+    for spec in specs().values():
+        if spec.file_format == file_format:
+            return spec.name
+    raise UnknownBackend(f"file format {file_format!r}: no backend declares it")
 
 
 def backend_class(name: str) -> type[Backend]:

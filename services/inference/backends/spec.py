@@ -2,14 +2,17 @@
 
 ``services/inference/backends/<name>/config.py`` holds one ``CONFIG = BackendSpec(...)``
 and is the only place a backend is registered: the registry, the manifest's framework
-names, the API's option checks, worker detection, the recorded environment and the CLI's
-help are all read from it (services/inference/backends/registry.py). It must stay
+names, the API's option checks, worker detection, the recorded environment, the CLI's
+help, the profilers of each trace level, ONNX conversion, the runtime facts recorded
+with a run and the options a run takes from the deployment are all read from it
+(services/inference/backends/registry.py); no edge compares a backend's name. It must stay
 import-light (pydantic and this module only): the API and ``benchstack --help`` read every
 backend's spec and never wait for torch or TensorFlow to import.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
@@ -31,6 +34,9 @@ DEVICE_KINDS = ("cpu", "cuda")
 # Opsets a backend that converts to ONNX accepts: above every opset released so far (the
 # exporter refuses one it cannot write).
 MIN_ONNX_OPSET, MAX_ONNX_OPSET = 7, 30
+# The trace levels whose instrument is the backend's own; NONE, MODEL and SYSTEM are the
+# harness's, the same for every backend (services/inference/profiling/instruments.py).
+BACKEND_TRACE_LEVELS = ("FRAMEWORK", "LIBRARY")
 
 
 class BackendOptionsModel(BaseModel):
@@ -65,6 +71,33 @@ class BackendSpec:
     aliases: tuple[str, ...] = ()  # other names a manifest may use, e.g. "pytorch"
     # Option keys a submission may never set, with why (e.g. which server to talk to).
     refused_options: dict[str, str] = field(default_factory=dict)
+    # Option keys a run gets from the deployment's settings when its submission sets none:
+    # key -> the shared.settings.Settings attribute (triton's url: BENCHSTACK_TRITON_URL).
+    deployment_options: Mapping[str, str] = field(default_factory=dict)
+    # Numeric option keys checked before the options model, each message naming both ends
+    # of its range: key -> the Settings attribute that bounds it above (a deployment's
+    # limit), or "" for the options model's own upper bound (its Field's le).
+    settings_bounds: Mapping[str, str] = field(default_factory=dict)
+    # Its own profilers: trace level (BACKEND_TRACE_LEVELS) -> "module:function" in the
+    # folder, called with the loaded Backend; it returns the Instrument, or a str saying
+    # why none applies to this model. profiler_gaps: level -> why it has none at all.
+    profilers: Mapping[str, str] = field(default_factory=dict)
+    profiler_gaps: Mapping[str, str] = field(default_factory=dict)
+    # "module:function" in the folder, called with (Backend, batch) after a FRAMEWORK pass:
+    # each layer's work and the machine's peaks for the roofline (None: no roofline).
+    roofline: str | None = None
+    # "module:function" in the folder, called only once probe_module is already imported:
+    # runtime facts recorded with a run (CUDA build, providers), a JSON-able dict.
+    runtime_info: str | None = None
+    # The format of the model files its manifests name when that is a format other
+    # backends read too ("onnx": a converted model runs on it), and "module:function" in
+    # the folder that exports one of its manifests' models to an ONNX file
+    # (services/inference/convert.py: (manifest, model, example path, opset, exporter)).
+    file_format: str = ""
+    onnx_export: str | None = None
+    # What a manifest's source.architecture builds in memory, for the workloads that take
+    # a model apart (bricks, training: "torch.nn.Module"); "" = nothing they can use.
+    architecture_models: str = ""
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -75,8 +108,24 @@ class BackendSpec:
                 f"backend {self.name}: devices {sorted(unknown) or '()'} not accepted; "
                 f"accepted: {', '.join(DEVICE_KINDS)}"
             )
-        if ":" not in self.entry:
-            raise ValueError(f"backend {self.name}: entry must be 'module:Class'")
+        entries = [self.entry, self.roofline, self.runtime_info, self.onnx_export]
+        if any(e is not None and ":" not in e for e in [*entries, *self.profilers.values()]):
+            raise ValueError(f"backend {self.name}: an entry must be 'module:name'")
+        levels = set(self.profilers) | set(self.profiler_gaps)
+        if not levels <= set(BACKEND_TRACE_LEVELS):
+            raise ValueError(
+                f"backend {self.name}: profiler levels {sorted(levels)}; accepted: "
+                f"{', '.join(BACKEND_TRACE_LEVELS)}"
+            )
+        if set(self.profilers) & set(self.profiler_gaps):
+            raise ValueError(f"backend {self.name}: a level has a profiler and a gap")
+        undeclared = (
+            (set(self.settings_bounds) | set(self.deployment_options))
+            - set(self.options.model_fields)
+            - set(self.refused_options)
+        )
+        if undeclared:
+            raise ValueError(f"backend {self.name}: options {sorted(undeclared)} undeclared")
 
     @property
     def install_extra(self) -> str:

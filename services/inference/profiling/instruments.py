@@ -3,7 +3,8 @@
 An instrument is entered once per pass, runs each iteration's predict (``predict``), and
 afterwards turns what it recorded into spans on benchstack's clock (``spans``), given the
 windows in which benchstack saw each iteration run. Framework instruments live in their
-own modules; ``instrument_for`` picks one for a level and a backend, or says why none.
+own modules, named by each backend's spec; ``instrument_for`` picks one for a level and
+a backend, or says why none.
 """
 
 from __future__ import annotations
@@ -86,42 +87,21 @@ def spans_within(recorded: list[Span], windows: list[Window]) -> list[Span]:
 
 
 def instrument_for(level: str, backend: Backend) -> Instrument | str:
-    """The instrument of ``level`` for this backend, or the reason there is none."""
+    """The instrument of ``level`` for this backend, or the reason there is none: the
+    harness's own for NONE, MODEL and SYSTEM, else what the backend's spec declares
+    (``profilers`` and ``profiler_gaps`` in its folder's config.py)."""
     if level in ("NONE", "MODEL"):
         return Instrument(backend)
     if level == "SYSTEM":
         from services.inference.profiling.system import SystemSampler
 
         return SystemSampler(backend)
-    if backend.name == "torch":
-        from services.inference.profiling import torch_layers, torch_library
+    from services.inference.backends import registry
 
-        problem = torch_layers.unhookable(backend)
-        if problem:
-            return problem
-        if level == "FRAMEWORK":
-            return torch_layers.TorchLayers(backend)
-        if level == "LIBRARY":
-            return torch_library.TorchLibrary(backend)
-    if backend.name == "onnxruntime":
-        from services.inference.profiling import onnxruntime_nodes
-
-        if level == "FRAMEWORK":
-            return onnxruntime_nodes.OnnxRuntimeNodes(backend)
-        if level == "LIBRARY":
-            return (
-                "LIBRARY: ONNX Runtime's CPU execution provider reports no calls below its "
-                "nodes (per-node kernel time is its deepest level)"
-            )
-    if backend.name == "tensorflow" and level in ("FRAMEWORK", "LIBRARY"):
-        from services.inference.profiling import keras_layers
-
-        problem = keras_layers.unprofilable(backend)
-        if problem:
-            return problem.replace("FRAMEWORK", level, 1)
-        if level == "FRAMEWORK":
-            return keras_layers.KerasLayers(backend)
-        from services.inference.profiling import tf_library
-
-        return tf_library.TensorFlowLibrary(backend)
+    spec = registry.specs().get(backend.name)
+    if spec is not None and level in spec.profiler_gaps:
+        return f"{level}: {spec.profiler_gaps[level]}"
+    if spec is not None and level in spec.profilers:
+        made: Instrument | str = registry.folder_entry(spec.name, spec.profilers[level])(backend)
+        return made
     return f"{level}: no {level.lower()}-level profiler for the {backend.name} backend yet"

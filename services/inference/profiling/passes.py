@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from services.inference.backends import registry
 from services.inference.backends.base import Backend
 from services.inference.profiling.instruments import Window, instrument_for
 from services.inference.profiling.levels import instruments_for, parse_trace_level, passes_for
@@ -205,20 +206,16 @@ def run_passes(backend: Backend, batch: np.ndarray, profile: Profile) -> Profile
 
 def measure_roofline_inputs(backend: Backend, batch: np.ndarray, profile: Profile) -> None:
     """After the timed passes (never inside one): each layer's FLOPs and bytes and the
-    machine's peaks, where the FRAMEWORK pass ran on an eager torch model."""
+    machine's peaks, where the FRAMEWORK pass ran on a backend whose spec declares a
+    ``roofline`` (torch's eager model)."""
     framework = profile.pass_of("FRAMEWORK")
-    if framework is None or backend.name != "torch":
+    spec = registry.specs().get(backend.name)
+    if framework is None or spec is None or spec.roofline is None:
         return
-    from services.inference.profiling import roofline
-
-    model = getattr(backend, "model", None)
     try:
-        work = roofline.layer_work(backend, batch)
-        peaks = roofline.measure_peaks(roofline.model_device(model))
+        profile.roofline_inputs = registry.folder_entry(spec.name, spec.roofline)(backend, batch)
     except Exception as exc:  # a model FlopCounterMode cannot walk loses its roofline only
         framework.notes.append(f"roofline: not drawn ({type(exc).__name__}: {exc})"[:300])
-        return
-    profile.roofline_inputs = {"work": work, "peaks": peaks}
 
 
 def new_profile(level: str, iterations: int = DEFAULT_ITERATIONS) -> Profile:

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from services.workloads.bricks.extract import brick_inputs, brick_module, brick_output_shapes
+from services.workloads.bricks.formats import FORMATS
 from services.workloads.bricks.fx_brick import SUFFIX as TORCHFX
 from services.workloads.bricks.fx_brick import (
     BrickFormatError,
@@ -93,10 +94,9 @@ class OnnxModelInput:
     spec: str | None = None  # as ModelInput.spec
 
 
-# Each framework's brick files, the one read first first (a torch brick is .torchfx, or
-# .pt2 where torchfx cannot hold it, or from an older suite); the same signature never
-# names bricks of two frameworks (an ONNX description says "framework": "onnx").
-BRICK_SUFFIXES = {"torch": (TORCHFX, ".pt2"), "onnx": (".onnx",)}
+# Each brick format's files, the one read first first (formats.py); the same signature
+# never names bricks of two formats (an ONNX description says "framework": "onnx").
+BRICK_SUFFIXES = {name: brick.suffixes for name, brick in FORMATS.items()}
 
 
 @dataclass(frozen=True)

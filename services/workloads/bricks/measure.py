@@ -83,7 +83,6 @@ class MeasureSettings:
 # What a query calls: a torch module, or any callable with the same contract (an ONNX
 # brick's onnxruntime session, measure_onnx.OnnxCallable), with the inputs it is called on.
 Item = tuple[Callable[..., Any], tuple[Any, ...]]
-FRAMEWORKS = ("torch", "onnx")
 
 
 class ModulesBackend(Backend):
@@ -145,6 +144,11 @@ class _Empty(nn.Module):
         return x + 0  # one trivial operator, as a brick holds at least one
 
 
+def empty_torch_brick(threads: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The torch floor (its threads are the process's, set by the measurement)."""
+    return empty_brick()
+
+
 def empty_brick() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """A brick that computes nothing worth timing, written and read as a .torchfx brick
     is: its latency is the floor each brick's latency includes."""
@@ -176,22 +180,20 @@ def unguarded(module: nn.Module) -> nn.Module:
 
 
 def system_key(threads: int, framework: str = "torch") -> str:
-    """Which system a figure belongs to: host, framework and its version, device and
-    threads. The framework is part of the key, so each framework's bricks keep their own
-    results file and their own floor (an ONNX brick's floor is an empty onnxruntime call).
-    onnxruntime's default thread count is not readable before a session exists: 0 threads
-    is keyed as ``tdefault``. ``HARNESS`` ends the key."""
-    if framework not in FRAMEWORKS:
-        raise ValueError(f"framework: {framework!r}; accepted: {', '.join(FRAMEWORKS)}")
-    if framework == "onnx":
-        from services.workloads.bricks.measure_onnx import onnxruntime_version
+    """Which system a figure belongs to: host, the brick format's runtime and its version,
+    device and threads (formats.BrickFormat.system). The runtime is part of the key, so
+    each format's bricks keep their own results file and their own floor (an ONNX brick's
+    floor is an empty onnxruntime call). ``HARNESS`` ends the key."""
+    from services.workloads.bricks.formats import brick_format
 
-        text = f"{platform.node()}-onnxruntime{onnxruntime_version()}-cpu-t{threads or 'default'}"
-    else:
-        used = threads or torch.get_num_threads()
-        text = f"{platform.node()}-torch{torch.__version__}-cpu-t{used}"
-    text += f"-{HARNESS}"
+    brick = brick_format(framework)
+    text = f"{platform.node()}-{brick.call(brick.system, threads)}-{HARNESS}"
     return re.sub(r"[^A-Za-z0-9._-]", "_", text)
+
+
+def torch_system(threads: int) -> str:
+    """A torch brick's runtime in the system key: torch, its version and threads."""
+    return f"torch{torch.__version__}-cpu-t{threads or torch.get_num_threads()}"
 
 
 def time_module(

@@ -71,3 +71,9 @@ def empty_onnx_brick(threads: int = 0) -> tuple[OnnxCallable, tuple[np.ndarray, 
 
 def onnxruntime_version() -> str:
     return str(ort.__version__)
+
+
+def onnxruntime_system(threads: int) -> str:
+    """An ONNX brick's runtime in the system key. onnxruntime's default thread count is
+    not readable before a session exists: 0 threads is keyed as ``tdefault``."""
+    return f"onnxruntime{onnxruntime_version()}-cpu-t{threads or 'default'}"

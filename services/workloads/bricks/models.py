@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from services.inference.backends import registry
 from services.workloads.bricks.generate import (
     ModelInput,
     OnnxModelInput,
@@ -20,6 +21,7 @@ from services.workloads.bricks.generate import (
     recipe_path,
 )
 from services.workloads.bricks.measure import Item
+from services.workloads.torch_models import builds_torch_modules
 from shared.architectures import ZOOS, architecture_problem
 from shared.catalogue import resolve_model
 from shared.manifest import ModelManifest, verify_model_files
@@ -89,7 +91,7 @@ def model_source(
             raise ValueError(f"model: {spec!r}: no such file; accepted: a path to an .onnx file")
     elif spec.partition(":")[0] not in ZOOS:
         manifest = resolve_model(spec)
-        if manifest.framework.name == "onnxruntime":
+        if registry.spec_for(manifest.framework.name).file_format == "onnx":
             if manifest.source.file is None:
                 raise ValueError(
                     f"source.file: {spec!r} has none; accepted: an onnxruntime manifest whose "
@@ -164,7 +166,7 @@ def manifest_model_input(
     """The model a manifest builds from an architecture (random weights), at ``batch_size``."""
     check_shape_options(batch_size, image_size)
     source = manifest.source.architecture
-    if manifest.framework.name != "torch" or source is None:
+    if not builds_torch_modules(manifest.framework.name) or source is None:
         raise ValueError(
             f"model: {spec or manifest.name!r} is a {manifest.framework.name} model from "
             f"{source or 'a file'}; accepted: torch models built from an architecture, "

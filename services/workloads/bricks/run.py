@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from services.workloads.bricks.formats import brick_format
 from services.workloads.bricks.generate import frameworks_in, list_bricks, load_brick
 from services.workloads.bricks.measure import (
     Item,
     MeasureSettings,
     Timing,
-    empty_brick,
     system_key,
     time_modules,
 )
@@ -84,7 +84,7 @@ def run_framework(
     busy_runs = measured = 0
     chunks = measure_chunks(suite, missing, settings, framework, floor_alone=results.floor is None)
     with HostLoadSampler() as whole:
-        if results.memory is None and framework == "torch" and not stop():
+        if results.memory is None and brick_format(framework).cold_weights and not stop():
             # Once per system, before the bricks: what the cold-weights construction adds.
             results.memory = measure_memory_read()
             write_results(suite, results)
@@ -184,11 +184,9 @@ def measure_chunks(
 
 
 def _empty_brick(framework: str, threads: int) -> Item:
-    if framework == "onnx":
-        from services.workloads.bricks.measure_onnx import empty_onnx_brick
-
-        return empty_onnx_brick(threads)
-    return empty_brick()
+    brick = brick_format(framework)
+    made: Item = brick.call(brick.empty_brick, threads)
+    return made
 
 
 def median_floor(floors: list[Timing]) -> dict[str, float | int]:

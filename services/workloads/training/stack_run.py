@@ -10,6 +10,7 @@ from typing import Any
 
 from services.core.workload import AgentRun
 from services.workloads.agent_run import measure_holding_host
+from services.workloads.torch_models import builds_torch_modules
 from services.workloads.training.gang import train_in_gang
 from services.workloads.training.options import TrainingOptions
 from services.workloads.training.throughput import TrainingSettings, run
@@ -27,7 +28,7 @@ def training_settings(message: RunInference, threads: int) -> TrainingSettings:
     options = TrainingOptions.model_validate(message.workload_options)
     manifest = parse_manifest(message.manifest)
     architecture = manifest.source.architecture
-    if manifest.framework.name != "torch" or architecture is None:
+    if not builds_torch_modules(manifest.framework.name) or architecture is None:
         raise ValueError(
             f"training: {manifest.name} is a {manifest.framework.name} model from "
             f"{architecture or 'a file'}; accepted: torch models built from an architecture"

@@ -32,4 +32,11 @@ CONFIG = BackendSpec(
     related_packages=("onnx",),
     devices=("cpu", "cuda"),
     aliases=("ort",),
+    profilers={"FRAMEWORK": "profilers:framework"},
+    profiler_gaps={
+        "LIBRARY": "ONNX Runtime's CPU execution provider reports no calls below its nodes "
+        "(per-node kernel time is its deepest level)"
+    },
+    runtime_info="runtime:runtime_info",
+    file_format="onnx",  # a model converted to ONNX runs here (services/inference/convert.py)
 )

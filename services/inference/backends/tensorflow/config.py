@@ -21,4 +21,5 @@ CONFIG = BackendSpec(
     distributions=("tensorflow", "tensorflow-cpu"),
     devices=("cpu", "cuda"),
     aliases=("tf", "keras"),
+    profilers={"FRAMEWORK": "profilers:framework", "LIBRARY": "profilers:library"},
 )

@@ -21,4 +21,9 @@ CONFIG = BackendSpec(
     related_packages=("torchvision",),
     devices=("cpu", "cuda"),
     aliases=("pytorch",),
+    profilers={"FRAMEWORK": "profilers:framework", "LIBRARY": "profilers:library"},
+    roofline="profilers:roofline_inputs",
+    runtime_info="runtime:runtime_info",
+    onnx_export="onnx_export:export_onnx",
+    architecture_models="torch.nn.Module",  # services/inference/convert.py
 )

@@ -33,4 +33,5 @@ CONFIG = BackendSpec(
     # Which server a worker talks to is its BENCHSTACK_TRITON_URL, never the submitter's,
     # or any user could make a worker connect to any host.
     refused_options={"url": "the worker's BENCHSTACK_TRITON_URL decides which server it talks to"},
+    deployment_options={"url": "triton_url"},
 )
