@@ -136,6 +136,11 @@ class SubmitEvaluationInput:
     # shortcuts. Null: a LoadGen run on the dataset.
     workload: str | None = None
     workload_options: JSON | None = None
+    # An idempotency key for this submission (1-100 of A-Z a-z 0-9 . _ : ~ -, a UUID say):
+    # a retry with the same key by the same user answers what the first try stored and
+    # stores nothing more. Send one, and the same one on each retry, whenever a submission
+    # may be retried (the CLI does).
+    client_key: str | None = None
 
 
 def workloads_of(data: SubmitEvaluationInput) -> tuple[tuple[str, Any], ...]:
@@ -178,6 +183,7 @@ def to_request(data: SubmitEvaluationInput) -> SubmitRequest:
         threads=data.threads,
         fan_out=data.fan_out,
         workloads=workloads_of(data),
+        client_key=data.client_key,
     )
 
 
@@ -185,7 +191,15 @@ def _submit(
     deps: ApiDeps, owner_id: int, request: SubmitRequest
 ) -> EvaluationType | ComparisonType | Rejection:
     with deps.db() as session:
-        result = submit(session, deps.settings, deps.publish, owner_id=owner_id, request=request)
+        # A broker outage raises (HTTP 503 naming the stored evaluations' ids).
+        result = submit(
+            session,
+            deps.settings,
+            deps.publish,
+            owner_id=owner_id,
+            request=request,
+            raise_unpublished=True,
+        )
         if isinstance(result, Rejection):
             return result
         if isinstance(result, FanOut):

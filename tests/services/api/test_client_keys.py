@@ -1,0 +1,74 @@
+"""Idempotent submissions (services/api/client_keys.py): a retry with the same clientKey
+by the same user answers the evaluation the first try stored and stores nothing more;
+another user's same key is theirs; a key that is not one is refused naming the field."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import func, select
+
+from shared.db.evaluations import Evaluation
+from shared.db.session import session_scope
+from tests.services.api.conftest import Api
+
+QUICK = {"model": "resnet18", "framework": "null", "settings": {"minDurationS": 0.3}}
+
+
+def _stored(api: Api) -> int:
+    with session_scope(api.settings.effective_database_url) as session:
+        return int(session.scalar(select(func.count()).select_from(Evaluation)) or 0)
+
+
+def _submit(api: Api, token: str, query: str, **extra: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = api.data(token, query, {"input": {**QUICK, **extra}})
+    return dict(answer["submitEvaluation"])
+
+
+def test_a_retry_with_the_same_key_returns_the_same_evaluation(
+    api: Api, submit_query: Callable[[], str]
+) -> None:
+    api.add_agent()
+    alice, bob = api.token("alice"), api.token("bob")
+    first = _submit(api, alice, submit_query(), clientKey="k-1")
+    assert first["__typename"] == "Evaluation"
+    # Whatever else the retry says, the key names the first submission.
+    again = _submit(api, alice, submit_query(), clientKey="k-1", seed=7)
+    assert again["id"] == first["id"]
+    assert _stored(api) == 1
+    assert len(api.publisher.sent) == 1
+    # Bob's key is his own: the same text stores his own evaluation.
+    bobs = _submit(api, bob, submit_query(), clientKey="k-1")
+    assert bobs["__typename"] == "Evaluation" and bobs["id"] != first["id"]
+    # A new key, or none, is a new submission.
+    assert _submit(api, alice, submit_query(), clientKey="k-2")["id"] != first["id"]
+    assert _submit(api, alice, submit_query())["id"] != first["id"]
+    assert _submit(api, alice, submit_query())["id"] != first["id"]
+    assert _stored(api) == 5
+
+
+def test_a_fan_out_retried_with_its_key_returns_the_same_comparison(api: Api) -> None:
+    api.add_agent()
+    token = api.token("alice")
+    query = """mutation($input: SubmitEvaluationInput!) {
+      submitEvaluation(input: $input) {
+        __typename ... on Comparison { id rows { evaluationId } } } }"""
+    first = _submit(api, token, query, fanOut=True, clientKey="fan-1")
+    again = _submit(api, token, query, fanOut=True, clientKey="fan-1")
+    assert first["__typename"] == again["__typename"] == "Comparison"
+    assert again == first
+    assert _stored(api) == len(first["rows"])
+
+
+def test_a_key_that_is_not_one_is_refused_naming_the_field(
+    api: Api, submit_query: Callable[[], str]
+) -> None:
+    api.add_agent()
+    token = api.token("alice")
+    for bad in ("", "x" * 101, "has space", "é"):
+        refused = _submit(api, token, submit_query(), clientKey=bad)
+        assert refused["__typename"] == "InvalidInput", bad
+        assert refused["field"] == "clientKey"
+        assert "1 to 100 of" in refused["message"]
+    assert _stored(api) == 0
