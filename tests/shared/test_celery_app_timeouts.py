@@ -5,19 +5,15 @@ socket timeouts, the publish waited until the Redis was continued."""
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 
 import pytest
 
 from shared.celery_app import PublishFailed, make_celery, send
 from shared.messages import EvaluationRequested
 from shared.settings import Settings
-from tests.support.own_servers import OwnRedis
+from tests.support.own_servers import OwnRedis, outcome_within, stopped
 
 # Small bounds so the test is quick; the generous upper bound below is 3x the publish one.
 BOUNDS = {
@@ -25,18 +21,6 @@ BOUNDS = {
     "broker_socket_timeout_seconds": 1.5,
     "broker_publish_timeout_seconds": 3.0,
 }
-
-
-@contextmanager
-def stopped(server: OwnRedis) -> Iterator[None]:
-    """The server's process stopped (SIGSTOP), continued whatever happens."""
-    assert server._process is not None
-    pid = server._process.pid
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
 
 
 @pytest.fixture
@@ -47,25 +31,6 @@ def own_redis() -> Iterator[OwnRedis]:
         yield server
     finally:
         server.stop()
-
-
-def outcome_within(call: Callable[[], object], limit_s: float) -> BaseException | None:
-    """What ``call()`` raised (None if it returned), failing the test if it is still
-    running after ``limit_s`` (the old code hung: a join with a timeout, not a hang)."""
-    result: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            call()
-            result.append(None)
-        except BaseException as exc:  # handed to the test
-            result.append(exc)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(limit_s)
-    assert not worker.is_alive(), f"still waiting on the broker after {limit_s:g} s"
-    return result[0]
 
 
 def test_the_transport_gets_the_socket_bounds_from_settings() -> None:
