@@ -75,10 +75,11 @@ class Settings(BaseSettings):
     # within database_connect_timeout_seconds (libpq's connect_timeout, whole seconds, at
     # least 2; SQLite: how long it waits for a lock, its busy timeout), and Postgres ends
     # any statement running longer than database_statement_timeout_seconds (its
-    # statement_timeout), so a query that runs away or waits on a lock fails rather than
-    # holding its connection for ever.
+    # statement_timeout, sent as the startup parameter "options"; 0 sends none, for a
+    # pooler that refuses it), so a query that runs away or waits on a lock fails rather
+    # than holding its connection for ever. Migrations run without it.
     database_connect_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
-    database_statement_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    database_statement_timeout_seconds: float = Field(default=30.0, ge=0, le=3600)
     # Empty endpoint means "a local folder inside data_dir" as the object store.
     s3_endpoint: str = ""
     s3_access_key: str = ""

@@ -76,6 +76,9 @@ def upgrade_engine(engine: Engine, revision: str = "head") -> None:
 
     with _sqlite_file_lock(engine), engine.connect() as connection:
         if engine.dialect.name == "postgresql":
+            # A migration (an index built on a large table) and the wait for another
+            # process's may take longer than database_statement_timeout_seconds.
+            connection.execute(text("SET LOCAL statement_timeout = 0"))
             connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _ADVISORY_LOCK_ID})
         config = alembic_config()
         config.attributes["connection"] = connection
