@@ -14,6 +14,8 @@ from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session
 
+from shared.db import bounded_waits
+
 # A pooled connection idle longer than this is pinged before use (ping_idle_connections).
 IDLE_PING_S = 1.0
 
@@ -36,6 +38,15 @@ def _connected_engine(url: str, **options: Any) -> Engine:
     connect_args = timeout_connect_args(url)
     if connect_args:
         options = {"connect_args": connect_args, **options}
+    if "options" in connect_args:  # psycopg2 with a statement timeout: bound the client too
+        from shared.settings import get_settings
+
+        settings = get_settings()
+        connect_s = settings.database_connect_timeout_seconds
+        bounded_waits.install(
+            settings.database_statement_timeout_seconds + connect_s,
+            connect_s=connect_args.get("connect_timeout", connect_s),
+        )
     engine = create_engine(url, **options)
     if engine.dialect.name == "postgresql":
         ping_idle_connections(engine)

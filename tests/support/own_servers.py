@@ -195,6 +195,25 @@ def stopped(server: OwnRedis) -> Iterator[None]:
         os.kill(pid, signal.SIGCONT)
 
 
+@contextmanager
+def stopped_postgres(server: OwnPostgres) -> Iterator[None]:
+    """The whole server stopped (SIGSTOP): the postmaster, which a new connection meets,
+    and every backend already serving a connection (a stopped postmaster alone lets them
+    answer). Continued (SIGCONT) whatever happens."""
+    main = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])
+    listed = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(main)], capture_output=True, text=True, check=True
+    )
+    pids = [main, *(int(pid) for pid in listed.stdout.split())]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
 def outcome_within(call: Callable[[], object], limit_s: float) -> BaseException | None:
     """What ``call()`` raised (None if it returned), failing the test if it is still
     running after ``limit_s`` (the old code hung: a join with a timeout, not a hang)."""

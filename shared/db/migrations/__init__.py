@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import DBAPIError
 
+from shared.db import bounded_waits
+
 if TYPE_CHECKING:
     from alembic.config import Config
 
@@ -74,7 +76,7 @@ def upgrade_engine(engine: Engine, revision: str = "head") -> None:
         return
     from alembic import command
 
-    with _sqlite_file_lock(engine), engine.connect() as connection:
+    with _sqlite_file_lock(engine), bounded_waits.unbounded(), engine.connect() as connection:
         if engine.dialect.name == "postgresql":
             # A migration (an index built on a large table) and the wait for another
             # process's may take longer than database_statement_timeout_seconds.

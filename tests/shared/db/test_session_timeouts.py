@@ -50,7 +50,7 @@ def test_a_connect_to_a_server_that_never_answers_fails_within_its_bound(
         started = time.monotonic()
         raised = outcome_within(lambda: get_engine(url), limit_s=3 * 2.0)
         assert isinstance(raised, OperationalError), raised
-        assert "timeout expired" in str(raised)
+        assert "could not receive data from server" in str(raised)
         assert time.monotonic() - started >= 1.5  # it did wait for the server, then stopped
 
 
