@@ -5,13 +5,18 @@ another user's same key is theirs; a key that is not one is refused naming the f
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from services.api.app import create_app
 from shared.db.evaluations import Evaluation
 from shared.db.session import session_scope
-from tests.services.api.conftest import Api
+from shared.settings import Settings
+from tests.services.api.conftest import Api, RecordingPublisher
+from tests.support.own_servers import OwnRedis, outcome_within, stopped
 
 QUICK = {"model": "resnet18", "framework": "null", "settings": {"minDurationS": 0.3}}
 
@@ -72,3 +77,50 @@ def test_a_key_that_is_not_one_is_refused_naming_the_field(
         assert refused["field"] == "clientKey"
         assert "1 to 100 of" in refused["message"]
     assert _stored(api) == 0
+
+
+def test_a_submission_to_a_stopped_broker_answers_503_and_its_retry_no_duplicate(
+    tmp_path: Path,
+) -> None:
+    """A Redis of this test's own stopped with SIGSTOP: the submission answers 503 naming
+    the stored evaluation within 3x the publish bound (before: no answer until the Redis
+    was continued, and a client retrying made a second evaluation); the retry with the
+    same key, during the outage and after, reads the same evaluation back."""
+    redis = OwnRedis()
+    redis.start()
+    bounds = {
+        "broker_connect_timeout_seconds": 0.5,
+        "broker_socket_timeout_seconds": 1.5,
+        "broker_publish_timeout_seconds": 3.0,
+    }
+    try:
+        settings = Settings(
+            data_dir=tmp_path,
+            database_url=f"sqlite:///{tmp_path / 'api.db'}",
+            broker_url=redis.url,
+            environment="test",
+            **bounds,
+        )
+        with TestClient(create_app(settings)) as client:
+            api = Api(client, settings, RecordingPublisher())
+            api.add_agent()
+            token = api.token("alice")
+            keyed = {"input": {**QUICK, "clientKey": "cli-7f3a"}}
+            query = """mutation($input: SubmitEvaluationInput!) {
+              submitEvaluation(input: $input) { __typename ... on Evaluation { id } } }"""
+            answers: list[Any] = []
+            with stopped(redis):
+                for _ in range(2):
+                    raised = outcome_within(
+                        lambda: answers.append(api.gql(token, query, keyed)), limit_s=9.0
+                    )
+                    assert raised is None, raised
+            first, during = answers
+            assert first.status_code == 503, first.text
+            (stored_id,) = first.json()["errors"][0]["extensions"]["evaluationIds"]
+            assert during.json()["data"]["submitEvaluation"]["id"] == stored_id
+            after = api.gql(token, query, keyed)
+            assert after.json()["data"]["submitEvaluation"]["id"] == stored_id
+            assert _stored(api) == 1
+    finally:
+        redis.stop()
