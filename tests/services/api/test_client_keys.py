@@ -124,3 +124,20 @@ def test_a_submission_to_a_stopped_broker_answers_503_and_its_retry_no_duplicate
             assert _stored(api) == 1
     finally:
         redis.stop()
+
+
+def test_a_campaign_ignores_a_client_key_in_its_evaluation(api: Api) -> None:
+    """A sweep's points are submissions of their own: a clientKey in the sweep's evaluation
+    input must not make the second point read the first one back."""
+    api.add_agent()
+    token = api.token("alice")
+    query = """mutation($input: SubmitSweepInput!) { submitSweep(input: $input) {
+      __typename ... on Sweep { groupId } ... on UserError { message } } }"""
+    given = {
+        "evaluation": {**QUICK, "clientKey": "sweep-1"},
+        "parameter": "batch_size",
+        "values": [1, 2, 4],
+    }
+    answer = api.data(token, query, {"input": given})["submitSweep"]
+    assert answer["__typename"] == "Sweep", answer
+    assert _stored(api) == 3
