@@ -50,16 +50,14 @@ class Settings(BaseSettings):
     # Empty means "the SQLite file inside data_dir" (embedded mode).
     database_url: str = ""
     broker_url: str = "redis://127.0.0.1:6379/0"
-    # Bounds on every call to a Redis broker (shared/celery_app.py): connecting, and each
-    # read or write of its socket. A hung Redis (stopped, or its host unreachable) answers
-    # nothing, and without them a publish waited for ever. The read bound must exceed
-    # kombu's 1 s BRPOP wait, which workers' consumers make in a loop.
+    # A Redis broker's connect and each socket read or write (shared/celery_app.py): a
+    # hung Redis answers nothing, and a publish waited for ever. The socket bound must
+    # exceed kombu's 1 s BRPOP wait, which workers' consumers make in a loop.
     broker_connect_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
     broker_socket_timeout_seconds: float = Field(default=3.0, gt=1, le=300)
-    # One publish, its retries after a lost connection included, ends within this many
-    # seconds or raises celery_app.PublishFailed: the API then answers 503 "broker
-    # unavailable" with the evaluation's id, and the stored evaluation waits for the
-    # scheduler's sweeper. At most broker_publish_retries retries within the bound.
+    # One publish, its retries (at most broker_publish_retries) included, ends within this
+    # or raises celery_app.PublishFailed: the API answers 503 with the stored evaluation's
+    # id, and the evaluation waits for the scheduler's sweeper.
     broker_publish_timeout_seconds: float = Field(default=6.0, gt=0, le=600)
     broker_publish_retries: int = Field(default=2, ge=0, le=20)
     # Each process's Postgres connections (shared/db/session.py): a pool of this many kept
@@ -71,13 +69,11 @@ class Settings(BaseSettings):
     database_pool_size: int = Field(default=5, ge=1, le=100)
     database_max_overflow: int = Field(default=10, ge=0, le=100)
     database_pool_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
-    # Every database connection of every process (shared/db/session.py): opening one ends
-    # within database_connect_timeout_seconds (libpq's connect_timeout, whole seconds, at
-    # least 2; SQLite: how long it waits for a lock, its busy timeout), and Postgres ends
-    # any statement running longer than database_statement_timeout_seconds (its
-    # statement_timeout, sent as the startup parameter "options"; 0 sends none, for a
-    # pooler that refuses it), so a query that runs away or waits on a lock fails rather
-    # than holding its connection for ever. Migrations run without it.
+    # Every database connection (shared/db/session.py): a connect ends within the first
+    # (libpq's connect_timeout, whole seconds, at least 2; SQLite: its busy timeout), and
+    # Postgres ends a statement past the second (statement_timeout, sent as the startup
+    # parameter "options"; 0 sends none). psycopg2 gives up on a server that answers
+    # nothing after their sum (shared/db/bounded_waits.py). Migrations run without them.
     database_connect_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
     database_statement_timeout_seconds: float = Field(default=30.0, ge=0, le=3600)
     # Empty endpoint means "a local folder inside data_dir" as the object store.
@@ -105,9 +101,8 @@ class Settings(BaseSettings):
     # /readyz's whole answer (database, broker, object store) is kept this long: probes in
     # a loop are answered from memory and cost other clients nothing.
     readiness_cache_seconds: float = Field(default=1.0, ge=0, le=60)
-    # Each of /readyz's checks (database, broker, object store) answers within this many
-    # seconds or is reported "error: <dependency> check timed out"; they run side by side,
-    # so /readyz answers within about this bound whatever hangs.
+    # Each of /readyz's checks (database, broker, object store), run side by side, answers
+    # within this or is reported timed out: /readyz answers within about this, whatever hangs.
     readiness_check_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
     secret_key: str = "dev-secret-change-me"
     otlp_endpoint: str = ""
