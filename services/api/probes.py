@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import text
 
 from services.api.context import ApiDeps
+from shared.db import bounded_waits
 from shared.storage import ObjectStoreUnavailable
 
 Answer = TypeVar("Answer")
@@ -157,9 +158,11 @@ class Readiness:
         }
 
 
-def database_status(deps: ApiDeps) -> str:
+def database_status(deps: ApiDeps, timeout_s: float) -> str:
+    """``SELECT 1``, its round trips (psycopg2's) given up past ``timeout_s``, so a hung
+    database holds this check's thread no longer than the check waits for it."""
     try:
-        with deps.read_db() as session:
+        with bounded_waits.bound(timeout_s), deps.read_db() as session:
             session.execute(text("SELECT 1"))
     except Exception as exc:
         return f"error: {exc.__class__.__name__}"
@@ -188,7 +191,7 @@ def readiness(
     than the probe."""
     return Readiness(
         {
-            "database": lambda: database_status(deps),
+            "database": lambda: database_status(deps, timeout_s),
             "broker": lambda: broker_status(broker, timeout_s),
             "object_store": object_store,
         },

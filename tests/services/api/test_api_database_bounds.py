@@ -2,7 +2,8 @@
 (services/api/context.py: ``read_on_loop`` for the whole of a read on the event loop,
 ``in_thread`` through shared/db/bounded_waits.py for the blocking work). A Postgres of this
 test's own, stopped with SIGSTOP, postmaster and backends alike: reads, token lookups and
-submissions answer 503 "database unavailable" within 3x the bound. Before, a read took 22 s
+submissions answer 503 "database unavailable" within 3x the bound, /readyz within 3x its
+check timeout, naming the database. Before, a read took 22 s
 and more against a 10 s bound, and a token lookup or a submission waited for ever."""
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def test_a_stopped_database_is_a_503_within_the_bound(
         api_database_timeout_seconds=BOUND_S,
         # Every request looks its token up: the blocking path is met every time.
         api_token_cache_seconds=0,
+        readiness_cache_seconds=0,
+        readiness_check_timeout_seconds=1.0,
     )
     with session_scope(settings.effective_database_url) as session:
         token = create_token(session, user_name="alice")
@@ -76,6 +79,11 @@ def test_a_stopped_database_is_a_503_within_the_bound(
                 assert answer.status_code == 503, answer.text
                 (error,) = answer.json()["errors"]
                 assert error["extensions"]["code"] == "DATABASE_UNAVAILABLE"
+            # /readyz names the database within its check timeout (1 s).
+            probes: list[Any] = []
+            assert outcome_within(lambda: probes.append(client.get("/readyz")), 3.0) is None
+            assert probes[0].status_code == 503
+            assert probes[0].json()["database"] == "error: database check timed out after 1 s"
         # Continued, the API serves again: nothing in it stays broken.
         deadline = time.monotonic() + 20
         while api.gql(token, READ, {}).status_code != 200:
