@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+import kombu.exceptions
+import redis.exceptions
 from celery import Celery
 
 from shared import broker_transport, queues
@@ -53,6 +55,17 @@ def visibility_timeout_seconds(settings: Settings) -> float:
     return settings.max_run_seconds + VISIBILITY_MARGIN_SECONDS
 
 
+class PublishFailed(kombu.exceptions.OperationalError):
+    """A message did not reach the broker within the publish bound
+    (``broker_publish_timeout_seconds``). Whether it reached it at all is unknown: a hung
+    Redis may still take it once it wakes, so whatever was published must be safe to
+    receive twice (every task is idempotent by evaluation or run id)."""
+
+
+# Celery's conf key holding the publish bound in seconds (read by ``send``).
+PUBLISH_TIMEOUT_KEY = "benchstack_publish_timeout_seconds"
+
+
 def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker_url,
@@ -67,10 +80,25 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_routes": queues.TASK_ROUTES,
         "task_default_queue": queues.SCHEDULER,
         "broker_connection_retry_on_startup": True,
-        # Unacked messages return to the queue after this long (Redis); longer than any run.
         "broker_transport_options": {
-            "visibility_timeout": int(visibility_timeout_seconds(settings))
+            # Unacked messages return to the queue after this long (Redis); longer than
+            # any run.
+            "visibility_timeout": int(visibility_timeout_seconds(settings)),
+            # Every connect and socket read/write is bounded: a stopped Redis accepts
+            # connections (the kernel does) and answers nothing, which hung a publish.
+            "socket_connect_timeout": settings.broker_connect_timeout_seconds,
+            "socket_timeout": settings.broker_socket_timeout_seconds,
         },
+        "broker_connection_timeout": settings.broker_connect_timeout_seconds,
+        # Retries of a publish after a lost connection, quickly (a broker restarted in a
+        # moment is met), within the deadline ``send`` enforces.
+        "task_publish_retry_policy": {
+            "max_retries": settings.broker_publish_retries,
+            "interval_start": 0,
+            "interval_step": 0.2,
+            "interval_max": 0.5,
+        },
+        PUBLISH_TIMEOUT_KEY: settings.broker_publish_timeout_seconds,
         "worker_hijack_root_logger": False,
         "enable_utc": True,
     }
@@ -186,14 +214,48 @@ def send(
     # of the whole payload for each message (a third of a publish's time).
     evaluation_id = getattr(message, "evaluation_id", "")
     shown = f"({type(message).__name__} {evaluation_id})"
-    app.send_task(
-        task_name,
-        args=[message.to_json()],
-        argsrepr=shown,
-        kwargsrepr="{}",
-        headers={queues.PUBLISHED_AT_HEADER: time.time()},
-        **options,
+    bound_s = float(app.conf.get(PUBLISH_TIMEOUT_KEY) or 0) or None
+    try:
+        app.send_task(
+            task_name,
+            args=[message.to_json()],
+            argsrepr=shown,
+            kwargsrepr="{}",
+            headers={queues.PUBLISHED_AT_HEADER: time.time()},
+            retry_policy=_retry_policy(app, shown, bound_s),
+            **options,
+        )
+    except PublishFailed:
+        raise
+    except _BROKER_ERRORS as exc:
+        raise PublishFailed(f"publishing {shown}: {exc.__class__.__name__}: {exc}") from exc
+
+
+# What a publish that could not reach the broker raises, here or wrapped by kombu.
+_BROKER_ERRORS = (kombu.exceptions.OperationalError, redis.exceptions.RedisError, OSError)
+
+
+def _retry_policy(app: Celery, shown: str, bound_s: float | None) -> dict[str, Any]:
+    """The app's retry policy, giving up before a retry that could not end within
+    ``bound_s`` of now: kombu bounds retries by count, not time, and each attempt on a
+    hung broker costs up to a connect and a socket timeout."""
+    policy = dict(app.conf.task_publish_retry_policy or {})
+    if bound_s is None:
+        return policy
+    options = app.conf.broker_transport_options or {}
+    attempt_s = float(options.get("socket_connect_timeout") or 0) + float(
+        options.get("socket_timeout") or 0
     )
+    deadline = time.monotonic() + bound_s
+
+    def give_up_past_deadline(exc: BaseException, interval: float) -> None:
+        if time.monotonic() + interval + attempt_s > deadline:
+            raise PublishFailed(
+                f"publishing {shown}: no answer from the broker within {bound_s:g} s "
+                f"({exc.__class__.__name__}: {exc})"
+            ) from exc
+
+    return {**policy, "errback": give_up_past_deadline}
 
 
 def publisher(app: Celery) -> Publisher:

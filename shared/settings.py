@@ -50,6 +50,16 @@ class Settings(BaseSettings):
     # Empty means "the SQLite file inside data_dir" (embedded mode).
     database_url: str = ""
     broker_url: str = "redis://127.0.0.1:6379/0"
+    # A Redis broker's connect and each socket read or write (shared/celery_app.py): a
+    # hung Redis answers nothing, and a publish waited for ever. The socket bound must
+    # exceed kombu's 1 s BRPOP wait, which workers' consumers make in a loop.
+    broker_connect_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
+    broker_socket_timeout_seconds: float = Field(default=3.0, gt=1, le=300)
+    # One publish, its retries (at most broker_publish_retries) included, ends within this
+    # or raises celery_app.PublishFailed: the API answers 503 with the stored evaluation's
+    # id, and the evaluation waits for the scheduler's sweeper.
+    broker_publish_timeout_seconds: float = Field(default=6.0, gt=0, le=600)
+    broker_publish_retries: int = Field(default=2, ge=0, le=20)
     # Each process's Postgres connections (shared/db/session.py): a pool of this many kept
     # open, and up to database_max_overflow more opened under a burst and closed after.
     # Connections grow with processes, never with agents or requests: a process holds at
@@ -59,6 +69,13 @@ class Settings(BaseSettings):
     database_pool_size: int = Field(default=5, ge=1, le=100)
     database_max_overflow: int = Field(default=10, ge=0, le=100)
     database_pool_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    # Every database connection (shared/db/session.py): a connect ends within the first
+    # (libpq's connect_timeout, whole seconds, at least 2; SQLite: its busy timeout), and
+    # Postgres ends a statement past the second (statement_timeout, sent as the startup
+    # parameter "options"; 0 sends none). psycopg2 gives up on a server that answers
+    # nothing after their sum (shared/db/bounded_waits.py). Migrations run without them.
+    database_connect_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
+    database_statement_timeout_seconds: float = Field(default=30.0, ge=0, le=3600)
     # Empty endpoint means "a local folder inside data_dir" as the object store.
     s3_endpoint: str = ""
     s3_access_key: str = ""
@@ -84,6 +101,9 @@ class Settings(BaseSettings):
     # /readyz's whole answer (database, broker, object store) is kept this long: probes in
     # a loop are answered from memory and cost other clients nothing.
     readiness_cache_seconds: float = Field(default=1.0, ge=0, le=60)
+    # Each of /readyz's checks (database, broker, object store), run side by side, answers
+    # within this or is reported timed out: /readyz answers within about this, whatever hangs.
+    readiness_check_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
     secret_key: str = "dev-secret-change-me"
     otlp_endpoint: str = ""
     api_url: str = "http://127.0.0.1:8000"

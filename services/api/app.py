@@ -213,8 +213,9 @@ def _add_errors_and_probes(app: FastAPI, deps: ApiDeps, settings: Settings) -> N
         pending=CHECKING,
     )
     broker = make_celery(settings)
+    checks = readiness(deps, broker, object_store, settings.readiness_check_timeout_seconds)
     ready = CachedCheck(
-        lambda: readiness(deps, broker, object_store),
+        checks,
         ttl_s=settings.readiness_cache_seconds,
         pending={"checks": "in progress"},
     )

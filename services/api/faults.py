@@ -8,7 +8,7 @@ unavailable", HTTP 503, counted in /metrics.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import kombu.exceptions
 import redis.exceptions
@@ -39,10 +39,17 @@ _BROKER_ERRORS = (
 
 
 class DependencyUnavailable(RuntimeError):
-    """A request could not be served because ``dependency`` did not answer."""
+    """A request could not be served because ``dependency`` did not answer. ``detail``:
+    what the client should know beyond that (words added to the message), ``extensions``:
+    the same for programs (merged into the GraphQL error's extensions), e.g. the ids of
+    evaluations stored before the broker failed."""
 
-    def __init__(self, dependency: Dependency) -> None:
+    def __init__(
+        self, dependency: Dependency, *, detail: str = "", extensions: dict[str, Any] | None = None
+    ) -> None:
         self.dependency = dependency
+        self.detail = detail
+        self.extensions = dict(extensions or {})
         super().__init__(unavailable_message(dependency))
 
     @property
@@ -53,6 +60,17 @@ class DependencyUnavailable(RuntimeError):
 def unavailable_message(dependency: Dependency) -> str:
     """What a client reads: "object store unavailable" (words, not the label)."""
     return f"{dependency.replace('_', ' ')} unavailable"
+
+
+def outage_of(exc: BaseException | None) -> DependencyUnavailable | None:
+    """The DependencyUnavailable ``exc`` is or was raised from, if any (its details)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, DependencyUnavailable):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def unavailable_dependency(exc: BaseException) -> Dependency | None:

@@ -1,5 +1,9 @@
 """The checks behind /readyz: the database, the broker and the object store, each bounded.
 
+The three run side by side, each in a thread of its own waited for at most
+``readiness_check_timeout_seconds`` (2 s): whatever hangs, /readyz answers within about
+that, naming the check that failed or timed out (``Readiness``).
+
 The whole answer is kept for ``readiness_cache_seconds``, the object store's for
 ``s3_probe_cache_seconds``, and only one check of each runs at a time (``CachedCheck``):
 a load balancer probing in a loop, or a dozen probes at once against a hung S3, make one
@@ -18,6 +22,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import text
 
 from services.api.context import ApiDeps
+from shared.db import bounded_waits
 from shared.storage import ObjectStoreUnavailable
 
 Answer = TypeVar("Answer")
@@ -88,21 +93,107 @@ def object_store_status(deps: ApiDeps) -> str:
     return OK
 
 
-def readiness(deps: ApiDeps, broker: Any, object_store: Callable[[], str]) -> dict[str, str]:
-    """Each dependency's state: "ok" or "error: <why>". ``broker`` is a Celery app made
-    once: making one per probe cost more than the probe."""
-    checks: dict[str, str] = {}
+class BoundedCheck:
+    """One dependency's check run in a thread of its own, waited for at most a timeout.
+
+    A hung dependency must not hang /readyz (a stopped Redis held it over 30 s). The
+    thread is left to end by itself (every client has its own timeouts), and while it
+    runs no second one starts: later rounds say the check is still running."""
+
+    def __init__(self, name: str, check: Callable[[], str]) -> None:
+        self.name = name
+        self._check = check
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._answer = ""
+
+    def start(self) -> bool:
+        """Start the check; False when the last one is still running."""
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return False
+            self._answer = ""
+            self._thread = threading.Thread(
+                target=self._run, name=f"readyz-{self.name}", daemon=True
+            )
+            self._thread.start()
+            return True
+
+    def _run(self) -> None:
+        try:
+            answer = self._check()
+        except Exception as exc:
+            answer = f"error: {exc.__class__.__name__}"
+        with self._lock:
+            self._answer = answer
+
+    def wait(self, until: float, timeout_s: float, started: bool) -> str:
+        """The answer, or why there is none by ``until`` (a time.monotonic() value)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(max(0.0, until - time.monotonic()))
+        with self._lock:
+            if self._answer:
+                return self._answer
+        if not started:
+            return f"error: {self.name} check still running (no answer in {timeout_s:g} s)"
+        return f"error: {self.name} check timed out after {timeout_s:g} s"
+
+
+class Readiness:
+    """/readyz's checks (database, broker, object store) run side by side, each given
+    ``timeout_s``: the round answers within about that, naming each check that failed
+    or did not answer in time."""
+
+    def __init__(self, checks: dict[str, Callable[[], str]], timeout_s: float) -> None:
+        self._checks = [BoundedCheck(name, check) for name, check in checks.items()]
+        self._timeout_s = timeout_s
+
+    def __call__(self) -> dict[str, str]:
+        until = time.monotonic() + self._timeout_s
+        started = [check.start() for check in self._checks]
+        return {
+            check.name: check.wait(until, self._timeout_s, began)
+            for check, began in zip(self._checks, started, strict=True)
+        }
+
+
+def database_status(deps: ApiDeps, timeout_s: float) -> str:
+    """``SELECT 1``, its round trips (psycopg2's) given up past ``timeout_s``, so a hung
+    database holds this check's thread no longer than the check waits for it."""
     try:
-        with deps.read_db() as session:
+        with bounded_waits.bound(timeout_s), deps.read_db() as session:
             session.execute(text("SELECT 1"))
-        checks["database"] = OK
     except Exception as exc:
-        checks["database"] = f"error: {exc.__class__.__name__}"
+        return f"error: {exc.__class__.__name__}"
+    return OK
+
+
+def broker_status(broker: Any, timeout_s: float) -> str:
+    """A round trip to the broker: connect, and ping a Redis (a stopped Redis accepts the
+    connection, the kernel does, and answers nothing; the socket timeouts end the wait)."""
     try:
         with broker.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
-        checks["broker"] = OK
+            conn.ensure_connection(max_retries=1, timeout=timeout_s)
+            client = getattr(conn.default_channel, "client", None)
+            if client is not None and hasattr(client, "ping"):
+                client.ping()
     except Exception as exc:
-        checks["broker"] = f"error: {exc.__class__.__name__}"
-    checks["object_store"] = object_store()
-    return checks
+        return f"error: {exc.__class__.__name__}"
+    return OK
+
+
+def readiness(
+    deps: ApiDeps, broker: Any, object_store: Callable[[], str], timeout_s: float
+) -> Readiness:
+    """Each dependency's state, checked side by side within ``timeout_s``: "ok" or
+    "error: <why>". ``broker`` is a Celery app made once: making one per probe cost more
+    than the probe."""
+    return Readiness(
+        {
+            "database": lambda: database_status(deps, timeout_s),
+            "broker": lambda: broker_status(broker, timeout_s),
+            "object_store": object_store,
+        },
+        timeout_s,
+    )

@@ -13,11 +13,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from services.api.bounds import (
     scenario_problem,
 )
+from services.api.client_keys import client_key_problem, earlier_submission
 from services.api.confinement import (
     MAX_NAME_CHARS,
     MAX_VERSION_CHARS,
@@ -25,7 +27,7 @@ from services.api.confinement import (
     dataset_spec,
     manifest_yaml_limits,
 )
-from services.api.faults import unavailable_dependency
+from services.api.faults import DependencyUnavailable, unavailable_dependency
 from services.api.model_registry import find_model, known_model_names
 from services.api.observability import UNAVAILABLE
 from services.api.rejections import Rejection
@@ -126,12 +128,23 @@ def submit(
     *,
     owner_id: int,
     request: SubmitRequest,
+    raise_unpublished: bool = False,
 ) -> Evaluation | FanOut | Rejection:
     """Validate, store the evaluation(s) as QUEUED and ask the scheduler to plan them.
 
     A fan-out stores one evaluation per matching agent, each pinned to its agent by an
-    ``agent=ID`` term, so the scheduler routes each to exactly that worker.
+    ``agent=ID`` term, so the scheduler routes each to exactly that worker. A request with
+    a client key the owner used before gets what that submission stored, and nothing new.
+    When the broker takes no message, the evaluations stay stored for the sweeper; with
+    ``raise_unpublished`` the caller then gets DependencyUnavailable("broker") naming
+    their ids (submitEvaluation's 503), else them, each with a reason saying so.
     """
+    problem = client_key_problem(request.client_key)
+    if problem is not None:
+        return problem
+    earlier = earlier_submission(session, owner_id=owner_id, key=request.client_key)
+    if earlier is not None:
+        return earlier
     accepted = _accept(session, settings, request, owner_id)
     if isinstance(accepted, Rejection):
         return accepted
@@ -157,11 +170,24 @@ def submit(
         _evaluation(request, accepted, owner_id, pin, group_id, info)
         for pin, info in zip(pins, infos, strict=True)
     ]
+    evaluations[0].client_key = request.client_key
     session.add_all(evaluations)
     # Commit before publishing: the scheduler must find the rows when the messages arrive.
-    session.commit()
+    try:
+        session.commit()
+    except IntegrityError:
+        # Two tries with one client key at once: the first to commit stands.
+        session.rollback()
+        earlier = earlier_submission(session, owner_id=owner_id, key=request.client_key)
+        if earlier is None:
+            raise
+        return earlier
     # One plan for the lot: the scheduler plans a fan-out's or gang's members together.
-    _publish_plan(session, publish, evaluations, request.trace_level)
+    unpublished = _publish_plan(session, publish, evaluations, request.trace_level)
+    if unpublished is not None:
+        if raise_unpublished:
+            raise unpublished  # counted where it is answered (graphql/schema.py)
+        UNAVAILABLE.labels(dependency="broker").inc()
     if (request.fan_out or request.gang_size is not None) and group_id is not None:
         return FanOut(group_id=group_id, evaluations=evaluations)
     return evaluations[0]
@@ -261,10 +287,10 @@ def _evaluation(
 
 def _publish_plan(
     session: Session, publish: Publisher, evaluations: list[Evaluation], trace_level: str
-) -> None:
+) -> DependencyUnavailable | None:
     """Ask the scheduler to plan stored evaluations (one submission's: one, or a group's
     members, which it plans together from the first's message); a broker outage leaves
-    them to the sweeper, with a reason the client reads."""
+    them to the sweeper, with a reason the client reads, and is returned (None: sent)."""
     first = evaluations[0]
     try:
         # The root of the submission's trace: the scheduler's and workers' spans hang
@@ -288,5 +314,16 @@ def _publish_plan(
                 "the scheduler's sweeper dispatches it again"
             )
         session.commit()
-        if broker_down:
-            UNAVAILABLE.labels(dependency="broker").inc()
+        if not broker_down:
+            return None
+        ids = [evaluation.id for evaluation in evaluations]
+        return DependencyUnavailable(
+            "broker",
+            detail=(
+                f"evaluation {', '.join(ids)} is stored and waits for the broker (the "
+                "scheduler's sweeper dispatches it); retry with the same clientKey to read "
+                "it back, or query it by id"
+            ),
+            extensions={"evaluationIds": ids},
+        )
+    return None

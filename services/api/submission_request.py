@@ -54,6 +54,9 @@ class SubmitRequest:
     # The largest gang the request's group will submit later (a training scaling's largest
     # world size): refused now, naming worldSizes, when the live agents cannot fill it.
     gang_largest: int | None = None
+    # The client's idempotency key for this submission (services/api/client_keys.py): a
+    # retry with the same key returns what the first try stored. None: no key.
+    client_key: str | None = None
 
     @property
     def workload(self) -> str:

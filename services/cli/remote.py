@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,11 @@ TOKEN_FILE_NAME = "token"
 
 class RemoteError(ValueError):
     """The API refused a request or answered with errors; the message says which."""
+
+
+class RemoteUnavailable(RemoteError):
+    """The API could not be reached or answered 503 (a dependency of it is down): trying
+    again later may succeed."""
 
 
 def token_file() -> Path:
@@ -59,7 +66,7 @@ def graphql(
             timeout=timeout_s,
         )
     except httpx.HTTPError as exc:
-        raise RemoteError(f"server: cannot reach {url}: {exc}") from None
+        raise RemoteUnavailable(f"server: cannot reach {url}: {exc}") from None
     if response.status_code == 401:
         # The API says why (unknown, revoked, expired and when): show that, not a guess.
         try:
@@ -69,6 +76,10 @@ def graphql(
         raise RemoteError(
             f"token: the API refused it (401): {detail or 'no reason given'}; "
             "create one with `benchstack token create`"
+        )
+    if response.status_code == 503:
+        raise RemoteUnavailable(
+            f"server: {url} answered 503 (try again shortly): {response.text[:300]}"
         )
     if response.status_code != 200:
         raise RemoteError(f"server: {url} answered {response.status_code}: {response.text[:300]}")
@@ -182,10 +193,34 @@ query One($id: String!) {
 """
 
 
-def submit_evaluation(server_url: str, token: str | None, payload: dict[str, Any]) -> str:
+# Tries of one submission when the API is unreachable or answers 503, and the wait
+# before the second (doubled before each later one): the same client key each time, so
+# a try the API stored before failing to answer is read back, never stored twice.
+SUBMIT_TRIES = 3
+SUBMIT_RETRY_WAIT_S = 2.0
+
+
+def submit_evaluation(
+    server_url: str,
+    token: str | None,
+    payload: dict[str, Any],
+    *,
+    retry_wait_s: float = SUBMIT_RETRY_WAIT_S,
+) -> str:
     """Submit; returns the evaluation id (the group id of a fan-out), or raises RemoteError
-    with the typed error's text."""
-    result = graphql(server_url, token, SUBMIT_MUTATION, {"input": payload})["submitEvaluation"]
+    with the typed error's text. Sends a new client key (``clientKey``, the API's
+    idempotency key) unless the payload has one, and tries again with it up to
+    SUBMIT_TRIES times while the API is unreachable or answers 503."""
+    payload = {"clientKey": str(uuid.uuid4()), **payload}
+    for attempt in range(1, SUBMIT_TRIES + 1):
+        try:
+            data = graphql(server_url, token, SUBMIT_MUTATION, {"input": payload})
+            break
+        except RemoteUnavailable:
+            if attempt == SUBMIT_TRIES:
+                raise
+            time.sleep(retry_wait_s * 2 ** (attempt - 1))
+    result = data["submitEvaluation"]
     if result["__typename"] not in ("Evaluation", "Comparison"):
         raise RemoteError(f"{result['__typename']}: {result['message']}")
     return str(result["id"])

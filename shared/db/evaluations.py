@@ -69,6 +69,8 @@ class Evaluation(Base):
     __table_args__ = (
         Index("ix_evaluations_state_updated_at", "state", "updated_at"),
         Index("ix_evaluations_owner_id_created_at", "owner_id", "created_at", "id"),
+        # Migration 0019: one evaluation per (user, client key).
+        Index("uq_evaluations_owner_id_client_key", "owner_id", "client_key", unique=True),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -112,6 +114,10 @@ class Evaluation(Base):
     # to have it prepared again (migration 0018; shared/db/lost_objects.py); at
     # lost_object_tries it is failed instead.
     replans: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # The idempotency key the client sent with its submission (services/api/client_keys.py),
+    # unique per owner: a retry with the same key reads this evaluation back. None: no key.
+    # A fan-out's or gang's key is on its first member only.
+    client_key: Mapped[str | None] = mapped_column(String(100), nullable=True)
     # Shared by the evaluations of one fan-out: they come back as one comparison.
     group_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     # What the group is beyond a fan-out (None): {"kind": "sweep", "parameter":

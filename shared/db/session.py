@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,9 +10,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session
+
+from shared.db import bounded_waits
 
 # A pooled connection idle longer than this is pinged before use (ping_idle_connections).
 IDLE_PING_S = 1.0
@@ -28,9 +31,22 @@ def get_engine(url: str) -> Engine:
 
 def _connected_engine(url: str, **options: Any) -> Engine:
     """An engine whose pooled connections are checked before use only when they sat idle
-    (``ping_idle_connections``)."""
+    (``ping_idle_connections``), and whose connects and statements are bounded in time
+    (``timeout_connect_args``)."""
     if not url.startswith("sqlite"):
         options = {**pool_options(), **options}
+    connect_args = timeout_connect_args(url)
+    if connect_args:
+        options = {"connect_args": connect_args, **options}
+    if "options" in connect_args:  # psycopg2 with a statement timeout: bound the client too
+        from shared.settings import get_settings
+
+        settings = get_settings()
+        connect_s = settings.database_connect_timeout_seconds
+        bounded_waits.install(
+            settings.database_statement_timeout_seconds + connect_s,
+            connect_s=connect_args.get("connect_timeout", connect_s),
+        )
     engine = create_engine(url, **options)
     if engine.dialect.name == "postgresql":
         ping_idle_connections(engine)
@@ -58,6 +74,35 @@ def pool_options() -> dict[str, Any]:
         "max_overflow": settings.database_max_overflow,
         "pool_timeout": settings.database_pool_timeout_seconds,
     }
+
+
+def timeout_connect_args(url: str) -> dict[str, Any]:
+    """The driver's bounds from this process's settings, unless the URL sets its own.
+
+    Postgres (psycopg2): libpq's ``connect_timeout`` (whole seconds; libpq treats less
+    than 2 as 2), so a server that accepts connections and answers nothing (stopped, or
+    its host gone) fails a connect instead of holding it for ever, and the server's
+    ``statement_timeout`` for every statement of the session. A PgBouncer in front must
+    list ``options`` in ``ignore_startup_parameters`` (docs/scale.md), and then drops it:
+    set statement_timeout on the database's role there instead. SQLite: how long a
+    connection waits for another's lock (its busy timeout) before "database is locked".
+    """
+    from shared.settings import get_settings
+
+    settings = get_settings()
+    parsed = make_url(url)
+    backend, given = parsed.get_backend_name(), set(parsed.query)
+    if backend == "sqlite":
+        return {"timeout": settings.database_connect_timeout_seconds}
+    if backend != "postgresql" or parsed.get_driver_name() != "psycopg2":
+        return {}
+    bounds: dict[str, Any] = {}
+    if "connect_timeout" not in given:
+        bounds["connect_timeout"] = max(2, math.ceil(settings.database_connect_timeout_seconds))
+    if "options" not in given and settings.database_statement_timeout_seconds > 0:
+        statement_ms = round(settings.database_statement_timeout_seconds * 1000)
+        bounds["options"] = f"-c statement_timeout={statement_ms}"
+    return bounds
 
 
 def ping_idle_connections(engine: Engine, idle_s: float = IDLE_PING_S) -> None:

@@ -11,10 +11,14 @@ import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,3 +180,54 @@ class OwnPostgres:
         with contextlib.suppress(Exception):
             self.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextmanager
+def stopped(server: OwnRedis) -> Iterator[None]:
+    """The server's process stopped (SIGSTOP), as a hung server is: the kernel still
+    accepts connections, nothing answers. Continued (SIGCONT) whatever happens."""
+    assert server._process is not None
+    pid = server._process.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@contextmanager
+def stopped_postgres(server: OwnPostgres) -> Iterator[None]:
+    """The whole server stopped (SIGSTOP): the postmaster, which a new connection meets,
+    and every backend already serving a connection (a stopped postmaster alone lets them
+    answer). Continued (SIGCONT) whatever happens."""
+    main = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])
+    listed = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(main)], capture_output=True, text=True, check=True
+    )
+    pids = [main, *(int(pid) for pid in listed.stdout.split())]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
+def outcome_within(call: Callable[[], object], limit_s: float) -> BaseException | None:
+    """What ``call()`` raised (None if it returned), failing the test if it is still
+    running after ``limit_s`` (the old code hung: a join with a timeout, not a hang)."""
+    result: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            result.append(None)
+        except BaseException as exc:  # handed to the test
+            result.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(limit_s)
+    assert not worker.is_alive(), f"still waiting after {limit_s:g} s"
+    return result[0]

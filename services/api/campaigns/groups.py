@@ -80,6 +80,8 @@ def stored_request(base: SubmitRequest) -> dict[str, Any]:
     stored.pop("group")
     stored.pop("gang_size")
     stored.pop("gang_largest")
+    # A client key names one submission: the members submitted later are new ones.
+    stored.pop("client_key")
     stored["settings"] = snake_keys(dict(base.settings)) if isinstance(base.settings, dict) else {}
     return stored
 

@@ -23,7 +23,12 @@ from strawberry.tools import merge_types
 
 from services.api.campaigns.registry import campaigns
 from services.api.context import NotAuthenticated
-from services.api.faults import UNAVAILABLE_CODES, unavailable_dependency, unavailable_message
+from services.api.faults import (
+    UNAVAILABLE_CODES,
+    outage_of,
+    unavailable_dependency,
+    unavailable_message,
+)
 from services.api.graphql.advice.queries import AdviceQueries
 from services.api.graphql.agents.queries import AgentQueries
 from services.api.graphql.bricks.queries import BrickQueries
@@ -90,14 +95,17 @@ class MaskErrorsNamingOutages(MaskErrors):
         if dependency is None:
             return super().anonymise_error(error)
         UNAVAILABLE.labels(dependency).inc()
+        outage = outage_of(original)
+        detail = f": {outage.detail}" if outage is not None and outage.detail else ""
+        extensions = outage.extensions if outage is not None else {}
         return GraphQLError(
-            f"{unavailable_message(dependency)}; try again shortly",
+            f"{unavailable_message(dependency)}; try again shortly{detail}",
             nodes=error.nodes,
             source=error.source,
             positions=error.positions,
             path=error.path,
             original_error=None,
-            extensions={"code": UNAVAILABLE_CODES[dependency]},
+            extensions={**extensions, "code": UNAVAILABLE_CODES[dependency]},
         )
 
 

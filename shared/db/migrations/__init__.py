@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import DBAPIError
 
+from shared.db import bounded_waits
+
 if TYPE_CHECKING:
     from alembic.config import Config
 
@@ -25,7 +27,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent
 # Alembic, which loads every migration script to find out (0.45 s of each CLI command's
 # and each worker's start). tests/shared/db/test_migration_head.py checks it against the
 # scripts, so a new migration cannot land without moving it.
-HEAD_REVISION = "0018"
+HEAD_REVISION = "0019"
 # Any constant works; it only has to be the same in every process.
 _ADVISORY_LOCK_ID = 0x62656E6368
 
@@ -74,8 +76,11 @@ def upgrade_engine(engine: Engine, revision: str = "head") -> None:
         return
     from alembic import command
 
-    with _sqlite_file_lock(engine), engine.connect() as connection:
+    with _sqlite_file_lock(engine), bounded_waits.unbounded(), engine.connect() as connection:
         if engine.dialect.name == "postgresql":
+            # A migration (an index built on a large table) and the wait for another
+            # process's may take longer than database_statement_timeout_seconds.
+            connection.execute(text("SET LOCAL statement_timeout = 0"))
             connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _ADVISORY_LOCK_ID})
         config = alembic_config()
         config.attributes["connection"] = connection

@@ -138,10 +138,14 @@ def test_database_down_is_a_503_json_error_and_counted(
         assert client.post("/graphql", json={"query": MODELS}, headers=headers).status_code == 200
 
 
-def test_a_submission_during_a_broker_outage_is_kept_for_the_sweeper(tmp_path: Path) -> None:
+def test_a_submission_during_a_broker_outage_is_a_503_naming_the_stored_evaluation(
+    tmp_path: Path,
+) -> None:
     """The real Celery publisher against a port nothing listens on: the evaluation row is
-    the outbox. The client gets its id, the row stays QUEUED with a reason that says why,
-    and the outage is counted; the scheduler's sweeper publishes it once the broker is back."""
+    the outbox. The client gets a 503 "broker unavailable" JSON error carrying the
+    evaluation's id, the row stays QUEUED with a reason that says why (the scheduler's
+    sweeper publishes it once the broker is back), the outage is counted once, and a retry
+    with the same client key reads the evaluation back instead of storing another."""
     settings = Settings(
         data_dir=tmp_path,
         database_url=f"sqlite:///{tmp_path / 'api.db'}",
@@ -155,15 +159,26 @@ def test_a_submission_during_a_broker_outage_is_kept_for_the_sweeper(tmp_path: P
         before = unavailable_count("broker")
         query = """mutation($input: SubmitEvaluationInput!) {
           submitEvaluation(input: $input) { __typename ... on Evaluation { id state reason } } }"""
-        quick = {"model": "resnet18", "framework": "null", "settings": {"minDurationS": 0.3}}
+        quick = {
+            "model": "resnet18",
+            "framework": "null",
+            "settings": {"minDurationS": 0.3},
+            "clientKey": "retry-me-1",
+        }
         response = api.gql(token, query, {"input": quick})
-        assert response.status_code == 200, response.text
-        created = response.json()["data"]["submitEvaluation"]
-        assert created["__typename"] == "Evaluation" and created["id"]
+        assert response.status_code == 503, response.text
+        (error,) = response.json()["errors"]
+        assert error["extensions"]["code"] == "BROKER_UNAVAILABLE"
+        (stored_id,) = error["extensions"]["evaluationIds"]
+        assert f"evaluation {stored_id} is stored" in error["message"]
+        assert unavailable_count("broker") == before + 1
+        retried = api.gql(token, query, {"input": quick})
+        assert retried.status_code == 200, retried.text
+        created = retried.json()["data"]["submitEvaluation"]
+        assert created["__typename"] == "Evaluation" and created["id"] == stored_id
         assert created["state"] == "QUEUED"
         assert created["reason"].startswith("broker unavailable at submission")
         assert "sweeper dispatches it again" in created["reason"]
-        assert unavailable_count("broker") == before + 1
 
 
 def _store_settings(tmp_path: Path, endpoint: str, **bounds: float) -> Settings:

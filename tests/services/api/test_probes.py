@@ -6,13 +6,14 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-import services.api.app as app_module
-from services.api.probes import CHECKING, CachedCheck
-from tests.services.api.conftest import Api
+from services.api.probes import CHECKING, CachedCheck, Readiness
+from tests.services.api.conftest import Api, api_with
+from tests.support.own_servers import OwnRedis, outcome_within, stopped
 
 
 class Clock:
@@ -76,15 +77,47 @@ def test_probes_in_a_loop_are_answered_from_memory(
     """/readyz in a loop makes one round of checks per interval (readiness_cache_seconds,
     1 s), however many probes come in it."""
     rounds: list[float] = []
-    checks = app_module.readiness
+    checks = Readiness.__call__
 
-    def counted(*args: Any) -> dict[str, str]:
+    def counted(self: Readiness) -> dict[str, str]:
         rounds.append(time.monotonic())
-        return checks(*args)
+        return checks(self)
 
-    monkeypatch.setattr(app_module, "readiness", counted)
+    monkeypatch.setattr(Readiness, "__call__", counted)
     started = time.monotonic()
     answers = [api.client.get("/readyz") for _ in range(50)]
     took = time.monotonic() - started
     assert {a.status_code for a in answers} == {200}
     assert len(rounds) <= took / api.settings.readiness_cache_seconds + 1
+    assert rounds, "no round of checks ran"
+
+
+def test_a_stopped_broker_is_named_within_the_check_timeout(tmp_path: Path) -> None:
+    """A Redis of this test's own stopped with SIGSTOP: /readyz answers 503 within its
+    check timeout (here 1 s; the broker's socket timeout, 3 s, is longer), naming the
+    broker; the old sequential checks waited for the broker as long as it was stopped."""
+    redis = OwnRedis()
+    redis.start()
+    bounds = {"readiness_cache_seconds": 0.0, "readiness_check_timeout_seconds": 1.0}
+    try:
+        with api_with(tmp_path, broker_url=redis.url, **bounds) as api:
+            assert api.client.get("/readyz").json()["broker"] == "ok"
+            answers: list[Any] = []
+            with stopped(redis):
+                for _ in range(2):
+                    raised = outcome_within(
+                        lambda: answers.append(api.client.get("/readyz")), limit_s=3.0
+                    )
+                    assert raised is None, raised
+            first, second = answers
+            assert first.status_code == 503
+            assert first.json()["broker"] == "error: broker check timed out after 1 s"
+            assert first.json()["database"] == "ok"
+            # The first check is still waiting on its socket: no second one is started.
+            assert second.json()["broker"].startswith("error: broker check still running")
+            deadline = time.monotonic() + 10
+            while api.client.get("/readyz").json()["broker"] != "ok":
+                assert time.monotonic() < deadline, "the broker check did not recover"
+                time.sleep(0.2)
+    finally:
+        redis.stop()

@@ -138,6 +138,11 @@ class SubmitEvaluationInput:
     # shortcuts. Null: a LoadGen run on the dataset.
     workload: str | None = None
     workload_options: JSON | None = None
+    # An idempotency key for this submission (1-100 of A-Z a-z 0-9 . _ : ~ -, a UUID say):
+    # a retry with the same key by the same user answers what the first try stored and
+    # stores nothing more. Send one, and the same one on each retry, whenever a submission
+    # may be retried (the CLI does). submitEvaluation's only: campaigns ignore it.
+    client_key: str | None = None
 
 
 def workloads_of(data: SubmitEvaluationInput) -> tuple[tuple[str, Any], ...]:
@@ -152,7 +157,9 @@ def workloads_of(data: SubmitEvaluationInput) -> tuple[tuple[str, Any], ...]:
     return tuple(named)
 
 
-def to_request(data: SubmitEvaluationInput) -> SubmitRequest:
+def to_request(data: SubmitEvaluationInput, *, keyed: bool = False) -> SubmitRequest:
+    """The service's request; ``keyed``: with the input's clientKey (submitEvaluation's
+    own; a campaign's members are each a submission of their own, so it ignores it)."""
     constraints: dict[str, Any] = {}
     if data.constraints is not None:
         if data.constraints.framework_version:
@@ -180,6 +187,7 @@ def to_request(data: SubmitEvaluationInput) -> SubmitRequest:
         threads=data.threads,
         fan_out=data.fan_out,
         workloads=workloads_of(data),
+        client_key=data.client_key if keyed else None,
     )
 
 
@@ -187,7 +195,15 @@ def _submit(
     deps: ApiDeps, owner_id: int, request: SubmitRequest
 ) -> EvaluationType | ComparisonType | Rejection:
     with deps.db() as session:
-        result = submit(session, deps.settings, deps.publish, owner_id=owner_id, request=request)
+        # A broker outage raises (HTTP 503 naming the stored evaluations' ids).
+        result = submit(
+            session,
+            deps.settings,
+            deps.publish,
+            owner_id=owner_id,
+            request=request,
+            raise_unpublished=True,
+        )
         if isinstance(result, Rejection):
             return result
         if isinstance(result, FanOut):
@@ -221,7 +237,8 @@ class EvaluationMutations:
         self, info: strawberry.Info, input: SubmitEvaluationInput
     ) -> SubmitEvaluationResult:
         owner = info.context.require_user()
-        result = await in_thread(_submit, info.context.deps, owner, to_request(input))
+        request = to_request(input, keyed=True)
+        result = await in_thread(_submit, info.context.deps, owner, request)
         if isinstance(result, Rejection):
             REJECTIONS.labels(result.kind).inc()
             return from_rejection(result)
