@@ -51,7 +51,9 @@ TARGET_QPS = typer.Option(None, help="Server arrival rate / Offline expected QPS
 LATENCY_BOUND_MS = typer.Option(None, help="Server target latency, ms.")
 LATENCY_PERCENTILE = typer.Option(None, help="Percentile the latency bound applies to, e.g. 99.")
 SAMPLES_PER_QUERY = typer.Option(8, help="MultiStream samples per query.")
-REPEATS = typer.Option(1, min=1, help="Run N times; print min/median/max and CV per figure.")
+REPEATS = typer.Option(
+    1, min=1, help="Run N times (2..20); print min/median/max and CV per figure."
+)
 SUBMISSION = typer.Option(
     False,
     "--submission",
