@@ -173,3 +173,16 @@ def test_environment_diff_lists_nested_changes() -> None:
         "cpu.cores: 2 -> 4",
         "gpus[0].driver: 550 -> 560",
     ]
+
+
+def test_the_cli_refuses_out_of_bounds_campaigns_before_any_run(data_dir: Path) -> None:
+    # The stack's bounds (services/core/campaigns), named as the CLI's options.
+    repeats = benchstack(data_dir, "bench", TINY, "-f", "null", "--repeats", "21")
+    assert repeats.returncode == 1
+    assert "--repeats: 21; accepted: 2..20" in repeats.stderr
+    points = ",".join(str(n) for n in range(1, 18))
+    swept = benchstack(data_dir, "sweep", TINY, "-f", "null", "--batch-sizes", points)
+    assert swept.returncode == 1
+    assert "--batch-sizes: 17 given; accepted: 1..16 per sweep" in swept.stderr
+    listed = benchstack(data_dir, "results", "--json")
+    assert json.loads(listed.stdout) == []
