@@ -15,7 +15,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from services.campaigns.repeats import Spread
+from services.core.campaigns.repeats import Spread
 from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.run import RunOutcome, execute_run

@@ -12,7 +12,7 @@ from services.api.bounds import OutOfBounds, settings_bounds_problem
 from services.api.rejections import Rejection, RejectionKind
 from services.api.submission_request import SubmitRequest, snake_keys
 from services.core.scenario import ScenarioConfig
-from services.core.workload import MAX_WORKLOAD_NAME_CHARS, Workload
+from services.core.workload import MAX_BATCH_SIZE, MAX_WORKLOAD_NAME_CHARS, Workload
 from services.inference.backends import registry
 from services.workloads import workloads
 from shared import queues
@@ -24,7 +24,6 @@ from shared.trace_levels import TRACE_LEVELS
 # Bounds of a submission. String limits are the column sizes of shared/db (evaluations,
 # models): longer input is refused with a typed error, never truncated or sent to SQL
 # (the model, version and dataset limits are services/api/confinement.py's).
-MAX_BATCH_SIZE = 4096
 
 
 MAX_DEVICE_CHARS = 50  # evaluations.device: String(50)

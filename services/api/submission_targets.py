@@ -128,8 +128,9 @@ def gang_of(
     ids (so a gang of two reuses the agent a gang of one ran on). ``largest``: the largest
     gang the group will ask for later, refused now when the live agents cannot fill it.
 
-    Each rank's group holds its ``local_rank``, its index among the gang's ranks on its
-    host (the rank sets LOCAL_RANK from it, which picks its GPU), and ``host_ranks``."""
+    Each rank of a data-parallel gang holds in its group its ``rank``, its ``local_rank``
+    (its index among the gang's ranks on its host: the rank sets LOCAL_RANK from it, which
+    picks its GPU) and ``host_ranks``."""
     need = max(size, largest or size)
     if len(agents) < need:
         accepted = f"1..{len(agents)}" if agents else "none"
@@ -144,14 +145,12 @@ def gang_of(
     on_host = Counter(a.hostname for a in chosen)
     seen: Counter[str] = Counter()
     infos: list[dict[str, Any] | None] = []
+    # A data-parallel gang (its group has a world size) gives each rank its place; a pin
+    # to one agent (the accuracy + performance pair) keeps its group record as it is.
+    placed = "world_size" in group_info
     for rank, agent in enumerate(chosen):
-        infos.append(
-            {
-                **group_info,
-                "rank": rank,
-                "local_rank": seen[agent.hostname],
-                "host_ranks": on_host[agent.hostname],
-            }
-        )
+        place = {"rank": rank, "local_rank": seen[agent.hostname]}
+        place["host_ranks"] = on_host[agent.hostname]
+        infos.append({**group_info, **place} if placed else dict(group_info))
         seen[agent.hostname] += 1
     return [[f"agent={a.id}"] for a in chosen], infos

@@ -1,5 +1,5 @@
-"""Groups of runs that answer one question: repeats, a sweep, a find-peak search, a rerun
-against the noise band, MLPerf's accuracy + performance pair. They drive the embedded
-bench (``services/embedded``) and judge with ``services/core``; the API's group
-submissions (``services/api``) replay the same searches over the stack's stored runs.
+"""Groups of runs driven by the embedded launcher (``services/embedded``): repeats, a sweep
+and MLPerf's accuracy + performance pair as services/core/campaigns defines them (the
+stack's services/api/campaigns applies the same definitions), a find-peak search and a
+rerun against the noise band.
 """

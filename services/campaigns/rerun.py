@@ -27,7 +27,7 @@ from typing import Any
 
 from services.aggregator.repository import get_run
 from services.campaigns.local_constraints import unmet_terms
-from services.campaigns.repeats import summarise
+from services.core.campaigns.repeats import spread_of
 from services.core.figures import FIGURES, figures_of, verdicts
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, Progress, run_bench
@@ -179,7 +179,7 @@ def _window_cv(report: dict[str, Any], key: str) -> float:
 
 def noise_bands(original: dict[str, Any], reruns: Sequence[dict[str, Any]]) -> dict[str, float]:
     bands: dict[str, float] = {}
-    spreads = summarise(reruns) if len(reruns) > 1 else {}
+    spreads = spread_of(reruns) if len(reruns) > 1 else {}
     for name in FIGURES:
         # Offline latency is each sample's place in one queue, growing across the windows by
         # design; it varies with throughput, so throughput's variation bands it too.

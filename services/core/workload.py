@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 # The kind of every evaluation that names none: a LoadGen run on a dataset's shards.
 DEFAULT_WORKLOAD = "loadgen"
+# The largest batch a request may ask for: the API's submission checks and a sweep's points.
+MAX_BATCH_SIZE = 4096
 # A workload's name is stored in Evaluation.workload (String(40)).
 MAX_WORKLOAD_NAME_CHARS = 40
 

@@ -4,7 +4,7 @@ of a group's evaluations or none, and reading a group's members back with their 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -15,6 +15,8 @@ from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest, snake_keys
 from services.api.user_quota import campaign_problem
+from services.core.campaigns.group import InvalidCampaign, Member
+from services.core.workload import DEFAULT_WORKLOAD
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -44,6 +46,40 @@ def submit_all(
         # A pinned request (SubmitRequest.gang_size) comes back as its group's evaluations.
         stored.extend(result.evaluations if isinstance(result, FanOut) else [result])
     return stored
+
+
+def refused(problem: InvalidCampaign) -> Rejection:
+    """A campaign's refusal (services/core/campaigns) as the API returns it."""
+    return Rejection("InvalidInput", str(problem), field=problem.field, accepted=problem.accepted)
+
+
+def one_evaluation_problem(base: SubmitRequest, what: str) -> Rejection | None:
+    """Repeats, a sweep and the pair each run one model on LoadGen: ``what`` says how."""
+    if base.fan_out or base.workload != DEFAULT_WORKLOAD:
+        return Rejection(
+            "InvalidInput",
+            f"evaluation: {what}; fanOut, bricks and training are not accepted",
+            field="evaluation",
+        )
+    return None
+
+
+def submit_members(
+    session: Session,
+    settings: Settings,
+    publish: Publisher,
+    owner_id: int,
+    requests: Sequence[tuple[SubmitRequest, Member]],
+) -> tuple[str, list[Evaluation]] | Rejection:
+    """Each request stored with its member's record as its group; all or none."""
+    stored = submit_all(
+        session,
+        settings,
+        publish,
+        owner_id=owner_id,
+        requests=[replace(request, group=member.stored()) for request, member in requests],
+    )
+    return stored if isinstance(stored, Rejection) else (requests[0][1].id, stored)
 
 
 def group_members(

@@ -9,8 +9,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from services.campaigns.accuracy_performance_pair import run_accuracy_performance_pair
-from services.campaigns.repeats import run_repeats, summarise
+from services.campaigns.drive import run_pair, run_repeats
 from services.cli.bench_options import (
     AS_JSON,
     DATASET,
@@ -33,7 +32,7 @@ from services.cli.errors import fail, user_errors
 from services.cli.profile_render import print_profile
 from services.cli.progress import ProgressBars
 from services.cli.render import output_console, print_report, spread_table
-from services.core.confidence import run_confidence
+from services.core.campaigns.repeats import RepeatsSummary
 from services.embedded import bench as embedded
 from services.embedded.interrupt import EXIT_INTERRUPTED, interrupted_message
 from services.inference.profiling.trace_events import TRACE_FILE
@@ -52,7 +51,9 @@ TARGET_QPS = typer.Option(None, help="Server arrival rate / Offline expected QPS
 LATENCY_BOUND_MS = typer.Option(None, help="Server target latency, ms.")
 LATENCY_PERCENTILE = typer.Option(None, help="Percentile the latency bound applies to, e.g. 99.")
 SAMPLES_PER_QUERY = typer.Option(8, help="MultiStream samples per query.")
-REPEATS = typer.Option(1, min=1, help="Run N times; print min/median/max and CV per figure.")
+REPEATS = typer.Option(
+    1, min=1, help="Run N times (2..20); print min/median/max and CV per figure."
+)
 SUBMISSION = typer.Option(
     False,
     "--submission",
@@ -92,8 +93,6 @@ def bench(
     """Benchmark a model on this machine under an MLPerf scenario (embedded mode)."""
     if submission and repeats > 1:
         fail(["--submission: runs one accuracy and one performance pass; drop --repeats"])
-    if submission and mode != "performance":
-        fail(["--mode: --submission runs both modes itself; leave --mode out"])
     request = BenchOptions(
         model=model,
         framework=framework,
@@ -121,13 +120,13 @@ def bench(
         preprocessing=preprocessing,
     ).request()
     stderr = Console(stderr=True)
-    results = _run(request, stderr, submission=submission, repeats=repeats)
+    results, summary = _run(request, stderr, submission=submission, repeats=repeats)
     reports = list(results.values()) if isinstance(results, dict) else results
     try:
         if as_json:
-            _write_json(results, reports, repeats=repeats)
+            _write_json(results, reports, summary)
         else:
-            _print_reports(reports, submission=submission, repeats=repeats)
+            _print_reports(reports, submission=submission, summary=summary)
     except KeyboardInterrupt:
         # The runs are stored; only their printing was cut short.
         stderr.print(interrupted_message(), highlight=False)
@@ -142,15 +141,20 @@ def bench(
 
 def _run(
     request: embedded.BenchRequest, stderr: Console, *, submission: bool, repeats: int
-) -> dict[str, dict[str, Any]] | list[dict[str, Any]]:
-    """The reports of the runs asked for: a submission's by mode, else one per repeat."""
+) -> tuple[dict[str, dict[str, Any]] | list[dict[str, Any]], RepeatsSummary | None]:
+    """The reports of the runs asked for (a submission's by mode, else one per repeat)
+    and the repeats' summary (None for one run or a submission)."""
     settings = get_settings()
     try:
         with user_errors(), ProgressBars(stderr) as hooks:
             if submission:
-                return run_accuracy_performance_pair(
-                    request, lambda r: embedded.run_bench(r, settings, hooks)
+                # --mode's default is performance: given otherwise, the pair refuses it.
+                passes, _ = run_pair(
+                    request,
+                    lambda r: embedded.run_bench(r, settings, hooks),
+                    mode_given=request.scenario.mode != "performance",
                 )
+                return passes, None
             return run_repeats(request, repeats, lambda r: embedded.run_bench(r, settings, hooks))
     except KeyboardInterrupt:
         # Ctrl-C outside the measurement and the storing (preparing data, loading); during
@@ -162,23 +166,23 @@ def _run(
 def _write_json(
     results: dict[str, dict[str, Any]] | list[dict[str, Any]],
     reports: list[dict[str, Any]],
-    *,
-    repeats: int,
+    summary: RepeatsSummary | None,
 ) -> None:
     payload: Any = reports[0]
     if isinstance(results, dict):  # a submission: the reports by mode
         payload = results
-    elif repeats > 1:
-        spreads = {k: v.to_dict() for k, v in summarise(reports).items()}
+    elif len(reports) > 1:
         payload = {
             "runs": reports,
-            "spread": spreads,
-            "confidence": run_confidence(reports).to_dict(),
+            "spread": {k: v.to_dict() for k, v in (summary.spread if summary else {}).items()},
+            "confidence": summary.confidence.to_dict() if summary else None,
         }
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
 
 
-def _print_reports(reports: list[dict[str, Any]], *, submission: bool, repeats: int) -> None:
+def _print_reports(
+    reports: list[dict[str, Any]], *, submission: bool, summary: RepeatsSummary | None
+) -> None:
     console = output_console()
     if submission:
         for report in reports:
@@ -187,9 +191,9 @@ def _print_reports(reports: list[dict[str, Any]], *, submission: bool, repeats: 
             f"submission {reports[0]['group']['id']}: accuracy run "
             f"{reports[0]['run_id']}, performance run {reports[1]['run_id']}"
         )
-    elif repeats > 1:
+    elif summary is not None:
         print_report(console, reports[-1])
-        console.print(spread_table(reports, summarise(reports), run_confidence(reports).to_dict()))
+        console.print(spread_table(reports, summary.spread, summary.confidence.to_dict()))
     else:
         print_report(console, reports[0])
     for report in reports:

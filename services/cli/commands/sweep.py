@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.campaigns.sweep import Curve, CurvePoint, parse_values, run_sweep
+from services.campaigns.drive import run_sweep
 from services.cli.bench_options import (
     AS_JSON,
     DATASET,
@@ -30,6 +30,7 @@ from services.cli.bench_options import (
 from services.cli.errors import fail, user_errors
 from services.cli.progress import ProgressBars
 from services.cli.render import output_console
+from services.core.campaigns.sweep import Curve, CurvePoint
 from services.embedded import bench as embedded
 from shared.settings import get_settings
 from shared.storage import make_store
@@ -91,6 +92,20 @@ def _loaded(seconds: float | None) -> str:
     return "loaded" if seconds is None else f"loaded {seconds:.2f} s"
 
 
+def parse_values(text: str, option: str) -> list[float]:
+    """'1,2,4' -> [1.0, 2.0, 4.0]; their bounds are the sweep's (core/campaigns/sweep.py)."""
+    values: list[float] = []
+    for part in text.split(","):
+        try:
+            values.append(float(part.strip()))
+        except ValueError:
+            raise ValueError(
+                f"{option}: {part.strip()!r} is not a number; accepted: a comma-separated "
+                "list such as 1,2,4,8"
+            ) from None
+    return values
+
+
 def sweep(
     model: str = MODEL,
     batch_sizes: str | None = typer.Option(None, help="Batch sizes, e.g. 1,2,4,8,16."),
@@ -115,14 +130,14 @@ def sweep(
 ) -> None:
     """Run one benchmark per value of one setting; print and store the curve."""
     given = {
-        "batch_size": (batch_sizes, int),
-        "target_qps": (target_qps, float),
-        "samples_per_query": (samples_per_query, int),
+        "batch_size": batch_sizes,
+        "target_qps": target_qps,
+        "samples_per_query": samples_per_query,
     }
-    chosen = [(name, text, kind) for name, (text, kind) in given.items() if text]
+    chosen = [(name, text) for name, text in given.items() if text]
     if len(chosen) != 1:
         fail(["sweep: give exactly one of --batch-sizes, --target-qps, --samples-per-query"])
-    parameter, text, kind = chosen[0]
+    parameter, text = chosen[0]
     option_name = "--" + parameter.replace("_", "-").replace("batch-size", "batch-sizes")
     request = BenchOptions(
         model=model,
@@ -144,13 +159,13 @@ def sweep(
     console = output_console()
     with user_errors():
         assert text is not None
-        values = parse_values(text, option_name, kind)
+        values = parse_values(text, option_name)
         with ProgressBars(Console(stderr=True)) as hooks:
-            curve = run_sweep(
-                request, parameter, values, lambda r: embedded.run_bench(r, settings, hooks)
-            )
+            run = lambda r: embedded.run_bench(r, settings, hooks)  # noqa: E731
+            curve = run_sweep(request, parameter, values, run, option_name)
         # The curve itself is stored beside the runs, so it can be shown again as one object.
-        make_store(settings).put_bytes(f"sweeps/{curve.id}.json", curve.to_json().encode())
+        stored = json.dumps(curve.to_dict(), indent=2).encode()
+        make_store(settings).put_bytes(f"sweeps/{curve.id}.json", stored)
     if as_json:
         sys.stdout.write(json.dumps(curve.to_dict(), indent=2) + "\n")
         return

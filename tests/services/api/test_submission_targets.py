@@ -16,13 +16,21 @@ AGENTS = [_agent("c", "host-2"), _agent("a", "host-1"), _agent("b", "host-1")]
 
 
 def test_ranks_get_their_index_among_the_ranks_on_their_host() -> None:
-    gang = gang_of(AGENTS, 3, {"kind": "training-scaling"})
+    gang = gang_of(AGENTS, 3, {"kind": "training-scaling", "world_size": 3})
     assert not isinstance(gang, Rejection)
     pins, infos = gang
     assert pins == [["agent=a"], ["agent=b"], ["agent=c"]]
     places = [(i["rank"], i["local_rank"], i["host_ranks"]) for i in infos if i is not None]
     # a and b share host-1 (local ranks 0 and 1); c is alone on host-2.
     assert places == [(0, 0, 2), (1, 1, 2), (2, 0, 1)]
+
+
+def test_a_pin_to_one_agent_keeps_its_group_record_as_it_is() -> None:
+    # The accuracy + performance pair pins each pass to the first matching agent.
+    record = {"kind": "accuracy-performance-pair", "role": "accuracy"}
+    gang = gang_of(AGENTS, 1, record)
+    assert not isinstance(gang, Rejection)
+    assert gang == ([["agent=a"]], [record])
 
 
 def test_a_gang_larger_than_the_live_agents_is_refused_naming_world_sizes() -> None:

@@ -10,14 +10,16 @@ from typing import Any
 import pytest
 
 from services.aggregator.repository import get_run
-from services.campaigns.repeats import Spread
 from services.campaigns.rerun import (
     SMALLEST_CHANGE_OF_INTEREST,
     compare,
     request_from_run,
     rerun_stored,
 )
-from services.campaigns.sweep import expand, parse_values
+from services.cli.commands.sweep import parse_values
+from services.core.campaigns import sweep
+from services.core.campaigns.group import InvalidCampaign
+from services.core.campaigns.repeats import Spread
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
@@ -59,14 +61,21 @@ def test_batch_size_sweep_prints_and_stores_a_curve(data_dir: Path) -> None:
 
 def test_sweep_values_and_scenarios_are_checked() -> None:
     with pytest.raises(ValueError, match=r"--batch-sizes: 'x' is not a number"):
-        parse_values("1,x", "--batch-sizes", int)
-    with pytest.raises(ValueError, match="--batch-sizes: 2 is listed twice"):
-        parse_values("2,2", "--batch-sizes", int)
-    with pytest.raises(ValueError, match="--target-qps: sweeps a server setting"):
-        expand(null_request(), "target_qps", [10.0])
-    requests = expand(null_request(scenario="server"), "target_qps", [10.0, 20.0])
-    assert [r.scenario.target_qps for r in requests] == [10.0, 20.0]
-    assert requests[0].group == {**requests[0].group, "kind": "sweep", "value": 10.0}  # type: ignore[dict-item]
+        parse_values("1,x", "--batch-sizes")
+    fields = ("--batch-sizes", "--batch-sizes")
+    with pytest.raises(InvalidCampaign, match="--batch-sizes: 2 is listed twice"):
+        sweep.plan("batch_size", parse_values("2,2", "--batch-sizes"), "offline", fields=fields)
+    with pytest.raises(InvalidCampaign, match="--batch-sizes: 1.5; accepted: positive whole"):
+        sweep.plan("batch_size", [1.5], "offline", fields=fields)
+    with pytest.raises(InvalidCampaign, match="parameter: target_qps is a server setting"):
+        sweep.plan("target_qps", [10.0], "offline")
+    with pytest.raises(InvalidCampaign, match=r"values: 17 given; accepted: 1..16"):
+        sweep.plan("batch_size", list(range(1, 18)), "offline")
+    members = sweep.plan("target_qps", [10.0, 20.0], "server")
+    assert [m.stored() for m in members] == [
+        {"kind": "sweep", "id": members[0].id, "parameter": "target_qps", "value": v}
+        for v in (10.0, 20.0)
+    ]
 
 
 def test_spread_is_min_median_max_and_cv() -> None:
@@ -164,3 +173,16 @@ def test_environment_diff_lists_nested_changes() -> None:
         "cpu.cores: 2 -> 4",
         "gpus[0].driver: 550 -> 560",
     ]
+
+
+def test_the_cli_refuses_out_of_bounds_campaigns_before_any_run(data_dir: Path) -> None:
+    # The stack's bounds (services/core/campaigns), named as the CLI's options.
+    repeats = benchstack(data_dir, "bench", TINY, "-f", "null", "--repeats", "21")
+    assert repeats.returncode == 1
+    assert "--repeats: 21; accepted: 2..20" in repeats.stderr
+    points = ",".join(str(n) for n in range(1, 18))
+    swept = benchstack(data_dir, "sweep", TINY, "-f", "null", "--batch-sizes", points)
+    assert swept.returncode == 1
+    assert "--batch-sizes: 17 given; accepted: 1..16 per sweep" in swept.stderr
+    listed = benchstack(data_dir, "results", "--json")
+    assert json.loads(listed.stdout) == []

@@ -15,7 +15,7 @@ import yaml
 from PIL import Image
 
 from services.aggregator.repository import get_run
-from services.campaigns.accuracy_performance_pair import run_accuracy_performance_pair
+from services.campaigns.drive import run_pair
 from services.core.accuracy import score
 from services.core.labels import (
     LabelsError,
@@ -87,7 +87,7 @@ def test_submission_stores_accuracy_and_performance_linked(
         batch_size=8,
         scenario=ScenarioConfig(min_duration_s=0.3),
     )
-    reports = run_accuracy_performance_pair(request, lambda r: run_bench(r, settings))
+    reports, verdict = run_pair(request, lambda r: run_bench(r, settings), mode_given=False)
     accuracy, performance = reports["accuracy"], reports["performance"]
     assert accuracy["mode"] == "accuracy" and accuracy["accuracy"]["top1"] > 0
     assert performance["mode"] == "performance" and performance["accuracy"] is None
@@ -95,10 +95,21 @@ def test_submission_stores_accuracy_and_performance_linked(
     with session_scope(settings.effective_database_url) as session:
         for report in (accuracy, performance):
             stored = get_run(session, report["run_id"]).report["group"]
-            assert stored["runs"] == {
-                "accuracy": accuracy["run_id"],
-                "performance": performance["run_id"],
+            # Linked by their group, in the stack's shape (core/campaigns/...pair.py).
+            assert stored == {
+                "kind": "accuracy-performance-pair",
+                "id": stored["id"],
+                "role": report["mode"],
             }
+        assert (
+            len({get_run(session, r["run_id"]).report["group"]["id"] for r in reports.values()})
+            == 1
+        )
+    assert (verdict.accuracy_run, verdict.performance_run) == (
+        accuracy["run_id"],
+        performance["run_id"],
+    )
+    assert verdict.top1 == accuracy["accuracy"]["top1"]
 
 
 def _copy_model(digits: DigitsArtifacts, target: Path) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.campaigns.repeats import run_repeats
+from services.campaigns.drive import run_repeats
 from services.cli.bench_options import BenchOptions
 from services.core.confidence import (
     MIN_UNITS,
@@ -111,7 +111,7 @@ def test_repeats_get_an_interval_over_runs_from_five_valid_runs(settings: Settin
         samples=8,
         option=["service_time_ms=1"],
     ).request()
-    reports = run_repeats(request, MIN_UNITS, lambda r: run_bench(r, settings))
+    reports, _ = run_repeats(request, MIN_UNITS, lambda r: run_bench(r, settings))
     assert all(r["performance"]["validity"]["result"] == "VALID" for r in reports)
     over_runs = run_confidence(reports)
     assert over_runs.basis == "runs" and over_runs.units == MIN_UNITS

@@ -41,19 +41,17 @@ class PairType:
             )
             for role, (evaluation, run) in view.members.items()
         }
-        accuracy = view.accuracy() or {}
-        performance = passes.get("performance")
-        run = performance.run if performance is not None else None
+        verdict = view.verdict()
         return cls(
             group_id=view.group_id,
             state=view.state,
             accuracy=passes.get("accuracy"),
-            performance=performance,
+            performance=passes.get("performance"),
             same_agent=view.same_agent,
-            top1=accuracy.get("top1"),
-            top5=accuracy.get("top5"),
-            accuracy_samples=accuracy.get("sample_count"),
-            samples_per_second=run.samples_per_second if run is not None else None,
-            validity=run.validity if run is not None else None,
-            stability=run.stability if run is not None else None,
+            top1=verdict.top1,
+            top5=verdict.top5,
+            accuracy_samples=verdict.accuracy_samples,
+            samples_per_second=verdict.samples_per_second,
+            validity=verdict.validity,
+            stability=verdict.stability,
         )

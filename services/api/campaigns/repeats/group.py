@@ -1,6 +1,6 @@
 """Repeats submitted through the API: one evaluation, N times, as one group; read back
-with each figure's spread over the runs and its 95 % interval over them (the embedded
-``--repeats``: services/campaigns/repeats.py and confidence.run_confidence).
+with each figure's spread over the runs and its 95 % interval over them. The kind itself
+(record, bounds, summary) is services/core/campaigns/repeats.py, as ``--repeats`` runs it.
 
 Each repeat is routed like any evaluation. To keep them on one machine, give a constraint
 that only it meets (``agent=ID`` or ``hostname=...``); the view names the agents that ran
@@ -10,24 +10,26 @@ noise.
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from services.api.campaigns.groups import group_members, submit_all
+from services.api.campaigns.groups import (
+    group_members,
+    one_evaluation_problem,
+    refused,
+    submit_members,
+)
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
-from services.campaigns.repeats import Spread, summarise
-from services.core.confidence import Confidence, run_confidence
-from services.core.workload import DEFAULT_WORKLOAD
+from services.core.campaigns import repeats
+from services.core.campaigns.group import InvalidCampaign
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.settings import Settings
 
-KIND = "repeats"
-MAX_REPEATS = 20
+KIND = repeats.KIND
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,8 @@ class RepeatsView:
     group_id: str
     count: int
     members: list[tuple[Evaluation, Run | None]]
-    # Over the runs stored so far (performance runs only); None before the first.
-    spread: dict[str, Spread] | None
-    confidence: Confidence | None
+    # Over the performance runs stored so far; None before the first.
+    summary: repeats.RepeatsSummary | None
     agents: list[str]
 
 
@@ -51,26 +52,15 @@ def submit_repeats(
     count: int,
 ) -> tuple[str, list[Evaluation]] | Rejection:
     """Store and dispatch ``count`` copies of one evaluation in one group; all or none."""
-    if base.fan_out or base.workload != DEFAULT_WORKLOAD:
-        return Rejection(
-            "InvalidInput",
-            "evaluation: repeats run one evaluation again; fanOut, bricks and training are "
-            "not accepted",
-            field="evaluation",
-        )
-    if not 2 <= count <= MAX_REPEATS:
-        return Rejection(
-            "InvalidInput", f"count: {count}; accepted: 2..{MAX_REPEATS}", field="count"
-        )
-    group_id = str(uuid.uuid4())
-    requests = [
-        replace(base, group={"id": group_id, "kind": KIND, "index": index, "count": count})
-        for index in range(count)
-    ]
-    stored = submit_all(session, settings, publish, owner_id=owner_id, requests=requests)
-    if isinstance(stored, Rejection):
-        return stored
-    return group_id, stored
+    problem = one_evaluation_problem(base, "repeats run one evaluation again")
+    if problem is not None:
+        return problem
+    try:
+        members = repeats.next_step(repeats.plan(count), [])
+    except InvalidCampaign as invalid:
+        return refused(invalid)
+    assert isinstance(members, list)  # nothing has finished: every repeat starts
+    return submit_members(session, settings, publish, owner_id, [(base, m) for m in members])
 
 
 def load_repeats(session: Session, *, owner_id: int, group_id: str) -> RepeatsView | None:
@@ -78,17 +68,11 @@ def load_repeats(session: Session, *, owner_id: int, group_id: str) -> RepeatsVi
     members = group_members(session, group_id, KIND, owner_id=owner_id)
     if not members:
         return None
-    members.sort(key=lambda member: int((member[0].group_info or {}).get("index", 0)))
-    reports = [
-        run.report
-        for _, run in members
-        if run is not None and run.mode == "performance" and run.report.get("performance")
-    ]
+    members.sort(key=lambda m: repeats.RepeatsMember.read(m[0].group_info or {}, group_id).index)
     return RepeatsView(
         group_id=group_id,
         count=len(members),
         members=members,
-        spread=summarise(reports) if reports else None,
-        confidence=run_confidence(reports) if reports else None,
+        summary=repeats.summarise([run.report for _, run in members if run is not None]),
         agents=sorted({e.agent_id for e, _ in members if e.agent_id}),
     )

@@ -10,7 +10,7 @@ import strawberry
 from services.api.campaigns.repeats.group import RepeatsView
 from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.types import EvaluationType, RunType
-from services.campaigns.repeats import Spread
+from services.core.campaigns.repeats import RepeatsMember, Spread
 from services.core.figures import FIGURES
 
 
@@ -68,16 +68,16 @@ class RepeatsType:
 
     @classmethod
     def from_view(cls, view: RepeatsView) -> RepeatsType:
-        confidence = None
-        if view.confidence is not None:
-            confidence = ConfidenceType.from_report({"confidence": view.confidence.to_dict()})
+        confidence, summary = None, view.summary
+        if summary is not None:
+            confidence = ConfidenceType.from_report({"confidence": summary.confidence.to_dict()})
         return cls(
             group_id=view.group_id,
             count=view.count,
             agents=view.agents,
             repeats=[
                 RepeatType(
-                    index=int((e.group_info or {}).get("index", 0)),
+                    index=RepeatsMember.read(e.group_info or {}, view.group_id).index,
                     evaluation=EvaluationType.from_row(e),
                     run=RunType.from_row(run) if run is not None else None,
                 )
@@ -85,7 +85,7 @@ class RepeatsType:
             ],
             spread=[
                 FigureSpreadType.from_spread(name, spread)
-                for name, spread in (view.spread or {}).items()
+                for name, spread in (summary.spread if summary else {}).items()
             ],
             confidence=confidence,
         )

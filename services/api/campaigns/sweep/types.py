@@ -3,6 +3,8 @@ figures beside their verdicts."""
 
 from __future__ import annotations
 
+import math
+
 import strawberry
 
 from services.api.campaigns.sweep.group import SweepPoint
@@ -27,20 +29,25 @@ class SweepPointType:
 
     @classmethod
     def from_point(cls, point: SweepPoint) -> SweepPointType:
-        run = RunType.from_row(point.run) if point.run is not None else None
-        figures = {m.name: m.value for m in run.metrics} if run is not None else {}
-        kept = figures.get("model_kept")
+        # The curve's figures and verdicts as core/campaigns/sweep.point_of reads them,
+        # the same as `benchstack sweep` shows; a figure LoadGen did not give is null.
+        found = point.point
+
+        def figure(name: str) -> float | None:
+            value = getattr(found, name) if found is not None else None
+            return None if value is None or math.isnan(value) else float(value)
+
         return cls(
             value=point.value,
             evaluation=EvaluationType.from_row(point.evaluation),
-            run=run,
-            samples_per_second=run.samples_per_second if run is not None else None,
-            latency_p50_ms=figures.get("latency_p50"),
-            latency_p90_ms=figures.get("latency_p90"),
-            latency_p99_ms=figures.get("latency_p99"),
-            validity=run.validity if run is not None else None,
-            stability=run.stability if run is not None else None,
-            model_kept=None if kept is None else kept == 1.0,
+            run=RunType.from_row(point.run) if point.run is not None else None,
+            samples_per_second=figure("samples_per_second"),
+            latency_p50_ms=figure("latency_p50_ms"),
+            latency_p90_ms=figure("latency_p90_ms"),
+            latency_p99_ms=figure("latency_p99_ms"),
+            validity=found.validity if found is not None else None,
+            stability=found.stability if found is not None else None,
+            model_kept=found.model_kept if found is not None else None,
         )
 
 

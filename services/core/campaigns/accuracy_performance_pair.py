@@ -1,0 +1,70 @@
+"""MLPerf's accuracy + performance pair: both passes of one request, on one system, as one
+group (``benchstack bench --submission`` and ``submitAccuracyPerformancePair``)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
+
+KIND: Final = "accuracy-performance-pair"
+Role = Literal["accuracy", "performance"]
+ROLES: tuple[Role, ...] = ("accuracy", "performance")  # accuracy first: fails fast on bad labels
+
+
+class PairMember(Member):
+    kind: Literal["accuracy-performance-pair"] = KIND
+    # Which pass; each pass's scenario mode is its role.
+    role: Role
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """What each pass gave, so far: the accuracy pass's top-1/top-5 and the performance
+    pass's throughput beside its verdicts; None where that pass is not stored yet."""
+
+    accuracy_run: str | None
+    performance_run: str | None
+    top1: float | None
+    top5: float | None
+    accuracy_samples: int | None
+    samples_per_second: float | None
+    validity: str | None
+    stability: str | None
+
+
+def plan(mode: str | None, *, field: str = "settings.mode") -> list[PairMember]:
+    """Both passes; ``mode``: the one the request asked for (the pair sets each pass's)."""
+    if mode is not None:
+        raise InvalidCampaign(field, "the pair sets each pass's mode; leave it out")
+    group_id = str(uuid.uuid4())
+    return [PairMember(id=group_id, role=role) for role in ROLES]
+
+
+def summarise(reports: Sequence[Mapping[str, Any]]) -> PairVerdict:
+    by_role = {PairMember.read(r["group"]).role: r for r in reports}
+    accuracy_run, performance_run = by_role.get("accuracy"), by_role.get("performance")
+    accuracy = (accuracy_run or {}).get("accuracy") or {}
+    performance = (performance_run or {}).get("performance") or {}
+    stability = (performance_run or {}).get("stability") or {}
+    return PairVerdict(
+        accuracy_run=accuracy_run["run_id"] if accuracy_run else None,
+        performance_run=performance_run["run_id"] if performance_run else None,
+        top1=accuracy.get("top1"),
+        top5=accuracy.get("top5"),
+        accuracy_samples=accuracy.get("sample_count"),
+        samples_per_second=performance.get("samples_per_second"),
+        validity=(performance.get("validity") or {}).get("result"),
+        stability=stability.get("verdict") if performance_run else None,
+    )
+
+
+def next_step(
+    members: Sequence[PairMember], finished: Sequence[dict[str, Any]]
+) -> list[PairMember] | Done[PairVerdict]:
+    """Both passes at once (pinned to one system by the launcher); the verdict when both
+    are stored."""
+    return all_at_once(members, finished, summarise)
