@@ -94,32 +94,7 @@ def bench(
         fail(["--submission: runs one accuracy and one performance pass; drop --repeats"])
     if submission and mode != "performance":
         fail(["--mode: --submission runs both modes itself; leave --mode out"])
-    request = BenchOptions(
-        model=model,
-        framework=framework,
-        scenario=scenario,
-        mode=mode,
-        profile=profile,
-        batch_size=batch_size,
-        dataset=dataset,
-        samples=samples,
-        duration=duration,
-        max_duration=max_duration,
-        min_queries=min_queries,
-        max_queries=max_queries,
-        target_qps=target_qps,
-        latency_bound_ms=latency_bound_ms,
-        latency_percentile=latency_percentile,
-        samples_per_query=samples_per_query,
-        seed=seed,
-        device=device,
-        threads=threads,
-        workers=workers,
-        option=option,
-        trace_level=trace_level,
-        profile_iterations=profile_iterations,
-        preprocessing=preprocessing,
-    ).request()
+    request = BenchOptions.from_params(locals()).request()
     stderr = Console(stderr=True)
     results = _run(request, stderr, submission=submission, repeats=repeats)
     reports = list(results.values()) if isinstance(results, dict) else results
