@@ -9,13 +9,12 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from services.api.context import in_thread
 from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.charts import (
     FlameGraphType,
     LatencySampleType,
     TraceTimelineType,
-    bounded,
+    chart_field,
     load_flame,
     load_latencies,
     load_timeline,
@@ -156,39 +155,31 @@ class RunType:
     # Logical file name -> object key: what the chart fields below read.
     log_keys: strawberry.Private[dict[str, str]]
 
-    @strawberry.field(
-        description="The run's per-sample latencies for its charts: all of them up to "
-        f"`limit` (1 to {MAX_LATENCY_POINTS}), else `limit` evenly spaced order statistics."
+    latency_sample = chart_field(
+        LATENCIES_FILE,
+        load_latencies,
+        LatencySampleType,
+        (DEFAULT_LATENCY_POINTS, MAX_LATENCY_POINTS),
+        "The run's per-sample latencies for its charts: all of them up to "
+        f"`limit` (1 to {MAX_LATENCY_POINTS}), else `limit` evenly spaced order statistics.",
     )
-    async def latency_sample(
-        self, info: strawberry.Info, limit: int = DEFAULT_LATENCY_POINTS
-    ) -> LatencySampleType | None:
-        limit = bounded("limit", limit, MAX_LATENCY_POINTS)
-        key = self.log_keys.get(LATENCIES_FILE)
-        return await in_thread(load_latencies, info.context.deps, key, limit)
-
-    @strawberry.field(
-        description="The spans of the run's trace.json for a timeline: all of them up to "
-        f"`limit` (1 to {MAX_TRACE_SPANS}), else the longest; null without a trace."
+    trace_timeline = chart_field(
+        TRACE_FILE,
+        load_timeline,
+        TraceTimelineType,
+        (DEFAULT_TRACE_SPANS, MAX_TRACE_SPANS),
+        "The spans of the run's trace.json for a timeline: all of them up to "
+        f"`limit` (1 to {MAX_TRACE_SPANS}), else the longest; null without a trace.",
     )
-    async def trace_timeline(
-        self, info: strawberry.Info, limit: int = DEFAULT_TRACE_SPANS
-    ) -> TraceTimelineType | None:
-        limit = bounded("limit", limit, MAX_TRACE_SPANS)
-        key = self.log_keys.get(TRACE_FILE)
-        return await in_thread(load_timeline, info.context.deps, key, limit)
-
-    @strawberry.field(
-        description="The run's trace.json as a flame graph: spans nested per thread, summed "
+    trace_flame = chart_field(
+        TRACE_FILE,
+        load_flame,
+        FlameGraphType,
+        (DEFAULT_FLAME_NODES, MAX_FLAME_NODES),
+        "The run's trace.json as a flame graph: spans nested per thread, summed "
         f"per stack path; all paths up to `limit` (1 to {MAX_FLAME_NODES}), else those with "
-        "the most time; null without a trace."
+        "the most time; null without a trace.",
     )
-    async def trace_flame(
-        self, info: strawberry.Info, limit: int = DEFAULT_FLAME_NODES
-    ) -> FlameGraphType | None:
-        limit = bounded("limit", limit, MAX_FLAME_NODES)
-        key = self.log_keys.get(TRACE_FILE)
-        return await in_thread(load_flame, info.context.deps, key, limit)
 
     @classmethod
     def from_row(cls, row: RunRow) -> RunType:
