@@ -22,7 +22,7 @@ from services.api.graphql.evaluations.charts import (
 from services.api.graphql.evaluations.operator_types import OperatorsType
 from services.api.graphql.evaluations.roofline_types import RooflineType
 from services.api.graphql.evaluations.training_types import TrainingType
-from services.api.graphql.scalars import to_json
+from services.api.graphql.scalars import copied, to_json
 from services.api.run_charts import (
     DEFAULT_LATENCY_POINTS,
     DEFAULT_TRACE_SPANS,
@@ -190,23 +190,11 @@ class RunType:
             LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
             for name, where in sorted(log_locations.items())
         ]
-        return cls(
-            id=row.id,
-            evaluation_id=row.evaluation_id,
-            created_at=row.created_at,
-            model_name=row.model_name,
-            model_version=row.model_version,
-            framework=row.framework,
-            framework_version=row.framework_version,
-            scenario=row.scenario,
-            mode=row.mode,
-            batch_size=row.batch_size,
-            dataset=row.dataset,
-            validity=row.validity,
+        return copied(
+            cls,
+            row,
             stability=((row.report or {}).get("stability") or {}).get("verdict"),
-            samples_per_second=row.samples_per_second,
             confidence=ConfidenceType.from_report(row.report),
-            preprocess_reused=row.preprocess_reused,
             metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
             environment=to_json(row.environment),
             settings=to_json(row.settings),
@@ -289,35 +277,18 @@ class EvaluationType:
     @classmethod
     def from_row(cls, row: EvaluationRow, *, waiting: str = "") -> EvaluationType:
         """``waiting``: why a stalled evaluation is not moving (``worker_repo``)."""
-        return cls(
-            id=row.id,
+        return copied(
+            cls,
+            row,
             state=EvaluationStateType(EvaluationState(row.state).value),
             reason=row.reason or waiting,
-            model_name=row.model_name,
-            model_version=row.model_version,
-            framework=row.framework,
-            device=row.device,
             scenario=to_json(row.scenario),
-            batch_size=row.batch_size,
-            dataset=row.dataset,
             samples=row.dataset_count,
-            trace_level=row.trace_level,
             workload=row.workload or "loadgen",
             workload_options=to_json(row.workload_options) if row.workload_options else None,
             preprocessing=stored_fidelity(row.manifest),
-            threads=row.threads,
             constraints=to_json(row.constraints),
-            queue=row.queue,
-            agent_id=row.agent_id,
-            run_id=row.run_id,
-            group_id=row.group_id,
             group_kind=_group_kind(row.group_info),
-            shards_total=row.shards_total,
-            shards_ready=row.shards_ready,
-            preprocess_reused=row.preprocess_reused,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            finished_at=row.finished_at,
         )
 
 
