@@ -19,8 +19,6 @@ MAX_FUNCTION_LINES = 80
 MODULES_OVER: dict[str, str] = {
     "services/cli/commands/train.py": "not split in time (issue 52: its options and "
     "tables move into the training workload's folder)",
-    "services/analysis/advice.py": "not split in time; issue 52 moves its group kinds "
-    "into the campaigns' folders, which shortens it",
 }
 # "path:function" -> why it may stay over MAX_FUNCTION_LINES.
 FUNCTIONS_OVER: dict[str, str] = {

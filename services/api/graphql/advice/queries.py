@@ -15,8 +15,8 @@ from services.analysis.advice import (
     advise,
     check_request,
     load_reports,
-    machine_of,
 )
+from services.analysis.systems import machine_of
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.errors import InvalidInput
 from services.api.graphql.scalars import copied, to_json
