@@ -68,20 +68,14 @@ from services.workloads.bricks.drift import (
     newest_window,
 )
 from services.workloads.bricks.fx_allow import import_namespaces
-from services.workloads.bricks.generate import (
-    BrickError,
-    ModelInput,
-    ParseCache,
-    generate_suite,
-    list_bricks,
-    read_recipe,
-)
+from services.workloads.bricks.generate import BrickError, ModelInput, ParseCache, generate_suite
 from services.workloads.bricks.measure import MeasureSettings, Timing, system_key
 from services.workloads.bricks.memory import measure_memory_read
 from services.workloads.bricks.models import model_input, recipe_name
 from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
 from services.workloads.bricks.run import chunked, measure_chunks, with_host_load
+from services.workloads.bricks.suite import list_bricks, read_recipe
 from shared.catalogue import list_catalogue
 from shared.host_load import HostLoad
 from shared.manifest import ModelManifest

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from services.analysis.systems import label_of, system_of
 from services.core.figures import percentile_key
 from services.core.find_peak_search import Probe, judge
 
@@ -87,53 +88,6 @@ def check_request(latency_bound_ms: float, percentile: float) -> None:
     if latency_bound_ms > 3_600_000:
         raise ValueError(f"--latency-bound-ms: {latency_bound_ms:g} is over an hour")
     percentile_key(percentile)
-
-
-def machine_of(agent_id: str, agent_settings: dict[str, Any] | None = None) -> str:
-    """The machine of an agent: the one it declares (``agent_machine``), else "host/queue"
-    of its id "host/queue/pid". The process id changes at every restart of the agent; the
-    machine and what it serves do not, so a restarted agent's runs and prices stay one
-    system's."""
-    declared = (agent_settings or {}).get("machine")
-    if isinstance(declared, str) and declared:
-        return declared
-    parts = agent_id.split("/")
-    return "/".join(parts[:-1]) if len(parts) >= 3 and parts[-1].isdigit() else agent_id
-
-
-def system_of(report: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
-    """(machine, framework, settings) of a stored run: what makes it one system."""
-    settings = report.get("settings") or {}
-    options = settings.get("backend_options") or {}
-    fw = report.get("framework") or {}
-    agent_settings = (report.get("agent") or {}).get("settings") or {}
-    machine = machine_of(str(report.get("agent_id") or ""), agent_settings) or (
-        "local:" + str((report.get("environment") or {}).get("hostname") or "?")
-    )
-    framework = f"{fw.get('name', '?')} {fw.get('version', '')}".strip()
-    return (
-        machine,
-        framework,
-        {
-            "device": str(options.get("device") or "cpu"),
-            "batch_size": int(report.get("batch_size") or settings.get("batch_size") or 1),
-            "workers": int(settings.get("workers") or 1),
-            "threads": int(options.get("intra_op_threads") or 0),
-            "options": {str(k): v for k, v in sorted((options.get("extra") or {}).items())},
-        },
-    )
-
-
-def _label(machine: str, framework: str, settings: dict[str, Any]) -> str:
-    parts = [
-        machine,
-        f"{framework} on {settings['device']}",
-        f"batch {settings['batch_size']}",
-        f"workers {settings['workers']}",
-        f"threads {settings['threads'] or 'auto'}",
-    ]
-    parts += [f"{k}={v}" for k, v in settings["options"].items()]
-    return ", ".join(parts)
 
 
 def _price(reports: list[dict[str, Any]], declared: float | None) -> float | None:
@@ -215,7 +169,7 @@ def _system(
     pct: float,
     declared: float | None,
 ) -> SystemAdvice:
-    label = _label(machine, framework, settings)
+    label = label_of(machine, framework, settings)
     typed_model = str((runs[0].get("settings") or {}).get("model") or model)
     command = _command(typed_model, framework, settings, bound, pct)
     price = _price(runs, declared)

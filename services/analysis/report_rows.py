@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from services.analysis.advice import machine_of
+from services.analysis.systems import machine_of
 
 CSV_COLUMNS = (
     "run_id", "group_kind", "group_id", "agent", "machine", "hostname", "threads",

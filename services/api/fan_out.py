@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.analysis.advice import machine_of
+from services.analysis.systems import machine_of
 from services.workloads.training.summary import images_interval, setting_pairs
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.models import Run

@@ -2,13 +2,14 @@
 the embedded ``BenchRequest``, and the Typer declarations of the options they have in
 common, so each reads the same in every command.
 
-A command builds one ``BenchOptions`` from its parameters; what it does not offer keeps the
-default here (sweep has no --mode, find-peak always runs Server).
+A command builds one ``BenchOptions`` from its parameters (``BenchOptions.from_params``); what
+it does not offer keeps the default here (sweep has no --mode, find-peak always runs Server).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import typer
@@ -83,6 +84,16 @@ class BenchOptions:
     trace_level: str = "NONE"
     profile_iterations: int = DEFAULT_ITERATIONS
     preprocessing: str | None = None
+
+    @classmethod
+    def from_params(
+        cls, params: Mapping[str, Any], *, leave_out: Collection[str] = (), **fixed: Any
+    ) -> BenchOptions:
+        """The options among a command's parameters (its ``locals()``): each one named like a
+        field, but those in ``leave_out`` (the same name for something else: sweep's list of
+        rates, find-peak's latency bound), then ``fixed`` over them (find-peak's scenario)."""
+        names = {f.name for f in fields(cls)} - set(leave_out)
+        return cls(**({k: v for k, v in params.items() if k in names} | fixed))
 
     def request(self) -> embedded.BenchRequest:
         """The validated request; a bad option exits with its name and what it accepts."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from services.analysis.advice import machine_of
+from services.analysis.systems import machine_of
 from services.cli.remote import RemoteError, graphql
 
 AGENTS_QUERY = "query { agents(liveOnly: true) { id framework settings } }"

@@ -15,15 +15,17 @@ from __future__ import annotations
 import logging
 import os
 import platform
-import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from services.inference.backends import registry
 from shared import queues, runtime
 from shared.db import evaluation_repo
 from shared.devices import parse_device
 from shared.environment import capture_environment
+from shared.heartbeat import Heartbeat
 from shared.queues import direct_queue, host_queue
 
 log = logging.getLogger(__name__)
@@ -42,10 +44,10 @@ class Agent:
     machine: str = ""
     hostname: str = field(default_factory=platform.node)
     heartbeat_s: float = 10.0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _heartbeat: Heartbeat = field(init=False)
 
     def __post_init__(self) -> None:
+        self._heartbeat = Heartbeat(self._beat, self.heartbeat_s, "agent-heartbeat", "agent")
         device = parse_device(self.device)  # a DeviceError names the field and what is accepted
         if self.threads < 0:
             raise ValueError(f"threads: must be 0 (chosen per run) or more, got {self.threads}")
@@ -118,23 +120,15 @@ class Agent:
                 )
         log.info("registered agents %s", ", ".join(self.agent_ids))
 
-    def _beat(self) -> None:
-        while not self._stop.wait(self.heartbeat_s):
-            try:
-                with runtime.db() as session:
-                    evaluation_repo.heartbeat(session, self.agent_ids)
-            except Exception:  # a database blip must not kill the worker; the next beat retries
-                log.warning("agent heartbeat failed", exc_info=True)
+    def _beat(self, session: Session) -> None:
+        evaluation_repo.heartbeat(session, self.agent_ids)
 
     def start(self) -> None:
         self.register()
-        self._thread = threading.Thread(target=self._beat, name="agent-heartbeat", daemon=True)
-        self._thread.start()
+        self._heartbeat.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        try:
-            with runtime.db() as session:
-                evaluation_repo.mark_agents_stopped(session, self.agent_ids)
-        except Exception:
-            log.warning("could not mark agents stopped", exc_info=True)
+        self._heartbeat.stop(
+            lambda session: evaluation_repo.mark_agents_stopped(session, self.agent_ids),
+            what="agents",
+        )

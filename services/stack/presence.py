@@ -7,16 +7,15 @@ preprocess worker") instead of sitting silent in PREPROCESSING.
 
 from __future__ import annotations
 
-import logging
 import os
 import platform
-import threading
 from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session
 
 from shared import runtime
 from shared.db import worker_repo
-
-log = logging.getLogger(__name__)
+from shared.heartbeat import Heartbeat
 
 
 @dataclass
@@ -24,19 +23,17 @@ class Presence:
     kind: str
     node: str
     heartbeat_s: float = 10.0
-    _stop: threading.Event = field(default_factory=threading.Event)
+    _heartbeat: Heartbeat = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._heartbeat = Heartbeat(self._beat, self.heartbeat_s, "worker-presence", "worker")
 
     @property
     def worker_id(self) -> str:
         return f"{self.node}/{os.getpid()}"
 
-    def _beat(self) -> None:
-        while not self._stop.wait(self.heartbeat_s):
-            try:
-                with runtime.db() as session:
-                    worker_repo.beat(session, self.worker_id)
-            except Exception:  # a database blip must not kill the worker; the next beat retries
-                log.warning("worker heartbeat failed", exc_info=True)
+    def _beat(self, session: Session) -> None:
+        worker_repo.beat(session, self.worker_id)
 
     def start(self) -> None:
         with runtime.db() as session:
@@ -48,12 +45,10 @@ class Presence:
                 hostname=platform.node(),
                 pid=os.getpid(),
             )
-        threading.Thread(target=self._beat, name="worker-presence", daemon=True).start()
+        self._heartbeat.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        try:
-            with runtime.db() as session:
-                worker_repo.mark_stopped(session, self.worker_id)
-        except Exception:
-            log.warning("could not mark worker %s stopped", self.worker_id, exc_info=True)
+        self._heartbeat.stop(
+            lambda session: worker_repo.mark_stopped(session, self.worker_id),
+            what=f"worker {self.worker_id}",
+        )

@@ -93,32 +93,7 @@ def bench(
     """Benchmark a model on this machine under an MLPerf scenario (embedded mode)."""
     if submission and repeats > 1:
         fail(["--submission: runs one accuracy and one performance pass; drop --repeats"])
-    request = BenchOptions(
-        model=model,
-        framework=framework,
-        scenario=scenario,
-        mode=mode,
-        profile=profile,
-        batch_size=batch_size,
-        dataset=dataset,
-        samples=samples,
-        duration=duration,
-        max_duration=max_duration,
-        min_queries=min_queries,
-        max_queries=max_queries,
-        target_qps=target_qps,
-        latency_bound_ms=latency_bound_ms,
-        latency_percentile=latency_percentile,
-        samples_per_query=samples_per_query,
-        seed=seed,
-        device=device,
-        threads=threads,
-        workers=workers,
-        option=option,
-        trace_level=trace_level,
-        profile_iterations=profile_iterations,
-        preprocessing=preprocessing,
-    ).request()
+    request = BenchOptions.from_params(locals()).request()
     stderr = Console(stderr=True)
     results, summary = _run(request, stderr, submission=submission, repeats=repeats)
     reports = list(results.values()) if isinstance(results, dict) else results

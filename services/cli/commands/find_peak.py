@@ -97,20 +97,9 @@ def find_peak_command(
 
     A peak is only reported from a probe LoadGen calls VALID and the stability rule could
     judge; otherwise "no valid peak", why, and the settings that would give one (exit 1)."""
-    request = BenchOptions(
-        model=model,
-        framework=framework,
-        scenario="server",
-        batch_size=batch_size,
-        dataset=dataset,
-        samples=samples,
-        duration=duration,
-        seed=seed,
-        device=device,
-        threads=threads,
-        workers=workers,
-        option=option,
-    ).request()
+    # The latency bound is the search's, not a Server setting of each probe.
+    options = BenchOptions.from_params(locals(), leave_out=("latency_bound_ms",), scenario="server")
+    request = options.request()
     settings = get_settings()
     with user_errors(), ProgressBars(Console(stderr=True)) as hooks:
         result, estimate = find_peak(

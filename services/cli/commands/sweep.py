@@ -139,22 +139,9 @@ def sweep(
         fail(["sweep: give exactly one of --batch-sizes, --target-qps, --samples-per-query"])
     parameter, text = chosen[0]
     option_name = "--" + parameter.replace("_", "-").replace("batch-size", "batch-sizes")
-    request = BenchOptions(
-        model=model,
-        framework=framework,
-        scenario=scenario,
-        profile=profile,
-        batch_size=batch_size,
-        dataset=dataset,
-        samples=samples,
-        duration=duration,
-        seed=seed,
-        device=device,
-        threads=threads,
-        workers=workers,
-        option=option,
-        preprocessing=preprocessing,
-    ).request()
+    # --target-qps and --samples-per-query are here the values swept, not one setting.
+    swept = ("target_qps", "samples_per_query")
+    request = BenchOptions.from_params(locals(), leave_out=swept).request()
     settings = get_settings()
     console = output_console()
     with user_errors():

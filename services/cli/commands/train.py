@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from services.cli.errors import user_errors
+from services.cli.train_ranks import one_rank
+from services.cli.train_render import print_run, print_summary, show_step
 from services.workloads.training.throughput import TrainingSettings
 
 if TYPE_CHECKING:
-    from services.workloads.training.session import Arm, ArmRun, SessionReport
+    from services.workloads.training.session import Arm
     from services.workloads.training.step_timing import StepLog
 
 MODEL = typer.Argument(
@@ -161,7 +162,7 @@ def train(
             display_every=display_every,
         )
         if rank is not None or world_size is not None or rendezvous is not None:
-            _one_rank(settings, rank, world_size, rendezvous)
+            one_rank(settings, rank, world_size, rendezvous)
             return
         _session(settings, arms, repeats)
 
@@ -201,16 +202,10 @@ def _session(settings: TrainingSettings, arms: list[Arm], repeats: int) -> None:
     )
 
     report = run_session(
-        settings, arms, repeats, _measure, slot, on_run=lambda r: _print_run(out, r), show=_show
+        settings, arms, repeats, _measure, slot, on_run=lambda r: print_run(out, r), show=show_step
     )
-    _print_summary(out, report)
+    print_summary(out, report)
     out.print(f"report    {write_session_report(report, config.data_dir)}")
-
-
-def _show(line: StepLog) -> None:
-    """A progress line as tf_cnn_benchmarks prints it, tab-separated (plain text: a rich
-    console would expand the tabs)."""
-    typer.echo(line.line())
 
 
 def _check_step_options(
@@ -266,79 +261,6 @@ def _threads_and_device(framework: str) -> tuple[int, str]:
     return threads, "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def local_rank_of(environ: dict[str, str]) -> int:
-    """This process's index among the ranks on its host: LOCAL_RANK as a launcher (torchrun,
-    k8s/training's Job) sets it; 0 where unset (one rank per host or pod)."""
-    text = environ.get("LOCAL_RANK", "0").strip()
-    if not text.isdigit():
-        raise ValueError(
-            f"LOCAL_RANK: {text!r} is not accepted; give this rank's index on its host, 0 or more"
-        )
-    return int(text)
-
-
-def _one_rank(
-    settings: TrainingSettings, rank: int | None, world_size: int | None, rendezvous: str | None
-) -> None:
-    """One worker of a run across hosts (k8s/training/: an Indexed Job); rank 0 prints and
-    writes the report. Ranks on one host hold its slot together (shared), as a gang's do."""
-    import os
-
-    from services.inference.host_slot import HostSlot
-    from services.workloads.training.report import write_session_report
-    from services.workloads.training.scaling import MAX_WORKERS
-    from services.workloads.training.session import Arm, run_session
-    from shared.settings import get_settings
-
-    if world_size is None or not 1 <= world_size <= MAX_WORKERS:
-        raise ValueError(f"--world-size: give the number of workers, 1..{MAX_WORKERS}")
-    if rank is None or not 0 <= rank < world_size:
-        raise ValueError(f"--rank: give this worker's rank, 0..{world_size - 1}")
-    if rendezvous is None or not rendezvous.startswith("tcp://") or ":" not in rendezvous[6:]:
-        raise ValueError("--rendezvous: give tcp://HOST:PORT, where rank 0 listens")
-    local_rank = local_rank_of(dict(os.environ))
-    me, world, address = rank, world_size, rendezvous  # checked: no longer optional
-    out = Console(highlight=False, soft_wrap=True)
-
-    def measure(
-        settings: TrainingSettings, arm: Arm, show: Callable[[StepLog], None] | None
-    ) -> dict[str, Any]:
-        import resource
-
-        from services.workloads.training.scaling import train_rank
-        from services.workloads.training.throughput import result_of
-
-        timed, digest = train_rank(me, world, address, settings, local_rank, show=show)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        images = settings.batch_size * world
-        document = result_of(settings, timed, peak, images_per_step=images).as_dict()
-        section = {"rank": me, "local_rank": local_rank, "world_size": world}
-        return document | {"data_parallel": section | {"weight_digest": digest}}
-
-    config = get_settings()
-    slot = HostSlot.of(config)
-    report = run_session(
-        settings,
-        [Arm(settings.data)],
-        1,
-        measure,
-        slot,
-        show=_show if rank == 0 else None,
-        shared=True,  # ranks on one host must run together: they hold its slot together
-    )
-    if rank != 0:
-        return
-    (run,) = report.runs
-    s, digest = run.document["statistics"], run.document["data_parallel"]["weight_digest"]
-    out.print(
-        f"{settings.model} {settings.device} rank 0 of {world_size}: "
-        f"{s['images_per_s']:.1f} ± {s['standard_error_images_per_s']:.1f} images/s over all "
-        f"workers ({s['steps']} steps after {settings.warmup} warm-up); parameters {digest[:12]}"
-    )
-    _print_run(out, run)
-    out.print(f"report    {write_session_report(report, config.data_dir)}")
-
-
 def _time_to_quality(model: str, target_top1: float, runs: int, max_epochs: int) -> None:
     out = Console(highlight=False, soft_wrap=True)
     with user_errors():
@@ -377,61 +299,6 @@ def _time_to_quality(model: str, target_top1: float, runs: int, max_epochs: int)
     out.print(f"report    {path} (mllog lines: {path.with_suffix('.mllog')})")
     if any(not r.reached for r in results):
         raise typer.Exit(code=1)
-
-
-def _print_run(out: Console, run: ArmRun) -> None:
-    """One run as it ends: its images/s with standard error and jitter, and its host."""
-    from services.cli.render import host_text
-
-    s, document = run.document["statistics"], run.document
-    workers = "" if run.arm.workers is None else f", {document['threads_per_worker']} threads each"
-    out.print(
-        f"[bold]{escape(run.arm.label)}[/] repeat {run.repeat + 1}{workers}: "
-        f"images/s {s['images_per_s']:.1f} ± {s['standard_error_images_per_s']:.1f} "
-        f"(jitter {s['jitter_images_per_s']:.1f}; batch / mean step "
-        f"{s['mean_step_s'] * 1e3:.1f} ms over {s['steps']} steps), "
-        f"data share {s['data_share']:.3f}" + _memory(document)
-    )
-    if run.arm.workers is not None and len(set(document["weight_digests"])) != 1:
-        out.print(f"  {run.arm.workers} workers ended with different weights: not in step")
-    out.print(f"  host: {host_text(document['host'])}")
-
-
-def _memory(document: dict[str, Any]) -> str:
-    rss, cuda = document.get("peak_rss_bytes"), document.get("cuda_max_allocated_bytes")
-    text = f", peak RSS {rss / 2**20:.0f} MiB" if rss else ""
-    return text + (f", CUDA max allocated {cuda / 2**20:.0f} MiB" if cuda else "")
-
-
-def _print_summary(out: Console, report: SessionReport) -> None:
-    """Each arm's median with its interval, then each comparison with its verdict."""
-    from services.workloads.training.repeats import DIFFER
-
-    if report.repeats > 1:
-        for figure in report.figures:
-            interval = (
-                f"[{figure.low:.1f}, {figure.high:.1f}]"
-                if figure.low is not None and figure.high is not None
-                else f"(no interval: {figure.reason})"
-            )
-            out.print(
-                f"{escape(figure.arm)}: median images/s {figure.images_per_s:.1f} {interval} "
-                f"over {figure.runs} runs"
-            )
-    for c in report.comparisons:
-        name = {"ratio": "images/s", "speedup": "speedup", "efficiency": "E(N)"}[c.figure]
-        head = f"{escape(c.b)} / {escape(c.a)}: {name}"
-        colour = "bold" if c.verdict == DIFFER else "yellow"
-        if c.low is not None and c.high is not None:
-            value = f"{c.estimate:.3f} [{c.low:.3f}, {c.high:.3f}]"
-        else:
-            value = "no interval"  # a ratio is shown with its interval or not at all
-        out.print(f"{head} {value}: [{colour}]{c.verdict}[/] ({escape(c.why)})")
-    if report.busy_runs:
-        out.print(
-            f"[bold red]BUSY[/]: {report.busy_runs} of {len(report.runs)} runs measured while "
-            "other processes took the CPUs; their figures describe the neighbour too"
-        )
 
 
 def register(root: typer.Typer) -> None:

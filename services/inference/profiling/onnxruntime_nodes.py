@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -55,12 +54,7 @@ class OnnxRuntimeNodes(Instrument):
         )
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         assert self._tmp is not None
         try:
             path = self._session.end_profiling()

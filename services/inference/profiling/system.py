@@ -8,7 +8,6 @@ SM clock and power. Samples are counter tracks in the trace.
 from __future__ import annotations
 
 import threading
-from types import TracebackType
 from typing import Any
 
 import psutil
@@ -64,12 +63,7 @@ class SystemSampler(Instrument):
         self._thread.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import glob
 import json
 import tempfile
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -46,12 +45,7 @@ class TensorFlowLibrary(Instrument):
         tf.profiler.experimental.start(self._folder.name)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         import tensorflow as tf
 
         assert self._folder is not None

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any
 
 import torch
@@ -88,12 +87,7 @@ class TorchLayers(Instrument):
             )
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -63,13 +62,8 @@ class TorchLibrary(Instrument):
         self._profiler.__enter__()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._profiler.__exit__(exc_type, exc, tb)
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: Any) -> None:
+        self._profiler.__exit__(exc_type, *rest)
         for handle in self._handles:
             handle.remove()
         self._handles.clear()

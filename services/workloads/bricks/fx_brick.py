@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import keyword
-import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +41,11 @@ from services.workloads.bricks.fx_allow import (
     method_allowed,
     resolve_function,
 )
+from services.workloads.bricks.fx_arguments import (
+    BrickFormatError,
+    decode_argument,
+    encode_argument,
+)
 from services.workloads.bricks.fx_modules import (
     Unrebuildable,
     build_module,
@@ -54,22 +58,15 @@ FORMAT, VERSION = "benchstack-torchfx", 1
 SUFFIX = ".torchfx"
 MAX_FILE_BYTES = 4 * 2**20
 MAX_NODES = 10_000
-MAX_DEPTH = 16  # nesting of an argument (tuples in lists ...)
 MAX_PARAMETERS = 2**30  # elements over a brick's modules: 4 GiB of float32
 OPS = ("placeholder", "call_module", "call_function", "call_method", "output")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
 def _identifier(text: Any) -> bool:
     """A name fx may write into the forward it generates (a node, a module, a keyword
     argument): anything else could be code."""
     return isinstance(text, str) and bool(_NAME.match(text)) and not keyword.iskeyword(text)
-
-
-class BrickFormatError(ValueError):
-    """A torchfx file that cannot be read: malformed, too large, or naming what the
-    allow-list refuses (DisallowedName is one)."""
 
 
 # ---- writing ---------------------------------------------------------------------------
@@ -87,7 +84,7 @@ def encode_brick(module: fx.GraphModule) -> str:
             if not _identifier(target):
                 raise Unrebuildable(f"sub-module name {target!r}")
             spec = module_spec(module.get_submodule(target))
-            kwargs = {k: _encode(v, 0) for k, v in spec["kwargs"].items()}
+            kwargs = {k: encode_argument(v, 0) for k, v in spec["kwargs"].items()}
             modules[target] = {"class": spec["class"], "kwargs": kwargs}
             entry["target"] = target
         elif node.op == "call_function":
@@ -102,48 +99,14 @@ def encode_brick(module: fx.GraphModule) -> str:
         elif node.op not in ("placeholder", "output"):
             raise Unrebuildable(f"node op {node.op!r}")
         if node.op == "output":
-            entry["args"] = [_encode(node.args[0], 0)]
+            entry["args"] = [encode_argument(node.args[0], 0)]
         elif node.op != "placeholder":
-            entry["args"] = [_encode(a, 0) for a in node.args]
+            entry["args"] = [encode_argument(a, 0) for a in node.args]
             if node.kwargs:
-                entry["kwargs"] = {k: _encode(v, 0) for k, v in node.kwargs.items()}
+                entry["kwargs"] = {k: encode_argument(v, 0) for k, v in node.kwargs.items()}
         nodes.append(entry)
     document = {"format": FORMAT, "version": VERSION, "modules": modules, "nodes": nodes}
     return json.dumps(document, separators=(",", ":"), allow_nan=False)
-
-
-def _encode(value: Any, depth: int) -> Any:
-    if depth > MAX_DEPTH:
-        raise Unrebuildable(f"an argument nested deeper than {MAX_DEPTH}")
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"float": str(value)}
-    if isinstance(value, fx.Node):
-        return {"node": value.name}
-    if isinstance(value, tuple):  # torch.Size included
-        return {"tuple": [_encode(v, depth + 1) for v in value]}
-    if isinstance(value, list):
-        return [_encode(v, depth + 1) for v in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"dict": [[k, _encode(v, depth + 1)] for k, v in value.items()]}
-    if isinstance(value, slice):
-        return {"slice": [_encode(p, depth + 1) for p in (value.start, value.stop, value.step)]}
-    if value is Ellipsis:
-        return {"ellipsis": None}
-    for tag, kind in (
-        ("dtype", torch.dtype),
-        ("memory_format", torch.memory_format),
-        ("layout", torch.layout),
-    ):
-        if isinstance(value, kind):
-            return {tag: str(value).removeprefix("torch.")}
-    if isinstance(value, torch.device):
-        return {"device": str(value)}
-    name = function_name(value) if callable(value) else None
-    if name is not None:
-        return {"function": name}
-    raise Unrebuildable(f"an argument of type {type(value).__name__}")
 
 
 def check_rebuilt(
@@ -249,7 +212,8 @@ def _modules(specs: dict[str, Any], device: str, seed: int) -> nn.Module:
             )
         _field(spec, "class", str, f"module {name}")
         spec["kwargs"] = {
-            k: _decode(v, {}, 0) for k, v in _field(spec, "kwargs", dict, f"module {name}").items()
+            k: decode_argument(v, {}, 0)
+            for k, v in _field(spec, "kwargs", dict, f"module {name}").items()
         }
     if device != "meta":  # bound the weights before drawing them
         built = {name: build_module(spec, "meta") for name, spec in specs.items()}
@@ -287,11 +251,11 @@ def _graph(entries: list[Any], root: nn.Module) -> fx.Graph:
             raise BrickFormatError(f"{where}: op {op[:64]!r}; accepted: {', '.join(OPS)}")
         if (op == "output") != (number == len(entries) - 1):
             raise BrickFormatError(f"{where}: the last node, and only it, is the output")
-        args = [_decode(a, defined, 0) for a in _field_or(entry, "args", list, where)]
+        args = [decode_argument(a, defined, 0) for a in _field_or(entry, "args", list, where)]
         kwargs = _field_or(entry, "kwargs", dict, where)
         if not all(_identifier(k) for k in kwargs):
             raise BrickFormatError(f"{where}: a keyword argument is not an identifier")
-        kwargs = {k: _decode(v, defined, 0) for k, v in kwargs.items()}
+        kwargs = {k: decode_argument(v, defined, 0) for k, v in kwargs.items()}
         if op == "placeholder":  # fx writes its name as is: one of ours, not the file's
             inputs = sum(1 for n in defined.values() if n.op == "placeholder")
             defined[name] = graph.placeholder(f"input{inputs}")
@@ -321,83 +285,3 @@ def _target(op: str, text: str, root: nn.Module, where: str) -> str | Callable[.
     if text not in dict(root.named_children()):
         raise BrickFormatError(f"{where}: module {text[:64]!r} is not among the modules")
     return text
-
-
-def _decode(value: Any, defined: dict[str, fx.Node], depth: int) -> Any:
-    if depth > MAX_DEPTH:
-        raise BrickFormatError(f"brick file: an argument nested deeper than {MAX_DEPTH}")
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, list):
-        return [_decode(v, defined, depth + 1) for v in value]
-    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in _DECODERS:
-        raise BrickFormatError(
-            f"brick file: argument {str(value)[:80]}; accepted: a JSON scalar, a list or "
-            f"one of the tags {', '.join(_DECODERS)}"
-        )
-    ((tag, content),) = value.items()
-    return _DECODERS[tag](content, defined, depth + 1)
-
-
-def _decode_node(content: Any, defined: dict[str, fx.Node], depth: int) -> fx.Node:
-    if content not in defined:
-        raise BrickFormatError(f"brick file: node {str(content)[:64]!r} is read before it is made")
-    return defined[content]
-
-
-def _decode_items(content: Any, defined: dict[str, fx.Node], depth: int) -> list[Any]:
-    if not isinstance(content, list):
-        raise BrickFormatError(f"brick file: {str(content)[:80]} is not a list")
-    return [_decode(v, defined, depth) for v in content]
-
-
-def _decode_dict(content: Any, defined: dict[str, fx.Node], depth: int) -> dict[str, Any]:
-    pairs = _decode_items(content, defined, depth)
-    if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in pairs):
-        raise BrickFormatError("brick file: a dict is a list of [key, value] pairs")
-    return {p[0]: p[1] for p in pairs}
-
-
-def _decode_slice(content: Any, defined: dict[str, fx.Node], depth: int) -> slice:
-    parts = _decode_items(content, defined, depth)
-    if len(parts) != 3:
-        raise BrickFormatError("brick file: a slice is [start, stop, step]")
-    return slice(*parts)
-
-
-def _decode_named(kind: type) -> Callable[[Any, dict[str, fx.Node], int], Any]:
-    def decode(content: Any, defined: dict[str, fx.Node], depth: int) -> Any:
-        found = getattr(torch, content, None) if isinstance(content, str) else None
-        if not isinstance(found, kind):
-            raise BrickFormatError(f"brick file: {str(content)[:64]!r} is no torch.{kind.__name__}")
-        return found
-
-    return decode
-
-
-def _decode_device(content: Any, defined: dict[str, fx.Node], depth: int) -> torch.device:
-    try:
-        return torch.device(str(content)[:64])
-    except RuntimeError as exc:
-        raise BrickFormatError(f"brick file: device {str(content)[:64]!r}: {exc}") from exc
-
-
-def _decode_float(content: Any, defined: dict[str, fx.Node], depth: int) -> float:
-    if content not in _FLOATS:
-        raise BrickFormatError(f"brick file: float {str(content)[:64]!r}; accepted: inf, -inf, nan")
-    return _FLOATS[content]
-
-
-_DECODERS: dict[str, Callable[[Any, dict[str, fx.Node], int], Any]] = {
-    "node": _decode_node,
-    "tuple": lambda c, d, n: tuple(_decode_items(c, d, n)),
-    "dict": _decode_dict,
-    "slice": _decode_slice,
-    "ellipsis": lambda c, d, n: Ellipsis,
-    "float": _decode_float,
-    "dtype": _decode_named(torch.dtype),
-    "device": _decode_device,
-    "memory_format": _decode_named(torch.memory_format),
-    "layout": _decode_named(torch.layout),
-    "function": lambda c, d, n: resolve_function(str(c)),
-}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,19 +34,14 @@ import torch
 from torch import nn
 
 from services.workloads.bricks.extract import brick_inputs, brick_module, brick_output_shapes
-from services.workloads.bricks.formats import FORMATS
 from services.workloads.bricks.fx_brick import SUFFIX as TORCHFX
 from services.workloads.bricks.fx_brick import (
-    BrickFormatError,
     Unrebuildable,
     check_rebuilt,
     encode_brick,
-    read_brick,
 )
-from services.workloads.bricks.measure import unguarded
 from services.workloads.bricks.parse import ParsedModel, parse_model
 from services.workloads.bricks.recorded_values import (
-    read_values,
     recordable,
     value_dependent,
     values_path,
@@ -59,6 +53,7 @@ from services.workloads.bricks.signature import (
     cut_sequences,
     external_inputs,
 )
+from services.workloads.bricks.suite import brick_file, bricks_dir, recipe_path
 
 if TYPE_CHECKING:
     from services.workloads.bricks.parse_onnx import ParsedOnnxModel
@@ -66,7 +61,6 @@ if TYPE_CHECKING:
 MAX_BATCH_SIZE = 256
 MAX_MODELS = 200
 MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 16, 1024
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -94,11 +88,6 @@ class OnnxModelInput:
     spec: str | None = None  # as ModelInput.spec
 
 
-# Each brick format's files, the one read first first (formats.py); the same signature
-# never names bricks of two formats (an ONNX description says "framework": "onnx").
-BRICK_SUFFIXES = {name: brick.suffixes for name, brick in FORMATS.items()}
-
-
 @dataclass(frozen=True)
 class GenerateReport:
     models: int
@@ -117,24 +106,6 @@ def check_shape_options(batch_size: int, image_size: int | None) -> None:
         raise ValueError(
             f"image-size: {image_size}; accepted: {MIN_IMAGE_SIZE}..{MAX_IMAGE_SIZE} pixels"
         )
-
-
-def bricks_dir(suite: Path) -> Path:
-    return suite / "bricks"
-
-
-def is_recipe_name(text: str) -> bool:
-    """Whether ``text`` can name a recipe file."""
-    return bool(_SAFE_NAME.match(text))
-
-
-def recipe_path(suite: Path, model_name: str) -> Path:
-    if not is_recipe_name(model_name):
-        raise ValueError(
-            f"model: {model_name!r} cannot name a recipe; accepted: letters, digits, '.', "
-            "'_' and '-', at most 100"
-        )
-    return suite / "recipes" / f"{model_name}.json"
 
 
 def recipe_of(
@@ -331,74 +302,3 @@ def _write_last(folder: Path, sequence: LayerSequence, content: bytes, suffix: s
     partial = folder / f"{sequence.signature}.partial"
     partial.write_bytes(content)
     partial.replace(folder / f"{sequence.signature}{suffix}")
-
-
-def brick_file(suite: Path, signature: str, framework: str = "torch") -> Path | None:
-    """The brick's file, in the framework's first format present, or None."""
-    for suffix in BRICK_SUFFIXES[framework]:
-        path = bricks_dir(suite) / f"{signature}{suffix}"
-        if path.exists():
-            return path
-    return None
-
-
-def load_brick(
-    suite: Path, signature: str, threads: int = 0
-) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """A brick's callable (a torch module, or an onnxruntime session with ``threads``
-    intra-op threads for an ONNX brick) and inputs of its recorded shapes, as it takes
-    them: ``module(*inputs)``. A torch brick is read from .torchfx (an eager fx module)
-    where there is one, else from .pt2 (torch.export, its checks taken out)."""
-    folder = bricks_dir(suite)
-    description = json.loads((folder / f"{signature}.json").read_text())
-    if description.get("framework") == "onnx":
-        from services.workloads.bricks.measure_onnx import OnnxCallable, onnx_inputs
-
-        return OnnxCallable(folder / f"{signature}.onnx", threads), onnx_inputs(description)
-    path = brick_file(suite, signature)
-    if path is None:
-        raise ValueError(f"brick: {signature} has a description but no brick file in {folder}")
-    # Noise, but for a value-dependent brick that has its model's values (their order).
-    inputs = read_values(folder, signature, description) or brick_inputs(description)
-    if path.suffix == TORCHFX:
-        module = read_brick(path)
-        placeholders = sum(1 for n in module.graph.nodes if n.op == "placeholder")
-        if placeholders != len(inputs):
-            raise BrickFormatError(
-                f"brick {signature}: {placeholders} inputs in its graph, "
-                f"{len(inputs)} in its description"
-            )
-        return module, inputs
-    exported = unguarded(torch.export.load(path).module())
-    # Its graph takes the inputs flattened (a layer fed a tuple gets each tensor apart).
-    return exported, tuple(torch.utils._pytree.tree_leaves(inputs))
-
-
-def list_bricks(suite: Path, framework: str | None = None) -> list[str]:
-    """The suite's brick signatures, each once whatever its format: one framework's, or
-    every framework's."""
-    frameworks = [framework] if framework else list(BRICK_SUFFIXES)
-    return sorted(
-        {
-            p.name.removesuffix(suffix)
-            for name in frameworks
-            for suffix in BRICK_SUFFIXES[name]
-            for p in bricks_dir(suite).glob(f"*{suffix}")
-        }
-    )
-
-
-def frameworks_in(suite: Path) -> list[str]:
-    """The frameworks the suite holds bricks of, in BRICK_SUFFIXES order."""
-    return [name for name in BRICK_SUFFIXES if list_bricks(suite, name)]
-
-
-def read_recipe(suite: Path, model_name: str) -> dict[str, Any]:
-    path = recipe_path(suite, model_name)
-    if not path.exists():
-        known = sorted(p.stem for p in (suite / "recipes").glob("*.json"))
-        raise ValueError(
-            f"model: no recipe for {model_name!r} in {suite}; known: {', '.join(known) or '(none)'}"
-        )
-    recipe: dict[str, Any] = json.loads(path.read_text())
-    return recipe

@@ -12,15 +12,9 @@ from typing import Any
 import torch
 
 from services.inference.backends import registry
-from services.workloads.bricks.generate import (
-    ModelInput,
-    OnnxModelInput,
-    check_shape_options,
-    is_recipe_name,
-    read_recipe,
-    recipe_path,
-)
+from services.workloads.bricks.generate import ModelInput, OnnxModelInput, check_shape_options
 from services.workloads.bricks.measure import Item
+from services.workloads.bricks.suite import is_recipe_name, read_recipe, recipe_path
 from services.workloads.torch_models import builds_torch_modules
 from shared.architectures import ZOOS, architecture_problem
 from shared.catalogue import resolve_model

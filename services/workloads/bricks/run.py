@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from services.workloads.bricks.formats import brick_format
-from services.workloads.bricks.generate import frameworks_in, list_bricks, load_brick
 from services.workloads.bricks.measure import (
     Item,
     MeasureSettings,
@@ -24,6 +23,7 @@ from services.workloads.bricks.measure import (
 )
 from services.workloads.bricks.memory import measure_memory_read, weight_bytes
 from services.workloads.bricks.results import read_results, write_results
+from services.workloads.bricks.suite import frameworks_in, list_bricks, load_brick
 from shared.host_load import HostLoad, HostLoadSampler
 
 # Bricks per LoadGen run: one run's set-up is shared by many bricks, and a crash loses at

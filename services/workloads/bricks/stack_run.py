@@ -19,7 +19,7 @@ from typing import Any
 from services.core.workload import AgentRun
 from services.workloads.agent_run import measure_holding_host
 from services.workloads.bricks.construct import construct
-from services.workloads.bricks.generate import generate_suite, list_bricks, read_recipe
+from services.workloads.bricks.generate import generate_suite
 from services.workloads.bricks.measure import MeasureSettings, Timing, system_key
 from services.workloads.bricks.memory import measure_memory_read
 from services.workloads.bricks.models import manifest_model_input
@@ -27,6 +27,7 @@ from services.workloads.bricks.options import BrickOptions
 from services.workloads.bricks.results import SystemResults
 from services.workloads.bricks.run import measure_chunks, median_floor
 from services.workloads.bricks.store import system_results
+from services.workloads.bricks.suite import list_bricks, read_recipe
 from shared.environment import capture_environment
 from shared.manifest import parse_manifest
 

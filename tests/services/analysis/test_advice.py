@@ -110,7 +110,7 @@ def test_a_bad_percentile_or_bound_is_refused_by_name() -> None:
 def test_a_restarted_agent_is_the_same_system(settings: Settings) -> None:
     """Agent ids end in the process id; the machine (host and queue) is what the runs and
     the price belong to, so restarts add no rows."""
-    from services.analysis.advice import machine_of
+    from services.analysis.systems import machine_of
 
     assert machine_of("gpu-7/benchstack.inference.host.gpu-7/4242") == (
         "gpu-7/benchstack.inference.host.gpu-7"

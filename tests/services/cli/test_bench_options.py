@@ -66,3 +66,16 @@ def test_preprocessing_is_read_in_any_case_and_left_to_the_manifest_when_absent(
 
 def test_backend_option_values_that_look_like_numbers_are_numbers() -> None:
     assert parse_options(["a=1", "b=0.5", "c=x=y"]) == {"a": 1, "b": 0.5, "c": "x=y"}
+
+
+def test_from_params_takes_the_fields_among_a_commands_parameters() -> None:
+    params = {"model": "resnet18", "batch_size": 4, "as_json": True, "repeats": 3}
+    assert BenchOptions.from_params(params) == BenchOptions(model="resnet18", batch_size=4)
+
+
+def test_from_params_leaves_out_names_meaning_something_else_and_fixes_others() -> None:
+    # find-peak's --latency-bound-ms is the search's bound, not each probe's setting.
+    params = {"model": "m", "latency_bound_ms": 20.0, "scenario": "offline", "seed": 5}
+    options = BenchOptions.from_params(params, leave_out=("latency_bound_ms",), scenario="server")
+    assert options == BenchOptions(model="m", scenario="server", seed=5)
+    assert options.latency_bound_ms is None

@@ -15,11 +15,11 @@ from services.analysis.advice import (
     advise,
     check_request,
     load_reports,
-    machine_of,
 )
+from services.analysis.systems import machine_of
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.errors import InvalidInput
-from services.api.graphql.scalars import to_json
+from services.api.graphql.scalars import copied, to_json
 from shared.db.evaluations import Agent
 
 
@@ -44,23 +44,7 @@ class SystemAdviceType:
 
     @classmethod
     def from_advice(cls, item: SystemAdvice) -> SystemAdviceType:
-        return cls(
-            system=item.system,
-            machine=item.machine,
-            framework=item.framework,
-            settings=to_json(item.settings),
-            status=item.status,
-            qps=item.qps,
-            latency_ms=item.latency_ms,
-            run_id=item.run_id,
-            group_id=item.group_id,
-            validity=item.validity,
-            stability=item.stability,
-            price_per_hour=item.price_per_hour,
-            cost_per_million=item.cost_per_million,
-            notes=list(item.notes),
-            command=item.command,
-        )
+        return copied(cls, item, settings=to_json(item.settings), notes=list(item.notes))
 
 
 @strawberry.type(name="Advice")
@@ -75,15 +59,8 @@ class AdviceType:
 
     @classmethod
     def from_advice(cls, advice: Advice) -> AdviceType:
-        return cls(
-            model=advice.model,
-            latency_bound_ms=advice.latency_bound_ms,
-            percentile=advice.percentile,
-            systems=[SystemAdviceType.from_advice(s) for s in advice.systems],
-            cheapest=advice.cheapest,
-            conclusion=advice.conclusion,
-            missing=list(advice.missing),
-        )
+        systems = [SystemAdviceType.from_advice(s) for s in advice.systems]
+        return copied(cls, advice, systems=systems, missing=list(advice.missing))
 
 
 def _advice(

@@ -7,7 +7,7 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
-from services.api.graphql.scalars import to_json
+from services.api.graphql.scalars import copied, to_json
 from shared.db.evaluations import Agent
 
 
@@ -29,17 +29,11 @@ class AgentType:
 
     @classmethod
     def from_row(cls, row: Agent, live: bool) -> AgentType:
-        return cls(
-            id=row.id,
-            hostname=row.hostname,
-            queue=row.queue,
-            framework=row.framework,
-            framework_version=row.framework_version,
-            device=row.device,
+        return copied(
+            cls,
+            row,
             hardware=to_json(row.hardware),
             software=to_json(row.software),
             settings=to_json(row.settings or {}),
-            started_at=row.started_at,
-            last_heartbeat=row.last_heartbeat,
             live=live,
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import strawberry
 
 from services.api.context import ApiDeps, in_thread
+from services.api.graphql.scalars import copied
 from services.workloads.bricks.construct import construct
 from services.workloads.bricks.store import find_recipes, known_systems, system_results
 
@@ -49,19 +50,15 @@ def constructed_latencies(
             for recipe in recipes:
                 built = construct(recipe, results)
                 answers.append(
-                    ConstructedLatency(
+                    copied(
+                        ConstructedLatency,
+                        built,
                         model=model,
                         system=name,
                         granularity=int(recipe["granularity"]),
                         input_shape=[int(side) for side in recipe["input_shape"]],
-                        layers=built.layers,
                         bricks=built.steps,
-                        unique_bricks=built.unique_bricks,
                         missing=list(built.missing),
-                        sequential_ms=built.sequential_ms,
-                        critical_path_ms=built.critical_path_ms,
-                        floor_corrected_ms=built.floor_corrected_ms,
-                        cold_weights_ms=built.cold_weights_ms,
                     )
                 )
                 if len(answers) >= MAX_ANSWERS:

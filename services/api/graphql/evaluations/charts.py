@@ -6,10 +6,13 @@ evaluations: a run's files are never served to anyone else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import strawberry
 from graphql import GraphQLError
 
-from services.api.context import ApiDeps
+from services.api.context import ApiDeps, in_thread
 from services.api.graphql.input_guard import BAD_USER_INPUT
 from services.api.run_charts import (
     LatencySample,
@@ -117,6 +120,27 @@ def bounded(field: str, value: int, maximum: int) -> int:
         raise GraphQLError(
             str(exc), extensions={"code": BAD_USER_INPUT, "field": field, "accepted": accepted}
         ) from None
+
+
+def chart_field(
+    file: str,
+    load: Callable[[ApiDeps, str | None, int], Any],
+    returns: type,
+    limits: tuple[int, int],
+    description: str,
+) -> Any:
+    """A field of a run that shapes one of its stored files (``file``, a logical name of its
+    log_keys) into a chart with ``load``: ``limit`` (default and most: ``limits``) is bounded
+    first, and the object is read and shaped off the event loop. Null without the file."""
+    default, most = limits
+
+    async def resolve(self: Any, info: strawberry.Info, limit: int = default) -> Any:
+        limit = bounded("limit", limit, most)
+        return await in_thread(load, info.context.deps, self.log_keys.get(file), limit)
+
+    # Set here, not written above: the field's GraphQL type is the chart's, nullable.
+    resolve.__annotations__ = {"info": strawberry.Info, "limit": int, "return": returns | None}
+    return strawberry.field(resolver=resolve, description=description)
 
 
 def read_object(deps: ApiDeps, key: str | None) -> bytes | None:

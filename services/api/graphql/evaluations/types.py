@@ -9,13 +9,12 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from services.api.context import in_thread
 from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.charts import (
     FlameGraphType,
     LatencySampleType,
     TraceTimelineType,
-    bounded,
+    chart_field,
     load_flame,
     load_latencies,
     load_timeline,
@@ -23,7 +22,7 @@ from services.api.graphql.evaluations.charts import (
 from services.api.graphql.evaluations.operator_types import OperatorsType
 from services.api.graphql.evaluations.roofline_types import RooflineType
 from services.api.graphql.evaluations.training_types import TrainingType
-from services.api.graphql.scalars import to_json
+from services.api.graphql.scalars import copied, to_json
 from services.api.run_charts import (
     DEFAULT_LATENCY_POINTS,
     DEFAULT_TRACE_SPANS,
@@ -156,39 +155,31 @@ class RunType:
     # Logical file name -> object key: what the chart fields below read.
     log_keys: strawberry.Private[dict[str, str]]
 
-    @strawberry.field(
-        description="The run's per-sample latencies for its charts: all of them up to "
-        f"`limit` (1 to {MAX_LATENCY_POINTS}), else `limit` evenly spaced order statistics."
+    latency_sample = chart_field(
+        LATENCIES_FILE,
+        load_latencies,
+        LatencySampleType,
+        (DEFAULT_LATENCY_POINTS, MAX_LATENCY_POINTS),
+        "The run's per-sample latencies for its charts: all of them up to "
+        f"`limit` (1 to {MAX_LATENCY_POINTS}), else `limit` evenly spaced order statistics.",
     )
-    async def latency_sample(
-        self, info: strawberry.Info, limit: int = DEFAULT_LATENCY_POINTS
-    ) -> LatencySampleType | None:
-        limit = bounded("limit", limit, MAX_LATENCY_POINTS)
-        key = self.log_keys.get(LATENCIES_FILE)
-        return await in_thread(load_latencies, info.context.deps, key, limit)
-
-    @strawberry.field(
-        description="The spans of the run's trace.json for a timeline: all of them up to "
-        f"`limit` (1 to {MAX_TRACE_SPANS}), else the longest; null without a trace."
+    trace_timeline = chart_field(
+        TRACE_FILE,
+        load_timeline,
+        TraceTimelineType,
+        (DEFAULT_TRACE_SPANS, MAX_TRACE_SPANS),
+        "The spans of the run's trace.json for a timeline: all of them up to "
+        f"`limit` (1 to {MAX_TRACE_SPANS}), else the longest; null without a trace.",
     )
-    async def trace_timeline(
-        self, info: strawberry.Info, limit: int = DEFAULT_TRACE_SPANS
-    ) -> TraceTimelineType | None:
-        limit = bounded("limit", limit, MAX_TRACE_SPANS)
-        key = self.log_keys.get(TRACE_FILE)
-        return await in_thread(load_timeline, info.context.deps, key, limit)
-
-    @strawberry.field(
-        description="The run's trace.json as a flame graph: spans nested per thread, summed "
+    trace_flame = chart_field(
+        TRACE_FILE,
+        load_flame,
+        FlameGraphType,
+        (DEFAULT_FLAME_NODES, MAX_FLAME_NODES),
+        "The run's trace.json as a flame graph: spans nested per thread, summed "
         f"per stack path; all paths up to `limit` (1 to {MAX_FLAME_NODES}), else those with "
-        "the most time; null without a trace."
+        "the most time; null without a trace.",
     )
-    async def trace_flame(
-        self, info: strawberry.Info, limit: int = DEFAULT_FLAME_NODES
-    ) -> FlameGraphType | None:
-        limit = bounded("limit", limit, MAX_FLAME_NODES)
-        key = self.log_keys.get(TRACE_FILE)
-        return await in_thread(load_flame, info.context.deps, key, limit)
 
     @classmethod
     def from_row(cls, row: RunRow) -> RunType:
@@ -199,23 +190,11 @@ class RunType:
             LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
             for name, where in sorted(log_locations.items())
         ]
-        return cls(
-            id=row.id,
-            evaluation_id=row.evaluation_id,
-            created_at=row.created_at,
-            model_name=row.model_name,
-            model_version=row.model_version,
-            framework=row.framework,
-            framework_version=row.framework_version,
-            scenario=row.scenario,
-            mode=row.mode,
-            batch_size=row.batch_size,
-            dataset=row.dataset,
-            validity=row.validity,
+        return copied(
+            cls,
+            row,
             stability=((row.report or {}).get("stability") or {}).get("verdict"),
-            samples_per_second=row.samples_per_second,
             confidence=ConfidenceType.from_report(row.report),
-            preprocess_reused=row.preprocess_reused,
             metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
             environment=to_json(row.environment),
             settings=to_json(row.settings),
@@ -298,35 +277,18 @@ class EvaluationType:
     @classmethod
     def from_row(cls, row: EvaluationRow, *, waiting: str = "") -> EvaluationType:
         """``waiting``: why a stalled evaluation is not moving (``worker_repo``)."""
-        return cls(
-            id=row.id,
+        return copied(
+            cls,
+            row,
             state=EvaluationStateType(EvaluationState(row.state).value),
             reason=row.reason or waiting,
-            model_name=row.model_name,
-            model_version=row.model_version,
-            framework=row.framework,
-            device=row.device,
             scenario=to_json(row.scenario),
-            batch_size=row.batch_size,
-            dataset=row.dataset,
             samples=row.dataset_count,
-            trace_level=row.trace_level,
             workload=row.workload or "loadgen",
             workload_options=to_json(row.workload_options) if row.workload_options else None,
             preprocessing=stored_fidelity(row.manifest),
-            threads=row.threads,
             constraints=to_json(row.constraints),
-            queue=row.queue,
-            agent_id=row.agent_id,
-            run_id=row.run_id,
-            group_id=row.group_id,
             group_kind=_group_kind(row.group_info),
-            shards_total=row.shards_total,
-            shards_ready=row.shards_ready,
-            preprocess_reused=row.preprocess_reused,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            finished_at=row.finished_at,
         )
 
 

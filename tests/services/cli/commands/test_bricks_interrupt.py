@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 from services.embedded.interrupt import EXIT_INTERRUPTED
-from services.workloads.bricks.generate import generate_suite, list_bricks
+from services.workloads.bricks.generate import generate_suite
 from services.workloads.bricks.measure import system_key
 from services.workloads.bricks.models import model_input
 from services.workloads.bricks.results import read_results
+from services.workloads.bricks.suite import list_bricks
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 PER_RUN = 2  # bricks per LoadGen run here, so that a suite takes several runs

@@ -12,8 +12,8 @@ import torch
 
 from services.inference.backends import registry
 from services.workloads.bricks.formats import FORMATS, brick_format
-from services.workloads.bricks.generate import BRICK_SUFFIXES
 from services.workloads.bricks.measure import HARNESS, system_key
+from services.workloads.bricks.suite import BRICK_SUFFIXES
 
 
 def test_each_format_runs_on_a_registered_backend() -> None:

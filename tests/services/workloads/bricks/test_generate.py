@@ -15,17 +15,10 @@ import torch
 import torchvision
 from torch import nn
 
-from services.workloads.bricks.generate import (
-    ModelInput,
-    OnnxModelInput,
-    frameworks_in,
-    generate_suite,
-    list_bricks,
-    load_brick,
-    read_recipe,
-)
+from services.workloads.bricks.generate import ModelInput, OnnxModelInput, generate_suite
 from services.workloads.bricks.models import find_recipe, model_input, recipe_name
 from services.workloads.bricks.parse import parse_model
+from services.workloads.bricks.suite import frameworks_in, list_bricks, load_brick, read_recipe
 from tests.services.workloads.bricks.renaming import MARKER, renamed_onnx, renamed_torch
 
 

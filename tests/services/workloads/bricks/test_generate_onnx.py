@@ -12,15 +12,11 @@ import pytest
 
 from services.inference.convert import ConvertedModel
 from services.workloads.bricks.extract_onnx import brick_onnx
-from services.workloads.bricks.generate import (
-    OnnxModelInput,
-    generate_suite,
-    list_bricks,
-    load_brick,
-)
+from services.workloads.bricks.generate import OnnxModelInput, generate_suite
 from services.workloads.bricks.models import model_input, model_source, recipe_name
 from services.workloads.bricks.parse_onnx import parse_onnx
 from services.workloads.bricks.signature_onnx import cut_onnx_sequences
+from services.workloads.bricks.suite import list_bricks, load_brick
 from tests.services.workloads.bricks.onnx_models import branchy_model, names_in
 
 

@@ -17,13 +17,7 @@ from torch import nn
 
 from services.workloads.bricks import recorded_values
 from services.workloads.bricks.fx_brick import BrickFormatError
-from services.workloads.bricks.generate import (
-    ModelInput,
-    bricks_dir,
-    generate_suite,
-    list_bricks,
-    load_brick,
-)
+from services.workloads.bricks.generate import ModelInput, generate_suite
 from services.workloads.bricks.parse import parse_model
 from services.workloads.bricks.recorded_values import (
     MAX_RECORDED_BYTES,
@@ -31,6 +25,7 @@ from services.workloads.bricks.recorded_values import (
     value_dependent,
     values_path,
 )
+from services.workloads.bricks.suite import bricks_dir, list_bricks, load_brick
 
 
 def _pooling_net() -> nn.Sequential:

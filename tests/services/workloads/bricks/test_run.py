@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from services.workloads.bricks.generate import generate_suite, list_bricks
+from services.workloads.bricks.generate import generate_suite
 from services.workloads.bricks.measure import MeasureSettings, system_key
 from services.workloads.bricks.models import model_input
 from services.workloads.bricks.results import read_results
 from services.workloads.bricks.run import record_run, run_suite
+from services.workloads.bricks.suite import list_bricks
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 QUICK = MeasureSettings(min_queries=5, min_duration_s=0.01, threads=1)

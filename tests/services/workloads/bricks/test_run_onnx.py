@@ -9,16 +9,12 @@ import pytest
 
 from services.inference.convert import ConvertedModel
 from services.workloads.bricks.construct import construct
-from services.workloads.bricks.generate import (
-    OnnxModelInput,
-    generate_suite,
-    list_bricks,
-    read_recipe,
-)
+from services.workloads.bricks.generate import OnnxModelInput, generate_suite
 from services.workloads.bricks.measure import MeasureSettings, system_key
 from services.workloads.bricks.models import model_input
 from services.workloads.bricks.results import read_results
 from services.workloads.bricks.run import run_suite
+from services.workloads.bricks.suite import list_bricks, read_recipe
 from tests.services.workloads.bricks.onnx_models import branchy_model
 
 QUICK = MeasureSettings(min_queries=5, min_duration_s=0.01, threads=1)

@@ -1,0 +1,1 @@
+"""The themed groups of fields that ``shared.settings.Settings`` joins into one class."""
