@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 import statistics
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from services.core.figures import FIGURES, figures_of
 from services.embedded.bench import BenchRequest
+from shared.stored_report import LoadGenReport
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 
@@ -49,7 +50,7 @@ class Spread:
         return asdict(self)
 
 
-def summarise(reports: Sequence[dict[str, Any]]) -> dict[str, Spread]:
+def summarise(reports: Sequence[Mapping[str, Any] | LoadGenReport]) -> dict[str, Spread]:
     """The spread of every figure in FIGURES across the reports."""
     per_run = [figures_of(r) for r in reports]
     return {name: Spread.from_values([f[name] for f in per_run]) for name in FIGURES}
