@@ -39,7 +39,7 @@ class LoadGenReport:
     framework: dict[str, Any] = field(default_factory=dict)  # the backend's describe()
     scenario: str = ""
     mode: str = ""
-    batch_size: int = 0
+    batch_size: int | None = None
     settings: RunSettings | None = None
     dataset: dict[str, Any] = field(default_factory=dict)  # name, samples, failed
     preprocessing: dict[str, Any] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from services.core.find_peak_search import (
     search_peak,
 )
 from services.embedded.bench import BenchRequest
+from shared.stored_report import load_loadgen_report
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 
@@ -54,7 +55,7 @@ def find_peak(
         )
         group = {"kind": "find-peak", "id": group_id, "role": "capacity estimate"}
         estimate = run(replace(request, scenario=offline, group=group, run_id=None))
-        start_qps = float(estimate["performance"]["samples_per_second"])
+        start_qps = float(load_loadgen_report(estimate).perf.samples_per_second)
         if not start_qps > 0:
             raise ValueError("find-peak: the Offline estimate completed no samples; see its run")
     if not size_probes:

@@ -11,6 +11,7 @@ from typing import Any
 
 from services.core.figures import figures_of, verdicts
 from services.embedded.bench import BenchRequest
+from shared.stored_report import load_loadgen_report
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 
@@ -104,7 +105,7 @@ def expand(request: BenchRequest, parameter: str, values: Sequence[Any]) -> list
 def point_of(value: float, report: dict[str, Any]) -> CurvePoint:
     figures = figures_of(report)
     validity, stability = verdicts(report)
-    timings = report.get("timings") or {}
+    timings = load_loadgen_report(report).timings
     return CurvePoint(
         value=value,
         run_id=report["run_id"],

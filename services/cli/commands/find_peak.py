@@ -29,6 +29,7 @@ from services.cli.progress import ProgressBars
 from services.core.find_peak_search import PeakResult
 from services.embedded import bench as embedded
 from shared.settings import get_settings
+from shared.stored_report import load_loadgen_report
 
 
 def peak_table(result: PeakResult) -> Table:
@@ -133,10 +134,10 @@ def find_peak_command(
         return
     console = Console()
     if estimate is not None:
-        perf = estimate["performance"]
+        offline = load_loadgen_report(estimate)
         console.print(
-            f"start rate from Offline run {estimate['run_id'][:8]}: "
-            f"{perf['samples_per_second']:.1f} samples/s ({perf['validity']['result']})"
+            f"start rate from Offline run {offline.run_id[:8]}: "
+            f"{offline.perf.samples_per_second:.1f} samples/s ({offline.validity})"
         )
     console.print(peak_table(result))
     console.print(conclusion(result), soft_wrap=True)

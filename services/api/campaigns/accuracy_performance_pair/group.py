@@ -19,7 +19,9 @@ from services.core.workload import DEFAULT_WORKLOAD
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
+from shared.run_report import json_safe
 from shared.settings import Settings
+from shared.stored_report import load_loadgen_report
 
 KIND = "accuracy-performance-pair"
 ROLES = ("accuracy", "performance")  # accuracy first: it fails fast on bad labels
@@ -48,8 +50,9 @@ class PairView:
         _, run = self.members.get("accuracy", (None, None))
         if run is None:
             return None
-        found: dict[str, Any] | None = run.report.get("accuracy")
-        return found
+        accuracy = load_loadgen_report(run.report).accuracy
+        # Strict JSON, as stored: a figure the run lacks is null, not NaN.
+        return None if accuracy is None else dict(json_safe(accuracy.to_dict()))
 
 
 def submit_pair(

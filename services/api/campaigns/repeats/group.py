@@ -25,6 +25,7 @@ from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.settings import Settings
+from shared.stored_report import load_loadgen_report
 
 KIND = "repeats"
 MAX_REPEATS = 20
@@ -82,7 +83,9 @@ def load_repeats(session: Session, *, owner_id: int, group_id: str) -> RepeatsVi
     reports = [
         run.report
         for _, run in members
-        if run is not None and run.mode == "performance" and run.report.get("performance")
+        if run is not None
+        and run.mode == "performance"
+        and load_loadgen_report(run.report).performance is not None
     ]
     return RepeatsView(
         group_id=group_id,

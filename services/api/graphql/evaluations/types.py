@@ -37,6 +37,7 @@ from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
 from shared.db.states import FINAL_STATE_NAMES, EvaluationState
 from shared.manifest_sections import stored_fidelity
+from shared.stored_report import load_loadgen_report, load_report
 
 
 @strawberry.enum(name="EvaluationState")
@@ -192,9 +193,9 @@ class RunType:
 
     @classmethod
     def from_row(cls, row: RunRow) -> RunType:
-        log_locations: dict[str, Any] = (row.report or {}).get("logs", {})
-        log_keys: dict[str, Any] = (row.report or {}).get("log_keys") or {}
-        profile = (row.report or {}).get("profile")
+        stored = load_report(row.report)
+        report = load_loadgen_report(stored)
+        log_locations, log_keys, profile = stored.logs, report.log_keys, report.profile
         links = [
             LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
             for name, where in sorted(log_locations.items())
@@ -212,9 +213,9 @@ class RunType:
             batch_size=row.batch_size,
             dataset=row.dataset,
             validity=row.validity,
-            stability=((row.report or {}).get("stability") or {}).get("verdict"),
+            stability=report.stability_verdict,
             samples_per_second=row.samples_per_second,
-            confidence=ConfidenceType.from_report(row.report),
+            confidence=ConfidenceType.from_report(report),
             preprocess_reused=row.preprocess_reused,
             metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
             environment=to_json(row.environment),
