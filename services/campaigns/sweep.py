@@ -108,7 +108,7 @@ def point_of(value: float, report: dict[str, Any]) -> CurvePoint:
     timings = load_loadgen_report(report).timings
     return CurvePoint(
         value=value,
-        run_id=report["run_id"],
+        run_id=load_loadgen_report(report).run_id,
         samples_per_second=figures["samples_per_second"],
         latency_p50_ms=figures["latency_p50"],
         latency_p90_ms=figures["latency_p90"],

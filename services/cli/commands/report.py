@@ -97,7 +97,9 @@ def _remote(server: str, token: str | None, ref: str) -> tuple[str, list[dict[st
     from services.cli.remote_reports import remote_reports
 
     title, reports, cdfs = remote_reports(server, token, ref)
-    return title, reports, lambda report: cdfs.get(str(report["run_id"]), ([], []))
+    from shared.stored_report import load_loadgen_report
+
+    return title, reports, lambda report: cdfs.get(load_loadgen_report(report).run_id, ([], []))
 
 
 def register(app: typer.Typer) -> None:
