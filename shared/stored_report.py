@@ -4,7 +4,7 @@ A LoadGen run's report is ``RunReport.to_dict``'s JSON; a workload without LoadG
 (DLBricks, training) stores its outcome document under its kind
 (``services/aggregator/outcomes.py``). ``load_report`` turns either into its typed form, the
 union ``StoredReport``. Readers use attributes, never string keys (tests/shared/
-test_report_reads.py counts what is left).
+test_stored_report_reads.py counts what is left).
 
 Rows stored by older versions lack sections or fields: a missing section reads as None
 (an empty dict or list where the section is a mapping or list), a missing figure as NaN,
@@ -90,6 +90,9 @@ class OutcomeReport:
     run_id: str = ""
     evaluation_id: str | None = None
     logs: dict[str, str] = field(default_factory=dict)
+    # How the run shared its machine (busy, overlapped), as a LoadGen report's ``host``:
+    # the document's own (a training session records it there).
+    host: dict[str, Any] = field(default_factory=dict)
 
 
 StoredReport = LoadGenReport | OutcomeReport
@@ -108,6 +111,7 @@ def load_report(data: Mapping[str, Any] | StoredReport | None) -> StoredReport:
             run_id=str(data.get("run_id") or ""),
             evaluation_id=data.get("evaluation_id"),
             logs=dict(data.get("logs") or {}),
+            host=dict(data.get("host") or data[kind].get("host") or {}),
         )
     return typed(LoadGenReport, data)
 

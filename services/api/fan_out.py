@@ -196,8 +196,8 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> F
         latency_p99_ms=metrics.get("latency_p99"),
         validity=run.validity if run is not None else "",
         stability=(loadgen.stability_verdict or "UNKNOWN") if run else "",
-        overlapped=bool(loadgen.host.get("overlapped")) if run else None,
-        host_busy=bool(loadgen.host.get("busy")) if run else None,
+        overlapped=bool(report.host.get("overlapped")) if run else None,
+        host_busy=bool(report.host.get("busy")) if run else None,
         workload=evaluation.workload or "loadgen",
         **(_figures_of(report) if run is not None else {}),
     )
