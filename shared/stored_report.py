@@ -90,8 +90,9 @@ class OutcomeReport:
     run_id: str = ""
     evaluation_id: str | None = None
     logs: dict[str, str] = field(default_factory=dict)
-    # How the run shared its machine (busy, overlapped), as a LoadGen report's ``host``:
-    # the document's own (a training session records it there).
+    # A top-level ``host`` beside the document, read as a LoadGen report's. The aggregator
+    # stores none (a training session's host is inside its document): kept as the fan-out
+    # row read it, so a training row's host_busy stays what it was.
     host: dict[str, Any] = field(default_factory=dict)
 
 
@@ -111,7 +112,7 @@ def load_report(data: Mapping[str, Any] | StoredReport | None) -> StoredReport:
             run_id=str(data.get("run_id") or ""),
             evaluation_id=data.get("evaluation_id"),
             logs=dict(data.get("logs") or {}),
-            host=dict(data.get("host") or data[kind].get("host") or {}),
+            host=dict(data.get("host") or {}),
         )
     return typed(LoadGenReport, data)
 
