@@ -18,7 +18,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -126,53 +126,81 @@ def load_loadgen_report(data: Mapping[str, Any] | StoredReport | None) -> LoadGe
 def typed(cls: type[T], data: Mapping[str, Any]) -> T:
     """``cls`` (a dataclass of report sections) from stored JSON, leniently: unknown keys
     are dropped, a missing field takes its default or its type's empty value."""
-    hints = _hints(cls)
-    values: dict[str, Any] = {}
-    for item in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if item.name in data:
-            values[item.name] = _value(hints[item.name], data[item.name])
-        elif item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
-            values[item.name] = _empty(hints[item.name])
-    return cls(**values)
+    made: T = _converter(cls)(data)
+    return made
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+Convert = Callable[[Any], Any]
+# One converter per annotation, built once: resolving annotations and walking a class's
+# fields on every read would cost more than the read (reports are read in loops).
+_CONVERTERS: dict[Any, Convert] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    # Resolving the annotations is the slow part of a read; a class's never change.
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
+def _converter(hint: Any) -> Convert:
+    found = _CONVERTERS.get(hint)
+    if found is None:
+        found = _CONVERTERS[hint] = _build(hint)
+    return found
 
 
-def _value(hint: Any, value: Any) -> Any:
+def _build(hint: Any) -> Convert:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        # An absent or empty optional section is None: "not recorded", as readers say.
-        if type(None) in args and (value is None or value == {}):
-            return None if value is None or _is_section(args) else value
-        (hint,) = [a for a in args if a is not type(None)]
-        return _value(hint, value)
-    if hint is float:
-        return math.nan if value is None else float(value)
+        (inner,) = [a for a in args if a is not type(None)]
+        return _optional(_converter(inner), section=dataclasses.is_dataclass(inner))
     if dataclasses.is_dataclass(hint):
-        return typed(hint, value) if isinstance(value, Mapping) else _empty(hint)  # type: ignore[arg-type]
+        return _section(hint)  # type: ignore[arg-type]
+    if hint is float:
+        return lambda v: math.nan if v is None else float(v)
     if origin is dict:
-        if value is None:
-            return {}
-        return {k: _value(args[1], v) for k, v in value.items()} if args else dict(value)
+        item = _converter(args[1]) if args else _same
+        return lambda v: {} if v is None else {k: item(x) for k, x in v.items()}
     if origin is list:
-        return [_value(args[0], v) for v in value or []]
-    if hint is int and value is None:
-        return 0
-    if hint is str and value is None:
-        return ""
+        element = _converter(args[0]) if args else _same
+        return lambda v: [element(x) for x in v or []]
+    if hint in (int, str):
+        empty = hint()
+        return lambda v: empty if v is None else v
+    return _same
+
+
+def _same(value: Any) -> Any:
     return value
 
 
-def _is_section(args: tuple[Any, ...]) -> bool:
-    return any(dataclasses.is_dataclass(a) for a in args)
+def _optional(convert: Convert, *, section: bool) -> Convert:
+    def optional(value: Any) -> Any:
+        # An absent or empty optional section is None: "not recorded", as readers say.
+        if value is None or (section and value == {}):
+            return None
+        return convert(value)
+
+    return optional
+
+
+def _section(cls: type) -> Convert:
+    hints = typing.get_type_hints(cls)
+    plan = [
+        (
+            item.name,
+            _converter(hints[item.name]),
+            item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING,
+            hints[item.name],
+        )
+        for item in dataclasses.fields(cls)
+    ]
+
+    def section(value: Any) -> Any:
+        data = value if isinstance(value, Mapping) else {}
+        values: dict[str, Any] = {}
+        for name, convert, required, hint in plan:
+            if name in data:
+                values[name] = convert(data[name])
+            elif required:
+                values[name] = _empty(hint)
+        return cls(**values)
+
+    return section
 
 
 def _empty(hint: Any) -> Any:
@@ -181,5 +209,5 @@ def _empty(hint: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         return None
     if dataclasses.is_dataclass(hint):
-        return typed(hint, {})  # type: ignore[arg-type]
+        return _converter(hint)({})
     return {float: math.nan, int: 0, str: "", bool: False, dict: {}, list: []}.get(origin or hint)
