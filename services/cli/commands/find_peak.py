@@ -127,7 +127,8 @@ def find_peak_command(
             ),
         )
     if as_json:
-        payload = result.to_dict() | {"estimate_run": estimate["run_id"] if estimate else None}
+        estimate_run = load_loadgen_report(estimate).run_id if estimate else None
+        payload = result.to_dict() | {"estimate_run": estimate_run}
         sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
         if result.peak is None:
             raise typer.Exit(code=1)
