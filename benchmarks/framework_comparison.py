@@ -26,6 +26,7 @@ from services.inference.backends.base import BackendOptions
 from services.inference.convert import convert_to_onnx
 from shared.catalogue import resolve_model
 from shared.settings import Settings
+from shared.stored_report import load_loadgen_report
 from tests.support.kserve_server import KServeServer, ServedModel, ensure_venv
 
 
@@ -74,8 +75,8 @@ def main() -> None:
                     ),
                     settings,
                 )
-                perf = report["performance"]
-                rate, validity = perf["samples_per_second"], perf["validity"]["result"]
+                typed = load_loadgen_report(report)
+                rate, validity = typed.perf.samples_per_second, typed.validity
                 rows.append((label, rate, validity))
                 print(f"{label:30s} {rate:8.2f} samples/s  {validity}", flush=True)
         finally:

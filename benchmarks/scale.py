@@ -56,6 +56,7 @@ from services.api.auth import create_token
 from services.stack.manager import ServiceSpec, Stack, default_services
 from shared import queues
 from shared.db.session import session_scope
+from shared.stored_report import load_loadgen_report
 from tests.support.ephemeral import EphemeralStack
 
 AGENTS_SCRIPT = Path(__file__).with_name("scale_agents.py")
@@ -127,7 +128,8 @@ def template_measurement(work: Path) -> Path:
         samples=8,
     )
     report = run_bench(request, settings)
-    stored = settings.data_dir / "objects" / report["log_prefix"] / "measurement.json"
+    prefix = load_loadgen_report(report).log_prefix
+    stored = settings.data_dir / "objects" / prefix / "measurement.json"
     if not stored.exists():  # the local store's layout: find it rather than assume it
         stored = next(settings.data_dir.rglob("measurement.json"))
     target = work / "template-measurement.json"

@@ -44,6 +44,7 @@ from services.inference.loadgen.timer_slack import precise_sleeps
 from shared.catalogue import resolve_model
 from shared.loadgen_logs import parse_summary
 from shared.settings import get_settings
+from shared.stored_report import load_loadgen_report
 
 TARGET = 1.1
 MAX_ROUNDS = 20
@@ -71,8 +72,9 @@ def run(framework: str, model: str, scenario: ScenarioConfig, threads: int) -> d
 
 
 def figure(report: dict[str, Any], value: float) -> Figure:
-    load = report["host"].get("load") or {}
-    return Figure(value, bool(report["host"].get("busy")), load.get("other_cpu_share"))
+    host = load_loadgen_report(report).host
+    load = host.get("load") or {}
+    return Figure(value, bool(host.get("busy")), load.get("other_cpu_share"))
 
 
 def loadgen_floor_p50_ms(qps: float, duration_s: float) -> float:

@@ -43,6 +43,7 @@ from shared.db.evaluations import Evaluation  # noqa: E402
 from shared.db.models import Run  # noqa: E402
 from shared.db.session import session_scope  # noqa: E402
 from shared.settings import Settings  # noqa: E402
+from shared.stored_report import load_loadgen_report  # noqa: E402
 from tests.support.ephemeral import EphemeralStack  # noqa: E402
 
 MAX_EVALUATIONS = 100
@@ -89,7 +90,7 @@ def wait_final(database_url: str, ids: list[str], timeout_s: float) -> dict[str,
 def run_timings(database_url: str, ids: list[str]) -> list[dict[str, float]]:
     with session_scope(database_url) as session:
         reports = session.scalars(select(Run.report).where(Run.evaluation_id.in_(ids))).all()
-    return [report.get("timings") or {} for report in reports]
+    return [load_loadgen_report(report).timings for report in reports]
 
 
 def idle_report(timings: list[dict[str, float]]) -> dict[str, float]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import select
@@ -12,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from shared.db.models import Metric, Run, utcnow
 from shared.run_report import RunReport, json_safe
+from shared.stored_report import LoadGenReport, load_loadgen_report
 
 
 class RunNotFound(LookupError):
@@ -47,32 +49,31 @@ def _ms(value_ns: float | None) -> float | None:
     return None if value_ns is None else value_ns / 1e6
 
 
-def metrics_from_report(report: dict[str, Any]) -> list[tuple[str, float, str]]:
+def metrics_from_report(stored: Mapping[str, Any] | LoadGenReport) -> list[tuple[str, float, str]]:
     """The figures of a report as (name, value, unit) rows.
 
     A figure LoadGen did not produce (NaN in memory, null once stored) is left out.
     """
+    report = load_loadgen_report(stored)
     rows: list[tuple[str, float | None, str]] = []
-    perf = report.get("performance")
+    perf = report.performance
     if perf:
-        rows.append(("samples_per_second", perf["samples_per_second"], "samples/s"))
-        rows.append(("qps", perf["qps"], "queries/s"))
-        latency = perf["latency"]
-        rows.append(("latency_min", _ms(latency["min_ns"]), "ms"))
-        rows.append(("latency_mean", _ms(latency["mean_ns"]), "ms"))
-        rows.append(("latency_max", _ms(latency["max_ns"]), "ms"))
-        for key, value in latency["percentiles_ns"].items():
+        rows.append(("samples_per_second", perf.samples_per_second, "samples/s"))
+        rows.append(("qps", perf.qps, "queries/s"))
+        latency = perf.latency
+        rows.append(("latency_min", _ms(latency.min_ns), "ms"))
+        rows.append(("latency_mean", _ms(latency.mean_ns), "ms"))
+        rows.append(("latency_max", _ms(latency.max_ns), "ms"))
+        for key, value in latency.percentiles_ns.items():
             rows.append((f"latency_{key}", _ms(value), "ms"))
-        rows.append(("valid", 1.0 if perf["validity"]["result"] == "VALID" else 0.0, "bool"))
+        rows.append(("valid", 1.0 if perf.validity.result == "VALID" else 0.0, "bool"))
     # The cold start, as its own figure: never inside a measurement; absent when the model
     # stayed loaded from an earlier run on the same worker (model_kept = 1).
-    timings = report.get("timings") or {}
-    rows.append(("model_load", timings.get("model_load_s"), "s"))
-    rows.append(("model_kept", timings.get("model_cache_hit"), "bool"))
-    accuracy = report.get("accuracy")
-    if accuracy:
-        rows.append(("top1", accuracy["top1"], "%"))
-        rows.append(("top5", accuracy.get("top5"), "%"))
+    rows.append(("model_load", report.timings.get("model_load_s"), "s"))
+    rows.append(("model_kept", report.timings.get("model_cache_hit"), "bool"))
+    if report.accuracy:
+        rows.append(("top1", report.accuracy.top1, "%"))
+        rows.append(("top5", report.accuracy.top5, "%"))
     return finite(rows)
 
 
@@ -99,7 +100,7 @@ def record_from_report(report: RunReport, manifest: dict[str, Any]) -> RunRecord
         validity=report.validity,
         samples_per_second=performance.samples_per_second,
         manifest=manifest,
-        settings=report.to_dict()["settings"],
+        settings=json_safe(asdict(report.settings)),
         environment=report.measurement.environment,
         report=report.to_dict(),
         log_prefix=report.log_prefix,

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from services.analysis.systems import label_of, system_of
 from services.core.figures import percentile_key
 from services.core.find_peak_search import Probe, judge
+from shared.stored_report import LoadGenReport, load_loadgen_report
 
 # At most this many stored runs of the model are read (newest first).
 MAX_RUNS = 5000
@@ -90,12 +91,12 @@ def check_request(latency_bound_ms: float, percentile: float) -> None:
     percentile_key(percentile)
 
 
-def _price(reports: list[dict[str, Any]], declared: float | None) -> float | None:
+def _price(reports: list[LoadGenReport], declared: float | None) -> float | None:
     """The price the machine declares now, else the newest one recorded with its runs."""
     if declared is not None:
         return declared
     for report in reports:  # newest first
-        price = ((report.get("agent") or {}).get("settings") or {}).get("price_per_hour")
+        price = (report.agent.get("settings") or {}).get("price_per_hour")
         if isinstance(price, int | float) and price > 0:
             return float(price)
     return None
@@ -113,8 +114,8 @@ def _command(model: str, framework: str, settings: dict[str, Any], bound: float,
     return shlex.join(words)
 
 
-def _probe_bound(report: dict[str, Any]) -> tuple[float | None, float | None]:
-    scenario = (report.get("settings") or {}).get("scenario") or {}
+def _probe_bound(report: LoadGenReport) -> tuple[float | None, float | None]:
+    scenario = report.settings.scenario if report.settings else {}
     bound, pct = scenario.get("target_latency_ms"), scenario.get("latency_percentile")
     return (
         None if bound is None else float(bound),
@@ -123,7 +124,7 @@ def _probe_bound(report: dict[str, Any]) -> tuple[float | None, float | None]:
 
 
 def advise(
-    reports: Iterable[dict[str, Any]],
+    reports: Iterable[Mapping[str, Any] | LoadGenReport],
     *,
     model: str,
     latency_bound_ms: float,
@@ -134,10 +135,10 @@ def advise(
     ``prices``: machine (``machine_of`` an agent id) -> the price it declares now, over
     recorded ones."""
     check_request(latency_bound_ms, percentile)
-    systems: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    systems: dict[tuple[str, str, str], list[LoadGenReport]] = {}
     names: dict[tuple[str, str, str], tuple[str, str, dict[str, Any]]] = {}
-    for report in reports:
-        if report.get("mode", "performance") != "performance" or not report.get("performance"):
+    for report in map(load_loadgen_report, reports):
+        if (report.mode or "performance") != "performance" or report.performance is None:
             continue
         machine, framework, settings = system_of(report)
         key = (machine, framework, repr(sorted(settings.items())))
@@ -159,7 +160,7 @@ def advise(
 
 
 def _system(
-    runs: list[dict[str, Any]],
+    runs: list[LoadGenReport],
     machine: str,
     framework: str,
     settings: dict[str, Any],
@@ -170,14 +171,13 @@ def _system(
     declared: float | None,
 ) -> SystemAdvice:
     label = label_of(machine, framework, settings)
-    typed_model = str((runs[0].get("settings") or {}).get("model") or model)
+    typed_model = str((runs[0].settings.model if runs[0].settings else "") or model)
     command = _command(typed_model, framework, settings, bound, pct)
     price = _price(runs, declared)
     probes = [
         r
         for r in runs
-        if (r.get("group") or {}).get("kind") == "find-peak"
-        and (r.get("group") or {}).get("role") == "probe"
+        if (r.group or {}).get("kind") == "find-peak" and (r.group or {}).get("role") == "probe"
     ]
     common: dict[str, Any] = {
         "system": label,
@@ -211,14 +211,14 @@ def _system(
             f"{len(unjudged_above)} faster probes met the bound but were not judged "
             f"(up to {max(p.qps for p in unjudged_above):.1f} QPS)"
         )
-    peak_run = next(r for r in probes if str(r.get("run_id")) == best.run_id)
+    peak_run = next(r for r in probes if r.run_id == best.run_id)
     return SystemAdvice(
         **common,
         status="meets the bound",
         qps=best.qps,
         latency_ms=best.latency_ms,
         run_id=best.run_id,
-        group_id=str((peak_run.get("group") or {}).get("id") or ""),
+        group_id=str((peak_run.group or {}).get("id") or ""),
         validity=best.validity,
         stability=best.stability,
         cost_per_million=cost_per_million(price, best.qps) if price is not None else None,
@@ -227,7 +227,7 @@ def _system(
 
 
 def _judged_at(
-    probes: list[dict[str, Any]], bound: float, pct: float
+    probes: list[LoadGenReport], bound: float, pct: float
 ) -> tuple[list[Probe], set[str]]:
     """The probes measured against this bound or a tighter one, judged against it; and
     the other bounds the rest were measured against (LoadGen never judged them here)."""
@@ -238,7 +238,7 @@ def _judged_at(
         if stored_pct != pct or stored_bound is None or stored_bound > bound + _BOUND_SLACK:
             other_bounds.add(f"p{stored_pct or 0:g} <= {stored_bound or 0:g} ms")
             continue
-        qps = float((report.get("group") or {}).get("qps") or 0.0)
+        qps = float((report.group or {}).get("qps") or 0.0)
         usable.append(judge(report, qps, latency_bound_ms=bound, percentile=pct))
     return usable, other_bounds
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from services.analysis.systems import machine_of
+from shared.stored_report import LoadGenReport, load_loadgen_report
 
 CSV_COLUMNS = (
     "run_id", "group_kind", "group_id", "agent", "machine", "hostname", "threads",
@@ -48,16 +51,25 @@ _COLUMN_OF = {
 OFFLINE_LATENCY_NOTE = "Offline: latencies are queue positions, not shown"
 
 
-def is_offline(report: dict[str, Any]) -> bool:
-    return str(report.get("scenario") or "").lower() == "offline"
+Stored = Mapping[str, Any] | LoadGenReport
 
 
-def _ms(value_ns: Any) -> float | None:
-    return None if value_ns is None else float(value_ns) / 1e6
+def is_offline(stored: Stored) -> bool:
+    return load_loadgen_report(stored).scenario.lower() == "offline"
 
 
-def _interval(report: dict[str, Any], name: str) -> dict[str, Any]:
-    return ((report.get("confidence") or {}).get("figures") or {}).get(name) or {}
+def _figure(value: float | None) -> float | None:
+    """A figure for a row: one LoadGen did not give (NaN, a stored null) is empty."""
+    return None if value is None or math.isnan(value) else value
+
+
+def _ms(value_ns: float | None) -> float | None:
+    value = _figure(value_ns)
+    return None if value is None else float(value) / 1e6
+
+
+def _interval(report: LoadGenReport, name: str) -> dict[str, Any]:
+    return ((report.confidence or {}).get("figures") or {}).get(name) or {}
 
 
 def _leaves(value: Any, path: str) -> Iterator[tuple[str, Any]]:
@@ -68,11 +80,13 @@ def _leaves(value: Any, path: str) -> Iterator[tuple[str, Any]]:
         yield path, value
 
 
-def settings_of(report: dict[str, Any]) -> dict[str, Any]:
+def settings_of(stored: Stored) -> dict[str, Any]:
     """Every setting of a run as ``path -> value``: its request, the threads it applied and
     the agent and machine that measured it."""
-    settings = {k: v for k, v in (report.get("settings") or {}).items() if k not in _NOT_A_SETTING}
-    applied = (report.get("agent") or {}).get("backend_options") or {}
+    report = load_loadgen_report(stored)
+    asked = asdict(report.settings) if report.settings else {}
+    settings = {k: v for k, v in asked.items() if k not in _NOT_A_SETTING}
+    applied = report.agent.get("backend_options") or {}
     leaves = dict(_leaves(settings, ""))
     for name in ("intra_op_threads", "inter_op_threads"):
         if applied.get(name) is not None:
@@ -82,7 +96,7 @@ def settings_of(report: dict[str, Any]) -> dict[str, Any]:
     return leaves
 
 
-def differing(reports: Sequence[dict[str, Any]]) -> list[str]:
+def differing(reports: Sequence[Stored]) -> list[str]:
     """The settings' paths whose values are not the same in every run, in path order."""
     if len(reports) < 2:
         return []
@@ -95,60 +109,62 @@ def differing(reports: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
-def agent_of(report: dict[str, Any]) -> str:
+def agent_of(stored: Stored) -> str:
     """The agent id that measured the run; embedded runs name their host."""
-    agent = str(report.get("agent_id") or (report.get("agent") or {}).get("id") or "")
-    hostname = (report.get("environment") or {}).get("hostname") or "?"
+    report = load_loadgen_report(stored)
+    agent = str(report.agent_id or report.agent.get("id") or "")
+    hostname = report.environment.get("hostname") or "?"
     return agent or f"embedded on {hostname}"
 
 
-def machine_name(report: dict[str, Any]) -> str:
-    agent_settings = (report.get("agent") or {}).get("settings") or {}
-    agent = str(report.get("agent_id") or "")
-    hostname = (report.get("environment") or {}).get("hostname") or "?"
-    return machine_of(agent, agent_settings) if agent else f"local:{hostname}"
+def machine_name(stored: Stored) -> str:
+    report = load_loadgen_report(stored)
+    agent_settings = report.agent.get("settings") or {}
+    hostname = report.environment.get("hostname") or "?"
+    return machine_of(report.agent_id, agent_settings) if report.agent_id else f"local:{hostname}"
 
 
-def _threads(report: dict[str, Any], name: str) -> Any:
-    applied = (report.get("agent") or {}).get("backend_options") or {}
+def _threads(report: LoadGenReport, name: str) -> Any:
+    applied = report.agent.get("backend_options") or {}
     if applied.get(name) is not None:
         return applied[name]
-    return ((report.get("settings") or {}).get("backend_options") or {}).get(name)
+    return getattr(report.settings.backend_options, name) if report.settings else None
 
 
-def row_of(report: dict[str, Any]) -> dict[str, Any]:
+def row_of(stored: Stored) -> dict[str, Any]:
     """One run as a flat row, in CSV_COLUMNS."""
-    perf = report.get("performance") or {}
-    latency = (perf.get("latency") or {}).get("percentiles_ns") or {}
-    settings = report.get("settings") or {}
-    group = report.get("group") or {}
-    load = (report.get("host") or {}).get("load") or {}
+    report = load_loadgen_report(stored)
+    perf = report.performance
+    latency = perf.latency.percentiles_ns if perf else {}
+    settings = report.settings
+    group = report.group or {}
+    load = report.host.get("load") or {}
     sps, p99 = _interval(report, "samples_per_second"), _interval(report, "latency_p99")
     reasons = dict.fromkeys(str(i["reason"]) for i in (sps, p99) if i.get("reason"))
-    if not report.get("confidence"):
+    if not report.confidence:
         reasons = {"no intervals recorded (run stored before them)": None}
     offline = is_offline(report)
     return {
-        "run_id": report["run_id"],
+        "run_id": report.run_id,
         "group_kind": group.get("kind", ""),
         "group_id": group.get("id", ""),
         "agent": agent_of(report),
         "machine": machine_name(report),
-        "hostname": (report.get("environment") or {}).get("hostname", ""),
+        "hostname": report.environment.get("hostname", ""),
         "threads": _threads(report, "intra_op_threads"),
         "inter_op_threads": _threads(report, "inter_op_threads"),
-        "model": f"{report['model']['name']} {report['model']['version']}",
-        "framework": (report.get("framework") or {}).get("name", ""),
-        "framework_version": (report.get("framework") or {}).get("version", ""),
-        "device": (settings.get("backend_options") or {}).get("device", ""),
-        "scenario": report.get("scenario", ""),
-        "batch_size": report.get("batch_size"),
-        "workers": settings.get("workers", 1),
-        "validity": (perf.get("validity") or {}).get("result", ""),
-        "stability": (report.get("stability") or {}).get("verdict", "not recorded"),
+        "model": f"{report.model['name']} {report.model['version']}",
+        "framework": report.framework.get("name", ""),
+        "framework_version": report.framework.get("version", ""),
+        "device": settings.backend_options.device if settings else "",
+        "scenario": report.scenario,
+        "batch_size": report.batch_size,
+        "workers": settings.workers if settings else 1,
+        "validity": report.validity,
+        "stability": report.stability.verdict if report.stability else "not recorded",
         "host_busy": load.get("busy"),
         "other_cpu_share": load.get("other_cpu_share"),
-        "samples_per_second": perf.get("samples_per_second"),
+        "samples_per_second": _figure(perf.samples_per_second) if perf else None,
         "samples_per_second_low": sps.get("low"),
         "samples_per_second_high": sps.get("high"),
         "latency_p50_ms": None if offline else _ms(latency.get("p50")),
@@ -161,16 +177,16 @@ def row_of(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def setting_columns(reports: Sequence[dict[str, Any]]) -> list[str]:
+def setting_columns(reports: Sequence[Stored]) -> list[str]:
     """``setting.<path>`` for each differing setting without a column of its own."""
     return [SETTING_PREFIX + p for p in differing(reports) if p not in _COLUMN_OF]
 
 
-def rows_of(reports: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def rows_of(reports: Sequence[Stored]) -> list[dict[str, Any]]:
     """Each run's row with the settings that set it apart (``setting.<path>`` columns)."""
     columns = setting_columns(reports)
     rows = []
-    for report in reports:
+    for report in map(load_loadgen_report, reports):
         leaves = settings_of(report)
         row = row_of(report)
         for column in columns:
@@ -179,7 +195,7 @@ def rows_of(reports: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def labels_of(reports: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> list[str]:
+def labels_of(reports: Sequence[Stored], rows: Sequence[dict[str, Any]]) -> list[str]:
     """What sets each row apart, short enough for a chart's axis: the agent when agents
     differ, then each other differing setting by its column's name (the machine is the
     agent's); the run id when nothing differs. Two rows alike get " #n"."""
@@ -200,7 +216,7 @@ def labels_of(reports: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]])
     return unique
 
 
-def write_csv(reports: Sequence[dict[str, Any]], path: Path) -> int:
+def write_csv(reports: Sequence[Stored], path: Path) -> int:
     columns = [*CSV_COLUMNS, *setting_columns(reports)]
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)

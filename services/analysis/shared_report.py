@@ -24,6 +24,7 @@ import numpy as np
 from services.analysis.report_rows import (
     OFFLINE_LATENCY_NOTE,
     SETTING_PREFIX,
+    Stored,
     is_offline,
     labels_of,
     rows_of,
@@ -31,6 +32,7 @@ from services.analysis.report_rows import (
 )
 from services.inference.run import RAW_LATENCIES_FILE
 from shared.storage import ObjectNotFound, ObjectStore
+from shared.stored_report import load_loadgen_report
 
 CDF_POINTS = 500
 # A group's runs read at most (newest first).
@@ -47,10 +49,10 @@ def plotly_js() -> str:
     return path.read_text(encoding="utf-8")
 
 
-def latency_cdf(report: dict[str, Any], store: ObjectStore) -> tuple[list[float], list[float]]:
+def latency_cdf(stored: Stored, store: ObjectStore) -> tuple[list[float], list[float]]:
     """(latency ms, share of samples at or below it) at up to CDF_POINTS quantiles; empty
     when the run's per-sample latencies are not stored."""
-    key = (report.get("log_keys") or {}).get(RAW_LATENCIES_FILE)
+    key = load_loadgen_report(stored).log_keys.get(RAW_LATENCIES_FILE)
     if not key:
         return [], []
     try:
@@ -67,7 +69,7 @@ def latency_cdf(report: dict[str, Any], store: ObjectStore) -> tuple[list[float]
     return [float(v) for v in ordered[index]], [float((i + 1) / ordered.size) for i in index]
 
 
-CdfOf = Callable[[dict[str, Any]], tuple[list[float], list[float]]]
+CdfOf = Callable[[Stored], tuple[list[float], list[float]]]
 
 
 def _cell(value: Any, spec: str = ".3f") -> str:
@@ -168,19 +170,20 @@ def _bars(
     }
 
 
-def curve_x(report: dict[str, Any]) -> tuple[str, float] | None:
+def curve_x(stored: Stored) -> tuple[str, float] | None:
     """(what was varied, its value) for a sweep point or a find-peak probe; else None."""
-    group = report.get("group") or {}
+    report = load_loadgen_report(stored)
+    group = report.group or {}
     if group.get("kind") == "sweep" and group.get("parameter") and group.get("value") is not None:
         return str(group["parameter"]), float(group["value"])
     if group.get("kind") == "find-peak":
-        target = ((report.get("settings") or {}).get("scenario") or {}).get("target_qps")
+        target = (report.settings.scenario if report.settings else {}).get("target_qps")
         if group.get("role") != "capacity estimate" and target is not None:
             return "target QPS", float(target)
     return None
 
 
-def _curve(reports: Sequence[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _curve(reports: Sequence[Stored], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A sweep's or find-peak's figures against the value it varied, with their intervals."""
     points = [(curve_x(rep), row) for rep, row in zip(reports, rows, strict=True)]
     kept = sorted(((x, row) for x, row in points if x is not None), key=lambda p: p[0][1])
@@ -222,7 +225,7 @@ def _curve(reports: Sequence[dict[str, Any]], rows: list[dict[str, Any]]) -> lis
     return charts
 
 
-def render_html(title: str, reports: Sequence[dict[str, Any]], cdf_of: CdfOf) -> str:
+def render_html(title: str, reports: Sequence[Stored], cdf_of: CdfOf) -> str:
     """The page; ``cdf_of(report)`` gives a run's latency CDF points (empty when none)."""
     rows = rows_of(reports)
     columns = setting_columns(reports)

@@ -5,7 +5,11 @@ device) and one set of run settings (batch size, workers, threads, backend optio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from shared.run_report import RunSettings
+from shared.stored_report import LoadGenReport, load_loadgen_report, typed
 
 
 def machine_of(agent_id: str, agent_settings: dict[str, Any] | None = None) -> str:
@@ -20,25 +24,24 @@ def machine_of(agent_id: str, agent_settings: dict[str, Any] | None = None) -> s
     return "/".join(parts[:-1]) if len(parts) >= 3 and parts[-1].isdigit() else agent_id
 
 
-def system_of(report: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+def system_of(stored: Mapping[str, Any] | LoadGenReport) -> tuple[str, str, dict[str, Any]]:
     """(machine, framework, settings) of a stored run: what makes it one system."""
-    settings = report.get("settings") or {}
-    options = settings.get("backend_options") or {}
-    fw = report.get("framework") or {}
-    agent_settings = (report.get("agent") or {}).get("settings") or {}
-    machine = machine_of(str(report.get("agent_id") or ""), agent_settings) or (
-        "local:" + str((report.get("environment") or {}).get("hostname") or "?")
+    report = load_loadgen_report(stored)
+    settings = report.settings or typed(RunSettings, {})
+    options = settings.backend_options
+    machine = machine_of(report.agent_id, report.agent.get("settings") or {}) or (
+        "local:" + str(report.environment.get("hostname") or "?")
     )
-    framework = f"{fw.get('name', '?')} {fw.get('version', '')}".strip()
+    framework = f"{report.framework.get('name', '?')} {report.framework.get('version', '')}"
     return (
         machine,
-        framework,
+        framework.strip(),
         {
-            "device": str(options.get("device") or "cpu"),
-            "batch_size": int(report.get("batch_size") or settings.get("batch_size") or 1),
-            "workers": int(settings.get("workers") or 1),
-            "threads": int(options.get("intra_op_threads") or 0),
-            "options": {str(k): v for k, v in sorted((options.get("extra") or {}).items())},
+            "device": str(options.device or "cpu"),
+            "batch_size": int(report.batch_size or settings.batch_size or 1),
+            "workers": int(settings.workers or 1),
+            "threads": int(options.intra_op_threads or 0),
+            "options": {str(k): v for k, v in sorted(options.extra.items())},
         },
     )
 

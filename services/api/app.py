@@ -44,6 +44,7 @@ from shared.db.models import Run
 from shared.messages import Message
 from shared.settings import Settings, get_settings
 from shared.storage import ObjectNotFound, ObjectStoreUnavailable
+from shared.stored_report import load_loadgen_report
 from shared.tracing import install_celery_propagation
 
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
@@ -321,8 +322,7 @@ def _log_bytes(deps: ApiDeps, user_id: int, run_id: str, name: str) -> bytes | N
         ).first()
     if row is None or row.owner_id != user_id:
         return None
-    report = row.report or {}
-    key = (report.get("log_keys") or {}).get(name)
+    key = load_loadgen_report(row.report).log_keys.get(name)
     if key is None:
         return None
     try:

@@ -7,7 +7,7 @@ while the run is still pending, so a row is never blank, and never mixes the two
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import select
@@ -18,6 +18,13 @@ from services.workloads.training.summary import images_interval, setting_pairs
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.models import Run
 from shared.db.states import FINAL_STATES, EvaluationState
+from shared.stored_report import (
+    LoadGenReport,
+    OutcomeReport,
+    StoredReport,
+    load_loadgen_report,
+    load_report,
+)
 
 _PIN = "agent="
 
@@ -70,9 +77,8 @@ class FanOutRow:
     mean_step_ms: float | None = None
 
 
-def _training(report: dict[str, Any]) -> dict[str, Any]:
+def _training(document: dict[str, Any]) -> dict[str, Any]:
     """A training run's row fields: its settings, its images/s interval and step figures."""
-    document = report.get("training") or {}
     statistics = document.get("statistics") or {}
     interval = images_interval(statistics)
     mean_step = statistics.get("mean_step_s")
@@ -86,9 +92,9 @@ def _training(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _intervals(report: dict[str, Any]) -> dict[str, Any]:
+def _intervals(report: LoadGenReport) -> dict[str, Any]:
     """The row's interval fields from a stored report's ``confidence``."""
-    figures = (report.get("confidence") or {}).get("figures") or {}
+    figures = (report.confidence or {}).get("figures") or {}
     if not figures:
         return {"interval_reason": "no intervals recorded (run stored before them)"}
     sps, p99 = figures.get("samples_per_second") or {}, figures.get("latency_p99") or {}
@@ -149,13 +155,15 @@ class _Hardware:
 
 
 def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> FanOutRow:
-    report: dict[str, Any] = (run.report or {}) if run is not None else {}
+    report = load_report(run.report if run is not None else None)
+    loadgen = report if isinstance(report, LoadGenReport) else LoadGenReport()
     metrics = {m.name: m.value for m in run.metrics} if run is not None else {}
     # Measured facts once there is a run; until then, what the agent advertised.
     if run is not None:
         hardware = _Hardware.from_environment(run.environment or {})
         # The threads the run applied (chosen for the scenario when the agent said 0).
-        settings = (report.get("settings") or {}).get("backend_options") or {}
+        options = loadgen.settings.backend_options if loadgen.settings else None
+        settings = asdict(options) if options else {}
         version = run.framework_version
     else:
         hardware = _Hardware.from_environment(agent.hardware if agent else {})
@@ -163,7 +171,7 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> F
         version = agent.framework_version if agent else ""
     hostname = (run.environment or {}).get("hostname") if run is not None else None
     agent_id = evaluation.agent_id or pinned_agent(evaluation)
-    recorded = (report.get("agent") or {}).get("settings") or (agent.settings if agent else {})
+    recorded = loadgen.agent.get("settings") or (agent.settings if agent else {})
     return FanOutRow(
         evaluation_id=evaluation.id,
         state=evaluation.state,
@@ -187,16 +195,18 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> F
         latency_p90_ms=metrics.get("latency_p90"),
         latency_p99_ms=metrics.get("latency_p99"),
         validity=run.validity if run is not None else "",
-        stability=(str((report.get("stability") or {}).get("verdict") or "UNKNOWN") if run else ""),
-        overlapped=bool((report.get("host") or {}).get("overlapped")) if run else None,
-        host_busy=bool((report.get("host") or {}).get("busy")) if run else None,
+        stability=(loadgen.stability_verdict or "UNKNOWN") if run else "",
+        overlapped=bool(report.host.get("overlapped")) if run else None,
+        host_busy=bool(report.host.get("busy")) if run else None,
         workload=evaluation.workload or "loadgen",
         **(_figures_of(report) if run is not None else {}),
     )
 
 
-def _figures_of(report: dict[str, Any]) -> dict[str, Any]:
-    return _training(report) if report.get("kind") == "training" else _intervals(report)
+def _figures_of(report: StoredReport) -> dict[str, Any]:
+    if isinstance(report, OutcomeReport) and report.kind == "training":
+        return _training(report.document)
+    return _intervals(load_loadgen_report(report))
 
 
 def load_comparison(session: Session, *, owner_id: int, group_id: str) -> FanOutComparison | None:

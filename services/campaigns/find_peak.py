@@ -22,6 +22,7 @@ from services.core.campaigns.find_peak import (
 from services.core.early_stopping import duration_warning
 from services.core.find_peak_search import PeakResult, Probe, judge
 from services.embedded.request import BenchRequest
+from shared.stored_report import load_loadgen_report
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 
@@ -52,7 +53,7 @@ def find_peak(
             update={"scenario": "offline"} | dict.fromkeys(SERVER_TARGETS)
         )
         estimate = run(replace(request, scenario=offline, group=group.to_dict(), run_id=None))
-        start = start_rate(search, estimate["performance"]["samples_per_second"])
+        start = start_rate(search, load_loadgen_report(estimate).perf.samples_per_second)
         if start is None:
             raise ValueError(f"find-peak: {NO_ESTIMATE}")
     if not size_probes:

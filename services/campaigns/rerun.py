@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -35,8 +35,8 @@ from services.inference.backends.base import BackendOptions
 from services.inference.runtime_info import diff_environments
 from shared.db.session import session_scope
 from shared.manifest import parse_manifest
-from shared.run_report import RunSettings
 from shared.settings import Settings
+from shared.stored_report import LoadGenReport, load_loadgen_report
 
 NOISE_FLOOR = 0.05
 # The smallest change of a figure that a user acts on: a 5 % slower release or a 5 % faster
@@ -128,12 +128,16 @@ class RerunVerdict:
         return asdict(self)
 
 
-def request_from_run(run_id: str, report: dict[str, Any], manifest: dict[str, Any]) -> BenchRequest:
+def request_from_run(
+    run_id: str, report: Mapping[str, Any] | LoadGenReport, manifest: dict[str, Any]
+) -> BenchRequest:
     """The same everything: stored manifest (relative paths resolve where they did),
     scenario settings, seeds, batch size, dataset, samples, workers, device, backend
     options, threads and, for a stack run, its agent constraints, which this machine must
     satisfy (ValueError naming the unmet terms otherwise)."""
-    settings = RunSettings.from_dict(report["settings"])
+    settings = load_loadgen_report(report).settings
+    if settings is None:
+        raise ValueError(f"settings: run {run_id} stored none; it cannot be rerun")
     options = settings.backend_options
     unmet, _ = unmet_terms(
         settings.constraints,
@@ -168,22 +172,28 @@ def request_from_run(run_id: str, report: dict[str, Any], manifest: dict[str, An
     )
 
 
-def _window_cv(report: dict[str, Any], key: str) -> float:
-    stability = report.get("stability") or {}
+def _window_cv(report: LoadGenReport, key: str) -> float:
+    windows = report.stability.windows if report.stability else []
     # The first window holds the ramp-up; the verdict ignores it and so does the band.
-    values = [w[key] for w in stability.get("windows", [])[1:] if w.get(key) is not None]
+    found = (getattr(w, key) for w in windows[1:])
+    values = [v for v in found if v is not None]
     if len(values) < 2 or not statistics.fmean(values):
         return 0.0
     return statistics.stdev(values) / statistics.fmean(values)
 
 
-def noise_bands(original: dict[str, Any], reruns: Sequence[dict[str, Any]]) -> dict[str, float]:
+def noise_bands(
+    stored: Mapping[str, Any] | LoadGenReport,
+    stored_reruns: Sequence[Mapping[str, Any] | LoadGenReport],
+) -> dict[str, float]:
+    original = load_loadgen_report(stored)
+    reruns = [load_loadgen_report(r) for r in stored_reruns]
     bands: dict[str, float] = {}
     spreads = spread_of(reruns) if len(reruns) > 1 else {}
     for name in FIGURES:
         # Offline latency is each sample's place in one queue, growing across the windows by
         # design; it varies with throughput, so throughput's variation bands it too.
-        offline = original["performance"].get("scenario") == "Offline"
+        offline = original.perf.scenario == "Offline"
         judged_on_throughput = name == "samples_per_second" or offline
         key = "samples_per_second" if judged_on_throughput else "median_latency_ms"
         within = math.hypot(_window_cv(original, key), *(_window_cv(r, key) for r in reruns[:1]))
@@ -196,31 +206,33 @@ def noise_bands(original: dict[str, Any], reruns: Sequence[dict[str, Any]]) -> d
 
 
 def compare(
-    original: dict[str, Any],
-    reruns: Sequence[dict[str, Any]],
+    stored: Mapping[str, Any] | LoadGenReport,
+    stored_reruns: Sequence[Mapping[str, Any] | LoadGenReport],
     *,
     original_environment: dict[str, Any] | None = None,
 ) -> RerunVerdict:
     """The rerun's figures (their median, with several) against the original's."""
-    if not reruns:
+    if not stored_reruns:
         raise ValueError("reruns: compare needs at least one rerun report")
-    if original.get("accuracy") is not None:
+    original = load_loadgen_report(stored)
+    reruns = [load_loadgen_report(r) for r in stored_reruns]
+    if original.accuracy is not None:
         deltas = _accuracy_deltas(original, reruns)
     else:
         deltas = _performance_deltas(original, reruns)
-    env_before = original_environment or original.get("environment") or {}
-    env_after = reruns[0].get("environment") or {}
+    env_before = original_environment or original.environment
+    env_after = reruns[0].environment
     notes = []
     original_verdicts = verdicts(original)
     rerun_verdicts = [verdicts(r) for r in reruns]
-    if original.get("accuracy") is None:
+    if original.accuracy is None:
         if "INVALID" in {original_verdicts[0], *(v[0] for v in rerun_verdicts)}:
             notes.append("an INVALID run is compared: its figures are not LoadGen-valid")
         if any(v[1] != "STABLE" for v in [original_verdicts, *rerun_verdicts]):
             notes.append("a run is not STABLE: differences may be the run, not the system")
     return RerunVerdict(
-        original_run=str(original.get("run_id", "")),
-        rerun_runs=[str(r.get("run_id", "")) for r in reruns],
+        original_run=original.run_id,
+        rerun_runs=[r.run_id for r in reruns],
         verdict=overall_verdict(deltas),
         figures=deltas,
         original_verdicts=original_verdicts,
@@ -230,14 +242,12 @@ def compare(
     )
 
 
-def _accuracy_deltas(
-    original: dict[str, Any], reruns: Sequence[dict[str, Any]]
-) -> list[FigureDelta]:
+def _accuracy_deltas(original: LoadGenReport, reruns: Sequence[LoadGenReport]) -> list[FigureDelta]:
     """Accuracy has no noise: the same weights on the same files give the same top-1."""
     deltas = []
     for name in ("top1", "top5"):
-        old = original["accuracy"].get(name)
-        found = [(r.get("accuracy") or {}).get(name) for r in reruns]
+        old = _accuracy_figure(original, name)
+        found = [_accuracy_figure(r, name) for r in reruns]
         values = [float(v) for v in found if v is not None]
         if old is None or len(values) != len(found):
             continue
@@ -256,8 +266,14 @@ def _accuracy_deltas(
     return deltas
 
 
+def _accuracy_figure(report: LoadGenReport, name: str) -> float | None:
+    """top1 or top5; None where the run has none (a stored null, an older run)."""
+    value: float | None = getattr(report.accuracy, name, None)
+    return None if value is None or math.isnan(value) else value
+
+
 def _performance_deltas(
-    original: dict[str, Any], reruns: Sequence[dict[str, Any]]
+    original: LoadGenReport, reruns: Sequence[LoadGenReport]
 ) -> list[FigureDelta]:
     bands = noise_bands(original, reruns)
     before = figures_of(original)
@@ -265,7 +281,7 @@ def _performance_deltas(
     deltas = []
     # Offline's figure is samples/s alone (as in MLPerf): its latencies depend on how many
     # samples LoadGen planned from warm-up, which differs between runs by design.
-    offline = original["performance"].get("scenario") == "Offline"
+    offline = original.perf.scenario == "Offline"
     for name, (unit, larger_is_better) in FIGURES.items():
         if offline and name != "samples_per_second":
             continue

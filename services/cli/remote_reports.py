@@ -7,6 +7,7 @@ from typing import Any
 
 from services.analysis.shared_report import CDF_POINTS
 from services.cli.remote import RemoteError, graphql
+from shared.stored_report import load_loadgen_report
 
 GROUP_QUERY = """
 query Group($groupId: String!) {
@@ -51,8 +52,9 @@ def remote_reports(
             )
         runs, title_of = found, "evaluation {ref} ({count} runs)"
     reports = [dict(run["report"]) for run in runs]
-    if reports and (reports[0].get("group") or {}).get("kind"):
-        title_of = f"{reports[0]['group']['kind']} " + title_of.removeprefix("group ")
+    group = load_loadgen_report(reports[0]).group if reports else None
+    if group and group.get("kind"):
+        title_of = f"{group['kind']} " + title_of.removeprefix("group ")
     cdfs: dict[str, Cdf] = {}
     for run in runs:
         sample = run.get("latencySample") or {}

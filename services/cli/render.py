@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from shared.metrics import LatencyStats, PerformanceReport
+from shared.stored_report import LoadGenReport, load_loadgen_report
 
 if TYPE_CHECKING:
     from services.inference.loadgen.progress import RunProgress
@@ -60,35 +64,33 @@ LATENCY_KEYS = (
 )
 
 
-def _ms(latency: dict[str, Any], key: str) -> str:
-    value = latency[key] if key.endswith("_ns") else latency["percentiles_ns"][key]
+def _ms(latency: LatencyStats, key: str) -> str:
+    value = getattr(latency, key) if key.endswith("_ns") else latency.percentiles_ns.get(key)
     return "-" if value is None or math.isnan(value) else f"{value / 1e6:.3f}"
 
 
-def validity_text(perf: dict[str, Any]) -> str:
-    validity = perf["validity"]
-    if validity["result"] == "VALID":
+def validity_text(perf: PerformanceReport) -> str:
+    validity = perf.validity
+    if validity.result == "VALID":
         return "[green]VALID[/]"
-    return "[bold red]INVALID[/]: " + "; ".join(validity["reasons"])
+    return "[bold red]INVALID[/]: " + "; ".join(validity.reasons)
 
 
-def stability_text(report: dict[str, Any]) -> str:
+def stability_text(stored: Mapping[str, Any] | LoadGenReport) -> str:
     """The stability verdict with its reason; shown wherever a performance figure is."""
-    stability = report.get("stability")
+    stability = load_loadgen_report(stored).stability
     if not stability:
         return "[yellow]not recorded[/] (run stored before stability verdicts)"
-    verdict = stability["verdict"]
+    verdict = stability.verdict
     if verdict == "STABLE":
-        spreads = [f"throughput {stability['throughput_spread']:.1%}"]
-        if stability.get("latency_spread") is not None:
-            spreads.append(f"latency {stability['latency_spread']:.1%}")
-        return (
-            f"[green]STABLE[/] (last {stability['judged_windows']} windows: {', '.join(spreads)})"
-        )
+        spreads = [f"throughput {stability.throughput_spread:.1%}"]
+        if stability.latency_spread is not None:
+            spreads.append(f"latency {stability.latency_spread:.1%}")
+        return f"[green]STABLE[/] (last {stability.judged_windows} windows: {', '.join(spreads)})"
     if verdict == "NOT_APPLICABLE":
-        return "n/a: " + "; ".join(stability["reasons"])
+        return "n/a: " + "; ".join(stability.reasons)
     colour = "bold red" if verdict == "UNSTABLE" else "yellow"
-    return f"[{colour}]{verdict}[/]: " + "; ".join(stability["reasons"])
+    return f"[{colour}]{verdict}[/]: " + "; ".join(stability.reasons)
 
 
 def host_text(host: dict[str, Any]) -> str:
@@ -111,60 +113,66 @@ def host_text(host: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def verdict_badge(report: dict[str, Any]) -> str:
+def verdict_badge(stored: Mapping[str, Any] | LoadGenReport) -> str:
     """Short 'VALID/STABLE' for tables with one row per run."""
-    validity = report["performance"]["validity"]["result"]
-    stability = (report.get("stability") or {}).get("verdict", "?")
+    report = load_loadgen_report(stored)
+    validity = report.validity
+    stability = report.stability_verdict or "?"
     v = f"[green]{validity}[/]" if validity == "VALID" else f"[red]{validity}[/]"
     s = f"[green]{stability}[/]" if stability == "STABLE" else f"[yellow]{stability}[/]"
     return f"{v} {s}"
 
 
-def report_table(report: dict[str, Any]) -> Table:
-    perf = report["performance"]
-    fw = report["framework"]
-    table = Table(title=f"run {report['run_id']}", show_header=False, title_justify="left")
+def report_table(stored: Mapping[str, Any] | LoadGenReport) -> Table:
+    report = load_loadgen_report(stored)
+    perf = report.perf
+    fw = report.framework
+    table = Table(title=f"run {report.run_id}", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
     table.add_column("value")
-    table.add_row("model", f"{report['model']['name']} {report['model']['version']}")
+    table.add_row("model", f"{report.model['name']} {report.model['version']}")
     framework = f"{fw['name']} {fw.get('version', '')}"
     if fw.get("mode"):
         framework += f" ({fw['mode']})"
     table.add_row("framework", framework + f" on {fw.get('device', 'cpu')}")
-    table.add_row("scenario", f"{perf['scenario']} / {perf['mode']}, batch {report['batch_size']}")
-    table.add_row("dataset", f"{report['dataset']['name']}, {report['dataset']['samples']} samples")
-    group = report.get("group")
+    table.add_row("scenario", f"{perf.scenario} / {perf.mode}, batch {report.batch_size}")
+    table.add_row("dataset", f"{report.dataset['name']}, {report.dataset['samples']} samples")
+    group = report.group
     if group:
         role = group.get("role") or group.get("parameter") or group.get("of") or ""
         table.add_row("part of", f"{group['kind']} {group.get('id', '')} {role}".strip())
-    if report.get("mode") == "accuracy":
+    if report.mode == "accuracy":
         # AccuracyOnly issues each sample once with no timing rules: LoadGen's performance
         # figures and validity do not apply, so none are shown.
         table.add_row("performance", "n/a: accuracy run (see its linked performance run)")
     else:
         _performance_rows(table, report)
-    accuracy = report.get("accuracy")
+    accuracy = report.accuracy
     if accuracy:
-        top5 = accuracy.get("top5")
+        top5 = accuracy.top5
         table.add_row(
             "accuracy",
-            f"top-1 {accuracy['top1']:.2f} %"
+            f"top-1 {accuracy.top1:.2f} %"
             + ("" if top5 is None else f", top-5 {top5:.2f} %")
-            + f" over {accuracy['sample_count']} samples",
+            + f" over {accuracy.sample_count} samples",
         )
-        if accuracy.get("missing_outputs"):
+        if accuracy.missing_outputs:
             table.add_row(
-                "[red]no output[/]", f"{accuracy['missing_outputs']} samples, scored as wrong"
+                "[red]no output[/]", f"{accuracy.missing_outputs} samples, scored as wrong"
             )
-    if report.get("failed_samples"):
-        table.add_row(
-            "[red]failed samples[/]", f"{report['failed_samples']}: {report['errors'][:3]}"
-        )
-    if report["dataset"].get("failed"):
-        table.add_row("[red]undecodable[/]", "; ".join(report["dataset"]["failed"][:5]))
-    for warning in report.get("warnings") or []:
+    if report.failed_samples:
+        table.add_row("[red]failed samples[/]", f"{report.failed_samples}: {report.errors[:3]}")
+    if report.dataset.get("failed"):
+        table.add_row("[red]undecodable[/]", "; ".join(report.dataset["failed"][:5]))
+    for warning in report.warnings:
         table.add_row("[yellow]warning[/]", escape(warning))
-    prep = report["preprocessing"]
+    table.add_row("preprocessing", _preprocessing_text(report.preprocessing))
+    if report.logs:
+        table.add_row("LoadGen logs", report.logs.get("mlperf_log_summary.txt", ""))
+    return table
+
+
+def _preprocessing_text(prep: dict[str, Any]) -> str:
     done = (
         "reused cached shard"
         if prep.get("reused")
@@ -176,10 +184,7 @@ def report_table(report: dict[str, Any]) -> Table:
     mode = f"{prep['fidelity']}, " if prep.get("fidelity") else ""
     if prep.get("decoder") not in (None, "cpu"):
         mode += f"decoded by {prep['decoder']}, "
-    table.add_row("preprocessing", mode + done)
-    if "summary" in (report.get("logs") or {}) or report.get("logs"):
-        table.add_row("LoadGen logs", report["logs"].get("mlperf_log_summary.txt", ""))
-    return table
+    return mode + done
 
 
 def _preprocess_rate(prep: dict[str, Any]) -> str:
@@ -192,40 +197,36 @@ def _preprocess_rate(prep: dict[str, Any]) -> str:
     return f" ({samples / seconds:,.0f} images/s, {processes} {noun})"
 
 
-def _performance_rows(table: Table, report: dict[str, Any]) -> None:
+def _performance_rows(table: Table, report: LoadGenReport) -> None:
     """Every figure comes after its validity and stability, never alone."""
-    perf = report["performance"]
+    perf = report.perf
     table.add_row("validity", validity_text(perf))
-    for hint in report.get("hints") or []:
+    for hint in report.hints:
         table.add_row("[yellow]likely cause[/]", escape(hint))
     table.add_row("stability", stability_text(report))
-    host = host_text(report.get("host") or {})
+    host = host_text(report.host)
     if host:
         table.add_row("host", host)
-    headline = perf["headline"]
-    table.add_row("LoadGen headline", f"{headline['name']}: {figure(headline['value'], 'g')}")
-    derived = (
-        " (derived: not in LoadGen's summary)"
-        if "samples_per_second" in perf.get("derived", [])
-        else ""
-    )
+    headline = perf.headline
+    table.add_row("LoadGen headline", f"{headline.name}: {figure(headline.value, 'g')}")
+    derived = " (derived: not in LoadGen's summary)" if "samples_per_second" in perf.derived else ""
     table.add_row(
         "samples/s",
-        figure(perf["samples_per_second"], ".2f")
-        + interval_text(report.get("confidence"), "samples_per_second", ".2f")
+        figure(perf.samples_per_second, ".2f")
+        + interval_text(report.confidence, "samples_per_second", ".2f")
         + derived,
     )
     # Offline has no QPS of its own in LoadGen's summary: stored as null, shown as "-".
-    table.add_row("QPS", figure(perf["qps"], ".2f"))
-    table.add_row("queries / samples", f"{perf['query_count']} / {perf['sample_count']}")
-    latency = perf["latency"]
+    table.add_row("QPS", figure(perf.qps, ".2f"))
+    table.add_row("queries / samples", f"{perf.query_count} / {perf.sample_count}")
+    latency = perf.latency
     table.add_row(
         "latency ms",
         "  ".join(f"{label} {_ms(latency, key)}" for label, key in LATENCY_KEYS),
     )
     # The bootstrap reads the SUT's own clock (sut_latencies_ns.npy): its latencies leave out
     # LoadGen's overhead, so each interval sits beside its own estimate.
-    table.add_row("95 % intervals (SUT clock)", confidence_text(report.get("confidence")))
+    table.add_row("95 % intervals (SUT clock)", confidence_text(report.confidence))
 
 
 CONFIDENCE_LABELS = (
@@ -273,7 +274,7 @@ def figure(value: float | None, spec: str = ".3f") -> str:
     return format(value, spec)
 
 
-def print_report(console: Console, report: dict[str, Any]) -> None:
+def print_report(console: Console, report: Mapping[str, Any] | LoadGenReport) -> None:
     console.print(report_table(report))
 
 
@@ -282,7 +283,7 @@ def _figure(value: float, unit: str) -> str:
 
 
 def spread_table(
-    reports: list[dict[str, Any]],
+    stored: Sequence[Mapping[str, Any] | LoadGenReport],
     spreads: dict[str, Any],
     confidence: dict[str, Any] | None = None,
 ) -> Table:
@@ -290,6 +291,7 @@ def spread_table(
     95 % interval of each figure's mean over the runs (or why there is none)."""
     from services.core.figures import FIGURES
 
+    reports = [load_loadgen_report(r) for r in stored]
     table = Table(title=f"{len(reports)} repeats", title_justify="left")
     for column in ("figure", "min", "median", "max", "CV", "95 % interval of the mean"):
         table.add_column(column, justify="left" if column == "figure" else "right")
@@ -309,10 +311,10 @@ def spread_table(
             "-" if math.isnan(spread.cv) else f"{spread.cv:.2%}",
             interval,
         )
-    valid = sum(r["performance"]["validity"]["result"] == "VALID" for r in reports)
-    stable = sum((r.get("stability") or {}).get("verdict") == "STABLE" for r in reports)
+    valid = sum(r.validity == "VALID" for r in reports)
+    stable = sum(r.stability_verdict == "STABLE" for r in reports)
     table.caption = (
         f"validity: {valid}/{len(reports)} VALID; stability: {stable}/{len(reports)} STABLE; "
-        f"runs {', '.join(r['run_id'][:8] for r in reports)}"
+        f"runs {', '.join(r.run_id[:8] for r in reports)}"
     )
     return table

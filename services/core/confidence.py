@@ -26,15 +26,16 @@ Otherwise the interval is absent and its ``reason`` says why and what would give
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from services.core.figures import FIGURES, figures_of
+from services.core.figures import FIGURES, figures_of, verdicts
 from services.core.stability import WINDOWS, split_events
+from shared.stored_report import LoadGenReport
 
 LEVEL = 0.95
 RESAMPLES = 1000
@@ -233,13 +234,16 @@ def window_confidence(
 
 
 def run_confidence(
-    reports: Sequence[dict[str, Any]], *, resamples: int = RESAMPLES, seed: int = SEED
+    reports: Sequence[Mapping[str, Any] | LoadGenReport],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
 ) -> Confidence:
     """Intervals over repeats: the mean of each figure over the VALID runs."""
     check_resamples(resamples)
     rule = RULE.format(resamples=resamples, units="runs")
     result = Confidence("runs", 0, LEVEL, resamples, seed, rule)
-    valid = [r for r in reports if r["performance"]["validity"]["result"] == "VALID"]
+    valid = [r for r in reports if verdicts(r)[0] == "VALID"]
     if len(valid) < MIN_UNITS:
         reason = (
             f"{len(valid)} VALID of {len(reports)} runs; an interval over runs needs {MIN_UNITS}"

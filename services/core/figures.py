@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
+
+from shared.stored_report import LoadGenReport, load_loadgen_report
 
 # name -> (unit, whether larger is better)
 FIGURES: dict[str, tuple[str, bool]] = {
@@ -27,10 +30,10 @@ def percentile_key(percentile: float, field: str = "--percentile") -> str:
     return key
 
 
-def latency_ms(report: dict[str, Any], key: str) -> float:
-    latency = report["performance"]["latency"]
-    value = latency["mean_ns"] if key == "mean" else latency["percentiles_ns"][key]
-    return math.nan if value is None else float(value) / 1e6
+def latency_ms(report: Mapping[str, Any] | LoadGenReport, key: str) -> float:
+    latency = load_loadgen_report(report).perf.latency
+    value = latency.mean_ns if key == "mean" else latency.percentiles_ns.get(key, math.nan)
+    return float(value) / 1e6
 
 
 def as_float(value: float | None) -> float:
@@ -38,10 +41,10 @@ def as_float(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def figures_of(report: dict[str, Any]) -> dict[str, float]:
-    perf = report["performance"]
+def figures_of(stored: Mapping[str, Any] | LoadGenReport) -> dict[str, float]:
+    report = load_loadgen_report(stored)
     return {
-        "samples_per_second": as_float(perf["samples_per_second"]),
+        "samples_per_second": as_float(report.perf.samples_per_second),
         "latency_mean": latency_ms(report, "mean"),
         "latency_p50": latency_ms(report, "p50"),
         "latency_p90": latency_ms(report, "p90"),
@@ -49,7 +52,7 @@ def figures_of(report: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def verdicts(report: dict[str, Any]) -> tuple[str, str]:
+def verdicts(stored: Mapping[str, Any] | LoadGenReport) -> tuple[str, str]:
     """(LoadGen validity, stability verdict): shown beside every performance figure."""
-    stability = report.get("stability") or {}
-    return report["performance"]["validity"]["result"], stability.get("verdict", "UNKNOWN")
+    report = load_loadgen_report(stored)
+    return report.validity, report.stability_verdict or "UNKNOWN"

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from services.core.figures import as_float, latency_ms, percentile_key, verdicts
 from services.core.stability import MIN_SERVER_SAMPLES, WINDOWS
+from shared.stored_report import LoadGenReport, load_loadgen_report
 
 KEEP_UP_SLACK = 0.03
 # LoadGen's early-stopping estimate assumes every further query is under the bound, and
@@ -102,16 +103,21 @@ class PeakResult:
 
 
 def judge(
-    report: dict[str, Any], qps: float, *, latency_bound_ms: float, percentile: float
+    stored: Mapping[str, Any] | LoadGenReport,
+    qps: float,
+    *,
+    latency_bound_ms: float,
+    percentile: float,
 ) -> Probe:
     """Pass or fail one Server run against the bound (see the module docstring)."""
-    perf = report["performance"]
+    report = load_loadgen_report(stored)
+    perf = report.perf
     observed = latency_ms(report, percentile_key(percentile))
-    completed = as_float(perf["samples_per_second"])
-    scheduled = as_float(perf.get("scheduled_samples_per_second"))
+    completed = as_float(perf.samples_per_second)
+    scheduled = as_float(perf.scheduled_samples_per_second)
     if math.isnan(scheduled):
         scheduled = qps
-    queries = float(perf.get("query_count") or 0)
+    queries = float(perf.query_count or 0)
     schedule_s = queries / scheduled if scheduled > 0 else 0.0
     drain = schedule_s / (schedule_s + latency_bound_ms / 1e3) if schedule_s else 1.0
     reasons = []
@@ -119,8 +125,8 @@ def judge(
         reasons.append(f"p{percentile:g} {observed:.1f} > {latency_bound_ms:g} ms")
     if not completed >= (1.0 - KEEP_UP_SLACK) * drain * scheduled:
         reasons.append(f"behind: {completed:.1f} of {scheduled:.1f}/s")
-    if report.get("failed_samples"):
-        reasons.append(f"{report['failed_samples']} samples failed in the backend")
+    if report.failed_samples:
+        reasons.append(f"{report.failed_samples} samples failed in the backend")
     validity, stability = verdicts(report)
     return Probe(
         qps=qps,
@@ -130,29 +136,29 @@ def judge(
         scheduled_qps=scheduled,
         validity=validity,
         stability=stability,
-        run_id=str(report.get("run_id", "")),
+        run_id=report.run_id,
         reason="; ".join(reasons) or "within bound",
-        validity_reasons=list(perf["validity"].get("reasons", [])),
-        stability_reasons=list((report.get("stability") or {}).get("reasons", [])),
-        failed_samples=int(report.get("failed_samples") or 0),
+        validity_reasons=list(perf.validity.reasons),
+        stability_reasons=list(report.stability.reasons if report.stability else []),
+        failed_samples=report.failed_samples,
         duration_needed_s=_duration_needed(report, queries, scheduled, stability),
         latency_interval=_interval(report, f"latency_{percentile_key(percentile)}"),
     )
 
 
-def _interval(report: dict[str, Any], figure: str) -> dict[str, Any] | None:
-    found = ((report.get("confidence") or {}).get("figures") or {}).get(figure)
+def _interval(report: LoadGenReport, figure: str) -> dict[str, Any] | None:
+    found = ((report.confidence or {}).get("figures") or {}).get(figure)
     return dict(found) if found else None
 
 
 def _duration_needed(
-    report: dict[str, Any], queries: float, scheduled: float, stability: str
+    report: LoadGenReport, queries: float, scheduled: float, stability: str
 ) -> float | None:
     """Seconds of schedule that LoadGen's early stopping and the stability rule ask for."""
     if not scheduled > 0:
         return None
     needs = []
-    early = str(report["performance"]["validity"].get("early_stopping_result", ""))
+    early = report.perf.validity.early_stopping_result
     more = _MORE_QUERIES.search(" ".join(early.split()))
     if more:
         needs.append((queries + int(more.group(1))) / scheduled)

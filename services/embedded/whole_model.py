@@ -23,6 +23,7 @@ from shared.architectures import ZOOS
 from shared.catalogue import resolve_model
 from shared.manifest import ModelManifest
 from shared.settings import Settings
+from shared.stored_report import load_loadgen_report
 
 # Images the synthetic dataset gives each run: SingleStream sends one per query, and the
 # model's latency does not depend on which.
@@ -118,15 +119,17 @@ def measure_whole(
         backend_options=BackendOptions(intra_op_threads=settings.threads),
     )
     start = time.perf_counter()
-    report = run_bench(request, config)
+    report = load_loadgen_report(run_bench(request, config))
     seconds = time.perf_counter() - start
-    latency = report["sut_latency"]
+    if report.sut_latency is None:
+        raise ValueError(f"run {report.run_id}: its report holds no sut_latency")
+    latency = report.sut_latency
     return WholeTiming(
-        median_ms=float(latency["percentiles_ns"]["p50"]) / 1e6,
-        queries=int(latency["count"]),
-        loadgen_s=float(report["timings"].get("loadgen_s", seconds)),
+        median_ms=float(latency.percentiles_ns["p50"]) / 1e6,
+        queries=int(latency.count),
+        loadgen_s=float(report.timings.get("loadgen_s", seconds)),
         seconds=seconds,
-        host=dict(report["host"]),
-        run_id=str(report["run_id"]),
-        minor_faults=int(report["timings"].get("loadgen_minor_faults", 0)),
+        host=dict(report.host),
+        run_id=report.run_id,
+        minor_faults=int(report.timings.get("loadgen_minor_faults", 0)),
     )

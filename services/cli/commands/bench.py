@@ -37,6 +37,7 @@ from services.embedded import bench as embedded
 from services.embedded.interrupt import EXIT_INTERRUPTED, interrupted_message
 from services.inference.profiling.trace_events import TRACE_FILE
 from shared.settings import get_settings
+from shared.stored_report import load_loadgen_report
 
 # The options only bench has; those it shares with sweep and find-peak are in bench_options.
 SCENARIO = typer.Option(
@@ -107,10 +108,11 @@ def bench(
         stderr.print(interrupted_message(), highlight=False)
         raise typer.Exit(code=EXIT_INTERRUPTED) from None
     # On stderr, so --json stays parseable; the stored report holds the same list.
-    for report in reports:
-        for warning in (report.get("accuracy") or {}).get("warnings", []):
+    typed = [load_loadgen_report(r) for r in reports]
+    for report in typed:
+        for warning in report.accuracy.warnings if report.accuracy else []:
             stderr.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
-    if any(report["failed_samples"] for report in reports):
+    if any(report.failed_samples for report in typed):
         raise typer.Exit(code=1)
 
 
@@ -171,9 +173,9 @@ def _print_reports(
         console.print(spread_table(reports, summary.spread, summary.confidence.to_dict()))
     else:
         print_report(console, reports[0])
-    for report in reports:
-        if report.get("profile"):
-            print_profile(console, report["profile"], trace_file=report["logs"].get(TRACE_FILE))
+    for run in map(load_loadgen_report, reports):
+        if run.profile:
+            print_profile(console, run.profile, trace_file=run.logs.get(TRACE_FILE))
 
 
 def register(app: typer.Typer) -> None:

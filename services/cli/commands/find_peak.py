@@ -30,6 +30,7 @@ from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
 from services.embedded import bench as embedded
 from shared.settings import get_settings
+from shared.stored_report import load_loadgen_report
 
 
 def peak_table(result: PeakResult) -> Table:
@@ -112,17 +113,18 @@ def find_peak_command(
             ),
         )
     if as_json:
-        payload = result.to_dict() | {"estimate_run": estimate["run_id"] if estimate else None}
+        estimate_run = load_loadgen_report(estimate).run_id if estimate else None
+        payload = result.to_dict() | {"estimate_run": estimate_run}
         sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
         if result.peak is None:
             raise typer.Exit(code=1)
         return
     console = Console()
     if estimate is not None:
-        perf = estimate["performance"]
+        offline = load_loadgen_report(estimate)
         console.print(
-            f"start rate from Offline run {estimate['run_id'][:8]}: "
-            f"{perf['samples_per_second']:.1f} samples/s ({perf['validity']['result']})"
+            f"start rate from Offline run {offline.run_id[:8]}: "
+            f"{offline.perf.samples_per_second:.1f} samples/s ({offline.validity})"
         )
     console.print(peak_table(result))
     console.print(conclusion(result), soft_wrap=True)

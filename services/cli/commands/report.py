@@ -25,6 +25,7 @@ def reports_of(session: Any, ref: str) -> tuple[str, list[dict[str, Any]]]:
     from services.aggregator.repository import RunNotFound, get_run
     from services.analysis.shared_report import MAX_GROUP_RUNS
     from shared.db.models import Run
+    from shared.stored_report import load_loadgen_report
 
     try:
         run = get_run(session, ref)
@@ -33,14 +34,16 @@ def reports_of(session: Any, ref: str) -> tuple[str, list[dict[str, Any]]]:
         pass
     query = select(Run.report).order_by(Run.created_at.desc()).limit(MAX_GROUP_RUNS * 20)
     found = [
-        dict(r) for r in session.scalars(query) if r and ((r.get("group") or {}).get("id") == ref)
+        dict(r)
+        for r in session.scalars(query)
+        if r and (load_loadgen_report(r).group or {}).get("id") == ref
     ][:MAX_GROUP_RUNS]
     if not found:
         raise ValueError(
             f"RUN_OR_GROUP: no run or group matches {ref!r}; `benchstack results` lists runs, "
             "and bench --repeats, sweep and find-peak print their group ids"
         )
-    kind = (found[0].get("group") or {}).get("kind", "group")
+    kind = (load_loadgen_report(found[0]).group or {}).get("kind", "group")
     return f"{kind} {ref} ({len(found)} runs)", found[::-1]
 
 
@@ -97,7 +100,9 @@ def _remote(server: str, token: str | None, ref: str) -> tuple[str, list[dict[st
     from services.cli.remote_reports import remote_reports
 
     title, reports, cdfs = remote_reports(server, token, ref)
-    return title, reports, lambda report: cdfs.get(str(report["run_id"]), ([], []))
+    from shared.stored_report import load_loadgen_report
+
+    return title, reports, lambda report: cdfs.get(load_loadgen_report(report).run_id, ([], []))
 
 
 def register(app: typer.Typer) -> None:

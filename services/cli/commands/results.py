@@ -14,6 +14,7 @@ from services.cli.errors import user_errors
 from services.cli.render import output_console, print_report
 from shared.db.session import session_scope
 from shared.settings import get_settings
+from shared.stored_report import load_loadgen_report
 
 console = output_console(highlight=False)
 
@@ -54,7 +55,7 @@ def results(
                             (m.value for m in r.metrics if m.name == "latency_p90"), None
                         ),
                         "validity": r.validity,
-                        "stability": ((r.report or {}).get("stability") or {}).get("verdict"),
+                        "stability": load_loadgen_report(r.report).stability_verdict,
                     }
                     for r in list_runs(session, model=model, framework=framework, limit=limit)
                 ]
@@ -96,7 +97,8 @@ def results(
 
 def _interval(report: dict[str, Any] | None, name: str) -> list[float] | None:
     """[low, high] of a figure's 95 % interval, or None where the run holds none."""
-    item = (((report or {}).get("confidence") or {}).get("figures") or {}).get(name) or {}
+    confidence = load_loadgen_report(report).confidence or {}
+    item = (confidence.get("figures") or {}).get(name) or {}
     if item.get("low") is None or item.get("high") is None:
         return None
     return [float(item["low"]), float(item["high"])]
@@ -126,7 +128,7 @@ def show(
         sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
     else:
         print_report(console, report)
-        env = report.get("environment", {})
+        env = load_loadgen_report(report).environment
         cpu = env.get("cpu", {})
         console.print(
             f"environment: {cpu.get('model', '?')} ({cpu.get('logical_cores', '?')} cores), "

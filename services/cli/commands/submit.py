@@ -16,6 +16,7 @@ from services.cli.progress import evaluation_progress
 from services.cli.render import figure, host_text
 from shared.db.states import FINAL_STATE_NAMES
 from shared.settings import get_settings
+from shared.stored_report import load_loadgen_report
 
 console = Console(highlight=False)
 
@@ -124,10 +125,10 @@ def _print_runs(final: dict[str, Any]) -> None:
             f"{run.get('stability') or 'stability unknown'}"
             + (", preprocessing reused" if final["preprocessReused"] else "")
         )
-        report = run.get("report") or {}
-        for hint in report.get("hints") or []:
+        report = load_loadgen_report(run.get("report"))
+        for hint in report.hints:
             console.print(f"  likely cause: {escape(hint)}")
-        host = host_text(report.get("host") or {})
+        host = host_text(report.host)
         if host:
             console.print(f"  host: {host}")
 

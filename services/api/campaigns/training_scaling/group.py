@@ -36,6 +36,7 @@ from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.settings import Settings
+from shared.stored_report import OutcomeReport, load_report
 
 KIND = "training-scaling"
 MAX_WORLD_SIZE = 16
@@ -157,8 +158,10 @@ def training_of(run: Run | None) -> dict[str, Any]:
     the report's "training")."""
     if run is None:
         return {}
-    document: dict[str, Any] = run.report.get("training") or {}
-    return document
+    report = load_report(run.report)
+    return (
+        report.document if isinstance(report, OutcomeReport) and report.kind == "training" else {}
+    )
 
 
 def images_per_second_of(statistics: dict[str, Any]) -> float | None:

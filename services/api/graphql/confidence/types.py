@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import strawberry
+
+from shared.stored_report import LoadGenReport, load_loadgen_report
 
 
 @strawberry.type(name="Interval")
@@ -45,9 +48,9 @@ class ConfidenceType:
     latency_p99: IntervalType
 
     @classmethod
-    def from_report(cls, report: dict[str, Any] | None) -> ConfidenceType | None:
+    def from_report(cls, report: Mapping[str, Any] | LoadGenReport | None) -> ConfidenceType | None:
         """None for runs without intervals (accuracy runs, runs stored before them)."""
-        data = (report or {}).get("confidence")
+        data = load_loadgen_report(report).confidence
         if not data:
             return None
         figures = data.get("figures") or {}

@@ -21,6 +21,7 @@ from services.workloads.training.summary import (
     step_times,
     workers_of,
 )
+from shared.stored_report import OutcomeReport, load_report
 
 
 def _float(value: Any) -> float | None:
@@ -168,9 +169,10 @@ class TrainingType:
     @classmethod
     def from_report(cls, report: dict[str, Any] | None) -> TrainingType | None:
         """The training run a stored report holds (its "training" section); else None."""
-        document = (report or {}).get("training")
-        if (report or {}).get("kind") != "training" or not isinstance(document, dict):
+        stored = load_report(report)
+        if not isinstance(stored, OutcomeReport) or stored.kind != "training":
             return None
+        document = stored.document
         return cls(
             settings=[
                 TrainingSettingType(key=k, label=lbl, value=v)

@@ -36,6 +36,7 @@ from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
 from shared.db.states import FINAL_STATE_NAMES, EvaluationState
 from shared.manifest_sections import stored_fidelity
+from shared.stored_report import load_loadgen_report, load_report
 
 
 @strawberry.enum(name="EvaluationState")
@@ -183,9 +184,9 @@ class RunType:
 
     @classmethod
     def from_row(cls, row: RunRow) -> RunType:
-        log_locations: dict[str, Any] = (row.report or {}).get("logs", {})
-        log_keys: dict[str, Any] = (row.report or {}).get("log_keys") or {}
-        profile = (row.report or {}).get("profile")
+        stored = load_report(row.report)
+        report = load_loadgen_report(stored)
+        log_locations, log_keys, profile = stored.logs, report.log_keys, report.profile
         links = [
             LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
             for name, where in sorted(log_locations.items())
@@ -193,8 +194,8 @@ class RunType:
         return copied(
             cls,
             row,
-            stability=((row.report or {}).get("stability") or {}).get("verdict"),
-            confidence=ConfidenceType.from_report(row.report),
+            stability=report.stability_verdict,
+            confidence=ConfidenceType.from_report(report),
             metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
             environment=to_json(row.environment),
             settings=to_json(row.settings),
