@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
+from shared.stored_report import load_loadgen_report
 
 KIND: Final = "accuracy-performance-pair"
 Role = Literal["accuracy", "performance"]
@@ -45,20 +46,20 @@ def plan(mode: str | None, *, field: str = "settings.mode") -> list[PairMember]:
 
 
 def summarise(reports: Sequence[Mapping[str, Any]]) -> PairVerdict:
-    by_role = {PairMember.read(r["group"]).role: r for r in reports}
+    loaded = [load_loadgen_report(report) for report in reports]
+    by_role = {PairMember.read(report.group or {}).role: report for report in loaded}
     accuracy_run, performance_run = by_role.get("accuracy"), by_role.get("performance")
-    accuracy = (accuracy_run or {}).get("accuracy") or {}
-    performance = (performance_run or {}).get("performance") or {}
-    stability = (performance_run or {}).get("stability") or {}
+    accuracy = accuracy_run.accuracy if accuracy_run else None
+    performance = performance_run.performance if performance_run else None
     return PairVerdict(
-        accuracy_run=accuracy_run["run_id"] if accuracy_run else None,
-        performance_run=performance_run["run_id"] if performance_run else None,
-        top1=accuracy.get("top1"),
-        top5=accuracy.get("top5"),
-        accuracy_samples=accuracy.get("sample_count"),
-        samples_per_second=performance.get("samples_per_second"),
-        validity=(performance.get("validity") or {}).get("result"),
-        stability=stability.get("verdict") if performance_run else None,
+        accuracy_run=accuracy_run.run_id if accuracy_run else None,
+        performance_run=performance_run.run_id if performance_run else None,
+        top1=accuracy.top1 if accuracy else None,
+        top5=accuracy.top5 if accuracy else None,
+        accuracy_samples=accuracy.sample_count if accuracy else None,
+        samples_per_second=performance.samples_per_second if performance else None,
+        validity=performance.validity.result if performance else None,
+        stability=performance_run.stability_verdict if performance_run else None,
     )
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 import statistics
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
 from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
 from services.core.confidence import Confidence, run_confidence
 from services.core.figures import FIGURES, figures_of
+from shared.stored_report import LoadGenReport, load_loadgen_report
 
 KIND: Final = "repeats"
 MAX_REPEATS = 20
@@ -66,16 +67,16 @@ class RepeatsSummary:
     confidence: Confidence
 
 
-def spread_of(reports: Sequence[dict[str, Any]]) -> dict[str, Spread]:
+def spread_of(reports: Sequence[Mapping[str, Any] | LoadGenReport]) -> dict[str, Spread]:
     """The spread of every figure in FIGURES across the reports."""
     per_run = [figures_of(r) for r in reports]
     return {name: Spread.from_values([f[name] for f in per_run]) for name in FIGURES}
 
 
-def summarise(reports: Sequence[dict[str, Any]]) -> RepeatsSummary | None:
+def summarise(reports: Sequence[Mapping[str, Any]]) -> RepeatsSummary | None:
     """None before the first performance run is stored."""
-    measured = [r for r in reports if r.get("mode", "performance") == "performance"]
-    measured = [r for r in measured if r.get("performance")]
+    loaded = [load_loadgen_report(report) for report in reports]
+    measured = [r for r in loaded if (r.mode or "performance") == "performance" and r.performance]
     if not measured:
         return None
     return RepeatsSummary(spread_of(measured), run_confidence(measured))

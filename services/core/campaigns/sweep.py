@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
 from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
 from services.core.figures import figures_of, verdicts
 from services.core.workload import MAX_BATCH_SIZE
+from shared.stored_report import load_loadgen_report
 
 KIND: Final = "sweep"
 MAX_POINTS = 16
@@ -116,15 +117,16 @@ def plan(
     return [SweepMember(id=group_id, parameter=parameter, value=value) for value in checked]
 
 
-def point_of(report: dict[str, Any]) -> CurvePoint:
+def point_of(stored: Mapping[str, Any]) -> CurvePoint:
     """A stored run as a point of its sweep's curve (its value from its group record)."""
+    report = load_loadgen_report(stored)
     figures = figures_of(report)
     validity, stability = verdicts(report)
-    timings = report.get("timings") or {}
+    timings = report.timings
     load = timings.get("model_load_s")
     return CurvePoint(
-        value=SweepMember.read(report["group"]).value,
-        run_id=report["run_id"],
+        value=SweepMember.read(report.group or {}).value,
+        run_id=report.run_id,
         samples_per_second=figures["samples_per_second"],
         latency_p50_ms=figures["latency_p50"],
         latency_p90_ms=figures["latency_p90"],
