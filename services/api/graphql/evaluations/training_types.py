@@ -21,6 +21,7 @@ from services.workloads.training.summary import (
     step_times,
     workers_of,
 )
+from services.workloads.training.workload import WORKLOAD
 
 
 def _float(value: Any) -> float | None:
@@ -169,7 +170,7 @@ class TrainingType:
     def from_report(cls, report: dict[str, Any] | None) -> TrainingType | None:
         """The training run a stored report holds (its "training" section); else None."""
         document = (report or {}).get("training")
-        if (report or {}).get("kind") != "training" or not isinstance(document, dict):
+        if (report or {}).get("kind") != WORKLOAD.name or not isinstance(document, dict):
             return None
         return cls(
             settings=[
