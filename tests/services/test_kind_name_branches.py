@@ -18,6 +18,7 @@ from pathlib import Path
 
 import services.api.campaigns as api_campaigns
 from services.api.campaigns.registry import campaigns
+from services.core.workload import DEFAULT_WORKLOAD
 from services.workloads import workloads
 
 ROOTS = ("services", "shared")
@@ -54,11 +55,17 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 
 
-def _pattern(names: list[str]) -> re.Pattern[str]:
-    name = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+# Constants that stand for a kind's name: a comparison against one is a branch on it too.
+CONSTANTS = {DEFAULT_WORKLOAD: ("DEFAULT_WORKLOAD",)}
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    quoted = [rf"""(['"]){re.escape(name)}\{i}""" for i in range(1, 5)]
+    said = "|".join(rf"\b{constant}\b" for constant in CONSTANTS.get(name, ()))
+    operand = [f"(?:{q}|{said})" if said else q for q in quoted]
     return re.compile(
-        rf"""(?:==|!=)\s*(['"])(?:{name})\1|(['"])(?:{name})\2\s*(?:==|!=)"""
-        rf"""|\bin\s*[(\[{{][^)\]}}]*(['"])(?:{name})\3|^\s*case\s+(['"])(?:{name})\4"""
+        rf"(?:==|!=)\s*{operand[0]}|{operand[1]}\s*(?:==|!=)"
+        rf"|\bin\s*[(\[{{][^)\]}}]*{operand[2]}|^\s*case\s+{operand[3]}"
     )
 
 
@@ -80,7 +87,7 @@ def own_files() -> dict[str, tuple[str, ...]]:
 def branches_on_kinds(root: Path, owned: dict[str, tuple[str, ...]]) -> set[tuple[str, str]]:
     """(file, line) of each comparison against a kind's name under ``root``'s ROOTS, outside
     that kind's own paths."""
-    patterns = {name: _pattern([name]) for name in owned}
+    patterns = {name: _pattern(name) for name in owned}
     found = set()
     for top in ROOTS:
         for path in sorted((root / top).rglob("*.py")):
@@ -123,6 +130,7 @@ def test_the_scan_finds_a_planted_branch(tmp_path: Path) -> None:
         # A workload named in a campaign's folder is outside the workload's own.
         "services/api/campaigns/training_scaling/group.py": 'if base.workload != "training":\n',
         "services/core/campaigns/sweep.py": 'ok = group["kind"] == "sweep"\n',
+        "services/api/quota.py": "if workload != DEFAULT_WORKLOAD:\n",
         "shared/x.py": (
             "ok = name == 'trainings'\n"  # not a kind's name
             "if kind in ('repeats', 'x'):\n"
@@ -138,6 +146,7 @@ def test_the_scan_finds_a_planted_branch(tmp_path: Path) -> None:
     assert branches_on_kinds(tmp_path, own_files()) == {
         ("services/api/edge.py", 'if evaluation.workload == "training":'),
         ("services/api/campaigns/training_scaling/group.py", 'if base.workload != "training":'),
+        ("services/api/quota.py", "if workload != DEFAULT_WORKLOAD:"),
         ("shared/x.py", "if kind in ('repeats', 'x'):"),
         ("shared/x.py", "case 'find-peak':"),
     }
