@@ -34,11 +34,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ): "inference's own measurement.json is LoadGen's outcome file; the stages sit below "
     "services/workloads and cannot ask its registry (moves with the typed report, item 4)",
     (
-        "services/core/dispatch.py",
-        'if info.get("kind") != "training-scaling":',
-    ): "a rank's place in its gang, read by core's dispatch, which cannot see the API's "
-    "campaign registry; training scaling has no core/campaigns module yet (item 2)",
-    (
         "services/analysis/shared_report.py",
         'if group.get("kind") == "sweep" and group.get("parameter") and group.get("value") is '
         "not None:",
