@@ -33,20 +33,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         'if evaluation.workload in (None, "", "loadgen"):',
     ): "inference's own measurement.json is LoadGen's outcome file; the stages sit below "
     "services/workloads and cannot ask its registry (moves with the typed report, item 4)",
-    (
-        "services/analysis/shared_report.py",
-        'if group.get("kind") == "sweep" and group.get("parameter") and group.get("value") is '
-        "not None:",
-    ): "the shared report's curve of a sweep: analysis sits below services/api and cannot "
-    "read the campaign registry; moves with the report sections (item 3, not done here)",
-    (
-        "services/analysis/shared_report.py",
-        'if group.get("kind") == "find-peak":',
-    ): "the shared report's curve of a find-peak search (as the sweep's line above)",
-    (
-        "services/analysis/advice.py",
-        'if (r.get("group") or {}).get("kind") == "find-peak"',
-    ): "advice reads find-peak probes' verdicts only (as the shared report's curve above)",
 }
 
 

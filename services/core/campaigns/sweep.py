@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
@@ -154,3 +154,10 @@ def next_step(
     """Every point at once (on one agent they run one after another on one loaded model);
     the curve when every point is stored."""
     return all_at_once(members, finished, summarise)
+
+
+def curve_point(group: Mapping[str, Any], settings: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The parameter a sweep point varied and its value, for a report's curve (curves.py)."""
+    if group.get("parameter") and group.get("value") is not None:
+        return str(group["parameter"]), float(group["value"])
+    return None
