@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from services.analysis.systems import label_of, system_of
+from services.core.campaigns.find_peak import is_probe
 from services.core.figures import percentile_key
 from services.core.find_peak_search import Probe, judge
 from shared.stored_report import LoadGenReport, load_loadgen_report
@@ -174,11 +175,7 @@ def _system(
     typed_model = str((runs[0].settings.model if runs[0].settings else "") or model)
     command = _command(typed_model, framework, settings, bound, pct)
     price = _price(runs, declared)
-    probes = [
-        r
-        for r in runs
-        if (r.group or {}).get("kind") == "find-peak" and (r.group or {}).get("role") == "probe"
-    ]
+    probes = [r for r in runs if is_probe(r.group or {})]
     common: dict[str, Any] = {
         "system": label,
         "machine": machine,

@@ -30,6 +30,7 @@ from services.analysis.report_rows import (
     rows_of,
     setting_columns,
 )
+from services.core.campaigns.curves import curve_point
 from services.inference.run import RAW_LATENCIES_FILE
 from shared.storage import ObjectNotFound, ObjectStore
 from shared.stored_report import load_loadgen_report
@@ -171,16 +172,9 @@ def _bars(
 
 
 def curve_x(stored: Stored) -> tuple[str, float] | None:
-    """(what was varied, its value) for a sweep point or a find-peak probe; else None."""
-    report = load_loadgen_report(stored)
-    group = report.group or {}
-    if group.get("kind") == "sweep" and group.get("parameter") and group.get("value") is not None:
-        return str(group["parameter"]), float(group["value"])
-    if group.get("kind") == "find-peak":
-        target = (report.settings.scenario if report.settings else {}).get("target_qps")
-        if group.get("role") != "capacity estimate" and target is not None:
-            return "target QPS", float(target)
-    return None
+    """(what was varied, its value) for a member of a group kind that declares it (a sweep
+    point, a find-peak probe: services/core/campaigns/curves.py); else None."""
+    return curve_point(stored)
 
 
 def _curve(reports: Sequence[Stored], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -14,7 +14,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.analysis.systems import machine_of
-from services.workloads.training.summary import images_interval, setting_pairs
+from services.core.workload import Workload, entry
+from services.workloads import workload_named
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.models import Run
 from shared.db.states import FINAL_STATES, EvaluationState
@@ -75,21 +76,6 @@ class FanOutRow:
     training_settings: list[str] = field(default_factory=list)
     jitter_images_per_second: float | None = None
     mean_step_ms: float | None = None
-
-
-def _training(document: dict[str, Any]) -> dict[str, Any]:
-    """A training run's row fields: its settings, its images/s interval and step figures."""
-    statistics = document.get("statistics") or {}
-    interval = images_interval(statistics)
-    mean_step = statistics.get("mean_step_s")
-    return {
-        "training_settings": [f"{key}={value}" for key, _, value in setting_pairs(document)],
-        "samples_per_second_low": interval.low,
-        "samples_per_second_high": interval.high,
-        "interval_reason": interval.reason,
-        "jitter_images_per_second": statistics.get("jitter_images_per_s"),
-        "mean_step_ms": None if mean_step is None else float(mean_step) * 1000.0,
-    }
 
 
 def _intervals(report: LoadGenReport) -> dict[str, Any]:
@@ -204,9 +190,24 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> F
 
 
 def _figures_of(report: StoredReport) -> dict[str, Any]:
-    if isinstance(report, OutcomeReport) and report.kind == "training":
-        return _training(report.document)
-    return _intervals(load_loadgen_report(report))
+    """The row's figures as the report's workload reads them (Workload.fan_out_figures)."""
+    if not isinstance(report, OutcomeReport):
+        return _intervals(load_loadgen_report(report))
+    reader = _workload_of(report.kind).fan_out_figures
+    return (
+        _intervals(load_loadgen_report(report))
+        if reader is None
+        else dict(entry(reader)(report.document))
+    )
+
+
+def _workload_of(name: object) -> Workload:
+    """The workload a report or an evaluation names; the default one for a name no longer
+    registered (a row stored by a kind since removed reads as LoadGen's, as before)."""
+    try:
+        return workload_named(str(name) if name else None)
+    except ValueError:
+        return workload_named(None)
 
 
 def load_comparison(session: Session, *, owner_id: int, group_id: str) -> FanOutComparison | None:
@@ -229,11 +230,14 @@ def load_comparison(session: Session, *, owner_id: int, group_id: str) -> FanOut
         build_row(e, runs.get(e.id), agents.get(e.agent_id or pinned_agent(e))) for e in evaluations
     ]
     first = evaluations[0]
-    # A training fan-out ran no LoadGen scenario (its evaluations keep a default one).
-    training = first.workload == "training"
+    # A workload LoadGen does not judge ran no scenario (its evaluations keep a default
+    # one): the comparison names the workload instead.
+    workload = _workload_of(first.workload)
     return FanOutComparison(
         group_id=group_id,
         model=f"{first.model_name}:{first.model_version}",
-        scenario="training" if training else str(first.scenario.get("scenario", "")),
+        scenario=(
+            str(first.scenario.get("scenario", "")) if workload.judged_by_loadgen else workload.name
+        ),
         rows=rows,
     )

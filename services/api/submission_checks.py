@@ -230,8 +230,8 @@ def workload_choice(
         )
     workload = known[request.workload]
     given = request.workloads[0][1] if request.workloads else None
-    # Named by the typed shortcut (bricks, training) or the generic workloadOptions.
-    field = workload.name if workload.name in ("bricks", "training") else "workloadOptions"
+    # Named by its typed shortcut (bricks, training) or the generic workloadOptions.
+    field = workload.options_field
     reason = workload.accepts(framework, manifest)
     if reason is not None:
         return Rejection("InvalidInput", f"{field}: {reason}", field=field)

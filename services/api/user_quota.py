@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from services.api.rejections import Rejection
 from services.api.submission_checks import scenario_config, setup_allowance_s
 from services.api.submission_request import SubmitRequest
-from services.core.workload import DEFAULT_WORKLOAD
+from services.workloads import workloads
 from shared.db.accounts import User
 from shared.db.evaluations import Evaluation
 from shared.db.states import FINAL_STATE_NAMES, EvaluationState
@@ -35,7 +35,8 @@ def run_bound_s(scenario: dict[str, Any], workload: str, max_run_seconds: float)
     """The longest one evaluation can hold an agent: a LoadGen run with max_duration_s
     ends by then plus the setup allowance; anything else is ended at MAX_RUN_SECONDS."""
     longest = scenario.get("max_duration_s")
-    if workload != DEFAULT_WORKLOAD or not isinstance(longest, int | float):
+    kind = workloads().get(workload)
+    if kind is None or not kind.runs_scenario or not isinstance(longest, int | float):
         return max_run_seconds
     return min(max_run_seconds, float(longest) + setup_allowance_s(max_run_seconds))
 

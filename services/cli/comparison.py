@@ -13,6 +13,8 @@ from rich.table import Table
 
 from services.cli.render import figure
 from services.core.confidence import Interval, differ
+from services.core.workload import DEFAULT_WORKLOAD
+from services.workloads import workloads
 from shared.db.states import FINAL_STATE_NAMES
 
 FINAL = FINAL_STATE_NAMES
@@ -31,7 +33,11 @@ def _hardware(row: dict[str, Any]) -> str:
 
 
 def _is_training(row: dict[str, Any]) -> bool:
-    return row.get("workload") == "training"
+    """A row of a workload that times its own steps (Workload.judged_by_loadgen False: images/s,
+    no latencies, the host's state as its verdict); a name this CLI does not know reads as
+    LoadGen's."""
+    workload = workloads().get(str(row.get("workload") or DEFAULT_WORKLOAD))
+    return workload is not None and not workload.judged_by_loadgen
 
 
 def _verdict(row: dict[str, Any]) -> str:

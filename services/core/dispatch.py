@@ -57,10 +57,11 @@ OPTIONAL_DATA_PARALLEL_KEYS = ("local_rank",)
 
 
 def data_parallel_of(evaluation: Evaluation) -> dict[str, Any] | None:
-    """A data-parallel rank's place in its gang, from its group (kind "training-scaling");
-    None else."""
+    """A data-parallel rank's place in its gang, from a group record that places it (a
+    training scaling's member: gang, rank, world_size, host_ranks); None else. Read from
+    the record, not its kind's name: core sees no campaign registry."""
     info = evaluation.group_info or {}
-    if info.get("kind") != "training-scaling":
+    if not all(key in info for key in DATA_PARALLEL_KEYS):
         return None
     place = {key: info[key] for key in DATA_PARALLEL_KEYS}
     return place | {key: info[key] for key in OPTIONAL_DATA_PARALLEL_KEYS if key in info}

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 DEFAULT_WORKLOAD = "loadgen"
 # The largest batch a request may ask for: the API's submission checks and a sweep's points.
 MAX_BATCH_SIZE = 4096
+# The GraphQL input field of a workload's options when it has no typed one of its own.
+GENERIC_OPTIONS_FIELD = "workloadOptions"
 # A workload's name is stored in Evaluation.workload (String(40)).
 MAX_WORKLOAD_NAME_CHARS = 40
 
@@ -121,6 +123,23 @@ class Workload:
     # Whether the worker's resident child (which keeps models loaded between runs) may run
     # it; False gives every run a fresh child, whose peak memory is its own.
     resident: bool = True
+    # What the edges ask instead of its name (the defaults fit a kind that declares none):
+    # The GraphQL input field its options come in (a typed shortcut such as ``training``,
+    # else the generic ``workloadOptions``); errors about its options name it.
+    options_field: str = GENERIC_OPTIONS_FIELD
+    # True: its run is the request's MLPerf scenario through LoadGen, so the scenario's
+    # max_duration_s bounds it (the user's quota) and campaigns that vary scenario settings
+    # (repeats, a sweep, find-peak, the accuracy + performance pair) may run it.
+    runs_scenario: bool = False
+    # True: a run may be one rank of a data-parallel gang (a training-scaling campaign).
+    data_parallel: bool = False
+    # True: LoadGen's validity and stability are its run's verdict and the evaluation's
+    # scenario is its own. False: it times its own steps, its host's state is the verdict
+    # (a fan-out's comparison names the workload where the scenario goes).
+    judged_by_loadgen: bool = True
+    # "module:function": (its stored outcome document) -> its fan-out comparison row's figures
+    # (services/api/fan_out.FanOutRow fields); None: LoadGen's confidence intervals.
+    fan_out_figures: str | None = None
 
 
 def entry(path: str) -> Callable[..., Any]:

@@ -16,7 +16,8 @@ from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest, snake_keys
 from services.api.user_quota import campaign_problem
 from services.core.campaigns.group import InvalidCampaign, Member
-from services.core.workload import DEFAULT_WORKLOAD
+from services.core.workload import GENERIC_OPTIONS_FIELD, Workload
+from services.workloads import workloads
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -53,12 +54,25 @@ def refused(problem: InvalidCampaign) -> Rejection:
     return Rejection("InvalidInput", str(problem), field=problem.field, accepted=problem.accepted)
 
 
+def runs_scenario(base: SubmitRequest) -> bool:
+    """Whether the request's workload runs its LoadGen scenario (Workload.runs_scenario),
+    as campaigns that vary scenario settings need; an unknown one does not."""
+    known = workloads().get(base.workload)
+    return known is not None and known.runs_scenario
+
+
+def not_scenario_names() -> str:
+    """The workloads a scenario campaign refuses, for its message: "bricks and training"."""
+    names = sorted(w.options_field for w in workloads().values() if not w.runs_scenario)
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
 def one_evaluation_problem(base: SubmitRequest, what: str) -> Rejection | None:
     """Repeats, a sweep and the pair each run one model on LoadGen: ``what`` says how."""
-    if base.fan_out or base.workload != DEFAULT_WORKLOAD:
+    if base.fan_out or not runs_scenario(base):
         return Rejection(
             "InvalidInput",
-            f"evaluation: {what}; fanOut, bricks and training are not accepted",
+            f"evaluation: {what}; fanOut, {not_scenario_names()} are not accepted",
             field="evaluation",
         )
     return None
@@ -126,12 +140,19 @@ def request_of(evaluation: Evaluation) -> SubmitRequest:
     """The request the member's group was made from (``stored_request``)."""
     stored = dict((evaluation.group_info or {})["request"])
     workloads = [(str(name), options) for name, options in stored.pop("workloads", [])]
-    # Groups stored before migration 0011 kept a key per kind of measurement.
-    for kind in ("bricks", "training"):
-        if stored.get(kind) is not None:
-            workloads.append((kind, stored[kind]))
-        stored.pop(kind, None)
+    # Groups stored before migration 0011 kept a key per kind of measurement with a typed
+    # input of its own (bricks, training), named as that input.
+    for workload in typed_inputs():
+        key = workload.options_field
+        if stored.get(key) is not None:
+            workloads.append((workload.name, stored[key]))
+        stored.pop(key, None)
     return SubmitRequest(**stored, workloads=tuple(workloads))
+
+
+def typed_inputs() -> list[Workload]:
+    """The workloads whose options have a GraphQL input of their own (Workload.options_field)."""
+    return [w for w in workloads().values() if w.options_field != GENERIC_OPTIONS_FIELD]
 
 
 def stop_group(session: Session, evaluation: Evaluation, why: str) -> None:

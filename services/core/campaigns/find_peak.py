@@ -190,3 +190,16 @@ def longer_probe_s(result: Probe, sized_s: float | None, cap_s: float) -> float 
         return None
     # What they ask for is past what ran (LoadGen counts the queries still missing).
     return min(DURATION_MARGIN * result.duration_needed_s, cap_s)
+
+
+def curve_point(group: Mapping[str, Any], settings: Mapping[str, Any]) -> tuple[str, float] | None:
+    """A probe's target QPS, for a report's curve (curves.py); the estimate has none."""
+    target = (settings.get("scenario") or {}).get("target_qps")
+    if group.get("role") != ESTIMATE and target is not None:
+        return "target QPS", float(target)
+    return None
+
+
+def is_probe(group: Mapping[str, Any]) -> bool:
+    """Whether a stored group record is a find-peak probe's (advice judges those)."""
+    return group.get("kind") == KIND and group.get("role") == PROBE

@@ -156,3 +156,10 @@ def next_step(
     """Every point at once (on one agent they run one after another on one loaded model);
     the curve when every point is stored."""
     return all_at_once(members, finished, summarise)
+
+
+def curve_point(group: Mapping[str, Any], settings: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The parameter a sweep point varied and its value, for a report's curve (curves.py)."""
+    if group.get("parameter") and group.get("value") is not None:
+        return str(group["parameter"]), float(group["value"])
+    return None

@@ -15,4 +15,5 @@ WORKLOAD = Workload(
     read="services.workloads.bricks.outcome:read",
     save="services.workloads.bricks.outcome:save",
     accepts=torch_architecture("bricks are cut from its torch.fx trace"),
+    options_field="bricks",
 )

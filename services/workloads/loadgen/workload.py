@@ -11,4 +11,5 @@ WORKLOAD = Workload(
     measure="services.workloads.loadgen.measure:measure",
     read="services.workloads.loadgen.outcome:read",
     save="services.workloads.loadgen.outcome:save",
+    runs_scenario=True,
 )

@@ -112,3 +112,20 @@ def setting_pairs(document: dict[str, Any]) -> list[tuple[str, str, str]]:
         (key, label, "—" if settings.get(key) is None else str(settings[key]))
         for key, label in TRAINING_SETTINGS
     ]
+
+
+def fan_out_figures(document: dict[str, Any]) -> dict[str, Any]:
+    """A training run's fan-out row (services/api/fan_out.FanOutRow) from its stored
+    document: its settings, its images/s interval (images/s +/- t x its standard error)
+    and step figures."""
+    statistics = document.get("statistics") or {}
+    interval = images_interval(statistics)
+    mean_step = statistics.get("mean_step_s")
+    return {
+        "training_settings": [f"{key}={value}" for key, _, value in setting_pairs(document)],
+        "samples_per_second_low": interval.low,
+        "samples_per_second_high": interval.high,
+        "interval_reason": interval.reason,
+        "jitter_images_per_second": statistics.get("jitter_images_per_s"),
+        "mean_step_ms": None if mean_step is None else float(mean_step) * 1000.0,
+    }

@@ -17,4 +17,8 @@ WORKLOAD = Workload(
     accepts=torch_architecture("torch training"),
     # Its peak memory is the process's, and it keeps nothing loaded: a child of its own.
     resident=False,
+    options_field="training",
+    data_parallel=True,
+    judged_by_loadgen=False,
+    fan_out_figures="services.workloads.training.summary:fan_out_figures",
 )

@@ -69,3 +69,13 @@ def test_a_gang_rank_is_told_its_local_rank_and_an_older_one_goes_without() -> N
     }
     older = inference_message(_evaluation(group_info=place), [])
     assert older.data_parallel is not None and "local_rank" not in older.data_parallel
+
+
+def test_only_a_record_that_places_a_rank_makes_one() -> None:
+    """Told by the record's keys, not by its kind's name: a sweep point is no rank, and a
+    record missing one of the gang's keys places none."""
+    sweep = {"kind": "sweep", "id": "s", "parameter": "batch_size", "value": 8}
+    assert inference_message(_evaluation(group_info=sweep), []).data_parallel is None
+    partial = {"kind": "training-scaling", "gang": "g", "rank": 1, "world_size": 2}
+    assert inference_message(_evaluation(group_info=partial), []).data_parallel is None
+    assert inference_message(_evaluation(), []).data_parallel is None

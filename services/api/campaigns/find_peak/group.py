@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from services.analysis.advice import system_of
 from services.api.campaigns.groups import (
     group_members,
+    one_evaluation_problem,
     request_of,
     stop_group,
     stopped_reason,
@@ -46,7 +47,6 @@ from services.core.campaigns.find_peak import (
 )
 from services.core.early_stopping import MAX_SIZED_PROBE_S
 from services.core.find_peak_search import PeakResult, Probe, judge
-from services.core.workload import DEFAULT_WORKLOAD
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -69,13 +69,9 @@ class FindPeakView:
 
 
 def _problem(search: SearchSettings, base: SubmitRequest) -> Rejection | None:
-    if base.fan_out or base.workload != DEFAULT_WORKLOAD:
-        return Rejection(
-            "InvalidInput",
-            "evaluation: find-peak searches one model on one agent; fanOut, bricks and "
-            "training are not accepted",
-            field="evaluation",
-        )
+    refused = one_evaluation_problem(base, "find-peak searches one model on one agent")
+    if refused is not None:
+        return refused
     problem = search.problem()
     if problem is None:
         return None

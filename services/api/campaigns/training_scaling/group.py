@@ -28,10 +28,12 @@ from services.api.campaigns.groups import (
     stop_group,
     stopped_reason,
     stored_request,
+    typed_inputs,
 )
 from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest
+from services.workloads import workloads
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -123,11 +125,16 @@ def submit_training_scaling(
     world_sizes: list[int],
 ) -> tuple[str, list[Evaluation]] | Rejection:
     """Store and dispatch the first (smallest) world size's gang."""
-    if base.workload != "training" or base.fan_out:
+    workload = workloads().get(base.workload)
+    if workload is None or not workload.data_parallel or base.fan_out:
+        # Named from the registry: the kinds that run data-parallel and the typed others.
+        ranks = [w for w in workloads().values() if w.data_parallel]
+        others = [w.options_field for w in typed_inputs() if not w.data_parallel]
         return Rejection(
             "InvalidInput",
-            "evaluation: scaling runs a training evaluation (give training options); "
-            "bricks and fanOut are not accepted",
+            f"evaluation: scaling runs a {' or '.join(w.name for w in ranks)} evaluation "
+            f"(give {' or '.join(w.options_field for w in ranks)} options); "
+            f"{', '.join(sorted(others))} and fanOut are not accepted",
             field="evaluation",
         )
     problem = check_world_sizes(world_sizes)

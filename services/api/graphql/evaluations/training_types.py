@@ -21,6 +21,7 @@ from services.workloads.training.summary import (
     step_times,
     workers_of,
 )
+from services.workloads.training.workload import WORKLOAD
 from shared.stored_report import OutcomeReport, load_report
 
 
@@ -170,7 +171,7 @@ class TrainingType:
     def from_report(cls, report: dict[str, Any] | None) -> TrainingType | None:
         """The training run a stored report holds (its "training" section); else None."""
         stored = load_report(report)
-        if not isinstance(stored, OutcomeReport) or stored.kind != "training":
+        if not isinstance(stored, OutcomeReport) or stored.kind != WORKLOAD.name:
             return None
         document = stored.document
         return cls(
