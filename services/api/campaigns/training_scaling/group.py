@@ -166,9 +166,8 @@ def training_of(run: Run | None) -> dict[str, Any]:
     if run is None:
         return {}
     report = load_report(run.report)
-    return (
-        report.document if isinstance(report, OutcomeReport) and report.kind == "training" else {}
-    )
+    # Its members are runs of a data-parallel workload (submit refuses any other kind).
+    return report.document if isinstance(report, OutcomeReport) else {}
 
 
 def images_per_second_of(statistics: dict[str, Any]) -> float | None:

@@ -93,7 +93,7 @@ def _charts(text: str) -> dict[str, dict[str, object]]:
 
 
 def test_a_sweep_report_names_what_differs_and_draws_its_curve_with_intervals(
-    tmp_path: Path,
+    tmp_path: Path, data_dir: Path
 ) -> None:
     curve = _sweep("--scenario", "server", "--target-qps", "100,200")
     page, table = tmp_path / "sweep.html", tmp_path / "sweep.csv"
@@ -127,7 +127,7 @@ def test_a_sweep_report_names_what_differs_and_draws_its_curve_with_intervals(
     assert "curve-p99_ms" in charts and "p99" in charts and "cdf" in charts
 
 
-def test_offline_runs_show_no_latency_distribution(tmp_path: Path) -> None:
+def test_offline_runs_show_no_latency_distribution(tmp_path: Path, data_dir: Path) -> None:
     curve = _sweep("--scenario", "offline", "--batch-sizes", "1,2")
     page, table = tmp_path / "offline.html", tmp_path / "offline.csv"
     result = CliRunner().invoke(
