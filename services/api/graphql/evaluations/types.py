@@ -22,6 +22,7 @@ from services.api.graphql.evaluations.charts import (
 from services.api.graphql.evaluations.operator_types import OperatorsType
 from services.api.graphql.evaluations.roofline_types import RooflineType
 from services.api.graphql.evaluations.training_types import TrainingType
+from services.api.graphql.public_paths import public
 from services.api.graphql.scalars import copied, to_json
 from services.api.run_charts import (
     DEFAULT_LATENCY_POINTS,
@@ -59,7 +60,8 @@ class MetricType:
 @strawberry.type
 class LogLink:
     name: str
-    # Where the object lives (s3://bucket/key or a path) and the API route that serves it.
+    # The object's key in the store (never a path of the server) and the API route that
+    # serves it.
     location: str
     url: str
 
@@ -183,9 +185,13 @@ class RunType:
 
     @classmethod
     def from_row(cls, row: RunRow) -> RunType:
-        log_locations: dict[str, Any] = (row.report or {}).get("logs", {})
+        # The stored object keys, as stored: what the chart fields read (never served).
         log_keys: dict[str, Any] = (row.report or {}).get("log_keys") or {}
-        profile = (row.report or {}).get("profile")
+        # Every served field is read from the report as clients may see it (no server path).
+        report: dict[str, Any] = public(row.report or {})
+        # Where each log is: its object key (an old row's stored location, filtered).
+        log_locations: dict[str, Any] = {**report.get("logs", {}), **public(log_keys)}
+        profile = report.get("profile")
         links = [
             LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
             for name, where in sorted(log_locations.items())
@@ -193,19 +199,20 @@ class RunType:
         return copied(
             cls,
             row,
-            stability=((row.report or {}).get("stability") or {}).get("verdict"),
-            confidence=ConfidenceType.from_report(row.report),
+            dataset=public(row.dataset),
+            stability=(report.get("stability") or {}).get("verdict"),
+            confidence=ConfidenceType.from_report(report),
             metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
-            environment=to_json(row.environment),
-            settings=to_json(row.settings),
-            report=to_json(row.report),
+            environment=to_json(public(row.environment)),
+            settings=to_json(public(row.settings)),
+            report=to_json(report),
             logs=links,
             profile=to_json(profile) if profile else None,
             layers=[LayerType.from_dict(r) for r in (profile or {}).get("layers", [])],
             roofline=RooflineType.from_dict((profile or {}).get("roofline")),
             operators=OperatorsType.from_profile(profile),
             trace_file=next((link for link in links if link.name == TRACE_FILE), None),
-            training=TrainingType.from_report(row.report),
+            training=TrainingType.from_report(report),
             log_keys={str(k): str(v) for k, v in log_keys.items()},
         )
 
@@ -281,11 +288,16 @@ class EvaluationType:
             cls,
             row,
             state=EvaluationStateType(EvaluationState(row.state).value),
-            reason=row.reason or waiting,
+            reason=public(row.reason or waiting),
+            # The stored spec is the folder's path on the server; the client named it
+            # relative to the datasets folder, and reads it so.
+            dataset=public(row.dataset),
             scenario=to_json(row.scenario),
             samples=row.dataset_count,
             workload=row.workload or "loadgen",
-            workload_options=to_json(row.workload_options) if row.workload_options else None,
+            workload_options=to_json(public(row.workload_options))
+            if row.workload_options
+            else None,
             preprocessing=stored_fidelity(row.manifest),
             constraints=to_json(row.constraints),
             group_kind=_group_kind(row.group_info),
