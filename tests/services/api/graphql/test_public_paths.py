@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from benchmarks.preprocess_throughput import photo_like_jpeg
 from services.api.submission_request import SubmitRequest
+from services.campaigns.rerun import request_from_run
 from services.tasks import aggregator as aggregator_tasks
 from services.tasks import inference as inference_tasks
 from shared import queues, runtime
@@ -65,7 +66,7 @@ def server_paths(value: Any, data_dir: Path) -> list[str]:
     ]
 
 
-def _stack_run(outbox: Outbox, dataset: str) -> str:
+def _stack_run(outbox: Outbox, dataset: str, trace_level: str = "NONE") -> str:
     """One evaluation of the folder ``dataset`` through the stack's tasks; its id."""
     result = submit_request(
         SubmitRequest(
@@ -75,6 +76,7 @@ def _stack_run(outbox: Outbox, dataset: str) -> str:
             dataset=dataset,
             samples=12,
             seed=5,
+            trace_level=trace_level,
         )
     )
     assert isinstance(result, Evaluation), result
@@ -116,12 +118,14 @@ def _fields(api: Api, token: str, type_name: str, depth: int) -> str:
     return " ".join(picked)
 
 
+# FULL: every profiling pass the null backend has, and the trace file stored with the run.
+@pytest.mark.parametrize("trace_level", ["NONE", "FULL"])
 def test_a_stack_runs_stored_report_and_graphql_fields_name_no_server_path(
-    outbox: Outbox, data_dir: Path
+    outbox: Outbox, data_dir: Path, trace_level: str
 ) -> None:
     settings = get_settings()
     _photos(settings.datasets_dir / "photos" / "val", 12)
-    evaluation_id = _stack_run(outbox, "photos/val")
+    evaluation_id = _stack_run(outbox, "photos/val", trace_level)
 
     with runtime.db() as session:
         row = session.scalars(select(Run).where(Run.evaluation_id == evaluation_id)).one()
@@ -139,6 +143,13 @@ def test_a_stack_runs_stored_report_and_graphql_fields_name_no_server_path(
     assert stored["report"]["settings"]["manifest_dir"] is None
     assert stored["report"]["logs"] == stored["report"]["log_keys"]  # object keys
     assert server_paths(stored, data_dir) == []
+    if trace_level != "NONE":
+        assert stored["report"]["profile"] and "trace.json" in stored["report"]["log_keys"]
+    # A rerun of it on the server reads the folder where the client's name leads.
+    with runtime.db() as session:
+        manifest = session.get(Run, row.id).manifest  # type: ignore[union-attr]
+    again = request_from_run(row.id, stored["report"], manifest, settings.datasets_dir)
+    assert again.dataset == str(settings.datasets_dir / "photos" / "val")
     # The workers still read the folder by its place on the server (a column no client reads).
     assert evaluation_spec == str(settings.datasets_dir / "photos" / "val")
 
