@@ -24,6 +24,7 @@ from services.api.admission import AdmissionLimit
 from services.api.auth import TokenRejected, authenticate, bearer_token
 from services.api.context import ApiDeps, Context, in_thread
 from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
+from services.api.graphql.public_paths import serve_from
 from services.api.graphql.schema import OperationLimits, make_schema
 from services.api.observability import PUBLISHED, UNAVAILABLE, PrometheusMiddleware
 from services.api.probes import CHECKING, CachedCheck, object_store_status, readiness
@@ -238,6 +239,8 @@ def _add_errors_and_probes(app: FastAPI, deps: ApiDeps, settings: Settings) -> N
 
 def create_app(settings: Settings | None = None, publish: Publisher | None = None) -> FastAPI:
     settings = settings or get_settings()
+    # What GraphQL serves names no folder of this deployment (public_paths.public).
+    serve_from(settings)
     deps = ApiDeps(settings=settings, publish=publish or celery_publisher(settings))
 
     async def get_context(connection: HTTPConnection) -> Context:

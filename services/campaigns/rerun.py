@@ -23,6 +23,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from services.aggregator.repository import get_run
@@ -129,15 +130,26 @@ class RerunVerdict:
 
 
 def request_from_run(
-    run_id: str, report: Mapping[str, Any] | LoadGenReport, manifest: dict[str, Any]
+    run_id: str,
+    report: Mapping[str, Any] | LoadGenReport,
+    manifest: dict[str, Any],
+    datasets_dir: Path | None = None,
 ) -> BenchRequest:
     """The same everything: stored manifest (relative paths resolve where they did),
     scenario settings, seeds, batch size, dataset, samples, workers, device, backend
     options, threads and, for a stack run, its agent constraints, which this machine must
-    satisfy (ValueError naming the unmet terms otherwise)."""
-    settings = load_loadgen_report(report).settings
+    satisfy (ValueError naming the unmet terms otherwise).
+
+    A stack run's report names its dataset folder as the client did, relative to the
+    datasets folder (shared/server_paths.py): it is read from ``datasets_dir``."""
+    loaded = load_loadgen_report(report)
+    settings = loaded.settings
     if settings is None:
         raise ValueError(f"settings: run {run_id} stored none; it cannot be rerun")
+    dataset = settings.dataset
+    stack_run = bool(loaded.evaluation_id)
+    if stack_run and datasets_dir is not None and dataset != "synthetic":
+        dataset = str(Path(datasets_dir).expanduser() / dataset)
     options = settings.backend_options
     unmet, _ = unmet_terms(
         settings.constraints,
@@ -154,7 +166,7 @@ def request_from_run(
         framework=settings.framework,
         scenario=ScenarioConfig.model_validate(settings.scenario),
         batch_size=settings.batch_size,
-        dataset=settings.dataset,
+        dataset=dataset,
         samples=settings.samples,
         seed=settings.seed,
         backend_options=BackendOptions(
@@ -310,6 +322,6 @@ def rerun_stored(
         stored = get_run(session, run_ref)
         run_id, report, manifest = stored.id, stored.report, stored.manifest
         environment = stored.environment
-    request = request_from_run(run_id, report, manifest)
+    request = request_from_run(run_id, report, manifest, settings.datasets_dir)
     reruns = [run_bench(request, settings, progress) for _ in range(repeats)]
     return compare(report, reruns, original_environment=environment)

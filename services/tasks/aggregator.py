@@ -17,6 +17,7 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy.orm import Session
 
+from services.aggregator.public import public_outcome
 from services.core.workload import entry
 from services.scheduler.pending import measure_lost_again
 from services.workloads import workload_named
@@ -25,6 +26,7 @@ from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
 from shared.messages import RunCompleted, RunInference
+from shared.server_paths import server_roots
 from shared.storage import ObjectNotFound
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error
 from shared.worker_context import WorkerContext
@@ -59,7 +61,9 @@ def run_completed(payload: dict[str, Any]) -> None:
             evaluation_repo.fail(session, evaluation.id, f"aggregator: {exc}")
             return
         else:
-            _store(context, session, evaluation, message, outcome)
+            # Clients read the stored run: it names no folder of the server.
+            roots = server_roots(context.resources.settings)
+            _store(context, session, evaluation, message, public_outcome(outcome, roots))
     if again is not None:
         # After the commit: the inference worker must find the evaluation RUNNING.
         context.publish(queues.RUN_INFERENCE, *again)

@@ -75,19 +75,29 @@ def read(
     if key is None:
         raise IncompleteRun(f"log_keys: 'measurement' is missing; got {sorted(message.log_keys)}")
     measurement, keys = load_measurement(store, key)
-    # A manifest read from a folder resolves its relative paths there (a rerun too).
     manifest = dict(evaluation.manifest)
     manifest_dir = manifest.pop("base_dir", None)
-    settings = replace(run_settings(evaluation, measurement), manifest_dir=manifest_dir)
+    settings = run_settings(evaluation, measurement)
     dataset: dict[str, Any] = {"name": evaluation.dataset, "samples": evaluation.dataset_count}
     preprocessing: dict[str, Any] = {
         "fidelity": stored_fidelity(evaluation.manifest),
         "reused": evaluation.preprocess_reused,
         "shards": [s.key for s in evaluation.shards],
     }
+    # Where the files are on this machine: only an embedded run's report names them (its
+    # user is the server). A manifest read from a folder resolves its relative paths there
+    # (a rerun too), and the logs are named where a person finds them. A stack run's report
+    # is read by clients, so it names object keys only (shared/server_paths.py).
+    locations: dict[str, str] = {}
     if in_process is not None:
-        settings = replace(settings, model=in_process.model, workers=in_process.workers)
+        settings = replace(
+            settings,
+            model=in_process.model,
+            workers=in_process.workers,
+            manifest_dir=manifest_dir,
+        )
         dataset, preprocessing = dict(in_process.dataset), dict(in_process.preprocessing)
+        locations = {name: store.describe(key) for name, key in keys.items()}
     report = assemble_report(
         run_id=message.run_id,
         evaluation_id=evaluation.id or None,
@@ -97,7 +107,7 @@ def read(
         dataset=dataset | {"failed": measurement.input_errors},
         preprocessing=preprocessing,
         logs=keys,
-        log_locations={name: store.describe(key) for name, key in keys.items()},
+        log_locations=locations,
         log_prefix=message.log_prefix,
         group=_group_of(evaluation, message.agent_id),
     )

@@ -22,6 +22,7 @@ from services.api.graphql.evaluations.charts import (
 from services.api.graphql.evaluations.operator_types import OperatorsType
 from services.api.graphql.evaluations.roofline_types import RooflineType
 from services.api.graphql.evaluations.training_types import TrainingType
+from services.api.graphql.public_paths import public
 from services.api.graphql.scalars import copied, to_json
 from services.api.run_charts import (
     DEFAULT_LATENCY_POINTS,
@@ -60,7 +61,8 @@ class MetricType:
 @strawberry.type
 class LogLink:
     name: str
-    # Where the object lives (s3://bucket/key or a path) and the API route that serves it.
+    # The object's key in the store (never a path of the server) and the API route that
+    # serves it.
     location: str
     url: str
 
@@ -184,9 +186,15 @@ class RunType:
 
     @classmethod
     def from_row(cls, row: RunRow) -> RunType:
-        stored = load_report(row.report)
+        # The stored object keys, as stored: what the chart fields read (never served).
+        log_keys = load_loadgen_report(row.report).log_keys
+        # Every served field is read from the report as clients may see it (no server path).
+        shown: dict[str, Any] = public(row.report or {})
+        stored = load_report(shown)
         report = load_loadgen_report(stored)
-        log_locations, log_keys, profile = stored.logs, report.log_keys, report.profile
+        # Where each log is: its object key (an old row's stored location, filtered).
+        log_locations: dict[str, Any] = {**stored.logs, **public(log_keys)}
+        profile = report.profile
         links = [
             LogLink(name=name, location=str(where), url=f"/runs/{row.id}/logs/{name}")
             for name, where in sorted(log_locations.items())
@@ -194,19 +202,20 @@ class RunType:
         return copied(
             cls,
             row,
+            dataset=public(row.dataset),
             stability=report.stability_verdict,
             confidence=ConfidenceType.from_report(report),
             metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
-            environment=to_json(row.environment),
-            settings=to_json(row.settings),
-            report=to_json(row.report),
+            environment=to_json(public(row.environment)),
+            settings=to_json(public(row.settings)),
+            report=to_json(shown),
             logs=links,
             profile=to_json(profile) if profile else None,
             layers=[LayerType.from_dict(r) for r in (profile or {}).get("layers", [])],
             roofline=RooflineType.from_dict((profile or {}).get("roofline")),
             operators=OperatorsType.from_profile(profile),
             trace_file=next((link for link in links if link.name == TRACE_FILE), None),
-            training=TrainingType.from_report(row.report),
+            training=TrainingType.from_report(shown),
             log_keys={str(k): str(v) for k, v in log_keys.items()},
         )
 
@@ -282,11 +291,16 @@ class EvaluationType:
             cls,
             row,
             state=EvaluationStateType(EvaluationState(row.state).value),
-            reason=row.reason or waiting,
+            reason=public(row.reason or waiting),
+            # The stored spec is the folder's path on the server; the client named it
+            # relative to the datasets folder, and reads it so.
+            dataset=public(row.dataset),
             scenario=to_json(row.scenario),
             samples=row.dataset_count,
             workload=row.workload or "loadgen",
-            workload_options=to_json(row.workload_options) if row.workload_options else None,
+            workload_options=to_json(public(row.workload_options))
+            if row.workload_options
+            else None,
             preprocessing=stored_fidelity(row.manifest),
             constraints=to_json(row.constraints),
             group_kind=_group_kind(row.group_info),
