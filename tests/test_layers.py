@@ -10,6 +10,7 @@ Imports are read from the source, function-level ones included.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -76,6 +77,34 @@ def test_every_package_has_a_layer_in_the_contract() -> None:
     }
     assert packages <= placed, f"not in any layer: {sorted(packages - placed)}"
     assert "ignore_imports" not in contract, "the contract holds with no exception"
+
+
+# ARCHITECTURE.md's layers, top to bottom.
+ARCHITECTURE_TIERS = ("edges", "campaigns", "workloads", "stages", "core", "shared")
+
+
+def contract_layers() -> list[str]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    return [" | ".join(name.strip() for name in layer.split("|")) for layer in contract["layers"]]
+
+
+def documented_layers() -> list[tuple[str, str]]:
+    """(layer, tier) per line of docs/architecture.md's "Layers that CI enforces" block."""
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    section = doc.split("### Layers that CI enforces", 1)[1]
+    block = section.split("```", 2)[1]
+    rows = [re.split(r"\s{2,}", line.strip()) for line in block.strip().splitlines()]
+    return [(row[0], row[1]) for row in rows]
+
+
+def test_the_doc_lists_the_contracts_layers_in_architectures_order() -> None:
+    documented = documented_layers()
+    assert [layer for layer, _ in documented] == contract_layers()
+    tiers = [tier for _, tier in documented]
+    assert set(tiers) <= set(ARCHITECTURE_TIERS), tiers
+    ranks = [ARCHITECTURE_TIERS.index(tier) for tier in tiers]
+    assert ranks == sorted(ranks), f"a layer above one of a higher tier: {documented}"
 
 
 def test_shared_reads_the_frameworks_only_once_services_provided_them() -> None:
