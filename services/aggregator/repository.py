@@ -10,8 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from services.core.run_report import RunReport, json_safe
 from shared.db.models import Metric, Run, utcnow
-from shared.run_report import RunReport, json_safe
 
 
 class RunNotFound(LookupError):

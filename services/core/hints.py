@@ -27,9 +27,9 @@ import math
 import re
 
 from services.core.figures import PERCENTILE_KEYS
+from services.core.metrics import PerformanceReport
 from services.core.scenario import MEASURED_THROUGHPUT_MARGIN, ScenarioConfig
 from shared.host_load import HostLoad, occupied_cpus
-from shared.metrics import PerformanceReport
 
 # shared/metrics.py words LoadGen's "Performance constraints satisfied : NO" this way.
 LATENCY_REASON_PREFIX = "latency constraint not met"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from services.core.loadgen_logs import parse_summary
 from services.core.scenario import GENERIC_MLPERF_MODEL, ScenarioConfig
 from services.inference.backends.base import Backend, BackendError
 from services.inference.loadgen.progress import Phase, ProgressCallback, ProgressPoller, RunProgress
@@ -19,7 +20,6 @@ from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.settings import to_loadgen_settings
 from services.inference.loadgen.sut import BatchingSUT, SUTStats
 from services.inference.loadgen.timer_slack import precise_sleeps
-from shared.loadgen_logs import parse_summary
 
 if TYPE_CHECKING:
     import mlperf_loadgen

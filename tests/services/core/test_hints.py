@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 
 from services.core.hints import LATENCY_REASON_PREFIX, invalid_hints
+from services.core.metrics import Headline, LatencyStats, PerformanceReport, Validity
 from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model
 from shared.host_load import HostLoad, verdict
-from shared.metrics import Headline, LatencyStats, PerformanceReport, Validity
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 

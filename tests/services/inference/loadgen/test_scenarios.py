@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from services.core.loadgen_logs import parse_summary
 from services.core.scenario import SCENARIOS, ScenarioConfig
 from services.inference.backends.base import Backend, BackendOptions, create_backend
 from services.inference.loadgen.settings import to_loadgen_settings
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model
-from shared.loadgen_logs import parse_summary
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
