@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kombu import Consumer, Exchange, Queue
 from kombu.message import Message as KombuMessage
 
+from services.core.messages import RunInference
 from services.core.run_report import Measurement, attempt_prefix
 from services.inference.backends import registry
 from services.inference.measurement import store_attempt
@@ -62,7 +63,6 @@ from shared import queues, runtime
 from shared.celery_app import make_celery, publisher
 from shared.db import evaluation_repo, liveness
 from shared.environment import capture_environment
-from shared.messages import RunInference
 
 log = logging.getLogger("scale_agents")
 

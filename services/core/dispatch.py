@@ -13,8 +13,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from services.core.messages import PreprocessShard, RunInference
 from services.core.workload import DEFAULT_WORKLOAD
-from shared.messages import PreprocessShard, RunInference
 
 
 class EvaluationFields(Protocol):
