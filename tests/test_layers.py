@@ -148,7 +148,6 @@ KNOWN_MODULE_LOOPS = {
         "services.inference.profiling.instruments",
         "services.inference.profiling.system",
     },
-    "services.preprocess": {"services.preprocess.datasets", "services.preprocess.sample_files"},
     "services.workloads.bricks": {
         "services.workloads.bricks.generate",
         "services.workloads.bricks.generate_onnx",
