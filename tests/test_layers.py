@@ -148,10 +148,6 @@ KNOWN_MODULE_LOOPS = {
         "services.inference.profiling.instruments",
         "services.inference.profiling.system",
     },
-    "services.workloads.bricks": {
-        "services.workloads.bricks.generate",
-        "services.workloads.bricks.generate_onnx",
-    },
     "shared": {"shared.s3_store", "shared.storage"},
 }
 
