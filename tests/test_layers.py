@@ -144,10 +144,6 @@ KNOWN_MODULE_LOOPS = {
         "services.inference.backends.base",
         "services.inference.backends.registry",
     },
-    "services.inference.profiling": {
-        "services.inference.profiling.instruments",
-        "services.inference.profiling.system",
-    },
     "shared": {"shared.s3_store", "shared.storage"},
 }
 
