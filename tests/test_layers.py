@@ -144,7 +144,6 @@ KNOWN_MODULE_LOOPS = {
         "services.inference.backends.base",
         "services.inference.backends.registry",
     },
-    "shared": {"shared.s3_store", "shared.storage"},
 }
 
 
