@@ -53,10 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import text
 
 from services.api.auth import create_token
+from services.core.stored_report import load_loadgen_report
 from services.stack.manager import ServiceSpec, Stack, default_services
 from shared import queues
 from shared.db.session import session_scope
-from shared.stored_report import load_loadgen_report
 from tests.support.ephemeral import EphemeralStack
 
 AGENTS_SCRIPT = Path(__file__).with_name("scale_agents.py")

@@ -53,6 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kombu import Consumer, Exchange, Queue
 from kombu.message import Message as KombuMessage
 
+from services.core.messages import RunInference
+from services.core.run_report import Measurement, attempt_prefix
 from services.inference.backends import registry
 from services.inference.measurement import store_attempt
 from services.scheduler import fair_order
@@ -61,8 +63,6 @@ from shared import queues, runtime
 from shared.celery_app import make_celery, publisher
 from shared.db import evaluation_repo, liveness
 from shared.environment import capture_environment
-from shared.messages import RunInference
-from shared.run_report import Measurement, attempt_prefix
 
 log = logging.getLogger("scale_agents")
 

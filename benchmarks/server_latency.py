@@ -37,14 +37,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.core.figures import latency_ms
+from services.core.loadgen_logs import parse_summary
 from services.core.scenario import ScenarioConfig
+from services.core.stored_report import load_loadgen_report
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.loadgen.timer_slack import precise_sleeps
 from shared.catalogue import resolve_model
-from shared.loadgen_logs import parse_summary
 from shared.settings import get_settings
-from shared.stored_report import load_loadgen_report
 
 TARGET = 1.1
 MAX_ROUNDS = 20

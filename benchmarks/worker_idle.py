@@ -38,12 +38,12 @@ sys.path.insert(0, str(REPO))
 # api_load sits beside this file, on sys.path when run as a script (mypy sees it so too).
 from api_load import FINAL, SUBMIT, User, gql, make_users  # noqa: E402
 
+from services.core.stored_report import load_loadgen_report  # noqa: E402
 from services.stack.manager import default_services  # noqa: E402
 from shared.db.evaluations import Evaluation  # noqa: E402
 from shared.db.models import Run  # noqa: E402
 from shared.db.session import session_scope  # noqa: E402
 from shared.settings import Settings  # noqa: E402
-from shared.stored_report import load_loadgen_report  # noqa: E402
 from tests.support.ephemeral import EphemeralStack  # noqa: E402
 
 MAX_EVALUATIONS = 100

@@ -13,21 +13,28 @@ import ssl
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import kombu.exceptions
 import redis.exceptions
 from celery import Celery
 
 from shared import broker_transport, queues
-from shared.messages import Message
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
+
+class Payload(Protocol):
+    """What the broker carries: a message that gives its JSON. The message types are
+    contracts in a layer above this one, so the broker types what it sends by this alone."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
 # How every part publishes: (task name, message, queue or None for the task's route). The
 # API and each worker are handed one at start-up; tests hand them one that records.
-Publisher = Callable[[str, Message, str | None], None]
+Publisher = Callable[[str, Payload, str | None], None]
 # A publisher whose messages reach the broker together when its context ends (one Redis
 # pipeline, one round trip; kombu's Producer.batch), or none of them if it ends in error.
 PublishBatch = Callable[[], AbstractContextManager[Publisher]]
@@ -192,7 +199,7 @@ def broker_identity(app: Celery) -> str:
 def send(
     app: Celery,
     task_name: str,
-    message: Message,
+    message: Payload,
     *,
     queue: str | None = None,
     producer: Any = None,
@@ -261,7 +268,7 @@ def _retry_policy(app: Celery, shown: str, bound_s: float | None) -> dict[str, A
 def publisher(app: Celery) -> Publisher:
     """A ``Publisher`` that sends through ``app``."""
 
-    def publish(task_name: str, message: Message, queue: str | None) -> None:
+    def publish(task_name: str, message: Payload, queue: str | None) -> None:
         send(app, task_name, message, queue=queue)
 
     return publish
@@ -278,7 +285,7 @@ def batch_publisher(app: Celery) -> PublishBatch:
     def batch() -> Iterator[Publisher]:
         with app.producer_or_acquire() as producer, producer.batch():
 
-            def publish(task_name: str, message: Message, queue: str | None) -> None:
+            def publish(task_name: str, message: Payload, queue: str | None) -> None:
                 send(app, task_name, message, queue=queue, producer=producer)
 
             yield publish

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 from minio import Minio
 from minio.error import S3Error
 
+from shared.object_store import ObjectNotFound, ObjectStoreUnavailable, checked_key
 from shared.s3_client import TRANSPORT_ERRORS, S3Bounds, cause_of, http_client
 from shared.settings import Settings
-from shared.storage import ObjectNotFound, ObjectStoreUnavailable, _checked_key
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +116,11 @@ class S3Store:
                 raise
 
     def put_bytes(self, key: str, data: bytes) -> None:
-        name = _checked_key(key)
+        name = checked_key(key)
         self._call(lambda: self.client.put_object(self.bucket, name, io.BytesIO(data), len(data)))
 
     def get_bytes(self, key: str) -> bytes:
-        name = _checked_key(key)
+        name = checked_key(key)
         try:
             return self._call(lambda: self._read(name))
         except S3Error as exc:
@@ -137,7 +137,7 @@ class S3Store:
             response.release_conn()
 
     def exists(self, key: str) -> bool:
-        name = _checked_key(key)
+        name = checked_key(key)
         try:
             self._call(lambda: self.client.stat_object(self.bucket, name))
         except S3Error as exc:

@@ -10,12 +10,15 @@ Imports are read from the source, function-level ones included.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
 from collections import defaultdict
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+
+import grimp
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -76,6 +79,34 @@ def test_every_package_has_a_layer_in_the_contract() -> None:
     assert "ignore_imports" not in contract, "the contract holds with no exception"
 
 
+# ARCHITECTURE.md's layers, top to bottom.
+ARCHITECTURE_TIERS = ("edges", "campaigns", "workloads", "stages", "core", "shared")
+
+
+def contract_layers() -> list[str]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    return [" | ".join(name.strip() for name in layer.split("|")) for layer in contract["layers"]]
+
+
+def documented_layers() -> list[tuple[str, str]]:
+    """(layer, tier) per line of docs/architecture.md's "Layers that CI enforces" block."""
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    section = doc.split("### Layers that CI enforces", 1)[1]
+    block = section.split("```", 2)[1]
+    rows = [re.split(r"\s{2,}", line.strip()) for line in block.strip().splitlines()]
+    return [(row[0], row[1]) for row in rows]
+
+
+def test_the_doc_lists_the_contracts_layers_in_architectures_order() -> None:
+    documented = documented_layers()
+    assert [layer for layer, _ in documented] == contract_layers()
+    tiers = [tier for _, tier in documented]
+    assert set(tiers) <= set(ARCHITECTURE_TIERS), tiers
+    ranks = [ARCHITECTURE_TIERS.index(tier) for tier in tiers]
+    assert ranks == sorted(ranks), f"a layer above one of a higher tier: {documented}"
+
+
 def test_shared_reads_the_frameworks_only_once_services_provided_them() -> None:
     code = (
         "from shared import frameworks\n"
@@ -94,3 +125,77 @@ def test_shared_reads_the_frameworks_only_once_services_provided_them() -> None:
     refused, provided, alias = result.stdout.splitlines()
     assert refused.startswith("refused: no framework catalogue: import services first")
     assert (provided, alias) == ("True", "torch")
+
+
+# The loops between sibling modules (or subpackages) of one package that the code still
+# has: each group of siblings that import each other, directly or round a loop. Most are a
+# function-level import of a factory or registry (storage -> s3_store, base -> registry).
+# The list may only shrink: a new loop fails the test, and so does a listed one that is gone
+# (take it off the list).
+KNOWN_MODULE_LOOPS = {
+    "services.api": {"services.api.campaigns", "services.api.context", "services.api.graphql"},
+    "services.inference": {
+        "services.inference.backends",
+        "services.inference.convert",
+        "services.inference.profiling",
+        "services.inference.threads",
+    },
+    "services.inference.backends": {
+        "services.inference.backends.base",
+        "services.inference.backends.registry",
+    },
+}
+
+
+def _loops(children: list[str], imports: dict[str, set[str]]) -> list[set[str]]:
+    """The groups of two or more children that reach each other (strongly connected)."""
+    reach = {child: _reachable(child, imports) for child in children}
+    groups: list[set[str]] = []
+    for child in children:
+        group = {other for other in reach[child] if child in reach[other]} | {child}
+        if len(group) > 1 and group not in groups:
+            groups.append(group)
+    return groups
+
+
+def _reachable(start: str, imports: dict[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in imports[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def module_loops() -> dict[str, list[set[str]]]:
+    """package -> the loops among its children, each child with everything below it;
+    function-level imports count (grimp reads them as import-linter does)."""
+    graph = grimp.build_graph("services", "shared", include_external_packages=False)
+    loops: dict[str, list[set[str]]] = {}
+    for package in sorted(name for name in graph.modules if graph.find_children(name)):
+        children = sorted(graph.find_children(package))
+        imports = {
+            child: {
+                other
+                for other in children
+                if other != child
+                and graph.direct_import_exists(importer=child, imported=other, as_packages=True)
+            }
+            for child in children
+        }
+        if found := _loops(children, imports):
+            loops[package] = found
+    return loops
+
+
+def test_no_new_loop_between_modules_of_one_package() -> None:
+    found = module_loops()
+    new = {
+        package: groups
+        for package, groups in found.items()
+        if any(group != KNOWN_MODULE_LOOPS.get(package) for group in groups)
+    }
+    assert not new, f"modules of one package import each other round a loop: {new}"
+    gone = sorted(set(KNOWN_MODULE_LOOPS) - set(found))
+    assert not gone, f"these loops are gone, take them off KNOWN_MODULE_LOOPS: {gone}"

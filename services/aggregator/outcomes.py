@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 from services.aggregator.repository import RunRecord
+from services.core.messages import RunCompleted
 from shared.db.evaluations import Evaluation
-from shared.messages import RunCompleted
 from shared.storage import ObjectStore
 
 

@@ -11,9 +11,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from services.core.run_report import RunReport, json_safe
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 from shared.db.models import Metric, Run, utcnow
-from shared.run_report import RunReport, json_safe
-from shared.stored_report import LoadGenReport, load_loadgen_report
 
 
 class RunNotFound(LookupError):

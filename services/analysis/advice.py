@@ -33,7 +33,7 @@ from services.analysis.systems import label_of, system_of
 from services.core.campaigns.find_peak import is_probe
 from services.core.figures import percentile_key
 from services.core.find_peak_search import Probe, judge
-from shared.stored_report import LoadGenReport, load_loadgen_report
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 # At most this many stored runs of the model are read (newest first).
 MAX_RUNS = 5000

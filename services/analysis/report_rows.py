@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from services.analysis.systems import machine_of
-from shared.stored_report import LoadGenReport, load_loadgen_report
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 CSV_COLUMNS = (
     "run_id", "group_kind", "group_id", "agent", "machine", "hostname", "threads",

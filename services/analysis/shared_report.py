@@ -31,9 +31,9 @@ from services.analysis.report_rows import (
     setting_columns,
 )
 from services.core.campaigns.curves import curve_point
+from services.core.stored_report import load_loadgen_report
 from services.inference.run import RAW_LATENCIES_FILE
 from shared.storage import ObjectNotFound, ObjectStore
-from shared.stored_report import load_loadgen_report
 
 CDF_POINTS = 500
 # A group's runs read at most (newest first).

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shared.run_report import RunSettings
-from shared.stored_report import LoadGenReport, load_loadgen_report, typed
+from services.core.run_report import RunSettings
+from services.core.stored_report import LoadGenReport, load_loadgen_report, typed
 
 
 def machine_of(agent_id: str, agent_settings: dict[str, Any] | None = None) -> str:

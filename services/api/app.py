@@ -39,13 +39,12 @@ from services.api.request_limits import (
 from services.api.token_cache import Caller
 from services.api.web import mount_web
 from services.api.web.graphiql import graphiql_response
-from shared.celery_app import Publisher, make_celery, send
+from services.core.stored_report import load_loadgen_report
+from shared.celery_app import Payload, Publisher, make_celery, send
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
-from shared.messages import Message
 from shared.settings import Settings, get_settings
 from shared.storage import ObjectNotFound, ObjectStoreUnavailable
-from shared.stored_report import load_loadgen_report
 from shared.tracing import install_celery_propagation
 
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
@@ -56,7 +55,7 @@ def celery_publisher(settings: Settings) -> Publisher:
     # Messages carry the API's trace context, so a worker's spans join the submission's trace.
     install_celery_propagation()
 
-    def publish(task_name: str, message: Message, queue: str | None) -> None:
+    def publish(task_name: str, message: Payload, queue: str | None) -> None:
         send(app, task_name, message, queue=queue)
         PUBLISHED.labels(task_name).inc()
 

@@ -14,18 +14,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.analysis.systems import machine_of
-from services.core.workload import Workload, entry
-from services.workloads import workload_named
-from shared.db.evaluations import Agent, Evaluation
-from shared.db.models import Run
-from shared.db.states import FINAL_STATES, EvaluationState
-from shared.stored_report import (
+from services.core.stored_report import (
     LoadGenReport,
     OutcomeReport,
     StoredReport,
     load_loadgen_report,
     load_report,
 )
+from services.core.workload import Workload, entry
+from services.workloads import workload_named
+from shared.db.evaluations import Agent, Evaluation
+from shared.db.models import Run
+from shared.db.states import FINAL_STATES, EvaluationState
 
 _PIN = "agent="
 

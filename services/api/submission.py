@@ -46,6 +46,7 @@ from services.api.submission_targets import (
     target_of,
 )
 from services.api.user_quota import quota_problem, run_bound_s
+from services.core.messages import EvaluationRequested
 from services.core.scenario import ScenarioConfig
 from services.core.workload import Workload
 from services.scheduler.agents import find_agent
@@ -55,7 +56,6 @@ from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.manifest import ManifestError, ModelManifest, parse_manifest_text
 from shared.manifest_sections import as_fidelity
-from shared.messages import EvaluationRequested
 from shared.settings import Settings
 from shared.tracing import tracer
 

@@ -21,8 +21,8 @@ from services.core.campaigns.find_peak import (
 )
 from services.core.early_stopping import duration_warning
 from services.core.find_peak_search import PeakResult, Probe, judge
+from services.core.stored_report import load_loadgen_report
 from services.embedded.request import BenchRequest
-from shared.stored_report import load_loadgen_report
 
 RunFn = Callable[[BenchRequest], dict[str, Any]]
 

@@ -31,13 +31,13 @@ from services.campaigns.local_constraints import unmet_terms
 from services.core.campaigns.repeats import spread_of
 from services.core.figures import FIGURES, figures_of, verdicts
 from services.core.scenario import ScenarioConfig
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 from services.embedded.bench import BenchRequest, Progress, run_bench
 from services.inference.backends.base import BackendOptions
 from services.inference.runtime_info import diff_environments
 from shared.db.session import session_scope
 from shared.manifest import parse_manifest
 from shared.settings import Settings
-from shared.stored_report import LoadGenReport, load_loadgen_report
 
 NOISE_FLOOR = 0.05
 # The smallest change of a figure that a user acts on: a 5 % slower release or a 5 % faster

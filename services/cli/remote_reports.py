@@ -7,7 +7,7 @@ from typing import Any
 
 from services.analysis.shared_report import CDF_POINTS
 from services.cli.remote import RemoteError, graphql
-from shared.stored_report import load_loadgen_report
+from services.core.stored_report import load_loadgen_report
 
 GROUP_QUERY = """
 query Group($groupId: String!) {

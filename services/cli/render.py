@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from shared.metrics import LatencyStats, PerformanceReport
-from shared.stored_report import LoadGenReport, load_loadgen_report
+from services.core.metrics import LatencyStats, PerformanceReport
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 if TYPE_CHECKING:
     from services.inference.loadgen.progress import RunProgress

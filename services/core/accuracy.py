@@ -21,7 +21,7 @@ from services.core.labels import (
     chance_level_warning,
     class_folder_warnings,
 )
-from shared.metrics import AccuracyReport
+from services.core.metrics import AccuracyReport
 
 
 def _truth_indices(

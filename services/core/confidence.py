@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from services.core.figures import FIGURES, figures_of, verdicts
 from services.core.stability import WINDOWS, split_events
-from shared.stored_report import LoadGenReport
+from services.core.stored_report import LoadGenReport
 
 LEVEL = 0.95
 RESAMPLES = 1000

@@ -1,19 +1,57 @@
-"""The messages that move an evaluation on, built from its row: pure functions.
+"""The messages that move an evaluation on, built from its fields: pure functions.
 
 The scheduler task and the preprocess task both send ``RunInference`` (the plan when every
 shard is stored already, the preprocess worker that completes the set); both build it here,
-so neither task module imports the other.
+so neither task module imports the other. They read an evaluation through the
+``EvaluationFields`` protocol, which the ORM row (shared/db/evaluations.Evaluation)
+satisfies as it is, so core imports no ORM.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from services.core.messages import PreprocessShard, RunInference
 from services.core.workload import DEFAULT_WORKLOAD
-from shared.db.evaluations import Evaluation
-from shared.messages import PreprocessShard, RunInference
+
+
+class EvaluationFields(Protocol):
+    """What the messages read of an evaluation: the stored row's columns, read-only."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def run_id(self) -> str | None: ...
+    @property
+    def framework(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def scenario(self) -> dict[str, Any]: ...
+    @property
+    def manifest(self) -> dict[str, Any]: ...
+    @property
+    def backend_options(self) -> dict[str, Any]: ...
+    @property
+    def threads(self) -> int | None: ...
+    @property
+    def trace_level(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def workload_options(self) -> dict[str, Any] | None: ...
+    @property
+    def group_info(self) -> dict[str, Any] | None: ...
+    @property
+    def dataset(self) -> str: ...
+    @property
+    def dataset_count(self) -> int | None: ...
+    @property
+    def seed(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -30,7 +68,7 @@ def run_id_for(evaluation_id: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"benchstack:evaluation:{evaluation_id}"))
 
 
-def inference_message(evaluation: Evaluation, shard_keys: list[str]) -> RunInference:
+def inference_message(evaluation: EvaluationFields, shard_keys: list[str]) -> RunInference:
     return RunInference(
         evaluation_id=evaluation.id,
         run_id=evaluation.run_id or run_id_for(evaluation.id),
@@ -56,7 +94,7 @@ DATA_PARALLEL_KEYS = ("gang", "rank", "world_size", "host_ranks")
 OPTIONAL_DATA_PARALLEL_KEYS = ("local_rank",)
 
 
-def data_parallel_of(evaluation: Evaluation) -> dict[str, Any] | None:
+def data_parallel_of(evaluation: EvaluationFields) -> dict[str, Any] | None:
     """A data-parallel rank's place in its gang, from a group record that places it (a
     training scaling's member: gang, rank, world_size, host_ranks); None else. Read from
     the record, not its kind's name: core sees no campaign registry."""
@@ -68,7 +106,7 @@ def data_parallel_of(evaluation: Evaluation) -> dict[str, Any] | None:
 
 
 def shard_message(
-    evaluation: Evaluation, shard: PlannedShard, spec_json: dict[str, Any]
+    evaluation: EvaluationFields, shard: PlannedShard, spec_json: dict[str, Any]
 ) -> PreprocessShard:
     return PreprocessShard(
         evaluation_id=evaluation.id,

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from shared.stored_report import LoadGenReport, load_loadgen_report
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 # name -> (unit, whether larger is better)
 FIGURES: dict[str, tuple[str, bool]] = {

@@ -33,7 +33,7 @@ from typing import Any
 
 from services.core.figures import as_float, latency_ms, percentile_key, verdicts
 from services.core.stability import MIN_SERVER_SAMPLES, WINDOWS
-from shared.stored_report import LoadGenReport, load_loadgen_report
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 KEEP_UP_SLACK = 0.03
 # LoadGen's early-stopping estimate assumes every further query is under the bound, and

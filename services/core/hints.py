@@ -1,7 +1,7 @@
 """What to change after an INVALID run: the likely cause, named, with the setting to move.
 
 LoadGen says which of its checks failed (min duration, min queries, early stopping, the
-latency bound); shared/metrics.py records that in ``Validity``. The check that failed is
+latency bound); services/core/metrics.py records that in ``Validity``. The check that failed is
 often a consequence, not the cause: a Server run that cannot keep up also fails early
 stopping, and "run longer" would only make it fail for longer. ``invalid_hints`` looks
 for causes first and drops the consequences they explain:
@@ -27,11 +27,11 @@ import math
 import re
 
 from services.core.figures import PERCENTILE_KEYS
+from services.core.metrics import PerformanceReport
 from services.core.scenario import MEASURED_THROUGHPUT_MARGIN, ScenarioConfig
 from shared.host_load import HostLoad, occupied_cpus
-from shared.metrics import PerformanceReport
 
-# shared/metrics.py words LoadGen's "Performance constraints satisfied : NO" this way.
+# services/core/metrics.py words LoadGen's "Performance constraints satisfied : NO" this way.
 LATENCY_REASON_PREFIX = "latency constraint not met"
 
 # Server "kept up" (find-peak's rule): completed / scheduled of at least

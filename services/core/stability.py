@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from shared.metrics import Stability, Window
+from services.core.metrics import Stability, Window
 
 WINDOWS = 5
 JUDGED = 3

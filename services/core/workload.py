@@ -27,7 +27,7 @@ from shared.manifest import ModelManifest
 if TYPE_CHECKING:
     # Types only: the core layer holds contracts, and a run's resources (a database
     # session factory, an object store) are the stages' to make.
-    from shared.messages import RunInference
+    from services.core.messages import RunInference
     from shared.runtime import Resources
 
 # The kind of every evaluation that names none: a LoadGen run on a dataset's shards.

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from services.core.dispatch import inference_message
+from services.core.messages import RunCompleted
+from services.core.run_report import attempt_prefix
 from services.core.workload import AgentRun, RunHooks, entry
 from services.embedded.evaluation import evaluation_of
 from services.embedded.interrupt import storing_is_atomic
@@ -25,8 +27,6 @@ from shared.catalogue import resolve_model
 from shared.db.evaluations import Evaluation
 from shared.manifest import ModelManifest
 from shared.manifest_checks import check_manifest
-from shared.messages import RunCompleted
-from shared.run_report import attempt_prefix
 from shared.runtime import resources_for
 from shared.settings import Settings
 

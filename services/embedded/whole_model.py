@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.core.scenario import ScenarioConfig
+from services.core.stored_report import load_loadgen_report
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
 from services.workloads.bricks.measure import MeasureSettings
@@ -23,7 +24,6 @@ from shared.architectures import ZOOS
 from shared.catalogue import resolve_model
 from shared.manifest import ModelManifest
 from shared.settings import Settings
-from shared.stored_report import load_loadgen_report
 
 # Images the synthetic dataset gives each run: SingleStream sends one per query, and the
 # model's latency does not depend on which.

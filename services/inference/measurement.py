@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from services.core.messages import RunCompleted
+from services.core.run_report import MEASUREMENT_FILE, Measurement, attempt_prefix, outcome_file
 from services.inference.run import RunOutcome
 from shared.allocator import minor_page_faults
 from shared.db.evaluations import Evaluation
 from shared.environment import capture_environment
-from shared.messages import RunCompleted
-from shared.run_report import MEASUREMENT_FILE, Measurement, attempt_prefix, outcome_file
 from shared.storage import ObjectStore
 
 

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.preprocess.sample_files import total_problem
+# Sample is defined beside the reads of its file; imported here, where callers find it.
+from services.preprocess.sample_files import Sample, total_problem
 from services.preprocess.synthetic import make_synthetic
 from shared.settings import Settings, get_settings
 
@@ -21,16 +22,6 @@ class DatasetError(ValueError):
 class OutOfMemory(DatasetError):
     """Preparing the samples needed more memory than the process may use; the message
     says how much it had (shared/memory_limit.error_text)."""
-
-
-@dataclass(frozen=True)
-class Sample:
-    id: str  # stable: the path relative to the dataset root
-    path: Path
-    label: int | None
-    # The resolved folder the file must resolve inside when read (sample_files.real_path);
-    # None: not checked (samples a benchmark builds from its own files).
-    within: Path | None = None
 
 
 @dataclass(frozen=True)

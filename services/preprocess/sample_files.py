@@ -18,11 +18,9 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
-
-if TYPE_CHECKING:
-    from services.preprocess.datasets import Sample
+from typing import BinaryIO
 
 MAX_FILE_SETTING = "BENCHSTACK_MAX_SAMPLE_BYTES"
 MAX_DATASET_SETTING = "BENCHSTACK_MAX_DATASET_BYTES"
@@ -30,6 +28,18 @@ MAX_DATASET_SETTING = "BENCHSTACK_MAX_DATASET_BYTES"
 CHUNK_BYTES = 2**20
 # Never the path a link leads to: the reason is stored and shown to the submitter.
 OUTSIDE = "its link leads outside the datasets folder; accepted: files inside it"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One file of a dataset."""
+
+    id: str  # stable: the path relative to the dataset root
+    path: Path
+    label: int | None
+    # The resolved folder the file must resolve inside when read (sample_files.real_path);
+    # None: not checked (samples a benchmark builds from its own files).
+    within: Path | None = None
 
 
 class FileRefused(Exception):

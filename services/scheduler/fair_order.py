@@ -28,6 +28,7 @@ from datetime import datetime
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
+from services.core.messages import EvaluationRequested
 from shared import queues
 from shared.celery_app import Publisher
 from shared.db import evaluation_repo, liveness
@@ -35,7 +36,6 @@ from shared.db.accounts import User
 from shared.db.clock import as_utc
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.states import EvaluationState
-from shared.messages import EvaluationRequested
 from shared.runtime import SessionFactory
 from shared.settings import Settings
 from shared.user_limits import limits_for

@@ -12,13 +12,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from services.core.dispatch import inference_message
+from services.core.messages import RunInference
 from services.scheduler.agents import find_agent, requirement_for
 from services.scheduler.planner import UnmetConstraint
 from shared.db import evaluation_repo, liveness, lost_objects
 from shared.db.clock import utcnow
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.messages import RunInference
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -68,10 +68,10 @@ def announce_ready(node: str) -> None:
 
 
 def sweeper_for(app: Any, settings: Any) -> Any:
+    from services.core.messages import EvaluationRequested
     from services.scheduler.broker_watch import BrokerWatch
     from services.scheduler.sweeper import Sweeper
     from shared.celery_app import broker_identity, drop_queue, publisher, queue_backlog
-    from shared.messages import EvaluationRequested
 
     publish_message = publisher(app)
 

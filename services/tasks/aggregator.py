@@ -18,6 +18,7 @@ from celery import shared_task
 from sqlalchemy.orm import Session
 
 from services.aggregator.public import public_outcome
+from services.core.messages import RunCompleted, RunInference
 from services.core.workload import entry
 from services.scheduler.pending import measure_lost_again
 from services.workloads import workload_named
@@ -25,7 +26,6 @@ from shared import queues, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.messages import RunCompleted, RunInference
 from shared.server_paths import server_roots
 from shared.storage import ObjectNotFound
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error

@@ -33,6 +33,8 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy import select
 
+from services.core.messages import EvaluationRequested, RunCompleted, RunInference
+from services.core.run_report import attempt_prefix
 from services.core.workload import AgentRun, entry
 from services.inference.isolated import run_in_child
 from services.inference.measurement import outcome_key, stored_completion
@@ -45,8 +47,6 @@ from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo, liveness, lost_objects
 from shared.db.evaluations import Evaluation
 from shared.db.states import EvaluationState
-from shared.messages import EvaluationRequested, RunCompleted, RunInference
-from shared.run_report import attempt_prefix
 from shared.runtime import Resources, SessionFactory
 from shared.settings import Settings
 from shared.storage import ObjectStoreUnavailable

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from services.core.messages import RunInference
 from services.core.workload import AgentRun
 from services.inference.backends import registry
 from services.inference.backends.base import BackendOptions
@@ -16,7 +17,6 @@ from services.inference.host_slot import HostSlot
 from services.inference.measurement import store_outcome
 from services.inference.measurement_child import announce_started, announce_waiting
 from shared.host_load import HostLoadSampler, usable_cpus
-from shared.messages import RunInference
 from shared.settings import Settings
 
 # (run, threads) -> the outcome document of a workload without a dataset.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from services.core.messages import RunInference
 from shared import queues
 from shared.celery_app import make_celery
-from shared.messages import RunInference
 from shared.settings import Settings
 from shared.tracing import extract_context, inject_headers, setup_tracing, tracer
 
@@ -67,8 +67,8 @@ def test_queue_backlog_counts_the_messages_waiting_in_redis() -> None:
 
     import redis
 
+    from services.core.messages import EvaluationRequested
     from shared.celery_app import publisher, queue_backlog, send
-    from shared.messages import EvaluationRequested
 
     base = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379")
     db = int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))
@@ -95,8 +95,8 @@ def test_drop_queue_deletes_an_empty_queue_and_keeps_one_holding_messages() -> N
 
     import redis
 
+    from services.core.messages import EvaluationRequested
     from shared.celery_app import drop_queue, send
-    from shared.messages import EvaluationRequested
     from tests.support.consumer_queues import declare_as_consumer
 
     base = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379")
@@ -133,8 +133,8 @@ def test_a_batch_reaches_the_broker_together_and_none_of_it_on_error() -> None:
     import pytest
     import redis
 
+    from services.core.messages import EvaluationRequested
     from shared.celery_app import batch_publisher
-    from shared.messages import EvaluationRequested
 
     base = os.environ.get("BENCHSTACK_TEST_REDIS", "redis://127.0.0.1:6379")
     db = int(os.environ.get("BENCHSTACK_TEST_REDIS_DB", "11"))

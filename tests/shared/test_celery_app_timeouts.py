@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from services.core.messages import EvaluationRequested
 from shared.celery_app import PublishFailed, make_celery, send
-from shared.messages import EvaluationRequested
 from shared.settings import Settings
 from tests.support.own_servers import OwnRedis, outcome_within, stopped
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from services.core.messages import Message
 from shared import worker_context
-from shared.messages import Message
 from shared.worker_context import AgentIdentity, NoWorkerContext, WorkerContext
 
 

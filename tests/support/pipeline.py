@@ -17,6 +17,7 @@ from services.api.group_steps import group_steps
 from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest
+from services.core.messages import Message
 from services.tasks import preprocess as preprocess_tasks
 from services.tasks import scheduler as scheduler_tasks
 from shared import queues, runtime, worker_context
@@ -24,7 +25,6 @@ from shared.celery_app import Publisher
 from shared.db import evaluation_repo, worker_repo
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
-from shared.messages import Message
 
 WORKER_KINDS = ("scheduler", "preprocess", "aggregator")
 AGENT = "host/inference.null.cpu/1"

@@ -33,11 +33,11 @@ from services.cli.profile_render import print_profile
 from services.cli.progress import ProgressBars
 from services.cli.render import output_console, print_report, spread_table
 from services.core.campaigns.repeats import RepeatsSummary
+from services.core.stored_report import load_loadgen_report
 from services.embedded import bench as embedded
 from services.embedded.interrupt import EXIT_INTERRUPTED, interrupted_message
 from services.inference.profiling.trace_events import TRACE_FILE
 from shared.settings import get_settings
-from shared.stored_report import load_loadgen_report
 
 # The options only bench has; those it shares with sweep and find-peak are in bench_options.
 SCENARIO = typer.Option(

@@ -28,9 +28,9 @@ from services.cli.errors import user_errors
 from services.cli.progress import ProgressBars
 from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
+from services.core.stored_report import load_loadgen_report
 from services.embedded import bench as embedded
 from shared.settings import get_settings
-from shared.stored_report import load_loadgen_report
 
 
 def peak_table(result: PeakResult) -> Table:

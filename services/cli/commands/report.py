@@ -24,8 +24,8 @@ def reports_of(session: Any, ref: str) -> tuple[str, list[dict[str, Any]]]:
 
     from services.aggregator.repository import RunNotFound, get_run
     from services.analysis.shared_report import MAX_GROUP_RUNS
+    from services.core.stored_report import load_loadgen_report
     from shared.db.models import Run
-    from shared.stored_report import load_loadgen_report
 
     try:
         run = get_run(session, ref)
@@ -100,7 +100,7 @@ def _remote(server: str, token: str | None, ref: str) -> tuple[str, list[dict[st
     from services.cli.remote_reports import remote_reports
 
     title, reports, cdfs = remote_reports(server, token, ref)
-    from shared.stored_report import load_loadgen_report
+    from services.core.stored_report import load_loadgen_report
 
     return title, reports, lambda report: cdfs.get(load_loadgen_report(report).run_id, ([], []))
 

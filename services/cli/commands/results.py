@@ -12,9 +12,9 @@ from rich.table import Table
 from services.aggregator.repository import get_run, list_runs
 from services.cli.errors import user_errors
 from services.cli.render import output_console, print_report
+from services.core.stored_report import load_loadgen_report
 from shared.db.session import session_scope
 from shared.settings import get_settings
-from shared.stored_report import load_loadgen_report
 
 console = output_console(highlight=False)
 

@@ -14,9 +14,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from services.cli.errors import fail, user_errors
 from services.cli.progress import evaluation_progress
 from services.cli.render import figure, host_text
+from services.core.stored_report import load_loadgen_report
 from shared.db.states import FINAL_STATE_NAMES
 from shared.settings import get_settings
-from shared.stored_report import load_loadgen_report
 
 console = Console(highlight=False)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
-from shared.stored_report import load_loadgen_report
+from services.core.stored_report import load_loadgen_report
 
 KIND: Final = "accuracy-performance-pair"
 Role = Literal["accuracy", "performance"]

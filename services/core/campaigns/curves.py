@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 import services.core.campaigns as campaigns_package
-from shared.stored_report import LoadGenReport, load_loadgen_report
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 # (the member's group record, the run's settings) -> (what was varied, its value) | None.
 CurvePoint = Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[str, float] | None]

@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
 from services.core.confidence import Confidence, run_confidence
 from services.core.figures import FIGURES, figures_of
-from shared.stored_report import LoadGenReport, load_loadgen_report
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 KIND: Final = "repeats"
 MAX_REPEATS = 20

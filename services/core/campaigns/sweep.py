@@ -11,8 +11,8 @@ from typing import Any, Final, Literal
 
 from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
 from services.core.figures import figures_of, verdicts
+from services.core.stored_report import load_loadgen_report
 from services.core.workload import MAX_BATCH_SIZE
-from shared.stored_report import load_loadgen_report
 
 KIND: Final = "sweep"
 MAX_POINTS = 16

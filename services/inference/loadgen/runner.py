@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from services.core.loadgen_logs import parse_summary
 from services.core.scenario import GENERIC_MLPERF_MODEL, ScenarioConfig
 from services.inference.backends.base import Backend, BackendError
 from services.inference.loadgen.progress import Phase, ProgressCallback, ProgressPoller, RunProgress
 from services.inference.loadgen.qsl import TensorQSL
+from services.inference.loadgen.settings import to_loadgen_settings
 from services.inference.loadgen.sut import BatchingSUT, SUTStats
 from services.inference.loadgen.timer_slack import precise_sleeps
-from shared.loadgen_logs import parse_summary
 
 if TYPE_CHECKING:
     import mlperf_loadgen
@@ -250,7 +251,8 @@ def run_loadgen(
             )
         measured = dataclasses.replace(measured, calibrated_samples_per_s=calibrated)
     batches_per_query = -(-config.samples_per_query // batch_size)
-    settings = config.to_test_settings(
+    settings = to_loadgen_settings(
+        config,
         measured_latency_s=measured.single_latency_s,
         measured_samples_per_s=measured.samples_per_s(batch_size),
         measured_query_latency_s=batches_per_query * measured.batch_latency_s,

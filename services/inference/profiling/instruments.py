@@ -3,7 +3,7 @@
 An instrument is entered once per pass, runs each iteration's predict (``predict``), and
 afterwards turns what it recorded into spans on benchstack's clock (``spans``), given the
 windows in which benchstack saw each iteration run. Framework instruments live in their
-own modules, named by each backend's spec; ``instrument_for`` picks one for a level and
+own modules, named by each backend's spec; ``passes.instrument_for`` picks one for a level and
 a backend, or says why none.
 """
 
@@ -84,24 +84,3 @@ def spans_within(recorded: list[Span], windows: list[Window]) -> list[Span]:
             span.args["iteration"] = iteration
             kept.append(span)
     return kept
-
-
-def instrument_for(level: str, backend: Backend) -> Instrument | str:
-    """The instrument of ``level`` for this backend, or the reason there is none: the
-    harness's own for NONE, MODEL and SYSTEM, else what the backend's spec declares
-    (``profilers`` and ``profiler_gaps`` in its folder's config.py)."""
-    if level in ("NONE", "MODEL"):
-        return Instrument(backend)
-    if level == "SYSTEM":
-        from services.inference.profiling.system import SystemSampler
-
-        return SystemSampler(backend)
-    from services.inference.backends import registry
-
-    spec = registry.specs().get(backend.name)
-    if spec is not None and level in spec.profiler_gaps:
-        return f"{level}: {spec.profiler_gaps[level]}"
-    if spec is not None and level in spec.profilers:
-        made: Instrument | str = registry.folder_entry(spec.name, spec.profilers[level])(backend)
-        return made
-    return f"{level}: no {level.lower()}-level profiler for the {backend.name} backend yet"

@@ -23,7 +23,7 @@ import numpy as np
 
 from services.inference.backends import registry
 from services.inference.backends.base import Backend
-from services.inference.profiling.instruments import Window, instrument_for
+from services.inference.profiling.instruments import Instrument, Window
 from services.inference.profiling.levels import instruments_for, parse_trace_level, passes_for
 from services.inference.profiling.spans import Counter, Span, SpanRecorder, now_ns
 from services.inference.profiling.summary import latency_figures
@@ -39,6 +39,25 @@ CLOCK_METHOD = (
     "are shifted per iteration so their own iteration marker (torch: a record_function "
     "annotation; ONNX Runtime: model_run) starts where benchstack saw the iteration start"
 )
+
+
+def instrument_for(level: str, backend: Backend) -> Instrument | str:
+    """The instrument of ``level`` for this backend, or the reason there is none: the
+    harness's own for NONE, MODEL and SYSTEM, else what the backend's spec declares
+    (``profilers`` and ``profiler_gaps`` in its folder's config.py)."""
+    if level in ("NONE", "MODEL"):
+        return Instrument(backend)
+    if level == "SYSTEM":
+        from services.inference.profiling.system import SystemSampler
+
+        return SystemSampler(backend)
+    spec = registry.specs().get(backend.name)
+    if spec is not None and level in spec.profiler_gaps:
+        return f"{level}: {spec.profiler_gaps[level]}"
+    if spec is not None and level in spec.profilers:
+        made: Instrument | str = registry.folder_entry(spec.name, spec.profilers[level])(backend)
+        return made
+    return f"{level}: no {level.lower()}-level profiler for the {backend.name} backend yet"
 
 
 @dataclass

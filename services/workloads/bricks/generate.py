@@ -48,6 +48,7 @@ from services.workloads.bricks.recorded_values import (
     write_values,
 )
 from services.workloads.bricks.signature import (
+    BrickError,
     LayerSequence,
     check_granularity,
     cut_sequences,
@@ -235,10 +236,6 @@ def _cut(
         cut_sequences(parsed, granularity),
         lambda sequence, folder: _write_brick(parsed, sequence, folder),
     )
-
-
-class BrickError(ValueError):
-    """A sequence that cannot become a brick (torch.export or onnx's checker refuses it)."""
 
 
 def _write_brick(parsed: ParsedModel, sequence: LayerSequence, folder: Path) -> str | None:

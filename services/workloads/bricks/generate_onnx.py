@@ -9,9 +9,8 @@ from pathlib import Path
 import onnx
 
 from services.workloads.bricks.extract_onnx import brick_onnx
-from services.workloads.bricks.generate import BrickError
 from services.workloads.bricks.parse_onnx import ParsedOnnxModel
-from services.workloads.bricks.signature import LayerSequence
+from services.workloads.bricks.signature import BrickError, LayerSequence
 
 
 def write_onnx_brick(parsed: ParsedOnnxModel, sequence: LayerSequence, folder: Path) -> None:

@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from services.aggregator.outcomes import load_outcome, outcome_record
 from services.aggregator.repository import RunRecord, save_run
+from services.core.messages import RunCompleted
 from services.workloads.bricks.store import save_measured, save_recipe
 from shared.db.evaluations import Evaluation
-from shared.messages import RunCompleted
 from shared.storage import ObjectStore
 
 # The figures of a construction stored as metrics (construct.Construction field -> name).

@@ -134,3 +134,7 @@ def describe_sequence(parsed: ParsedModel, indices: tuple[int, ...]) -> dict[str
         "inputs": [jsonable(shape_of(parsed.values[n.name])) for n in inputs],
         "layers": layers,
     }
+
+
+class BrickError(ValueError):
+    """A sequence that cannot become a brick (torch.export or onnx's checker refuses it)."""

@@ -9,8 +9,8 @@ from sqlalchemy.orm import Session
 
 from services.aggregator.outcomes import load_outcome, outcome_record
 from services.aggregator.repository import RunRecord, save_run
+from services.core.messages import RunCompleted
 from shared.db.evaluations import Evaluation
-from shared.messages import RunCompleted
 from shared.storage import ObjectStore
 
 

@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 
 from services.api.app import create_app
 from services.api.auth import create_token
+from services.core.messages import Message
 from shared.db import evaluation_repo
 from shared.db.migrations import upgrade_head
 from shared.db.session import session_scope
-from shared.messages import Message
 from shared.settings import Settings
 
 

@@ -14,8 +14,8 @@ import yaml
 from rich.console import Console
 
 from services.cli.render import report_table
+from services.core.loadgen_logs import parse_summary
 from services.inference.profiling.trace_events import trace_problems
-from shared.loadgen_logs import parse_summary
 from tests.support.cli import benchstack
 
 TINY = "tests/fixtures/tiny_cnn.yaml"

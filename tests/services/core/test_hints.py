@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 
 from services.core.hints import LATENCY_REASON_PREFIX, invalid_hints
+from services.core.metrics import Headline, LatencyStats, PerformanceReport, Validity
 from services.core.scenario import ScenarioConfig
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model
 from shared.host_load import HostLoad, verdict
-from shared.metrics import Headline, LatencyStats, PerformanceReport, Validity
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
@@ -305,7 +305,7 @@ def test_an_unknown_cause_falls_back_to_loadgens_words() -> None:
 
 
 def test_the_latency_reason_prefix_is_what_metrics_writes() -> None:
-    # hints.py finds LoadGen's latency check by the words shared/metrics.py gives it.
+    # hints.py finds LoadGen's latency check by the words services/core/metrics.py gives it.
     summary = "Scenario : Server\nResult is : INVALID\nPerformance constraints satisfied : NO\n"
     report = PerformanceReport.from_logs(summary, "")
     assert any(r.startswith(LATENCY_REASON_PREFIX) for r in report.validity.reasons)

@@ -13,6 +13,7 @@ from PIL import Image
 
 from services.aggregator.repository import get_run
 from services.core.dispatch import inference_message
+from services.core.run_report import attempt_prefix
 from services.core.scenario import ScenarioConfig
 from services.core.workload import AgentRun
 from services.embedded.bench import BenchRequest, run_bench
@@ -23,7 +24,6 @@ from services.preprocess.local_shard import prepare_shard
 from services.workloads.loadgen.measure import measure
 from shared.catalogue import resolve_model
 from shared.db.session import session_scope
-from shared.run_report import attempt_prefix
 from shared.runtime import resources_for
 from shared.settings import Settings
 

@@ -23,17 +23,21 @@ import pytest
 import services.inference.backends as backends_package
 from services.api.submission_checks import check_simple_fields
 from services.api.submission_request import SubmitRequest
+from services.core.messages import RunInference
 from services.inference.backends import registry
 from services.inference.backends.base import BackendOptions, create_backend
 from services.inference.backends.spec import BackendSpec
 from services.inference.convert import ConversionError, convert_to_onnx
-from services.inference.profiling.instruments import instrument_for
-from services.inference.profiling.passes import PassResult, measure_roofline_inputs, new_profile
+from services.inference.profiling.passes import (
+    PassResult,
+    instrument_for,
+    measure_roofline_inputs,
+    new_profile,
+)
 from services.inference.runtime_info import framework_runtime
 from services.workloads.agent_run import backend_options
 from services.workloads.torch_models import torch_architecture
 from shared.manifest import parse_manifest_text
-from shared.messages import RunInference
 from shared.settings import Settings
 
 CONFIG = """

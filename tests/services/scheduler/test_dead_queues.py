@@ -13,13 +13,13 @@ import pytest
 import redis
 from sqlalchemy import update
 
+from services.core.messages import EvaluationRequested
 from services.scheduler.dead_queues import clean_once
 from shared import queues, runtime
 from shared.celery_app import drop_queue, make_celery, send
 from shared.db import evaluation_repo
 from shared.db.clock import utcnow
 from shared.db.evaluations import Agent
-from shared.messages import EvaluationRequested
 from shared.settings import Settings
 from tests.support.consumer_queues import declare_as_consumer
 

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from services.core.messages import RunInference
 from services.core.workload import AgentRun
 from services.inference.backends.base import BackendOptions
 from services.workloads.agent_run import backend_options, measure_holding_host
-from shared.messages import RunInference
 from shared.runtime import Resources
 from shared.settings import Settings
 from shared.storage import LocalStore

@@ -33,12 +33,12 @@ from services.api.campaigns.groups import (
 from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest
+from services.core.stored_report import OutcomeReport, load_report
 from services.workloads import workloads
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.settings import Settings
-from shared.stored_report import OutcomeReport, load_report
 
 KIND = "training-scaling"
 MAX_WORLD_SIZE = 16

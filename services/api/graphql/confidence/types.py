@@ -7,7 +7,7 @@ from typing import Any
 
 import strawberry
 
-from shared.stored_report import LoadGenReport, load_loadgen_report
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 
 @strawberry.type(name="Interval")

@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 
 from services.api.graphql.evaluations.charts import bounded
 from services.api.graphql.scalars import to_json
+from services.core.stored_report import OutcomeReport, load_report
 from services.workloads.training.summary import (
     DEFAULT_LOG_LINES,
     DEFAULT_STEP_POINTS,
@@ -22,7 +23,6 @@ from services.workloads.training.summary import (
     workers_of,
 )
 from services.workloads.training.workload import WORKLOAD
-from shared.stored_report import OutcomeReport, load_report
 
 
 def _float(value: Any) -> float | None:

@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from services.core.loadgen_logs import parse_summary
 from services.core.scenario import SCENARIOS, ScenarioConfig
 from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.inference.loadgen.settings import to_loadgen_settings
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model
-from shared.loadgen_logs import parse_summary
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
@@ -277,8 +278,8 @@ def test_workers_must_be_positive(tmp_path: Path) -> None:
 
 def test_official_profile_takes_loadgens_own_mlperf_conf() -> None:
     def settings(**fields: Any) -> Any:
-        return ScenarioConfig(**fields).to_test_settings(
-            measured_latency_s=0.01, measured_samples_per_s=100.0
+        return to_loadgen_settings(
+            ScenarioConfig(**fields), measured_latency_s=0.01, measured_samples_per_s=100.0
         )
 
     quick = settings(scenario="multi-stream")
@@ -287,8 +288,11 @@ def test_official_profile_takes_loadgens_own_mlperf_conf() -> None:
     # mlperf.conf: 600 s and 662 MultiStream queries, and MLPerf's published seeds.
     assert official.min_duration_ms == 600_000 and official.min_query_count == 662
     assert official.qsl_rng_seed != 0 and official.schedule_rng_seed != quick.schedule_rng_seed
-    resnet50 = ScenarioConfig(scenario="server", profile="official").to_test_settings(
-        measured_latency_s=0.01, measured_samples_per_s=100.0, mlperf_model="resnet50"
+    resnet50 = to_loadgen_settings(
+        ScenarioConfig(scenario="server", profile="official"),
+        measured_latency_s=0.01,
+        measured_samples_per_s=100.0,
+        mlperf_model="resnet50",
     )
     assert resnet50.server_target_latency_ns == 15_000_000  # resnet50's own Server bound
     # What the user states still wins over the profile.

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
+from services.core.run_report import RunReport
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
-from shared.run_report import RunReport
 from shared.settings import Settings
 
 TINY = "tests/fixtures/tiny_cnn.yaml"

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
+from services.core.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
 
 # Where one attempt at a run writes its files, embedded runs included (attempt 1): one
 # layout, so a tool that reads a stack run's files reads an embedded run's the same way.

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from shared.loadgen_logs import parse_detail, parse_summary
+from services.core.loadgen_logs import parse_detail, parse_summary
 
 PERCENTILES = (50.0, 90.0, 95.0, 97.0, 99.0, 99.9)
 

@@ -1,4 +1,4 @@
-"""A stored report reads back typed (shared/stored_report.py): the same sections as the
+"""A stored report reads back typed (services/core/stored_report.py): the same sections as the
 RunReport it was written from, an older report's missing sections as None, a workload's
 outcome under its kind."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 from dataclasses import asdict
 
+from services.core.run_report import RunReport, json_safe
 from services.core.scenario import ScenarioConfig
+from services.core.stored_report import LoadGenReport, OutcomeReport, load_report
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.base import BackendOptions
-from shared.run_report import RunReport, json_safe
 from shared.settings import Settings
-from shared.stored_report import LoadGenReport, OutcomeReport, load_report
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 

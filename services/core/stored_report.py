@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from shared.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
-from shared.run_report import RunSettings
+from services.core.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
+from services.core.run_report import RunSettings
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""A stored report is read through shared/stored_report.py (``load_report``), never by
+"""A stored report is read through services/core/stored_report.py (``load_report``), never by
 string keys: this counts the reads of a report section by key (``x["performance"]``,
 ``x.get("stability")``, ...) left in services/, file by file, against an allowlist that
 may only shrink. A grep cannot tell a report from another dict holding a key of the same
@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # The report's sections (RunReport.to_dict's keys that hold a section or a verdict).
 SECTIONS = (
     "performance", "stability", "confidence", "accuracy", "sut_latency", "warm_up",
@@ -61,7 +61,7 @@ def test_no_string_key_reads_of_a_report_beyond_the_allowlist() -> None:
         if count > ALLOWED.get(path, (0, ""))[0]
     }
     assert not over, (
-        f"read these reports through shared.stored_report.load_report: {over} "
+        f"read these reports through services.core.stored_report.load_report: {over} "
         "(attributes of LoadGenReport / OutcomeReport, not string keys)"
     )
 
