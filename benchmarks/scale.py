@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -58,6 +58,9 @@ from services.stack.manager import ServiceSpec, Stack, default_services
 from shared import queues
 from shared.db.session import session_scope
 from tests.support.ephemeral import EphemeralStack
+
+if TYPE_CHECKING:
+    from shared.settings import Settings
 
 AGENTS_SCRIPT = Path(__file__).with_name("scale_agents.py")
 # Each simulated agents' process shares one pool of this size between its identities (a
@@ -301,9 +304,8 @@ def sweeper_pass(stack: EphemeralStack) -> Callable[[], tuple[int, float]]:
     from services.scheduler.sweeper import find_stalled
     from shared.celery_app import make_celery, queue_backlog
     from shared.db.clock import utcnow
-    from shared.settings import Settings
 
-    settings = Settings.model_validate(_settings_of(stack.env()))
+    settings = _settings_of(stack.env())
     app = make_celery(settings)
 
     def sweep() -> tuple[int, float]:
@@ -318,10 +320,21 @@ def sweeper_pass(stack: EphemeralStack) -> Callable[[], tuple[int, float]]:
     return sweep
 
 
-def _settings_of(env: dict[str, str]) -> dict[str, str]:
-    """Settings fields from BENCHSTACK_* variables, as the services read them."""
+def _settings_of(env: dict[str, str]) -> Settings:
+    """The settings the services read from their BENCHSTACK_* variables, read the same way
+    (JSON fields such as BENCHSTACK_USER_LIMIT_OVERRIDES included)."""
+    from shared.settings import Settings
+
     prefix = "BENCHSTACK_"
-    return {k.removeprefix(prefix).lower(): v for k, v in env.items() if k.startswith(prefix)}
+    saved = dict(os.environ)
+    try:
+        for key in [k for k in os.environ if k.startswith(prefix)]:
+            del os.environ[key]
+        os.environ.update({k: v for k, v in env.items() if k.startswith(prefix)})
+        return Settings()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @dataclass

@@ -44,9 +44,16 @@ ALLOWED: dict[str, tuple[int, str]] = {
 }
 
 
+# The report's own modules: the typed report's writer and its reader, where the keys are
+# read once for everyone (they moved from shared/, which this never counted, to core).
+REPORT_MODULES = {"services/core/run_report.py", "services/core/stored_report.py"}
+
+
 def _reads() -> Counter[str]:
     found: Counter[str] = Counter()
     for path in sorted((ROOT / "services").rglob("*.py")):
+        if path.relative_to(ROOT).as_posix() in REPORT_MODULES:
+            continue
         count = len(READ.findall(path.read_text(encoding="utf-8")))
         if count:
             found[path.relative_to(ROOT).as_posix()] = count
