@@ -18,31 +18,11 @@ import pytest
 import services.workloads as workloads_package
 from tests.integration.conftest import GraphQLClient, running_stack
 from tests.support.ephemeral import EphemeralStack
+from tests.support.throwaway_workload import workload_source
 
 pytestmark = pytest.mark.integration
+SUMMARY = "a throw-away workload for the plug-in test"
 
-WORKLOAD = """
-from pydantic import BaseModel, ConfigDict, Field
-
-from services.core.workload import Workload
-
-
-class EchoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    repeats: int = Field(default=1, ge=1, le=5)
-
-
-WORKLOAD = Workload(
-    name="{name}",
-    summary="a throw-away workload for the plug-in test",
-    options=EchoOptions,
-    needs_dataset=False,
-    dataset_label="none",
-    measure="services.workloads.{name}.outcome:measure",
-    read="services.workloads.{name}.outcome:read",
-    save="services.workloads.{name}.outcome:save",
-)
-"""
 OUTCOME = """
 from services.aggregator.outcomes import load_outcome, outcome_record
 from services.aggregator.repository import save_run
@@ -93,7 +73,7 @@ def throwaway() -> Iterator[str]:
     folder.mkdir()
     try:
         (folder / "__init__.py").write_text("")
-        (folder / "workload.py").write_text(WORKLOAD.replace("{name}", name))
+        (folder / "workload.py").write_text(workload_source(name, SUMMARY))
         (folder / "outcome.py").write_text(OUTCOME.format(name=name))
         importlib.invalidate_caches()
         workloads_package.workloads.cache_clear()

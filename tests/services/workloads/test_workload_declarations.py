@@ -26,30 +26,10 @@ from services.core.campaigns.find_peak import SearchSettings
 from services.workloads import workload_named, workloads
 from shared.db.evaluations import Evaluation
 from shared.manifest import load_manifest
+from tests.support.throwaway_workload import workload_source
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
-WORKLOAD = """
-from pydantic import BaseModel, ConfigDict, Field
-
-from services.core.workload import Workload
-
-
-class EchoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    repeats: int = Field(default=1, ge=1, le=5)
-
-
-WORKLOAD = Workload(
-    name="{name}",
-    summary="a throw-away workload that declares nothing the edges ask",
-    options=EchoOptions,
-    needs_dataset=False,
-    dataset_label="none",
-    measure="services.workloads.{name}.outcome:measure",
-    read="services.workloads.{name}.outcome:read",
-    save="services.workloads.{name}.outcome:save",
-)
-"""
+SUMMARY = "a throw-away workload that declares nothing the edges ask"
 CONFIDENCE = {
     "figures": {
         "samples_per_second": {"low": 90.0, "high": 110.0},
@@ -65,7 +45,7 @@ def dropped() -> Iterator[str]:
     folder = Path(workloads_package.__file__).parent / name
     folder.mkdir()
     (folder / "__init__.py").write_text("")
-    (folder / "workload.py").write_text(WORKLOAD.format(name=name))
+    (folder / "workload.py").write_text(workload_source(name, SUMMARY))
     workloads.cache_clear()
     try:
         yield name
