@@ -6,28 +6,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
+from typing import Any
 
 from services.core.run_report import RunReport, json_safe
-from services.core.scenario import ScenarioConfig
 from services.core.stored_report import LoadGenReport, OutcomeReport, load_report
-from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions
-from shared.settings import Settings
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
 
-def test_a_stored_report_loads_with_the_sections_it_was_written_with(settings: Settings) -> None:
-    stored = run_bench(
-        BenchRequest(
-            model=TINY,
-            framework="null",
-            scenario=ScenarioConfig(min_duration_s=0.3),
-            samples=16,
-            backend_options=BackendOptions(extra={"service_time_ms": 1.0}),
-        ),
-        settings,
-    )
+def test_a_stored_report_loads_with_the_sections_it_was_written_with(
+    null_run_report: dict[str, Any],
+) -> None:
+    stored = null_run_report
     written = RunReport.from_dict(stored)
     report = load_report(stored)
     assert isinstance(report, LoadGenReport)
