@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from services.analysis.systems import machine_of
-from services.core.stored_report import LoadGenReport, load_loadgen_report
+from services.core.stored_report import LoadGenReport, StoredReport, load_loadgen_report
+from services.workloads.surfaces import section_columns
 
 CSV_COLUMNS = (
     "run_id", "group_kind", "group_id", "agent", "machine", "hostname", "threads",
@@ -51,7 +52,7 @@ _COLUMN_OF = {
 OFFLINE_LATENCY_NOTE = "Offline: latencies are queue positions, not shown"
 
 
-Stored = Mapping[str, Any] | LoadGenReport
+Stored = Mapping[str, Any] | StoredReport
 
 
 def is_offline(stored: Stored) -> bool:
@@ -153,7 +154,8 @@ def row_of(stored: Stored) -> dict[str, Any]:
         "hostname": report.environment.get("hostname", ""),
         "threads": _threads(report, "intra_op_threads"),
         "inter_op_threads": _threads(report, "inter_op_threads"),
-        "model": f"{report.model['name']} {report.model['version']}",
+        # A workload's outcome report holds no model section: its row's model is empty.
+        "model": f"{report.model.get('name', '')} {report.model.get('version', '')}".strip(),
         "framework": report.framework.get("name", ""),
         "framework_version": report.framework.get("version", ""),
         "device": settings.backend_options.device if settings else "",
@@ -186,13 +188,21 @@ def rows_of(reports: Sequence[Stored]) -> list[dict[str, Any]]:
     """Each run's row with the settings that set it apart (``setting.<path>`` columns)."""
     columns = setting_columns(reports)
     rows = []
-    for report in map(load_loadgen_report, reports):
+    for stored in reports:
+        report = load_loadgen_report(stored)
         leaves = settings_of(report)
         row = row_of(report)
         for column in columns:
             row[column] = leaves.get(column.removeprefix(SETTING_PREFIX))
+        # The columns of its workload's report section (Workload.report_section), if any.
+        row.update(section_columns(stored))
         rows.append(row)
     return rows
+
+
+def section_column_names(reports: Sequence[Stored]) -> list[str]:
+    """Every report section column the runs have, in the order first met."""
+    return list(dict.fromkeys(name for r in reports for name in section_columns(r)))
 
 
 def labels_of(reports: Sequence[Stored], rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -217,9 +227,9 @@ def labels_of(reports: Sequence[Stored], rows: Sequence[dict[str, Any]]) -> list
 
 
 def write_csv(reports: Sequence[Stored], path: Path) -> int:
-    columns = [*CSV_COLUMNS, *setting_columns(reports)]
+    columns = [*CSV_COLUMNS, *setting_columns(reports), *section_column_names(reports)]
     with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer = csv.DictWriter(fh, fieldnames=columns, restval="")
         writer.writeheader()
         for row in rows_of(reports):
             writer.writerow({k: "" if v is None else _csv_value(v) for k, v in row.items()})

@@ -33,6 +33,7 @@ from services.analysis.report_rows import (
 from services.core.campaigns.curves import curve_point
 from services.core.stored_report import load_loadgen_report
 from services.inference.run import RAW_LATENCIES_FILE
+from services.workloads.surfaces import report_section_of
 from shared.storage import ObjectNotFound, ObjectStore
 
 CDF_POINTS = 500
@@ -174,7 +175,7 @@ def _bars(
 def curve_x(stored: Stored) -> tuple[str, float] | None:
     """(what was varied, its value) for a member of a group kind that declares it (a sweep
     point, a find-peak probe: services/core/campaigns/curves.py); else None."""
-    return curve_point(stored)
+    return curve_point(load_loadgen_report(stored))
 
 
 def _curve(reports: Sequence[Stored], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -217,6 +218,24 @@ def _curve(reports: Sequence[Stored], rows: list[dict[str, Any]]) -> list[dict[s
             }
         )
     return charts
+
+
+def _sections(reports: Sequence[Stored], labels: list[str]) -> str:
+    """Each run's workload report section (Workload.report_section), under its row's label."""
+    parts = []
+    for report, label in zip(reports, labels, strict=True):
+        section = report_section_of(report)
+        if section is None:
+            continue
+        rows = "".join(
+            f"<tr><th>{html.escape(name)}</th><td>{html.escape(text)}</td></tr>"
+            for name, text in section.rows
+        )
+        parts.append(
+            f'<section class="workload-section"><h2>{html.escape(label)}: '
+            f"{html.escape(section.title)}</h2><table>{rows}</table></section>"
+        )
+    return "".join(parts)
 
 
 def render_html(title: str, reports: Sequence[Stored], cdf_of: CdfOf) -> str:
@@ -287,7 +306,7 @@ def render_html(title: str, reports: Sequence[Stored], cdf_of: CdfOf) -> str:
         "<p>Figures beside their LoadGen validity and stability verdicts; 95 % intervals "
         "from a seeded bootstrap over each run's stability windows (latency on the SUT's "
         "clock).</p>"
-        f"{_table(rows, labels, columns)}{notes_html}{divs}"
+        f"{_table(rows, labels, columns)}{_sections(reports, labels)}{notes_html}{divs}"
         f"<script>const charts = {_script_json(charts)};\n"
         "for (const c of charts) { Plotly.newPlot(c.id, c.data, c.layout, "
         "{staticPlot: false, displaylogo: false}); }</script>"

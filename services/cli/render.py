@@ -12,7 +12,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from services.core.metrics import LatencyStats, PerformanceReport
-from services.core.stored_report import LoadGenReport, load_loadgen_report
+from services.core.report_section import ReportSection
+from services.core.stored_report import (
+    LoadGenReport,
+    StoredReport,
+    load_loadgen_report,
+    load_report,
+)
+from services.workloads.surfaces import report_section_of
 
 if TYPE_CHECKING:
     from services.inference.loadgen.progress import RunProgress
@@ -123,7 +130,7 @@ def verdict_badge(stored: Mapping[str, Any] | LoadGenReport) -> str:
     return f"{v} {s}"
 
 
-def report_table(stored: Mapping[str, Any] | LoadGenReport) -> Table:
+def report_table(stored: Mapping[str, Any] | StoredReport) -> Table:
     report = load_loadgen_report(stored)
     perf = report.perf
     fw = report.framework
@@ -274,8 +281,25 @@ def figure(value: float | None, spec: str = ".3f") -> str:
     return format(value, spec)
 
 
-def print_report(console: Console, report: Mapping[str, Any] | LoadGenReport) -> None:
-    console.print(report_table(report))
+def print_report(console: Console, report: Mapping[str, Any] | StoredReport) -> None:
+    """A run's table: its workload's report section where it declares one, else LoadGen's."""
+    section = report_section_of(report)
+    if section is None:
+        console.print(report_table(report))
+        return
+    console.print(section_table(section, load_report(report).run_id))
+
+
+def section_table(section: ReportSection, run_id: str) -> Table:
+    """A workload's report section as the CLI shows one run: its rows, label and text."""
+    title = f"run {run_id}: {section.title}"
+    # As wide as its title at least: rich would wrap the title to the rows' width.
+    table = Table(title=title, show_header=False, title_justify="left", min_width=len(title))
+    table.add_column("figure", style="bold")
+    table.add_column("value")
+    for label, text in section.rows:
+        table.add_row(escape(label), escape(text))
+    return table
 
 
 def _figure(value: float, unit: str) -> str:

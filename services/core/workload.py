@@ -140,6 +140,15 @@ class Workload:
     # "module:function": (its stored outcome document) -> its fan-out comparison row's figures
     # (services/api/fan_out.FanOutRow fields); None: LoadGen's confidence intervals.
     fan_out_figures: str | None = None
+    # Its report section: "module:function", (its stored outcome document) ->
+    # services/core/report_section.ReportSection, which `benchstack show`'s table, the
+    # shared HTML report and its CSV columns render for its runs; None: LoadGen's report.
+    report_section: str | None = None
+    # Its section of the web UI's run page: "package:path" of a JS module inside its folder
+    # (e.g. "services.workloads.training:web/view.js"), served by the API at
+    # /workloads/<name>/view.js; the page calls its ``sections(evaluation, run, page)``.
+    # None: the page's LoadGen sections.
+    web_view: str | None = None
 
 
 def entry(path: str) -> Callable[..., Any]:

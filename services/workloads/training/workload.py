@@ -21,4 +21,6 @@ WORKLOAD = Workload(
     data_parallel=True,
     judged_by_loadgen=False,
     fan_out_figures="services.workloads.training.summary:fan_out_figures",
+    report_section="services.workloads.training.report_section:report_section",
+    web_view="services.workloads.training:web/view.js",
 )
