@@ -15,6 +15,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.responses import Response
 from starlette.types import Scope
 
+from services.api.web.workload_views import mount_workload_views
+
 WEB_DIR = Path(__file__).parent
 STATIC_DIR = WEB_DIR / "static"
 PLOTLY_URL = "/static/vendor/plotly.min.js"
@@ -67,6 +69,11 @@ def mount_web(app: FastAPI) -> None:
             },
         )
 
+    # Each workload's run-page section, from its own folder (Workload.web_view).
+    mount_workload_views(
+        app,
+        {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff"},
+    )
     app.mount("/static", _StaticFiles(directory=STATIC_DIR), name="web-static")
 
 

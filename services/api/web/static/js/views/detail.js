@@ -8,7 +8,7 @@ import {
 import { CANCEL, EVALUATION, EVALUATION_UPDATES } from "../queries.js";
 import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 import { runChartCards } from "./run_charts.js";
-import { isTraining, trainingChartCards, trainingHeadline, trainingOverview } from "./training.js";
+import { workloadView } from "../workload_views.js";
 
 const HEADLINE = [
   ["samples_per_second", "Samples/s", 1],
@@ -51,7 +51,7 @@ export function renderDetail(main, signal, id) {
       }
       heading.textContent = `${data.evaluation.modelName} ${data.evaluation.modelVersion} · ${shortId(id)}`;
       renderLive(view, data.evaluation, "");
-      renderResults(view, data.evaluation);
+      await renderResults(view, data.evaluation);
     } catch (err) {
       if (!signal.aborted) replace(live, notice(err.message, "error"));
     }
@@ -122,26 +122,31 @@ async function cancelEvaluation(view, button, errorSlot) {
   }
 }
 
-function renderResults(view, evaluation) {
+async function renderResults(view, evaluation) {
   const run = latestRun(evaluation);
-  if (isTraining(evaluation, run)) {
-    // Training steps timed: no LoadGen scenario, validity windows or latency charts.
-    const sections = [trainingOverview(evaluation, run)];
-    if (run?.training) {
-      sections.push(trainingHeadline(run), ...trainingChartCards(evaluation, run, view.signal));
-      sections.push(environment(run), metricsTable(run), logs(run));
-    } else if (isFinal(evaluation.state)) sections.push(notice("This evaluation finished without a run.", "info"));
-    replace(view.results, sections);
+  // A workload with a section of its own (Workload.web_view) draws it; else LoadGen's.
+  let own = null;
+  try {
+    own = await workloadView(evaluation.workload);
+  } catch (err) {
+    if (!view.signal.aborted) replace(view.results, notice(`This workload's section did not load: ${err.message}`, "error"));
     return;
   }
+  if (view.signal.aborted) return;
+  const page = { h, card, definitions, environment, metricsTable, logs, notice, signal: view.signal };
+  const sections = own ? own.sections(evaluation, run, page) : loadgenSections(view, evaluation, run);
+  if (!run && isFinal(evaluation.state)) sections.push(notice("This evaluation finished without a run.", "info"));
+  replace(view.results, sections);
+}
+
+function loadgenSections(view, evaluation, run) {
   const sections = [overview(evaluation)];
   // Two columns below the headline: verdicts beside the environment, then the details.
   if (run) {
     sections.push(headline(run), ...runChartCards(evaluation, run, view.signal));
     sections.push(validity(run), environment(run), metricsTable(run), logs(run));
   }
-  else if (isFinal(evaluation.state)) sections.push(notice("This evaluation finished without a run.", "info"));
-  replace(view.results, sections);
+  return sections;
 }
 
 function card(title, id, ...children) {
