@@ -18,37 +18,11 @@ import pytest
 import services.workloads as workloads_package
 from tests.integration.conftest import GraphQLClient, running_stack
 from tests.support.ephemeral import EphemeralStack
-from tests.support.throwaway_workload import workload_source
+from tests.support.throwaway_workload import write_workload_folder
 
 pytestmark = pytest.mark.integration
 SUMMARY = "a throw-away workload for the plug-in test"
 
-OUTCOME = """
-from services.aggregator.outcomes import load_outcome, outcome_record
-from services.aggregator.repository import save_run
-from services.workloads.agent_run import measure_holding_host
-
-
-def echo(run, threads):
-    return {{"kind": "{name}", "echoed": run.message.workload_options["repeats"]}}
-
-
-def measure(run):
-    return measure_holding_host(run, echo)
-
-
-def read(evaluation, message, store):
-    return load_outcome(store, message.log_keys["{name}"], "{name}")
-
-
-def save(session, evaluation, message, document):
-    record = outcome_record(
-        evaluation, message, document, scenario="echo", dataset="none", validity="MEASURED",
-        samples_per_second=None, figures=[("echoed", document["echoed"], "count")],
-        settings={{"{name}": {{"repeats": document["echoed"]}}}},
-    )
-    save_run(session, record)
-"""
 SUBMIT = """
 mutation($input: SubmitEvaluationInput!) {
   submitEvaluation(input: $input) {
@@ -72,9 +46,7 @@ def throwaway() -> Iterator[str]:
     folder = Path(workloads_package.__path__[0]) / name
     folder.mkdir()
     try:
-        (folder / "__init__.py").write_text("")
-        (folder / "workload.py").write_text(workload_source(name, SUMMARY))
-        (folder / "outcome.py").write_text(OUTCOME.format(name=name))
+        write_workload_folder(folder, SUMMARY)
         importlib.invalidate_caches()
         workloads_package.workloads.cache_clear()
         yield name
