@@ -13,7 +13,8 @@ import time
 
 import numpy as np
 
-from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.inference.backend_interface import Backend, BackendOptions
+from services.inference.backends.registry import create_backend
 from shared.catalogue import resolve_model
 
 

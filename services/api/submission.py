@@ -186,7 +186,7 @@ def submit(
     unpublished = _publish_plan(session, publish, evaluations, request.trace_level)
     if unpublished is not None:
         if raise_unpublished:
-            raise unpublished  # counted where it is answered (graphql/schema.py)
+            raise unpublished  # counted where it is answered (api/schema.py)
         UNAVAILABLE.labels(dependency="broker").inc()
     if (request.fan_out or request.gang_size is not None) and group_id is not None:
         return FanOut(group_id=group_id, evaluations=evaluations)

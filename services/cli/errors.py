@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from services.inference.backends.base import BackendError
+from services.inference.backend_interface import BackendError
 from services.preprocess.datasets import DatasetError
 from shared.manifest import ManifestError
 

@@ -1,5 +1,5 @@
 """`benchstack profile`'s launcher: prepare one batch, have it profiled
-(services/inference/profiling/profile_passes.py: load the model once and run the leveled
+(services/inference/profile_passes.py: load the model once and run the leveled
 passes), write the trace.
 
 No LoadGen run: the headline latency is the NONE pass's (uninstrumented), and every
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
+from services.inference.profile_passes import profile_batch
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
-from services.inference.profiling.profile_passes import profile_batch
 from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import load_or_preprocess

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.core.scenario import ScenarioConfig
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.inference.loadgen.progress import ProgressCallback
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from shared.manifest import ModelManifest

@@ -17,7 +17,7 @@ from typing import Any
 from services.core.scenario import ScenarioConfig
 from services.core.stored_report import load_loadgen_report
 from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.workloads.bricks.measure import MeasureSettings
 from services.workloads.bricks.models import DEFAULT_IMAGE_SHAPE, recipe_name
 from shared.architectures import ZOOS

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 
-from services.inference.backends.base import Backend, BackendOptions
+from services.inference.backend_interface import Backend, BackendOptions
 from services.inference.backends.registry import backend_class
 from shared.manifest import ManifestError, ModelManifest
 

@@ -21,7 +21,7 @@ from services.core.loadgen_logs import parse_detail
 from services.core.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
 from services.core.scenario import ScenarioConfig
 from services.core.stability import assess_stability, not_applicable
-from services.inference.backends.base import Backend, BackendError
+from services.inference.backend_interface import Backend, BackendError
 from services.inference.loadgen.progress import ProgressCallback
 from services.inference.loadgen.qsl import FetchSamples, TensorQSL
 from services.inference.loadgen.runner import LOG_FILES, run_loadgen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.inference.backends.base import BackendError
+from services.inference.backend_interface import BackendError
 from services.inference.backends.torch import architectures as torch_architectures
 from shared.architectures import BENCHSTACK_ARCHITECTURES, architecture_problem
 

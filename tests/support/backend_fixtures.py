@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.inference.convert import ConvertedModel, converted_onnx
+from services.inference.backends.convert import ConvertedModel, converted_onnx
 from shared.manifest import ModelManifest
 from tests.support.manifests import tensor_manifest
 

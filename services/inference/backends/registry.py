@@ -12,15 +12,24 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from services.inference import backends as backends_package
+from services.inference.backend_interface import (
+    Backend,
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+)
 from services.inference.backends.spec import BackendSpec
 
 if TYPE_CHECKING:
-    from services.inference.backends.base import Backend, BackendOptions
+    import numpy as np
+
+    from services.inference.profiling.instruments import Instrument
     from shared.manifest import ModelManifest
 
 
@@ -112,6 +121,30 @@ def folder_entry(name: str, entry: str) -> Any:
     return getattr(module, attribute)
 
 
+def profiler_gap(name: str, level: str) -> str | None:
+    """Why backend ``name`` has no profiler at ``level`` (its spec's ``profiler_gaps``)."""
+    spec = specs().get(name)
+    return spec.profiler_gaps.get(level) if spec is not None else None
+
+
+def profiler(name: str, level: str) -> Callable[[Backend], Instrument | str] | None:
+    """What makes backend ``name``'s instrument of ``level`` (its spec's ``profilers``)."""
+    spec = specs().get(name)
+    if spec is None or level not in spec.profilers:
+        return None
+    made: Callable[[Backend], Instrument | str] = folder_entry(name, spec.profilers[level])
+    return made
+
+
+def roofline(name: str) -> Callable[[Backend, np.ndarray], dict[str, Any]] | None:
+    """What measures each layer's work and the machine's peaks (its spec's ``roofline``)."""
+    spec = specs().get(name)
+    if spec is None or spec.roofline is None:
+        return None
+    measure: Callable[[Backend, np.ndarray], dict[str, Any]] = folder_entry(name, spec.roofline)
+    return measure
+
+
 def with_file_format(file_format: str) -> str:
     """The backend whose manifests name files of ``file_format`` (e.g. "onnx")."""
     for spec in specs().values():
@@ -121,8 +154,6 @@ def with_file_format(file_format: str) -> str:
 
 
 def backend_class(name: str) -> type[Backend]:
-    from services.inference.backends.base import BackendUnavailable
-
     spec = spec_for(name)
     module_name, class_name = spec.entry.split(":")
     package = f"{backends_package.__name__}.{name}"
@@ -143,8 +174,6 @@ def backend_class(name: str) -> type[Backend]:
 
 
 def create_backend(name: str, options: BackendOptions | None = None) -> Backend:
-    from services.inference.backends.base import BackendError
-
     try:
         cls = backend_class(name)
     except UnknownBackend as exc:

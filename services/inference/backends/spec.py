@@ -92,7 +92,7 @@ class BackendSpec:
     # The format of the model files its manifests name when that is a format other
     # backends read too ("onnx": a converted model runs on it), and "module:function" in
     # the folder that exports one of its manifests' models to an ONNX file
-    # (services/inference/convert.py: (manifest, model, example path, opset, exporter)).
+    # (services/inference/backends/convert.py: (manifest, model, example path, opset, exporter)).
     file_format: str = ""
     onnx_export: str | None = None
     # What a manifest's source.architecture builds in memory, for the workloads that take

@@ -13,7 +13,7 @@ from typing import Any
 from services.core.scenario import ScenarioConfig
 from services.core.workload import AgentRun
 from services.inference import model_cache
-from services.inference.backends.base import Backend, BackendOptions
+from services.inference.backend_interface import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
 from services.inference.measurement import PhaseClock, measurement_of, store_attempt
 from services.inference.measurement_child import announce_started

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from services.api.graphql.schema import MASKED_MESSAGE
+from services.api.schema import MASKED_MESSAGE
 from shared.catalogue import CATALOGUE_DIR
 from tests.services.api.conftest import Api
 from tests.shared.test_bounded_yaml import billion_laughs

@@ -10,7 +10,7 @@ import pytest
 
 from services.core.scenario import ScenarioConfig
 from services.core.stability import MIN_SERVER_SAMPLES, assess_stability
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model
 

@@ -18,7 +18,7 @@ from services.core.scenario import ScenarioConfig
 from services.core.workload import AgentRun
 from services.embedded.bench import BenchRequest, run_bench
 from services.embedded.evaluation import evaluation_of
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import prepare_shard
 from services.workloads.loadgen.measure import measure

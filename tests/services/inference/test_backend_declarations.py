@@ -24,10 +24,11 @@ import services.inference.backends as backends_package
 from services.api.submission_checks import check_simple_fields
 from services.api.submission_request import SubmitRequest
 from services.core.messages import RunInference
+from services.inference.backend_interface import BackendOptions
 from services.inference.backends import registry
-from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.backends.convert import ConversionError, convert_to_onnx
+from services.inference.backends.registry import create_backend
 from services.inference.backends.spec import BackendSpec
-from services.inference.convert import ConversionError, convert_to_onnx
 from services.inference.profiling.passes import (
     PassResult,
     instrument_for,
@@ -72,7 +73,7 @@ DECLARED = """
 """
 BACKEND = """
 import numpy as np
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 
 
 class Echo(Backend):

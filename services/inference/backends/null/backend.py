@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from services.inference.backends.base import Backend, BackendError, BackendOptions
+from services.inference.backend_interface import Backend, BackendError, BackendOptions
 from shared.manifest import ModelManifest
 from shared.package_version import __version__
 

@@ -19,7 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from services.inference.backends.base import Backend, BackendError, BackendUnavailable
+from services.inference.backend_interface import Backend, BackendError, BackendUnavailable
 from services.inference.backends.tensorflow.sources import (
     DEFAULT_SEED,
     build_keras_application,

@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from services.inference.backends.base import BackendError
+from services.inference.backend_interface import BackendError
 from shared.architectures import architecture_problem
 from shared.manifest import ManifestError, ModelManifest, sha256_of, verify_model_files
 from shared.settings import get_settings

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from services.inference.backends.base import BackendError
+from services.inference.backend_interface import BackendError
 from shared.architectures import architecture_problem
 
 

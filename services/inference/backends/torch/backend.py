@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from services.inference.backends.base import (
+from services.inference.backend_interface import (
     Backend,
     BackendError,
     BackendOptions,

@@ -25,5 +25,5 @@ CONFIG = BackendSpec(
     roofline="profilers:roofline_inputs",
     runtime_info="runtime:runtime_info",
     onnx_export="onnx_export:export_onnx",
-    architecture_models="torch.nn.Module",  # services/inference/convert.py
+    architecture_models="torch.nn.Module",  # services/inference/backends/convert.py
 )

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.backends.base import Backend, BackendError, BackendUnavailable
+from services.inference.backend_interface import Backend, BackendError, BackendUnavailable
 from services.inference.backends.triton.clients import (
     Callback,
     GrpcClient,

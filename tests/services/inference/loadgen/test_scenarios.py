@@ -11,7 +11,8 @@ import pytest
 
 from services.core.loadgen_logs import parse_summary
 from services.core.scenario import SCENARIOS, ScenarioConfig
-from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.inference.backend_interface import Backend, BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.loadgen.settings import to_loadgen_settings
 from services.inference.run import execute_run
 from shared.catalogue import resolve_model

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from services.inference.backends.base import create_backend
+from services.inference.backends.registry import create_backend
 from services.inference.profiling.analysis import summarise
 from services.inference.profiling.keras_layers import EAGER_NOTE
 from services.inference.profiling.passes import Profile, profile_backend

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.profiling.passes import profile_backend, round_sizes
 from shared.manifest import ModelManifest
 

@@ -8,13 +8,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from services.inference.backends.base import (
-    BackendError,
-    BackendOptions,
-    BackendUnavailable,
-    create_backend,
-)
-from services.inference.convert import ConvertedModel
+from services.inference.backend_interface import BackendError, BackendOptions, BackendUnavailable
+from services.inference.backends.convert import ConvertedModel
+from services.inference.backends.registry import create_backend
 from shared.manifest import ManifestError, ModelManifest
 from tests.support.manifests import tensor_manifest
 

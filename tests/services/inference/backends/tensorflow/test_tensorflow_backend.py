@@ -9,7 +9,8 @@ import keras
 import numpy as np
 import pytest
 
-from services.inference.backends.base import BackendError, create_backend
+from services.inference.backend_interface import BackendError
+from services.inference.backends.registry import create_backend
 from services.inference.backends.tensorflow.sources import (
     build_keras_application,
     savedmodel_dir_sha256,

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from services.inference.backend_interface import BackendError
 from services.inference.backends import registry
-from services.inference.backends.base import BackendError
 from shared.manifest import (
     ManifestError,
     ModelManifest,
