@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from services.core.catalogue import resolve_model
 from services.core.figures import latency_ms
 from services.core.loadgen_logs import parse_summary
 from services.core.scenario import ScenarioConfig
@@ -44,7 +45,6 @@ from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backend_interface import BackendOptions
 from services.inference.backends.registry import create_backend
 from services.inference.loadgen.timer_slack import precise_sleeps
-from shared.catalogue import resolve_model
 from shared.settings import get_settings
 
 TARGET = 1.1

@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 
+from services.core.catalogue import resolve_model
 from services.inference.backend_interface import Backend, BackendOptions
 from services.inference.backends.registry import create_backend
-from shared.catalogue import resolve_model
 
 
 def call_times_ms(backend: Backend, batch: np.ndarray, size: int, calls: int = 3) -> list[float]:

@@ -46,6 +46,8 @@ from services.api.submission_targets import (
     target_of,
 )
 from services.api.user_quota import quota_problem, run_bound_s
+from services.core.manifest import ManifestError, ModelManifest, parse_manifest_text
+from services.core.manifest_sections import as_fidelity
 from services.core.messages import EvaluationRequested
 from services.core.scenario import ScenarioConfig
 from services.core.workload import Workload
@@ -54,8 +56,6 @@ from services.scheduler.planner import AgentView, UnmetConstraint
 from shared import queues
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
-from shared.manifest import ManifestError, ModelManifest, parse_manifest_text
-from shared.manifest_sections import as_fidelity
 from shared.settings import Settings
 from shared.tracing import tracer
 

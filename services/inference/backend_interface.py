@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from services.core.manifest import ModelManifest
 from shared.devices import DeviceError
 from shared.devices import parse_device as shared_parse_device
-from shared.manifest import ModelManifest
 
 
 class BackendError(RuntimeError):

@@ -29,8 +29,8 @@ from services.inference.backends.spec import BackendSpec
 if TYPE_CHECKING:
     import numpy as np
 
+    from services.core.manifest import ModelManifest
     from services.inference.profiling.instruments import Instrument
-    from shared.manifest import ModelManifest
 
 
 class UnknownBackend(ValueError):

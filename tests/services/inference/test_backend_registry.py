@@ -20,12 +20,12 @@ import pytest
 
 import services.inference.backends as backends_package
 from services.api.submission_checks import backend_options_problem
+from services.core.manifest import parse_manifest_text
 from services.inference.agent import Agent
 from services.inference.backend_interface import Backend, BackendOptions, BackendUnavailable
 from services.inference.backends import registry
 from services.inference.backends.registry import create_backend
 from shared.environment import key_packages
-from shared.manifest import parse_manifest_text
 
 CONFIG = """
 from typing import Literal

@@ -35,11 +35,11 @@ from services.api.run_charts import (
     TRACE_FILE,
 )
 from services.api.trace_tree import DEFAULT_FLAME_NODES, MAX_FLAME_NODES
+from services.core.manifest_sections import stored_fidelity
 from services.core.stored_report import load_loadgen_report, load_report
 from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
 from shared.db.states import FINAL_STATE_NAMES, EvaluationState
-from shared.manifest_sections import stored_fidelity
 
 if TYPE_CHECKING:
     from services.api.context import ApiDeps

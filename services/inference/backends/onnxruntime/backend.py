@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from services.core.manifest import ModelManifest
 from services.inference.backend_interface import (
     Backend,
     BackendError,
@@ -26,7 +27,6 @@ from services.inference.backend_interface import (
     parse_device,
 )
 from services.inference.backends.convert import DEFAULT_OPSET, onnx_file_for
-from shared.manifest import ModelManifest
 
 OPTIMIZATION_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,

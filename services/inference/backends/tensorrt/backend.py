@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from services.core.manifest import ModelManifest, sha256_of
 from services.inference.backend_interface import Backend, BackendError, BackendUnavailable
 from services.inference.backends.convert import DEFAULT_OPSET, onnx_file_for
-from shared.manifest import ModelManifest, sha256_of
 from shared.settings import get_settings
 
 PRECISIONS = ("fp32", "fp16")

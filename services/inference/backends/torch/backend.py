@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from services.core.manifest import ModelManifest, verify_model_files
 from services.inference.backend_interface import (
     Backend,
     BackendError,
@@ -20,7 +21,6 @@ from services.inference.backend_interface import (
     BackendUnavailable,
 )
 from services.inference.backends.torch.architectures import build_architecture
-from shared.manifest import ModelManifest, verify_model_files
 
 MODES = ("eager", "torchscript", "compile")
 

@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from shared.manifest import ModelManifest
+from services.core.manifest import ModelManifest
 
 # Large enough for the dynamic batch axis not to be specialised by a batch of 1.
 _EXAMPLE_BATCH = 2

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import services.inference.backends.convert as convert_module
+from services.core.manifest import ModelManifest, load_manifest, sha256_of, verify_model_files
 from services.inference.backends.convert import (
     ConversionError,
     convert_to_onnx,
@@ -18,7 +19,6 @@ from services.inference.backends.convert import (
     manifest_sha256,
 )
 from services.inference.backends.registry import create_backend
-from shared.manifest import ModelManifest, load_manifest, sha256_of, verify_model_files
 from tests.support.manifests import tensor_manifest
 
 SHAPE = (1, 32, 32)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from services.core.manifest import load_manifest
 from services.inference.backends.convert import ConvertedModel, convert_to_onnx
-from shared.manifest import load_manifest
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from services.core.manifest import ModelManifest
 from services.inference.backend_interface import (
     Backend,
     BackendError,
@@ -16,7 +17,6 @@ from services.inference.backend_interface import (
 )
 from services.inference.backends.convert import ConvertedModel
 from services.inference.backends.registry import create_backend
-from shared.manifest import ModelManifest
 from tests.support.kserve_server import KServeServer, ServedModel, StartServer, free_port
 
 pytestmark = pytest.mark.integration
