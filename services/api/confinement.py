@@ -13,10 +13,10 @@ from pathlib import Path, PurePosixPath
 
 from services.api.bounds import manifest_size_problems
 from services.api.rejections import Rejection
+from services.core.architectures import zoo_problem
 from services.core.labels import BUILTIN_LABELS
 from services.core.manifest import ModelManifest, TopKStep, parse_manifest
 from services.core.manifest_checks import steps_problems
-from shared.architectures import zoo_problem
 from shared.bounded_yaml import YamlLimits
 from shared.settings import Settings
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.core.architectures import ZooUnavailable, architecture_problem
 from services.core.manifest import ManifestError, ModelManifest, verify_model_files
 from services.core.manifest_sections import (
     CenterCropStep,
@@ -26,7 +27,6 @@ from services.core.manifest_sections import (
     ResizeStep,
 )
 from services.core.step_types import input_pipeline_problems, output_pipeline_problems
-from shared.architectures import ZooUnavailable, architecture_problem
 
 # A dimension that depends on the image (e.g. the long side after an aspect-keeping resize).
 Dim = int | None

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from services.core.architectures import ZOOS
 from services.core.catalogue import resolve_model
 from services.core.manifest import ModelManifest
 from services.core.scenario import ScenarioConfig
@@ -22,7 +23,6 @@ from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backend_interface import BackendOptions
 from services.workloads.bricks.measure import MeasureSettings
 from services.workloads.bricks.models import DEFAULT_IMAGE_SHAPE, recipe_name
-from shared.architectures import ZOOS
 from shared.settings import Settings
 
 # Images the synthetic dataset gives each run: SingleStream sends one per query, and the

@@ -145,6 +145,20 @@ def roofline(name: str) -> Callable[[Backend, np.ndarray], dict[str, Any]] | Non
     return measure
 
 
+def zoos() -> dict[str, tuple[str, str, Callable[[], list[str]]]]:
+    """Every model zoo a backend declares: zoo -> (the backend that builds its models, the
+    library it needs, what lists its names: imported only when called)."""
+
+    def lister(name: str, entry: str) -> Callable[[], list[str]]:
+        return lambda: list(folder_entry(name, entry)())
+
+    return {
+        zoo: (spec.name, declared.library, lister(spec.name, declared.names))
+        for spec in specs().values()
+        for zoo, declared in spec.zoos.items()
+    }
+
+
 def with_file_format(file_format: str) -> str:
     """The backend whose manifests name files of ``file_format`` (e.g. "onnx")."""
     for spec in specs().values():

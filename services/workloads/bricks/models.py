@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from services.core.architectures import ZOOS, architecture_problem
 from services.core.catalogue import resolve_model
 from services.core.manifest import ModelManifest, verify_model_files
 from services.inference.backends import registry
@@ -18,7 +19,6 @@ from services.workloads.bricks.generate import ModelInput, OnnxModelInput, check
 from services.workloads.bricks.measure import Item
 from services.workloads.bricks.suite import is_recipe_name, read_recipe, recipe_path
 from services.workloads.torch_models import builds_torch_modules
-from shared.architectures import ZOOS, architecture_problem
 
 DEFAULT_IMAGE_SHAPE: tuple[int, ...] = (3, 224, 224)
 
