@@ -56,6 +56,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from services.core.catalogue import list_catalogue
+from services.core.manifest import ModelManifest
 from services.embedded.whole_model import bench_manifest, measure_whole
 from services.inference.host_slot import HostSlot
 from services.inference.measurement import PhaseClock
@@ -76,9 +78,7 @@ from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
 from services.workloads.bricks.run import chunked, measure_chunks, with_host_load
 from services.workloads.bricks.suite import list_bricks, read_recipe
-from shared.catalogue import list_catalogue
 from shared.host_load import HostLoad
-from shared.manifest import ModelManifest
 from shared.settings import Settings, get_settings
 
 # A model whose construction is this close to its measurement counts as predicted.

@@ -20,12 +20,12 @@ from pathlib import Path
 # The KServe-V2 server helper lives with the tests; make the repository root importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from services.core.catalogue import resolve_model
 from services.core.scenario import ScenarioConfig
 from services.core.stored_report import load_loadgen_report
 from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions
-from services.inference.convert import convert_to_onnx
-from shared.catalogue import resolve_model
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.convert import convert_to_onnx
 from shared.settings import Settings
 from tests.support.kserve_server import KServeServer, ServedModel, ensure_venv
 

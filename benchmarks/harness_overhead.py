@@ -32,12 +32,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from services.core.catalogue import resolve_model
 from services.core.scenario import ScenarioConfig
-from services.inference.backends.base import create_backend
+from services.inference.backends.registry import create_backend
 from services.inference.run import execute_run
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.pipeline import preprocess
-from shared.catalogue import resolve_model
 
 BATCH = 8
 

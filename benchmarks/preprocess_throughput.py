@@ -53,6 +53,7 @@ import simplejpeg
 import torch
 from PIL import Image, ImageDraw
 
+from services.core.manifest_sections import Input
 from services.preprocess.batch import planar_steps, preprocess_batch
 from services.preprocess.datasets import Sample
 from services.preprocess.decode import dct_denominator
@@ -60,7 +61,6 @@ from services.preprocess.device_decode import prepare_on_device, unavailable_rea
 from services.preprocess.pipeline import pool_size, preprocess
 from shared.devices import DeviceError, parse_device
 from shared.host_load import HostLoadSampler, usable_cpus
-from shared.manifest_sections import Input
 from shared.memory_pages import prefer_ordinary_pages
 
 MEAN = (0.485, 0.456, 0.406)

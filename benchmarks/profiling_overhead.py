@@ -22,9 +22,10 @@ import argparse
 
 import numpy as np
 
-from services.inference.backends.base import BackendOptions, create_backend
+from services.core.catalogue import resolve_model
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.profiling.passes import new_profile, run_pass
-from shared.catalogue import resolve_model
 from shared.host_load import HostLoadSampler
 
 # "NONE-again" runs the NONE pass a second time: the noise floor.

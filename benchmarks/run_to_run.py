@@ -16,12 +16,13 @@ import tempfile
 from pathlib import Path
 
 from services.core.campaigns.repeats import Spread
+from services.core.catalogue import resolve_model
 from services.core.scenario import ScenarioConfig
-from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.run import RunOutcome, execute_run
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.pipeline import preprocess
-from shared.catalogue import resolve_model
 
 
 def main() -> None:

@@ -36,14 +36,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from services.core.catalogue import resolve_model
 from services.core.figures import latency_ms
 from services.core.loadgen_logs import parse_summary
 from services.core.scenario import ScenarioConfig
 from services.core.stored_report import load_loadgen_report
 from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.loadgen.timer_slack import precise_sleeps
-from shared.catalogue import resolve_model
 from shared.settings import get_settings
 
 TARGET = 1.1

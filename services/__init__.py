@@ -1,5 +1,6 @@
 """The services: API, CLI, scheduler, workers and what they run."""
 
+from services.inference.profiling import declared
 from shared import frameworks, import_order
 
 # Before any framework loads: TensorFlow and Triton must load in one order (import_order).
@@ -12,5 +13,13 @@ def _backends() -> frameworks.FrameworkCatalogue:
     return registry
 
 
-# The frameworks a manifest may name are the backends' folders (shared/frameworks.py).
+def _declared_profilers() -> declared.DeclaredProfilers:
+    from services.inference.backends import registry
+
+    return registry
+
+
+# The frameworks a manifest may name are the backends' folders (shared/frameworks.py), and
+# so are the profilers the profiling harness runs per backend (profiling/declared.py).
 frameworks.provide(_backends)
+declared.provide(_declared_profilers)

@@ -1,5 +1,5 @@
-"""The frameworks a manifest may name and the packages a run's environment records, as the
-backends declare them.
+"""The frameworks a manifest may name, the model zoos it may build from and the packages a
+run's environment records, as the backends declare them.
 
 The backends live above shared (``services/inference/backends/<name>/config.py``, one
 folder each) and shared imports nothing from services. So the backends' registry provides
@@ -11,7 +11,7 @@ a measurement child; the tests' conftest). Reading it in a process that never im
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 
@@ -26,6 +26,11 @@ class FrameworkCatalogue(Protocol):
 
     def recorded_packages(self) -> tuple[str, ...]:
         """The distributions whose versions a run's environment names per framework."""
+        ...
+
+    def zoos(self) -> Mapping[str, tuple[str, str, Callable[[], list[str]]]]:
+        """Model zoo -> (the backend that builds its models, the library that must be
+        installed, what lists its names), e.g. 'torchvision' -> ('torch', 'torchvision', f)."""
         ...
 
 

@@ -13,8 +13,9 @@ import time
 
 import numpy as np
 
-from services.inference.backends.base import Backend, BackendOptions, create_backend
-from shared.catalogue import resolve_model
+from services.core.catalogue import resolve_model
+from services.inference.backend_interface import Backend, BackendOptions
+from services.inference.backends.registry import create_backend
 
 
 def call_times_ms(backend: Backend, batch: np.ndarray, size: int, calls: int = 3) -> list[float]:

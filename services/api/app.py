@@ -25,7 +25,6 @@ from services.api.auth import TokenRejected, authenticate, bearer_token
 from services.api.context import ApiDeps, Context, in_thread
 from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
 from services.api.graphql.public_paths import serve_from
-from services.api.graphql.schema import OperationLimits, make_schema
 from services.api.observability import PUBLISHED, UNAVAILABLE, PrometheusMiddleware
 from services.api.probes import CHECKING, CachedCheck, object_store_status, readiness
 from services.api.repeat_refusals import RepeatRefusals
@@ -36,6 +35,7 @@ from services.api.request_limits import (
     read_bounded_body,
     too_large,
 )
+from services.api.schema import OperationLimits, make_schema
 from services.api.token_cache import Caller
 from services.api.web import mount_web
 from services.api.web.graphiql import graphiql_response

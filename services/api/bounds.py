@@ -12,10 +12,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from services.core.manifest import ModelManifest
+from services.core.manifest_sections import CenterCropStep, ResizeStep
 from services.core.scenario import ScenarioConfig
 from services.inference.backends.spec import BackendSpec
-from shared.manifest import ModelManifest
-from shared.manifest_sections import CenterCropStep, ResizeStep
 from shared.settings import Settings
 
 # LoadGen's random seeds are unsigned 64-bit integers.

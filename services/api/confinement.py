@@ -13,11 +13,11 @@ from pathlib import Path, PurePosixPath
 
 from services.api.bounds import manifest_size_problems
 from services.api.rejections import Rejection
+from services.core.architectures import zoo_problem
 from services.core.labels import BUILTIN_LABELS
-from shared.architectures import zoo_problem
+from services.core.manifest import ModelManifest, TopKStep, parse_manifest
+from services.core.manifest_checks import steps_problems
 from shared.bounded_yaml import YamlLimits
-from shared.manifest import ModelManifest, TopKStep, parse_manifest
-from shared.manifest_checks import steps_problems
 from shared.settings import Settings
 
 # String limits are the column sizes of shared/db (evaluations, models): longer input is
@@ -60,7 +60,7 @@ def manifest_problems(manifest: ModelManifest, settings: Settings) -> list[str]:
     and report on any file of its host; names longer than their columns; and input
     shapes or resize/crop sizes over this deployment's limits; and steps that do not fit
     together as a pipeline or do not produce the declared shape (the words of bench's
-    check: shared/manifest_checks.steps_problems)."""
+    check: services/core/manifest_checks.steps_problems)."""
     problems = manifest_size_problems(manifest, settings) + steps_problems(manifest)
     if len(manifest.name) > MAX_NAME_CHARS:
         problems.append(f"name: at most {MAX_NAME_CHARS} characters (got {len(manifest.name)})")

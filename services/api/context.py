@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 from strawberry.dataloader import DataLoader
 from strawberry.fastapi import BaseContext
 
+from services.api.cost_budget import CostBudget
 from services.api.faults import DependencyUnavailable
-from services.api.graphql.cost_budget import CostBudget
 from services.api.short_cache import ShortCache
 from services.api.token_cache import TokenCache
 from shared.celery_app import Publisher
@@ -33,6 +33,8 @@ from shared.settings import Settings
 from shared.storage import ObjectStore, make_store
 
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 
 # Blocking work (database, broker) at once per API process. SQLAlchemy's pool keeps 5
 # connections; past that it opens overflow connections and closes each on return, so more
@@ -56,7 +58,7 @@ class ApiDeps:
     publish: Publisher
     _store: ObjectStore | None = field(default=None, repr=False)
     tokens: TokenCache = field(init=False, repr=False)
-    # Query cost each caller may spend a second (graphql/cost_budget.py), in this process.
+    # Query cost each caller may spend a second (api/cost_budget.py), in this process.
     query_budget: CostBudget = field(init=False, repr=False)
     # evaluationUpdates' one poller (graphql/evaluations/watcher.EvaluationWatcher), made
     # by the first subscription: it needs the running event loop.
@@ -116,6 +118,7 @@ class Context(BaseContext):
         self.user_id = user_id
         self.user_name = user_name
         self.address = address  # the client's, for budgets of callers without a token
+        self._loaders: dict[Callable[..., Any], DataLoader[Any, Any]] = {}
 
     @property
     def caller(self) -> str:
@@ -127,14 +130,19 @@ class Context(BaseContext):
             raise NotAuthenticated()
         return self.user_id
 
-    @cached_property
-    def runs_loader(self) -> DataLoader[str, list[Any]]:
-        from services.api.graphql.evaluations.loaders import load_runs
+    def loader(self, load: Callable[[ApiDeps, list[K]], list[V]]) -> DataLoader[K, V]:
+        """This request's DataLoader over ``load``, a read of many keys in one query (run
+        by ``read_on_loop``): one per function and request, so that one request's cache never
+        serves another, and the GraphQL types name their own loads (this module imports
+        none of them)."""
+        found = self._loaders.get(load)
+        if found is None:
 
-        async def batch(ids: list[str]) -> list[list[Any]]:
-            return await read_on_loop(load_runs, self.deps, ids)
+            async def batch(keys: list[K]) -> list[V]:
+                return await read_on_loop(load, self.deps, keys)
 
-        return DataLoader(load_fn=batch)
+            found = self._loaders[load] = DataLoader(load_fn=batch)
+        return found
 
 
 def _blocking_limiter() -> CapacityLimiter:

@@ -12,15 +12,15 @@ from sqlalchemy.orm import Session
 
 from services.api.confinement import manifest_problems, manifest_yaml_limits
 from services.api.rejections import Rejection
-from shared.catalogue import list_catalogue
-from shared.db.catalog import RegisteredModel, visible_to
-from shared.manifest import (
+from services.core.catalogue import list_catalogue
+from services.core.manifest import (
     ManifestError,
     ModelManifest,
     parse_manifest,
     parse_manifest_text,
 )
-from shared.semver import pick_version
+from services.core.semver import pick_version
+from shared.db.catalog import RegisteredModel, visible_to
 from shared.settings import Settings
 
 

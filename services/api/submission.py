@@ -46,6 +46,8 @@ from services.api.submission_targets import (
     target_of,
 )
 from services.api.user_quota import quota_problem, run_bound_s
+from services.core.manifest import ManifestError, ModelManifest, parse_manifest_text
+from services.core.manifest_sections import as_fidelity
 from services.core.messages import EvaluationRequested
 from services.core.scenario import ScenarioConfig
 from services.core.workload import Workload
@@ -54,8 +56,6 @@ from services.scheduler.planner import AgentView, UnmetConstraint
 from shared import queues
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
-from shared.manifest import ManifestError, ModelManifest, parse_manifest_text
-from shared.manifest_sections import as_fidelity
 from shared.settings import Settings
 from shared.tracing import tracer
 
@@ -186,7 +186,7 @@ def submit(
     unpublished = _publish_plan(session, publish, evaluations, request.trace_level)
     if unpublished is not None:
         if raise_unpublished:
-            raise unpublished  # counted where it is answered (graphql/schema.py)
+            raise unpublished  # counted where it is answered (api/schema.py)
         UNAVAILABLE.labels(dependency="broker").inc()
     if (request.fan_out or request.gang_size is not None) and group_id is not None:
         return FanOut(group_id=group_id, evaluations=evaluations)

@@ -11,15 +11,15 @@ from pydantic import ValidationError
 from services.api.bounds import OutOfBounds, settings_bounds_problem
 from services.api.rejections import Rejection, RejectionKind
 from services.api.submission_request import SubmitRequest, snake_keys
+from services.core.manifest import ModelManifest
+from services.core.manifest_sections import FIDELITIES
 from services.core.scenario import ScenarioConfig
+from services.core.trace_levels import TRACE_LEVELS
 from services.core.workload import MAX_BATCH_SIZE, MAX_WORKLOAD_NAME_CHARS, Workload
 from services.inference.backends import registry
 from services.workloads import workloads
 from shared import queues
-from shared.manifest import ModelManifest
-from shared.manifest_sections import FIDELITIES
 from shared.settings import Settings
-from shared.trace_levels import TRACE_LEVELS
 
 # Bounds of a submission. String limits are the column sizes of shared/db (evaluations,
 # models): longer input is refused with a typed error, never truncated or sent to SQL

@@ -24,10 +24,10 @@ from services.core.constraints import (
     parse_terms,
     requirement,
 )
-from services.inference.backends import registry
-from shared.manifest import (
+from services.core.manifest import (
     ModelManifest,
 )
+from services.inference.backends import registry
 from shared.settings import Settings
 
 CONSTRAINT_KEYS = ("require", "hostname", "framework_version")

@@ -30,13 +30,13 @@ from services.aggregator.repository import get_run
 from services.campaigns.local_constraints import unmet_terms
 from services.core.campaigns.repeats import spread_of
 from services.core.figures import FIGURES, figures_of, verdicts
+from services.core.manifest import parse_manifest
 from services.core.scenario import ScenarioConfig
 from services.core.stored_report import LoadGenReport, load_loadgen_report
 from services.embedded.bench import BenchRequest, Progress, run_bench
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.inference.runtime_info import diff_environments
 from shared.db.session import session_scope
-from shared.manifest import parse_manifest
 from shared.settings import Settings
 
 NOISE_FLOOR = 0.05

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from services.inference.backends.base import BackendError
+from services.core.manifest import ManifestError
+from services.inference.backend_interface import BackendError
 from services.preprocess.datasets import DatasetError
-from shared.manifest import ManifestError
 
 err_console = Console(stderr=True, highlight=False)
 

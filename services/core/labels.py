@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.manifest import ModelManifest
-from shared.manifest_sections import BUILTIN_LABELS, TopKStep
+from services.core.manifest import ModelManifest
+from services.core.manifest_sections import BUILTIN_LABELS, TopKStep
 
 __all__ = ["BUILTIN_LABELS", "LabelsError", "TopK", "read_labels", "top_k_of"]
 

@@ -54,7 +54,7 @@ class RunInference(Message):
     backend_options: dict[str, Any] = Field(default_factory=dict)
     # Intra-op threads asked for this run, over the agent's setting; None: not asked.
     threads: int | None = Field(default=None, ge=1)
-    # XSP trace level (shared.trace_levels.TRACE_LEVELS): above NONE the worker runs leveled
+    # XSP trace level (services.core.trace_levels.TRACE_LEVELS): above NONE the worker runs leveled
     # profiling passes after the uninstrumented run and stores trace.json with it.
     trace_level: str = "NONE"
     # The kind of measurement (services/workloads/<name>/: "loadgen", "bricks", "training")

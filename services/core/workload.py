@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from shared.manifest import ModelManifest
+from services.core.manifest import ModelManifest
 
 if TYPE_CHECKING:
     # Types only: the core layer holds contracts, and a run's resources (a database

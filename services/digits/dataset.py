@@ -24,12 +24,13 @@ import numpy as np
 import yaml
 from PIL import Image
 
+from services.core.catalogue import CATALOGUE_DIR
+from services.core.manifest import ModelManifest, load_manifest, sha256_of
 from services.preprocess.datasets import scan_folder
 from services.preprocess.pipeline import preprocess
 from shared.bounded_yaml import YamlLimits, load_bounded
-from shared.manifest import ModelManifest, load_manifest, sha256_of
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "shared" / "catalogue" / "digits"
+TEMPLATE_DIR = CATALOGUE_DIR / "digits"
 TEMPLATE = TEMPLATE_DIR / "digits_cnn.yaml"
 LABELS = TEMPLATE_DIR / "labels.txt"
 WEIGHTS_FILE = "digits_cnn.pt"

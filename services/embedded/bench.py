@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.catalogue import resolve_model
 from services.core.dispatch import inference_message
+from services.core.manifest import ModelManifest
+from services.core.manifest_checks import check_manifest
 from services.core.messages import RunCompleted
 from services.core.run_report import attempt_prefix
 from services.core.workload import AgentRun, RunHooks, entry
@@ -23,10 +26,7 @@ from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import LocalShard, prepare_shard
 from services.workloads import workload_named
 from services.workloads.loadgen.outcome import InProcess
-from shared.catalogue import resolve_model
 from shared.db.evaluations import Evaluation
-from shared.manifest import ModelManifest
-from shared.manifest_checks import check_manifest
 from shared.runtime import resources_for
 from shared.settings import Settings
 

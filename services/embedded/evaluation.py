@@ -7,10 +7,10 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from services.core.manifest import ModelManifest
 from services.core.workload import DEFAULT_WORKLOAD
 from services.preprocess.local_shard import LocalShard
 from shared.db.evaluations import Evaluation, Shard
-from shared.manifest import ModelManifest
 
 if TYPE_CHECKING:
     from services.embedded.request import BenchRequest

@@ -1,5 +1,5 @@
 """`benchstack profile`'s launcher: prepare one batch, have it profiled
-(services/inference/profiling/profile_passes.py: load the model once and run the leveled
+(services/inference/profile_passes.py: load the model once and run the leveled
 passes), write the trace.
 
 No LoadGen run: the headline latency is the NONE pass's (uninstrumented), and every
@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.inference.backends.base import BackendOptions
+from services.core.catalogue import resolve_model
+from services.core.manifest_checks import check_manifest
+from services.inference.backend_interface import BackendOptions
+from services.inference.profile_passes import profile_batch
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
-from services.inference.profiling.profile_passes import profile_batch
 from services.inference.profiling.run_profile import RunProfiler, batch_of
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import load_or_preprocess
-from shared.catalogue import resolve_model
-from shared.manifest_checks import check_manifest
 from shared.settings import Settings
 from shared.storage import make_store
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.core.manifest import ModelManifest
+from services.core.manifest_sections import Fidelity
 from services.core.scenario import ScenarioConfig
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.inference.loadgen.progress import ProgressCallback
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
-from shared.manifest import ModelManifest
-from shared.manifest_sections import Fidelity
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from services.core.architectures import ZOOS
+from services.core.catalogue import resolve_model
+from services.core.manifest import ModelManifest
 from services.core.scenario import ScenarioConfig
 from services.core.stored_report import load_loadgen_report
 from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.workloads.bricks.measure import MeasureSettings
 from services.workloads.bricks.models import DEFAULT_IMAGE_SHAPE, recipe_name
-from shared.architectures import ZOOS
-from shared.catalogue import resolve_model
-from shared.manifest import ModelManifest
 from shared.settings import Settings
 
 # Images the synthetic dataset gives each run: SingleStream sends one per query, and the

@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 
-from services.inference.backends.base import Backend, BackendOptions
+from services.core.manifest import ManifestError, ModelManifest
+from services.inference.backend_interface import Backend, BackendOptions
 from services.inference.backends.registry import backend_class
-from shared.manifest import ManifestError, ModelManifest
 
 log = logging.getLogger(__name__)
 

@@ -18,16 +18,16 @@ from services.core.confidence import window_confidence
 from services.core.hints import invalid_hints
 from services.core.labels import top_k_of
 from services.core.loadgen_logs import parse_detail
+from services.core.manifest import ModelManifest
 from services.core.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
 from services.core.scenario import ScenarioConfig
 from services.core.stability import assess_stability, not_applicable
-from services.inference.backends.base import Backend, BackendError
+from services.inference.backend_interface import Backend, BackendError
 from services.inference.loadgen.progress import ProgressCallback
 from services.inference.loadgen.qsl import FetchSamples, TensorQSL
 from services.inference.loadgen.runner import LOG_FILES, run_loadgen
 from services.inference.loadgen.sut import SUTStats
 from shared.host_load import HostLoad, HostLoadSampler
-from shared.manifest import ModelManifest
 
 RAW_LATENCIES_FILE = "sut_latencies_ns.npy"
 # (finished_ns, samples) per completion event, and per-sample arrival times: the raw

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, replace
 
 from services.core.scenario import SCENARIOS
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from shared.host_load import occupied_cpus, other_cpus_recent, usable_cpus
 
 # Scenarios whose SUT runs several inferences at once, one per worker.

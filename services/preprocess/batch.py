@@ -12,6 +12,15 @@ from typing import Any
 
 import numpy as np
 
+from services.core.manifest_checks import shape_mismatch
+from services.core.manifest_sections import (
+    CenterCropStep,
+    DecodeStep,
+    Input,
+    LayoutStep,
+    NormalizeStep,
+    ResizeStep,
+)
 from services.preprocess.datasets import Sample, SampleError
 from services.preprocess.decode import DecodeError, decode_one
 from services.preprocess.ops import (
@@ -24,15 +33,6 @@ from services.preprocess.ops import (
 )
 from services.preprocess.sample_files import FileRefused, read_bounded
 from services.preprocess.sizes import OutputBounds
-from shared.manifest_checks import shape_mismatch
-from shared.manifest_sections import (
-    CenterCropStep,
-    DecodeStep,
-    Input,
-    LayoutStep,
-    NormalizeStep,
-    ResizeStep,
-)
 from shared.settings import get_settings
 
 

@@ -10,9 +10,9 @@ import io
 import numpy as np
 from PIL import Image, ImageFile, UnidentifiedImageError
 
+from services.core.manifest_sections import DecodeStep, ResizeStep
 from services.preprocess.ops import PIL_RESAMPLE, resize_fast
 from services.preprocess.sizes import OutputBounds
-from shared.manifest_sections import DecodeStep, ResizeStep
 from shared.memory_limit import error_text
 
 # An image is decoded at a reduced JPEG scale only while that keeps at least this many

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from services.core.manifest_checks import shape_mismatch
+from services.core.manifest_sections import CenterCropStep, DecodeStep, Input, ResizeStep
 from services.preprocess.batch import (
     Budget,
     finish,
@@ -52,8 +54,6 @@ from services.preprocess.decode import (
 from services.preprocess.ops import crop_box
 from services.preprocess.sizes import OutputBounds
 from shared.devices import DeviceError, parse_device
-from shared.manifest_checks import shape_mismatch
-from shared.manifest_sections import CenterCropStep, DecodeStep, Input, ResizeStep
 from shared.memory_limit import error_text
 from shared.settings import get_settings
 

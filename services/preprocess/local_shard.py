@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from services.core.manifest import ModelManifest
 from services.preprocess import shards
 from services.preprocess.batch import finish
 from services.preprocess.datasets import Dataset
@@ -20,7 +21,6 @@ from services.preprocess.device_decode import DECODER_NAME, decode_device, decod
 from services.preprocess.pipeline import Prepared, preprocess
 from services.preprocess.shard_keys import files_digest, shard_key
 from shared.host_load import usable_cpus
-from shared.manifest import ModelManifest
 from shared.storage import ObjectStore
 
 

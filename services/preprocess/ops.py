@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from shared.manifest_sections import (
+from services.core.manifest_sections import (
     CastStep,
     CenterCropStep,
     LayoutStep,

@@ -10,11 +10,11 @@ from functools import partial
 
 import numpy as np
 
+from services.core.manifest_sections import Input
 from services.preprocess.batch import finish, preprocess_batch, usual_dtype
 from services.preprocess.datasets import DatasetError, OutOfMemory, Sample, SampleError
 from services.preprocess.device_decode import decode_device, decoder_label, prepare_on_device
 from services.preprocess.pool import ChunkResult, SharedRows, prepared_chunks
-from shared.manifest_sections import Input
 from shared.memory_limit import error_text
 from shared.settings import get_settings
 

@@ -7,9 +7,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 
+from services.core.manifest_sections import Input
 from services.preprocess.datasets import Sample
 from services.preprocess.sample_files import file_digest
-from shared.manifest_sections import Input
 from shared.settings import get_settings
 
 # "2": large JPEGs decoded at a reduced scale before their resize (draft mode).

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from services.core.manifest_sections import Input
 from services.preprocess.batch import finish
 from services.preprocess.pipeline import Prepared
-from shared.manifest_sections import Input
 from shared.storage import ObjectLost, ObjectNotFound, ObjectStore
 
 

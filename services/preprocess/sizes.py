@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.manifest_sections import CenterCropStep, Input, PreprocessStep, ResizeStep
+from services.core.manifest_sections import CenterCropStep, Input, PreprocessStep, ResizeStep
 from shared.settings import Settings
 
 OUTPUT_SETTING = "BENCHSTACK_MAX_OUTPUT_PIXELS"

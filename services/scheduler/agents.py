@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.core.constraints import requirement, stored_terms
-from services.inference.backends.base import backend_names
+from services.inference.backends.registry import backend_names
 from services.scheduler.planner import AgentChoice, AgentView, Requirement, UnmetConstraint
 from services.scheduler.planner import match_agent as _match
 from shared.db import liveness

@@ -15,13 +15,13 @@ from sqlalchemy.orm import Session
 
 from services.core.constraints import Requirement
 from services.core.dispatch import PlannedShard
+from services.core.manifest_sections import Input
 from services.preprocess.datasets import Dataset, resolve_dataset
 from services.preprocess.shards import is_complete
 from services.scheduler.agents import live_agent_views
 from services.scheduler.planner import AgentChoice, AgentView, UnmetConstraint, match_agent
 from services.scheduler.planner import plan_shards as split_into_shards
 from shared.db import evaluation_repo
-from shared.manifest_sections import Input
 from shared.settings import Settings
 from shared.storage import ObjectStore
 

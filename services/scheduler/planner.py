@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from services.core.constraints import AgentView, Requirement, Term
 from services.core.dispatch import PlannedShard
+from services.core.manifest_sections import Input
 from services.preprocess.datasets import Sample
 from services.preprocess.shard_keys import files_digest, shard_key
-from shared.manifest_sections import Input
 from shared.queues import host_queue
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from celery import shared_task
 
 from services.core.dispatch import inference_message
+from services.core.manifest_sections import Input
 from services.core.messages import PreprocessShard
 from services.preprocess.bounded_child import run_bounded
 from services.preprocess.datasets import DatasetError, resolve_dataset
@@ -26,7 +27,6 @@ from services.scheduler.pending import pending_inference
 from shared import queues, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation
-from shared.manifest_sections import Input
 from shared.settings import Settings
 from shared.storage import ObjectStore
 from shared.task_guard import RETRY_OPTIONS, fail_evaluation_on_error

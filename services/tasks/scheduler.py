@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from services.core.constraints import ConstraintError
 from services.core.dispatch import PlannedShard, inference_message, run_id_for, shard_message
+from services.core.manifest import ManifestError, parse_manifest
 from services.core.messages import EvaluationRequested, Message
 from services.inference.measurement import outcome_key, stored_completion
 from services.preprocess.datasets import DatasetError, resolve_dataset
@@ -34,7 +35,6 @@ from shared import queues, worker_context
 from shared.db import evaluation_repo
 from shared.db.evaluations import Evaluation, Shard
 from shared.db.states import EvaluationState
-from shared.manifest import ManifestError, parse_manifest
 from shared.request_spans import EVALUATION_ATTRIBUTE
 from shared.runtime import Resources
 from shared.settings import Settings

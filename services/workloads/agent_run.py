@@ -11,8 +11,8 @@ from typing import Any
 
 from services.core.messages import RunInference
 from services.core.workload import AgentRun
+from services.inference.backend_interface import BackendOptions
 from services.inference.backends import registry
-from services.inference.backends.base import BackendOptions
 from services.inference.host_slot import HostSlot
 from services.inference.measurement import store_outcome
 from services.inference.measurement_child import announce_started, announce_waiting

@@ -3,9 +3,9 @@ whose spec says its architectures build torch modules (``architecture_models``).
 
 from __future__ import annotations
 
+from services.core.manifest import ModelManifest
 from services.core.workload import Acceptance
 from services.inference.backends import registry
-from shared.manifest import ModelManifest
 
 TORCH_MODULES = "torch.nn.Module"
 

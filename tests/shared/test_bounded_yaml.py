@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from services.core.manifest import ManifestError, parse_manifest_text
 from shared.bounded_yaml import YamlLimits, YamlRefused, load_bounded
-from shared.manifest import ManifestError, parse_manifest_text
 
 
 def billion_laughs(levels: int = 9) -> str:
@@ -23,7 +23,7 @@ def billion_laughs(levels: int = 9) -> str:
 
 
 def test_plain_yaml_loads_as_pyyaml_would() -> None:
-    text = Path("shared/catalogue/resnet18.yaml").read_text()
+    text = Path("services/core/catalogue/resnet18.yaml").read_text()
     assert load_bounded(text, YamlLimits()) == yaml.safe_load(text)
 
 
@@ -110,7 +110,7 @@ def test_the_same_key_in_different_mappings_is_kept() -> None:
 
 
 def test_a_manifest_with_a_duplicate_key_names_it() -> None:
-    text = Path("shared/catalogue/resnet18.yaml").read_text() + "framework: {name: onnx}\n"
+    text = Path("services/core/catalogue/resnet18.yaml").read_text() + "framework: {name: onnx}\n"
     with pytest.raises(ManifestError) as info:
         parse_manifest_text(text)
     assert "key 'framework' is written twice" in info.value.problems[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.inference.backends.base import BackendError, BackendOptions
+from services.inference.backend_interface import BackendError, BackendOptions
 from shared.devices import Device, DeviceError, parse_device
 from shared.queues import inference_queue
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.inference.convert import ConvertedModel, converted_onnx
-from shared.manifest import ModelManifest
+from services.core.manifest import ModelManifest
+from services.inference.backends.convert import ConvertedModel, converted_onnx
 from tests.support.manifests import tensor_manifest
 
 DIGITS_SHAPE = (1, 32, 32)

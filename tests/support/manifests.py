@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from shared.manifest import ModelManifest, parse_manifest
+from services.core.manifest import ModelManifest, parse_manifest
 
 
 def tensor_manifest(

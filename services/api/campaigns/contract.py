@@ -1,6 +1,6 @@
 """What a group kind the API submits declares, once, in its folder's ``__init__.py``:
 ``CAMPAIGN = Campaign(...)``. The schema merges every campaign's queries and mutations
-(services/api/graphql/schema.py) and the aggregator is handed every ``next_step``
+(services/api/schema.py) and the aggregator is handed every ``next_step``
 (services/api/group_steps.py), so adding a kind is adding its folder."""
 
 from __future__ import annotations

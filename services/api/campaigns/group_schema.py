@@ -124,5 +124,5 @@ class GroupSchema(Generic[Input, Shown]):
 
     @staticmethod
     def _root_type(name: str, field_name: str, field: Any) -> type:
-        # Merged into the root Query or Mutation (graphql/schema.py): its name is not shown.
+        # Merged into the root Query or Mutation (api/schema.py): its name is not shown.
         return strawberry.type(type(name, (), {field_name: field}))

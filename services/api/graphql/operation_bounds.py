@@ -25,7 +25,7 @@ from typing import Any
 from graphql import DocumentNode, ExecutionResult, GraphQLError, OperationDefinitionNode
 from strawberry.extensions import ValidationCache
 
-from services.api.graphql.cost_budget import RATE_LIMITED
+from services.api.cost_budget import RATE_LIMITED
 from services.api.graphql.expansion import FragmentProblem, expanded_size, fragments_of
 from services.api.graphql.merge_pairs import merge_pairs
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY, operation_cost

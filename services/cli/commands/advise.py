@@ -54,7 +54,7 @@ def remote_advice(
 
 def local_advice(model: str, bound: float, percentile: float) -> dict[str, Any]:
     from services.analysis.advice import advise, check_request, load_reports
-    from shared.catalogue import resolve_model
+    from services.core.catalogue import resolve_model
     from shared.db.session import session_scope
 
     check_request(bound, percentile)
@@ -185,7 +185,7 @@ def measure_missing(
         start_searches,
         unmeasured_agents,
     )
-    from shared.catalogue import resolve_model
+    from services.core.catalogue import resolve_model
 
     duration, max_probes, wait, start_qps = options
     check_measure_options(duration, max_probes, wait)

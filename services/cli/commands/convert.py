@@ -30,8 +30,8 @@ def convert(
         raise typer.BadParameter(f"{to!r} is not accepted; accepted: {', '.join(TARGETS)}")
     with user_errors():
         # Imported here: resolving and converting pull in torch, --help must not.
-        from services.inference.convert import convert_to_onnx, converted_onnx
-        from shared.catalogue import resolve_model
+        from services.core.catalogue import resolve_model
+        from services.inference.backends.convert import convert_to_onnx, converted_onnx
 
         manifest = resolve_model(model)
         if output is None:

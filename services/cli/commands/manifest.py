@@ -10,9 +10,9 @@ from rich.table import Table
 
 from services.cli.errors import err_console
 from services.cli.render import output_console
-from shared.catalogue import list_catalogue
-from shared.manifest import ManifestError, load_manifest
-from shared.manifest_checks import check_manifest
+from services.core.catalogue import list_catalogue
+from services.core.manifest import ManifestError, load_manifest
+from services.core.manifest_checks import check_manifest
 
 manifest_app = typer.Typer(help="Check model manifests.", no_args_is_help=True)
 console = output_console(highlight=False)

@@ -13,7 +13,7 @@ from services.cli.errors import fail, user_errors
 from services.cli.profile_render import print_profile
 from services.cli.render import output_console
 from services.embedded.profile import ProfileRequest, run_profile
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.inference.profiling.levels import TraceLevelError, parse_trace_level
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
 from shared.settings import get_settings

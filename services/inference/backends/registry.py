@@ -12,16 +12,25 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from services.inference import backends as backends_package
+from services.inference.backend_interface import (
+    Backend,
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+)
 from services.inference.backends.spec import BackendSpec
 
 if TYPE_CHECKING:
-    from services.inference.backends.base import Backend, BackendOptions
-    from shared.manifest import ModelManifest
+    import numpy as np
+
+    from services.core.manifest import ModelManifest
+    from services.inference.profiling.instruments import Instrument
 
 
 class UnknownBackend(ValueError):
@@ -112,6 +121,44 @@ def folder_entry(name: str, entry: str) -> Any:
     return getattr(module, attribute)
 
 
+def profiler_gap(name: str, level: str) -> str | None:
+    """Why backend ``name`` has no profiler at ``level`` (its spec's ``profiler_gaps``)."""
+    spec = specs().get(name)
+    return spec.profiler_gaps.get(level) if spec is not None else None
+
+
+def profiler(name: str, level: str) -> Callable[[Backend], Instrument | str] | None:
+    """What makes backend ``name``'s instrument of ``level`` (its spec's ``profilers``)."""
+    spec = specs().get(name)
+    if spec is None or level not in spec.profilers:
+        return None
+    made: Callable[[Backend], Instrument | str] = folder_entry(name, spec.profilers[level])
+    return made
+
+
+def roofline(name: str) -> Callable[[Backend, np.ndarray], dict[str, Any]] | None:
+    """What measures each layer's work and the machine's peaks (its spec's ``roofline``)."""
+    spec = specs().get(name)
+    if spec is None or spec.roofline is None:
+        return None
+    measure: Callable[[Backend, np.ndarray], dict[str, Any]] = folder_entry(name, spec.roofline)
+    return measure
+
+
+def zoos() -> dict[str, tuple[str, str, Callable[[], list[str]]]]:
+    """Every model zoo a backend declares: zoo -> (the backend that builds its models, the
+    library it needs, what lists its names: imported only when called)."""
+
+    def lister(name: str, entry: str) -> Callable[[], list[str]]:
+        return lambda: list(folder_entry(name, entry)())
+
+    return {
+        zoo: (spec.name, declared.library, lister(spec.name, declared.names))
+        for spec in specs().values()
+        for zoo, declared in spec.zoos.items()
+    }
+
+
 def with_file_format(file_format: str) -> str:
     """The backend whose manifests name files of ``file_format`` (e.g. "onnx")."""
     for spec in specs().values():
@@ -121,8 +168,6 @@ def with_file_format(file_format: str) -> str:
 
 
 def backend_class(name: str) -> type[Backend]:
-    from services.inference.backends.base import BackendUnavailable
-
     spec = spec_for(name)
     module_name, class_name = spec.entry.split(":")
     package = f"{backends_package.__name__}.{name}"
@@ -143,8 +188,6 @@ def backend_class(name: str) -> type[Backend]:
 
 
 def create_backend(name: str, options: BackendOptions | None = None) -> Backend:
-    from services.inference.backends.base import BackendError
-
     try:
         cls = backend_class(name)
     except UnknownBackend as exc:

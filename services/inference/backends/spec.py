@@ -51,6 +51,16 @@ class NoOptions(BackendOptionsModel):
 
 
 @dataclass(frozen=True)
+class ZooSpec:
+    """A model zoo the backend builds from, named by a manifest's ``source.architecture``
+    as 'zoo:name' (services/core/architectures.py checks the name)."""
+
+    library: str  # the module that must be installed to list and build the zoo's models
+    # "module:function" in the folder: the zoo's names, imported only when asked for.
+    names: str
+
+
+@dataclass(frozen=True)
 class BackendSpec:
     name: str
     summary: str  # one line for the CLI's help and the docs
@@ -92,12 +102,14 @@ class BackendSpec:
     # The format of the model files its manifests name when that is a format other
     # backends read too ("onnx": a converted model runs on it), and "module:function" in
     # the folder that exports one of its manifests' models to an ONNX file
-    # (services/inference/convert.py: (manifest, model, example path, opset, exporter)).
+    # (services/inference/backends/convert.py: (manifest, model, example path, opset, exporter)).
     file_format: str = ""
     onnx_export: str | None = None
     # What a manifest's source.architecture builds in memory, for the workloads that take
     # a model apart (bricks, training: "torch.nn.Module"); "" = nothing they can use.
     architecture_models: str = ""
+    # The model zoos it builds from: zoo name -> ZooSpec (torch: torchvision, benchstack).
+    zoos: Mapping[str, ZooSpec] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -109,7 +121,8 @@ class BackendSpec:
                 f"accepted: {', '.join(DEVICE_KINDS)}"
             )
         entries = [self.entry, self.roofline, self.runtime_info, self.onnx_export]
-        if any(e is not None and ":" not in e for e in [*entries, *self.profilers.values()]):
+        entries += [*self.profilers.values(), *(zoo.names for zoo in self.zoos.values())]
+        if any(e is not None and ":" not in e for e in entries):
             raise ValueError(f"backend {self.name}: an entry must be 'module:name'")
         levels = set(self.profilers) | set(self.profiler_gaps)
         if not levels <= set(BACKEND_TRACE_LEVELS):

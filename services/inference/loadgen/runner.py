@@ -14,7 +14,7 @@ import numpy as np
 
 from services.core.loadgen_logs import parse_summary
 from services.core.scenario import GENERIC_MLPERF_MODEL, ScenarioConfig
-from services.inference.backends.base import Backend, BackendError
+from services.inference.backend_interface import Backend, BackendError
 from services.inference.loadgen.progress import Phase, ProgressCallback, ProgressPoller, RunProgress
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.settings import to_loadgen_settings

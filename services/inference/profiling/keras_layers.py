@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.instruments import Instrument, Window, spans_within
 from services.inference.profiling.spans import Span, now_ns
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.trace_levels import TRACE_LEVELS
+from services.core.trace_levels import TRACE_LEVELS
 
 # APPLICATION is the other name for MODEL: the evaluation's own steps.
 LEVEL_ALIASES = {"APPLICATION": "MODEL"}

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.instruments import Instrument, Window
 from services.inference.profiling.spans import Span
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.backends import registry
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
+from services.inference.profiling.declared import declared
 from services.inference.profiling.instruments import Instrument, Window
 from services.inference.profiling.levels import instruments_for, parse_trace_level, passes_for
 from services.inference.profiling.spans import Counter, Span, SpanRecorder, now_ns
@@ -51,12 +51,12 @@ def instrument_for(level: str, backend: Backend) -> Instrument | str:
         from services.inference.profiling.system import SystemSampler
 
         return SystemSampler(backend)
-    spec = registry.specs().get(backend.name)
-    if spec is not None and level in spec.profiler_gaps:
-        return f"{level}: {spec.profiler_gaps[level]}"
-    if spec is not None and level in spec.profilers:
-        made: Instrument | str = registry.folder_entry(spec.name, spec.profilers[level])(backend)
-        return made
+    gap = declared().profiler_gap(backend.name, level)
+    if gap is not None:
+        return f"{level}: {gap}"
+    make = declared().profiler(backend.name, level)
+    if make is not None:
+        return make(backend)
     return f"{level}: no {level.lower()}-level profiler for the {backend.name} backend yet"
 
 
@@ -228,11 +228,13 @@ def measure_roofline_inputs(backend: Backend, batch: np.ndarray, profile: Profil
     machine's peaks, where the FRAMEWORK pass ran on a backend whose spec declares a
     ``roofline`` (torch's eager model)."""
     framework = profile.pass_of("FRAMEWORK")
-    spec = registry.specs().get(backend.name)
-    if framework is None or spec is None or spec.roofline is None:
+    if framework is None:
+        return
+    roofline = declared().roofline(backend.name)
+    if roofline is None:
         return
     try:
-        profile.roofline_inputs = registry.folder_entry(spec.name, spec.roofline)(backend, batch)
+        profile.roofline_inputs = roofline(backend, batch)
     except Exception as exc:  # a model FlopCounterMode cannot walk loses its roofline only
         framework.notes.append(f"roofline: not drawn ({type(exc).__name__}: {exc})"[:300])
 

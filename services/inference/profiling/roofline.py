@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.torch_layers import bytes_of, elements_of
 
 GEMM_SIZE = 1024

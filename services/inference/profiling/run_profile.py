@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.analysis import summarise
 from services.inference.profiling.levels import parse_trace_level
 from services.inference.profiling.passes import (

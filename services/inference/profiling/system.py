@@ -12,7 +12,7 @@ from typing import Any
 
 import psutil
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.instruments import Instrument
 from services.inference.profiling.spans import Counter, now_ns
 

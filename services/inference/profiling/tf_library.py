@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.instruments import Instrument, Window
 from services.inference.profiling.keras_layers import EAGER_NOTE, functional_graph
 from services.inference.profiling.spans import Span, clamp_to_parents

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.instruments import Instrument, Window, spans_within
 from services.inference.profiling.spans import Span, now_ns
 from services.inference.profiling.torch_library import gpu_in_use

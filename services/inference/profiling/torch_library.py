@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.instruments import Instrument, Window
 from services.inference.profiling.spans import GPU_TRACK_BASE, Span, clamp_to_parents
 

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from services.core.scenario import ScenarioConfig
-from services.inference.backends.base import Backend, BackendError
+from services.inference.backend_interface import Backend, BackendError
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.runner import run_loadgen
 from services.workloads.bricks.fx_brick import decode_brick, encode_brick

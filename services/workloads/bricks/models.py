@@ -11,14 +11,14 @@ from typing import Any
 
 import torch
 
+from services.core.architectures import ZOOS, architecture_problem
+from services.core.catalogue import resolve_model
+from services.core.manifest import ModelManifest, verify_model_files
 from services.inference.backends import registry
 from services.workloads.bricks.generate import ModelInput, OnnxModelInput, check_shape_options
 from services.workloads.bricks.measure import Item
 from services.workloads.bricks.suite import is_recipe_name, read_recipe, recipe_path
 from services.workloads.torch_models import builds_torch_modules
-from shared.architectures import ZOOS, architecture_problem
-from shared.catalogue import resolve_model
-from shared.manifest import ModelManifest, verify_model_files
 
 DEFAULT_IMAGE_SHAPE: tuple[int, ...] = (3, 224, 224)
 

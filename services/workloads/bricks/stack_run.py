@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from services.core.manifest import parse_manifest
 from services.core.workload import AgentRun
 from services.workloads.agent_run import measure_holding_host
 from services.workloads.bricks.construct import construct
@@ -29,7 +30,6 @@ from services.workloads.bricks.run import measure_chunks, median_floor
 from services.workloads.bricks.store import system_results
 from services.workloads.bricks.suite import list_bricks, read_recipe
 from shared.environment import capture_environment
-from shared.manifest import parse_manifest
 
 
 def measure(run: AgentRun) -> dict[str, str]:

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from services.core.manifest import ModelManifest, parse_manifest
 from services.core.scenario import ScenarioConfig
 from services.core.workload import AgentRun
 from services.inference import model_cache
-from services.inference.backends.base import Backend, BackendOptions
+from services.inference.backend_interface import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
 from services.inference.measurement import PhaseClock, measurement_of, store_attempt
 from services.inference.measurement_child import announce_started
@@ -24,7 +25,6 @@ from services.inference.threads import with_scenario_threads
 from services.preprocess.shards import ShardSet
 from services.workloads.agent_run import backend_options, host_slot
 from shared.environment import capture_environment
-from shared.manifest import ModelManifest, parse_manifest
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)

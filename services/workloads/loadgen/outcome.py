@@ -13,12 +13,12 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from services.aggregator.repository import RunRecord, record_from_report, save_run
+from services.core.manifest_sections import stored_fidelity
 from services.core.messages import RunCompleted
 from services.core.run_report import BackendSettings, Measurement, RunSettings, assemble_report
 from services.core.scenario import ScenarioConfig
 from services.inference.measurement import load_measurement
 from shared.db.evaluations import Evaluation
-from shared.manifest_sections import stored_fidelity
 from shared.storage import ObjectStore
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from shared.manifest_sections import Input
+from services.core.manifest_sections import Input
 
 BatchSource = Callable[[], tuple[Any, Any]]
 ArrayBatchSource = Callable[[], tuple[np.ndarray, np.ndarray]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.manifest import parse_manifest
 from services.core.messages import RunInference
 from services.core.workload import AgentRun
 from services.workloads.agent_run import measure_holding_host
@@ -17,7 +18,6 @@ from services.workloads.training.options import TrainingOptions
 from services.workloads.training.throughput import TrainingSettings, run
 from shared.cpu_quota import cpu_limit
 from shared.environment import capture_environment
-from shared.manifest import parse_manifest
 
 # Architectures whose training name differs from the architecture's (data_sources reads
 # the channel count from the name).

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shared.catalogue import CATALOGUE_DIR
+from services.core.catalogue import CATALOGUE_DIR
 from tests.services.api.conftest import Api
 from tests.services.api.test_api_input_confinement import (
     assert_nothing_enqueued,

@@ -133,7 +133,7 @@ def test_evaluations_filter_and_paginate(api: Api, submit_query: Callable[[], st
 def test_register_model_then_submit_it(api: Api, submit_query: Callable[[], str]) -> None:
     api.add_agent()
     token = api.token("alice")
-    from shared.catalogue import CATALOGUE_DIR
+    from services.core.catalogue import CATALOGUE_DIR
 
     text = (CATALOGUE_DIR / "resnet18.yaml").read_text().replace("name: resnet18", "name: my-net")
     register = """mutation($m: String!) { registerModel(manifest: $m) {

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from services.api.graphql.schema import MASKED_MESSAGE
-from shared.catalogue import CATALOGUE_DIR
+from services.api.schema import MASKED_MESSAGE
+from services.core.catalogue import CATALOGUE_DIR
 from tests.services.api.conftest import Api
 from tests.shared.test_bounded_yaml import billion_laughs
 
@@ -81,7 +81,7 @@ HOSTILE: list[tuple[str, Callable[[], bytes], str]] = [
     ),
     (
         "huge resize",
-        # Under the manifest's own bound (65,535, shared/manifest_sections.MAX_SIDE), over
+        # Under the manifest's own bound (65,535, services/core/manifest_sections.MAX_SIDE), over
         # the deployment's (max_image_side).
         lambda: submission(model=None, manifest=manifest(**{"size: 256,": "size: 50000,"})),
         "inputs[0].steps[1].resize.size: 50000",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from services.api.graphql.evaluations import watcher
-from shared.catalogue import CATALOGUE_DIR
+from services.core.catalogue import CATALOGUE_DIR
 from shared.db.evaluations import Evaluation
 from shared.db.session import session_scope
 from tests.services.api.conftest import Api
@@ -365,7 +365,7 @@ def test_shadowing_is_refused_and_resolution_is_deterministic(
 
 
 def test_a_stored_shadow_of_a_catalogue_model_is_never_chosen(api: Api) -> None:
-    from shared.catalogue import list_catalogue
+    from services.core.catalogue import list_catalogue
     from shared.db.catalog import RegisteredModel
 
     api.add_agent()

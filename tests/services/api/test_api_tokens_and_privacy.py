@@ -14,7 +14,7 @@ from sqlalchemy import update
 
 from services.api.app import create_app
 from services.api.auth import create_token, revoke_token
-from shared.catalogue import CATALOGUE_DIR
+from services.core.catalogue import CATALOGUE_DIR
 from shared.db.accounts import ApiToken
 from shared.db.clock import utcnow
 from shared.db.session import session_scope

@@ -13,8 +13,8 @@ from services.api.confinement import (
     relative_inside,
 )
 from services.api.rejections import Rejection
-from shared.catalogue import CATALOGUE_DIR
-from shared.manifest import ModelManifest, parse_manifest_text
+from services.core.catalogue import CATALOGUE_DIR
+from services.core.manifest import ModelManifest, parse_manifest_text
 from shared.settings import Settings
 
 

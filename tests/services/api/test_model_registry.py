@@ -10,9 +10,9 @@ import pytest
 from services.api.auth import get_or_create_user
 from services.api.model_registry import find_model, register_model
 from services.api.rejections import Rejection
+from services.core.catalogue import CATALOGUE_DIR
+from services.core.manifest import ModelManifest
 from shared import runtime
-from shared.catalogue import CATALOGUE_DIR
-from shared.manifest import ModelManifest
 
 SHIPPED = (CATALOGUE_DIR / "resnet18.yaml").read_text()
 OWN = SHIPPED.replace("name: resnet18", "name: mine")

@@ -25,7 +25,7 @@ from services.core.campaigns import accuracy_performance_pair as pair
 from services.core.campaigns import repeats, sweep
 from services.core.scenario import Mode, Scenario, ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.tasks import aggregator, inference, preprocess, scheduler
 from shared import queues, runtime
 from shared.db.evaluations import Evaluation

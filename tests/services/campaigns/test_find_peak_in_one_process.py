@@ -14,7 +14,7 @@ from services.core.early_stopping import MAX_SIZED_PROBE_S, probe_duration_s
 from services.core.find_peak_search import PeakResult
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from shared.db.session import session_scope
 from shared.settings import Settings
 

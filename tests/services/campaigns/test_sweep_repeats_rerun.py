@@ -22,7 +22,7 @@ from services.core.campaigns.group import InvalidCampaign
 from services.core.campaigns.repeats import Spread
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.inference.runtime_info import diff_environments
 from shared.db.session import session_scope
 from shared.settings import Settings

@@ -195,7 +195,7 @@ def test_sha256_mismatch_is_one_line(data_dir: Path, tmp_path: Path) -> None:
 
 
 def test_catalogue_validates(data_dir: Path) -> None:
-    files = sorted(str(p) for p in Path("shared/catalogue").glob("*.yaml"))
+    files = sorted(str(p) for p in Path("services/core/catalogue").glob("*.yaml"))
     result = benchstack(data_dir, "manifest", "validate", *files)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("ok ") == len(files)

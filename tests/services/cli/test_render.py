@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shared.catalogue import list_catalogue
+from services.core.catalogue import list_catalogue
 from tests.support.cli import TINY, piped
 
 

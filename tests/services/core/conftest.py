@@ -10,7 +10,7 @@ import pytest
 from services.core.scenario import ScenarioConfig
 from services.digits.dataset import DigitsArtifacts, prepare
 from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from shared.settings import Settings
 
 

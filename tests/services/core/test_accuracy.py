@@ -25,12 +25,12 @@ from services.core.labels import (
     read_labels,
     top_k_of,
 )
+from services.core.manifest import load_manifest
 from services.core.scenario import ScenarioConfig
 from services.digits.dataset import DigitsArtifacts
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backends.torch.architectures import DigitsCNN
 from shared.db.session import session_scope
-from shared.manifest import load_manifest
 from shared.settings import Settings
 from tests.support.cli import benchstack
 

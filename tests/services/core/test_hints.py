@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from services.core.catalogue import resolve_model
 from services.core.hints import LATENCY_REASON_PREFIX, invalid_hints
 from services.core.metrics import Headline, LatencyStats, PerformanceReport, Validity
 from services.core.scenario import ScenarioConfig
-from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.run import execute_run
-from shared.catalogue import resolve_model
 from shared.host_load import HostLoad, verdict
 
 TINY = "tests/fixtures/tiny_cnn.yaml"

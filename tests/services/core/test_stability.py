@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from services.core.catalogue import resolve_model
 from services.core.scenario import ScenarioConfig
 from services.core.stability import MIN_SERVER_SAMPLES, assess_stability
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.run import execute_run
-from shared.catalogue import resolve_model
 
 MS = 1_000_000
 

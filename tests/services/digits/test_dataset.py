@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from services.core.manifest import load_manifest, verify_model_files
 from services.digits.dataset import prepare
-from shared.manifest import load_manifest, verify_model_files
 
 
 def test_prepare_writes_a_pinned_model_and_is_deterministic(tmp_path: Path) -> None:

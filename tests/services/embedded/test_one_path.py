@@ -12,17 +12,17 @@ import numpy as np
 from PIL import Image
 
 from services.aggregator.repository import get_run
+from services.core.catalogue import resolve_model
 from services.core.dispatch import inference_message
 from services.core.run_report import attempt_prefix
 from services.core.scenario import ScenarioConfig
 from services.core.workload import AgentRun
 from services.embedded.bench import BenchRequest, run_bench
 from services.embedded.evaluation import evaluation_of
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import prepare_shard
 from services.workloads.loadgen.measure import measure
-from shared.catalogue import resolve_model
 from shared.db.session import session_scope
 from shared.runtime import resources_for
 from shared.settings import Settings

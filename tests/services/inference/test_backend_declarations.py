@@ -23,11 +23,13 @@ import pytest
 import services.inference.backends as backends_package
 from services.api.submission_checks import check_simple_fields
 from services.api.submission_request import SubmitRequest
+from services.core.manifest import parse_manifest_text
 from services.core.messages import RunInference
+from services.inference.backend_interface import BackendOptions
 from services.inference.backends import registry
-from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.backends.convert import ConversionError, convert_to_onnx
+from services.inference.backends.registry import create_backend
 from services.inference.backends.spec import BackendSpec
-from services.inference.convert import ConversionError, convert_to_onnx
 from services.inference.profiling.passes import (
     PassResult,
     instrument_for,
@@ -37,7 +39,6 @@ from services.inference.profiling.passes import (
 from services.inference.runtime_info import framework_runtime
 from services.workloads.agent_run import backend_options
 from services.workloads.torch_models import torch_architecture
-from shared.manifest import parse_manifest_text
 from shared.settings import Settings
 
 CONFIG = """
@@ -72,7 +73,7 @@ DECLARED = """
 """
 BACKEND = """
 import numpy as np
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 
 
 class Echo(Backend):

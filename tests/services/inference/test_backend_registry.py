@@ -20,16 +20,12 @@ import pytest
 
 import services.inference.backends as backends_package
 from services.api.submission_checks import backend_options_problem
+from services.core.manifest import parse_manifest_text
 from services.inference.agent import Agent
+from services.inference.backend_interface import Backend, BackendOptions, BackendUnavailable
 from services.inference.backends import registry
-from services.inference.backends.base import (
-    Backend,
-    BackendOptions,
-    BackendUnavailable,
-    create_backend,
-)
+from services.inference.backends.registry import create_backend
 from shared.environment import key_packages
-from shared.manifest import parse_manifest_text
 
 CONFIG = """
 from typing import Literal
@@ -55,7 +51,7 @@ CONFIG = BackendSpec(
 """
 BACKEND = """
 import numpy as np
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 
 
 class Echo(Backend):

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from services.inference.backends.base import Backend, BackendOptions
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import Backend, BackendOptions
 from services.inference.backends.registry import load_backend
 from services.inference.model_cache import ModelCache, model_key
-from shared.manifest import ModelManifest
 from tests.support.cli import python_code
 from tests.support.manifests import tensor_manifest
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from benchmarks.preprocess_throughput import photo_like_jpeg
+from services.core.catalogue import resolve_model
 from services.preprocess.batch import read_sample
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.decode import DecodeError
 from services.preprocess.pipeline import preprocess
 from services.preprocess.sample_files import OUTSIDE
 from services.preprocess.shard_keys import files_digest
-from shared.catalogue import resolve_model
 from shared.settings import get_settings
 
 

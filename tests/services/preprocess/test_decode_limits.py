@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from services.core.catalogue import resolve_model
+from services.core.manifest_sections import DecodeStep, ResizeStep
 from services.preprocess.datasets import DatasetError, Sample
 from services.preprocess.decode import DRAFT_MARGIN, DecodeError, decode_one
 from services.preprocess.ops import BATCH_OPS
 from services.preprocess.pipeline import NoSamplePrepared, preprocess
-from shared.catalogue import resolve_model
-from shared.manifest_sections import DecodeStep, ResizeStep
 from shared.settings import get_settings
 
 RGB = DecodeStep(op="decode", color_mode="RGB")

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile
 
+from services.core.catalogue import resolve_model
+from services.core.manifest_sections import DecodeStep, ResizeStep
 from services.preprocess.datasets import Sample
 from services.preprocess.decode import DecodeError, decode_one
 from services.preprocess.pipeline import preprocess
-from shared.catalogue import resolve_model
-from shared.manifest_sections import DecodeStep, ResizeStep
 from shared.settings import get_settings
 
 RGB = DecodeStep(op="decode", color_mode="RGB")

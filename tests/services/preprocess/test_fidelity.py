@@ -13,6 +13,13 @@ import pytest
 from PIL import Image
 
 from benchmarks.preprocess_throughput import benchstack_spec
+from services.core.manifest_sections import (
+    CenterCropStep,
+    DecodeStep,
+    LayoutStep,
+    NormalizeStep,
+    ResizeStep,
+)
 from services.preprocess.batch import preprocess_batch
 from services.preprocess.datasets import Sample, scan_folder
 from services.preprocess.decode import DecodeError, decode_one
@@ -25,13 +32,6 @@ from services.preprocess.ops import (
     resize_fast,
 )
 from services.preprocess.pipeline import preprocess
-from shared.manifest_sections import (
-    CenterCropStep,
-    DecodeStep,
-    LayoutStep,
-    NormalizeStep,
-    ResizeStep,
-)
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -131,9 +131,9 @@ def test_the_fused_fast_path_skips_a_bad_file_and_keeps_the_rows_in_order(
 
 def test_fast_mode_changes_no_prediction_of_the_trained_digits_model(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch", reason="torch not installed")
+    from services.core.manifest import load_manifest
     from services.digits import dataset as digits
     from services.inference.backends.torch.architectures import DigitsCNN
-    from shared.manifest import load_manifest
 
     artifacts = digits.prepare(tmp_path / "digits", epochs=6)
     as_jpeg = tmp_path / "jpeg"

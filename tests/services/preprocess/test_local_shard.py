@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
+from services.core.catalogue import resolve_model
 from services.preprocess import shards
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import load_or_preprocess
 from services.preprocess.pipeline import Prepared
-from shared.catalogue import resolve_model
 from shared.storage import LocalStore
 
 TINY = Path("tests/fixtures/tiny_cnn.yaml")

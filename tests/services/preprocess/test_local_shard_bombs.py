@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from services.core.catalogue import resolve_model
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import load_or_preprocess
 from services.preprocess.pipeline import NoSamplePrepared
-from shared.catalogue import resolve_model
 from shared.settings import get_settings
 from shared.storage import LocalStore
 

@@ -12,13 +12,13 @@ from PIL import Image
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as tvf
 
+from services.core.catalogue import resolve_model
+from services.core.manifest_sections import CenterCropStep, DecodeStep, ResizeStep
 from services.preprocess.datasets import Sample, make_synthetic, resolve_dataset, scan_folder
 from services.preprocess.decode import DecodeError, decode_one
 from services.preprocess.ops import center_crop, resize
 from services.preprocess.pipeline import preprocess
 from services.preprocess.shard_keys import shard_key
-from shared.catalogue import resolve_model
-from shared.manifest_sections import CenterCropStep, DecodeStep, ResizeStep
 
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from services.core.catalogue import resolve_model
+from services.core.manifest_sections import FIDELITIES, CenterCropStep, ResizeStep
 from services.preprocess.datasets import Sample
 from services.preprocess.pipeline import NoSamplePrepared, preprocess
 from services.preprocess.sizes import OutputBounds, largest_output
-from shared.catalogue import resolve_model
-from shared.manifest_sections import FIDELITIES, CenterCropStep, ResizeStep
 from shared.memory_limit import error_text
 from shared.settings import get_settings
 
@@ -91,7 +91,7 @@ from PIL import Image
 import torch  # what the fast mode imports, before the limit is taken
 from services.preprocess.datasets import Sample
 from services.preprocess.pipeline import NoSamplePrepared, preprocess
-from shared.catalogue import resolve_model
+from services.core.catalogue import resolve_model
 from shared.memory_limit import limit_memory
 
 limit_memory(2 * 2**30, setting="the test's limit")

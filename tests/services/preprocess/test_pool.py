@@ -11,10 +11,10 @@ import pytest
 from PIL import Image
 
 from benchmarks.preprocess_throughput import benchstack_spec, photo_like_jpeg
+from services.core.manifest_sections import Input
 from services.preprocess import pipeline
 from services.preprocess.datasets import Sample
 from services.preprocess.pipeline import preprocess
-from shared.manifest_sections import Input
 
 
 @pytest.fixture

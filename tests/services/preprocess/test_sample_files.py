@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.preprocess_throughput import photo_like_jpeg
+from services.core.catalogue import resolve_model
 from services.preprocess.datasets import DatasetError, resolve_dataset
 from services.preprocess.pipeline import preprocess
 from services.preprocess.shard_keys import files_digest
-from shared.catalogue import resolve_model
 from shared.settings import get_settings
 
 GIB = 2**30

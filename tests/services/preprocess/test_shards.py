@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from services.core.manifest_sections import Input
 from services.preprocess.datasets import SampleError
 from services.preprocess.pipeline import Prepared
 from services.preprocess.shards import ShardSet, write_shard
-from shared.manifest_sections import Input
 from shared.settings import Settings
 from shared.storage import ObjectStore, make_store
 from tests.support.s3 import moto_s3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from services.core.catalogue import resolve_model
 from services.core.constraints import parse_terms
 from services.preprocess.datasets import Sample
 from services.scheduler.planner import (
@@ -14,7 +15,6 @@ from services.scheduler.planner import (
     match_agent,
     plan_shards,
 )
-from shared.catalogue import resolve_model
 
 AGENTS = [
     AgentView("a", "host-a", "inference.torch.cpu", "torch", "2.4.0", "cpu"),

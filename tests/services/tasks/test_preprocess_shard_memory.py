@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from services.core.catalogue import resolve_model
 from services.core.messages import PreprocessShard
 from services.preprocess.shards import is_complete
 from services.tasks.preprocess import ShardFailed, prepare_shard
-from shared.catalogue import resolve_model
 from shared.settings import get_settings
 from shared.storage import make_store
 

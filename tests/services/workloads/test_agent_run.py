@@ -9,7 +9,7 @@ from typing import Any
 
 from services.core.messages import RunInference
 from services.core.workload import AgentRun
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.workloads.agent_run import backend_options, measure_holding_host
 from shared.runtime import Resources
 from shared.settings import Settings

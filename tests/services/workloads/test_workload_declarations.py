@@ -23,9 +23,9 @@ from services.api.submission_request import SubmitRequest
 from services.api.user_quota import run_bound_s
 from services.cli.comparison import _is_training
 from services.core.campaigns.find_peak import SearchSettings
+from services.core.manifest import load_manifest
 from services.workloads import workload_named, workloads
 from shared.db.evaluations import Evaluation
-from shared.manifest import load_manifest
 from tests.support.throwaway_workload import workload_source
 
 TINY = "tests/fixtures/tiny_cnn.yaml"

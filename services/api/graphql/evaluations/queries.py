@@ -10,12 +10,13 @@ from sqlalchemy.orm import Session
 from strawberry.types.nodes import SelectedField
 
 from services.api.context import ApiDeps, read_on_loop
-from services.api.graphql.evaluations.loaders import runs_of
 from services.api.graphql.evaluations.types import (
     EvaluationPage,
     EvaluationStateType,
     EvaluationType,
     RunType,
+    load_runs,
+    runs_of,
 )
 from shared.db import liveness
 from shared.db.evaluations import Evaluation
@@ -140,5 +141,5 @@ class EvaluationQueries:
         with_runs = selects_runs(info)
         found, runs = await read_on_loop(_one_with_runs, info.context.deps, owner, id, with_runs)
         if found is not None and with_runs:
-            info.context.runs_loader.prime(found.id, runs)
+            info.context.loader(load_runs).prime(found.id, runs)
         return found

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import strawberry
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 from strawberry.scalars import JSON
 
 from services.api.graphql.confidence.types import ConfidenceType
@@ -33,11 +35,14 @@ from services.api.run_charts import (
     TRACE_FILE,
 )
 from services.api.trace_tree import DEFAULT_FLAME_NODES, MAX_FLAME_NODES
+from services.core.manifest_sections import stored_fidelity
 from services.core.stored_report import load_loadgen_report, load_report
 from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
 from shared.db.states import FINAL_STATE_NAMES, EvaluationState
-from shared.manifest_sections import stored_fidelity
+
+if TYPE_CHECKING:
+    from services.api.context import ApiDeps
 
 
 @strawberry.enum(name="EvaluationState")
@@ -225,6 +230,26 @@ def _group_kind(info: dict[str, Any] | None) -> str | None:
     return None if kind is None else str(kind)
 
 
+def load_runs(deps: ApiDeps, evaluation_ids: list[str]) -> list[list[RunType]]:
+    """Runs of each evaluation, in the order of the ids asked for (one query for all): the
+    batch of the request's runs loader (``Context.loader``)."""
+    with deps.read_db() as session:
+        return runs_of(session, evaluation_ids)
+
+
+def runs_of(session: Session, evaluation_ids: list[str]) -> list[list[RunType]]:
+    """As load_runs, in a session the caller holds (to prime the loader with no second trip
+    to the database)."""
+    rows = session.scalars(
+        select(RunRow).where(RunRow.evaluation_id.in_(evaluation_ids)).order_by(RunRow.created_at)
+    )
+    by_evaluation: dict[str, list[RunType]] = {i: [] for i in evaluation_ids}
+    for row in rows:
+        if row.evaluation_id is not None:
+            by_evaluation[row.evaluation_id].append(RunType.from_row(row))
+    return [by_evaluation[i] for i in evaluation_ids]
+
+
 @strawberry.type(name="Evaluation")
 class EvaluationType:
     id: str
@@ -271,17 +296,17 @@ class EvaluationType:
 
     @strawberry.field
     async def runs(self, info: strawberry.Info) -> list[RunType]:
-        result: list[RunType] = await info.context.runs_loader.load(self.id)
+        result: list[RunType] = await info.context.loader(load_runs).load(self.id)
         return result
 
     @strawberry.field(description="The layers of the evaluation's latest profiled run.")
     async def layers(self, info: strawberry.Info) -> list[LayerType]:
-        runs: list[RunType] = await info.context.runs_loader.load(self.id)
+        runs: list[RunType] = await info.context.loader(load_runs).load(self.id)
         return next((run.layers for run in reversed(runs) if run.layers), [])
 
     @strawberry.field(description="The trace JSON of the evaluation's latest profiled run.")
     async def trace_file(self, info: strawberry.Info) -> LogLink | None:
-        runs: list[RunType] = await info.context.runs_loader.load(self.id)
+        runs: list[RunType] = await info.context.loader(load_runs).load(self.id)
         return next((run.trace_file for run in reversed(runs) if run.trace_file), None)
 
     @classmethod

@@ -7,9 +7,9 @@ from sqlalchemy import select
 
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.models.types import ModelType
-from shared.catalogue import list_catalogue
+from services.core.catalogue import list_catalogue
+from services.core.manifest import parse_manifest
 from shared.db.catalog import RegisteredModel, visible_to
-from shared.manifest import parse_manifest
 
 
 def list_models(deps: ApiDeps, viewer_id: int, name: str | None) -> list[ModelType]:

@@ -6,7 +6,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from services.api.graphql.scalars import to_json
-from shared.manifest import ModelManifest
+from services.core.manifest import ModelManifest
 
 
 @strawberry.type(name="Model")

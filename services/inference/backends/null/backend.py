@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from services.inference.backends.base import Backend, BackendError, BackendOptions
-from shared.manifest import ModelManifest
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import Backend, BackendError, BackendOptions
 from shared.package_version import __version__
 
 

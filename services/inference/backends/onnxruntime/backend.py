@@ -1,7 +1,7 @@
 """ONNX Runtime backend: the CPU execution provider, or CUDA / TensorRT on an NVIDIA GPU.
 
 It runs a manifest whose ``source.file`` is an ``.onnx`` file (sha256 checked), or a torch
-manifest, which it first exports to ONNX through ``services.inference.convert`` into the
+manifest, which it first exports to ONNX through ``services.inference.backends.convert`` into the
 conversion cache (``<data_dir>/converted``).
 
 Options (``BackendOptions.extra``):
@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from services.inference.backends.base import (
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import (
     Backend,
     BackendError,
     BackendUnavailable,
     parse_device,
 )
-from services.inference.convert import DEFAULT_OPSET, onnx_file_for
-from shared.manifest import ModelManifest
+from services.inference.backends.convert import DEFAULT_OPSET, onnx_file_for
 
 OPTIMIZATION_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,

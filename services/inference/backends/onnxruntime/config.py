@@ -38,5 +38,5 @@ CONFIG = BackendSpec(
         "(per-node kernel time is its deepest level)"
     },
     runtime_info="runtime:runtime_info",
-    file_format="onnx",  # a model converted to ONNX runs here (services/inference/convert.py)
+    file_format="onnx",  # a model converted to ONNX runs here (backends/convert.py)
 )

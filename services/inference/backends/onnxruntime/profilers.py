@@ -3,7 +3,7 @@ named in its config.py."""
 
 from __future__ import annotations
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.instruments import Instrument
 
 

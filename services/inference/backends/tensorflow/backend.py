@@ -19,13 +19,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from services.inference.backends.base import Backend, BackendError, BackendUnavailable
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import Backend, BackendError, BackendUnavailable
 from services.inference.backends.tensorflow.sources import (
     DEFAULT_SEED,
     build_keras_application,
     verified_model_path,
 )
-from shared.manifest import ModelManifest
 
 
 class TensorFlowBackend(Backend):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from services.inference.backends.spec import BackendOptionsModel, BackendSpec, PlainText
+from services.inference.backends.spec import BackendOptionsModel, BackendSpec, PlainText, ZooSpec
 
 
 class TensorFlowOptions(BackendOptionsModel):
@@ -22,4 +22,5 @@ CONFIG = BackendSpec(
     devices=("cpu", "cuda"),
     aliases=("tf", "keras"),
     profilers={"FRAMEWORK": "profilers:framework", "LIBRARY": "profilers:library"},
+    zoos={"keras": ZooSpec("keras", "zoos:keras_names")},
 )

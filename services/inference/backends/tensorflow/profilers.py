@@ -3,7 +3,7 @@ the TensorFlow profiler's ops), named in its config.py."""
 
 from __future__ import annotations
 
-from services.inference.backends.base import Backend
+from services.inference.backend_interface import Backend
 from services.inference.profiling.instruments import Instrument
 
 

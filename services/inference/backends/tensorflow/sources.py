@@ -20,9 +20,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from services.inference.backends.base import BackendError
-from shared.architectures import architecture_problem
-from shared.manifest import ManifestError, ModelManifest, sha256_of, verify_model_files
+from services.core.architectures import architecture_problem
+from services.core.manifest import ManifestError, ModelManifest, sha256_of, verify_model_files
+from services.inference.backend_interface import BackendError
 from shared.settings import get_settings
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")

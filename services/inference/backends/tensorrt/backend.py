@@ -1,6 +1,6 @@
 """TensorRT backend: builds an engine from ONNX and runs it on an NVIDIA GPU.
 
-The ONNX file comes from ``services.inference.convert`` (a torch manifest is exported,
+The ONNX file comes from ``services.inference.backends.convert`` (a torch manifest is exported,
 an .onnx ``source.file`` is checked and used). Engines are cached under
 ``<data_dir>/engines``, keyed by the ONNX file's sha256, the TensorRT version, the GPU and
 the build settings, because building one takes from seconds to minutes.
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.backends.base import Backend, BackendError, BackendUnavailable
-from services.inference.convert import DEFAULT_OPSET, onnx_file_for
-from shared.manifest import ModelManifest, sha256_of
+from services.core.manifest import ModelManifest, sha256_of
+from services.inference.backend_interface import Backend, BackendError, BackendUnavailable
+from services.inference.backends.convert import DEFAULT_OPSET, onnx_file_for
 from shared.settings import get_settings
 
 PRECISIONS = ("fp32", "fp16")

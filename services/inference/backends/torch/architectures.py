@@ -7,8 +7,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from services.inference.backends.base import BackendError
-from shared.architectures import architecture_problem
+from services.core.architectures import architecture_problem
+from services.inference.backend_interface import BackendError
 
 
 class DigitsCNN(nn.Module):

@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from services.inference.backends.base import (
+from services.core.manifest import ModelManifest, verify_model_files
+from services.inference.backend_interface import (
     Backend,
     BackendError,
     BackendOptions,
     BackendUnavailable,
 )
 from services.inference.backends.torch.architectures import build_architecture
-from shared.manifest import ModelManifest, verify_model_files
 
 MODES = ("eager", "torchscript", "compile")
 

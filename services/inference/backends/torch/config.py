@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from services.inference.backends.spec import BackendOptionsModel, BackendSpec, Choice
+from services.inference.backends.spec import BackendOptionsModel, BackendSpec, Choice, ZooSpec
 
 
 class TorchOptions(BackendOptionsModel):
@@ -25,5 +25,9 @@ CONFIG = BackendSpec(
     roofline="profilers:roofline_inputs",
     runtime_info="runtime:runtime_info",
     onnx_export="onnx_export:export_onnx",
-    architecture_models="torch.nn.Module",  # services/inference/convert.py
+    architecture_models="torch.nn.Module",  # services/inference/backends/convert.py
+    zoos={
+        "torchvision": ZooSpec("torchvision", "zoos:torchvision_names"),
+        "benchstack": ZooSpec("torch", "zoos:benchstack_names"),
+    },
 )

@@ -1,5 +1,5 @@
 """The torch backend's ONNX exporter, named by its config.py (``onnx_export``) and called by
-services/inference/convert.py: the model is built by the torch backend itself, so the ONNX
+services/inference/backends/convert.py: the model is built by the torch backend itself, so the ONNX
 file holds exactly what it benchmarks (same seeded weights, same checksum checks on
 weights and TorchScript files)."""
 
@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from shared.manifest import ModelManifest
+from services.core.manifest import ModelManifest
 
 # Large enough for the dynamic batch axis not to be specialised by a batch of 1.
 _EXAMPLE_BATCH = 2
@@ -20,7 +20,7 @@ def export_onnx(manifest: ModelManifest, path: Path, *, opset: int, exporter: st
     description ("torch <version> (<exporter> exporter)")."""
     import torch
 
-    from services.inference.backends.base import BackendOptions
+    from services.inference.backend_interface import BackendOptions
     from services.inference.backends.torch.backend import TorchBackend
 
     torch_backend = TorchBackend(BackendOptions(device="cpu"))

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.backends.base import Backend, BackendError, BackendUnavailable
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import Backend, BackendError, BackendUnavailable
 from services.inference.backends.triton.clients import (
     Callback,
     GrpcClient,
@@ -32,7 +33,6 @@ from services.inference.backends.triton.clients import (
     Target,
     V2Client,
 )
-from shared.manifest import ModelManifest
 
 PROTOCOLS = ("http", "grpc")
 DEFAULT_URLS = {"http": "127.0.0.1:8000", "grpc": "127.0.0.1:8001"}

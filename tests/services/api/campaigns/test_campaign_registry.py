@@ -14,8 +14,8 @@ import pytest
 
 from services.api import campaigns as campaigns_package
 from services.api.campaigns import registry
-from services.api.graphql.schema import OperationLimits, make_schema
 from services.api.group_steps import group_steps
+from services.api.schema import OperationLimits, make_schema
 
 CAMPAIGN = """
 import strawberry

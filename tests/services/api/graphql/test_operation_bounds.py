@@ -28,7 +28,7 @@ from services.api.graphql.operation_bounds import (
     _verdict_key,
 )
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY
-from services.api.graphql.schema import OperationLimits, make_schema
+from services.api.schema import OperationLimits, make_schema
 from services.cli import remote, remote_find_peak, remote_reports
 from tests.services.api.conftest import Api, api_with
 from tests.services.api.graphql.test_query_cost import cost

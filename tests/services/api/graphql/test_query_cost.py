@@ -13,8 +13,8 @@ from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
 
 from benchmarks.api_attacks import COSTLY, fragment_fan_out, fragment_wrapped
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY, operation_cost
-from services.api.graphql.schema import OperationLimits, schema
 from services.api.run_charts import MAX_LATENCY_POINTS, MAX_TRACE_SPANS
+from services.api.schema import OperationLimits, schema
 from services.workloads.training.summary import MAX_LOG_LINES, MAX_STEP_POINTS
 from tests.services.api.conftest import Api
 

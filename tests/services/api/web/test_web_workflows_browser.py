@@ -171,7 +171,7 @@ def test_an_accuracy_performance_pair_from_the_form(form_page: Any) -> None:
 def test_a_model_registration_from_the_form(form_page: Any) -> None:
     from playwright.sync_api import expect
 
-    from shared.catalogue import CATALOGUE_DIR
+    from services.core.catalogue import CATALOGUE_DIR
 
     page = form_page
     open_form(page, "register")

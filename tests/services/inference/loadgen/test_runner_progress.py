@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from services.core.catalogue import resolve_model
 from services.core.scenario import ScenarioConfig
-from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.inference.backend_interface import Backend, BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.loadgen.progress import RunProgress
 from services.inference.loadgen.runner import CALIBRATION_MAX, OFFLINE_SLACK
 from services.inference.run import RunOutcome, execute_run
-from shared.catalogue import resolve_model
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 

@@ -9,12 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from services.core.catalogue import resolve_model
 from services.core.loadgen_logs import parse_summary
 from services.core.scenario import SCENARIOS, ScenarioConfig
-from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.inference.backend_interface import Backend, BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.loadgen.settings import to_loadgen_settings
 from services.inference.run import execute_run
-from shared.catalogue import resolve_model
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
@@ -131,7 +132,7 @@ def test_framework_constraint_is_enforced(tmp_path: Path) -> None:
     manifest = resolve_model(TINY)
     data = manifest.to_dict()
     data["framework"] = {"name": "torch", "version": "<1.0"}
-    from shared.manifest import parse_manifest
+    from services.core.manifest import parse_manifest
 
     old_torch = parse_manifest(data)
     backend = create_backend("torch")

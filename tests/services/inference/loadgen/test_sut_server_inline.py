@@ -8,12 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
+from services.core.catalogue import resolve_model
 from services.core.scenario import ScenarioConfig
-from services.inference.backends.base import BackendOptions, create_backend
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.runner import run_loadgen
 from services.inference.loadgen.sut import SUTStats
-from shared.catalogue import resolve_model
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 

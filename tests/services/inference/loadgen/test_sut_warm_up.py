@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.core.catalogue import resolve_model
+from services.inference.backend_interface import Backend, BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.loadgen import sut as sut_module
 from services.inference.loadgen.qsl import TensorQSL
 from services.inference.loadgen.sut import MAX_WARMED_SIZES, BatchingSUT, warm_sizes
-from shared.catalogue import resolve_model
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 

@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from services.inference.backends.base import create_backend
+from services.core.manifest import sha256_of
+from services.inference.backends.registry import create_backend
 from services.inference.profiling.analysis import summarise
 from services.inference.profiling.keras_layers import EAGER_NOTE
 from services.inference.profiling.passes import Profile, profile_backend
 from services.inference.profiling.trace_events import trace_document, trace_problems
-from shared.manifest import sha256_of
 from tests.support.manifests import tensor_manifest
 
 SHAPE = (16, 16, 1)

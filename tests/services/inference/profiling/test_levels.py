@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from services.core.trace_levels import TRACE_LEVELS
 from services.inference.profiling.levels import (
     TraceLevelError,
     instruments_for,
     parse_trace_level,
     passes_for,
 )
-from shared.trace_levels import TRACE_LEVELS
 
 
 def test_every_accepted_level_parses_in_any_case() -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.inference.profiling.analysis import layer_table, own_work_spans, summarise
 from services.inference.profiling.passes import Profile, profile_backend
 from services.inference.profiling.spans import Span

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from services.inference.backends.base import Backend, BackendOptions, create_backend
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import Backend, BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.profiling.analysis import summarise
 from services.inference.profiling.passes import profile_backend
 from services.inference.profiling.trace_events import trace_document, trace_problems
-from shared.manifest import ModelManifest
 from tests.support.backend_fixtures import DIGITS_SHAPE
 
 ITERATIONS = 3

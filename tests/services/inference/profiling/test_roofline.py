@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from services.inference.profiling import roofline
 from services.inference.profiling.analysis import summarise
 from services.inference.profiling.passes import profile_backend

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.inference.backends.base import BackendOptions, create_backend
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.profiling.passes import profile_backend, round_sizes
-from shared.manifest import ModelManifest
 
 
 def test_iterations_split_into_at_most_five_even_rounds() -> None:

@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from services.inference.backends.base import BackendOptions, create_backend
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.profiling.run_profile import RunProfiler
 from services.inference.profiling.spans import now_ns
 from services.inference.profiling.stack_trace import adopt_trace
 from services.inference.profiling.trace_events import TRACE_FILE, trace_problems
-from shared.manifest import ModelManifest
 from shared.storage import LocalStore
 from shared.tracing import tracer
 from tests.support.backend_fixtures import DIGITS_SHAPE

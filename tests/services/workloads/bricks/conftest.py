@@ -1,12 +1,12 @@
 """A real exported ONNX model shared by the bricks tests: the tiny CNN fixture converted by
-services.inference.convert (torch.onnx.export with a symbolic batch), once per session."""
+services.inference.backends.convert (torch.onnx.export with a symbolic batch), once per session."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.inference.convert import ConvertedModel, convert_to_onnx
-from shared.manifest import load_manifest
+from services.core.manifest import load_manifest
+from services.inference.backends.convert import ConvertedModel, convert_to_onnx
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 

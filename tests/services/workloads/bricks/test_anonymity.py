@@ -17,14 +17,14 @@ import onnx
 import pytest
 import torch
 
+from services.core.catalogue import list_catalogue
+from services.core.manifest import ModelManifest
 from services.workloads.bricks.generate import ModelInput
 from services.workloads.bricks.models import manifest_model_input
 from services.workloads.bricks.parse import parse_model
 from services.workloads.bricks.parse_onnx import parse_onnx
 from services.workloads.bricks.signature import cut_sequences
 from services.workloads.bricks.signature_onnx import cut_onnx_sequences
-from shared.catalogue import list_catalogue
-from shared.manifest import ModelManifest
 from tests.services.workloads.bricks.onnx_models import names_in
 from tests.services.workloads.bricks.renaming import MARKER, renamed_onnx, renamed_torch
 

@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 
-from services.inference.convert import ConvertedModel
+from services.inference.backends.convert import ConvertedModel
 from services.workloads.bricks.extract_onnx import brick_onnx
 from services.workloads.bricks.generate import OnnxModelInput, generate_suite
 from services.workloads.bricks.models import model_input, model_source, recipe_name

@@ -11,7 +11,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from services.inference.convert import ConvertedModel
+from services.inference.backends.convert import ConvertedModel
 from services.workloads.bricks import parse_onnx as parse_onnx_module
 from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.parse_onnx import parse_onnx

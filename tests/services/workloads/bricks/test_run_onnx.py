@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from services.inference.convert import ConvertedModel
+from services.inference.backends.convert import ConvertedModel
 from services.workloads.bricks.construct import construct
 from services.workloads.bricks.generate import OnnxModelInput, generate_suite
 from services.workloads.bricks.measure import MeasureSettings, system_key

@@ -27,7 +27,7 @@ from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
 from services.core.scenario import ScenarioConfig
 from services.embedded.request import BenchRequest
-from services.inference.backends.base import BackendOptions
+from services.inference.backend_interface import BackendOptions
 from shared import runtime
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run

@@ -8,14 +8,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from services.inference.backends.base import (
-    BackendError,
-    BackendOptions,
-    BackendUnavailable,
-    create_backend,
-)
-from services.inference.convert import ConvertedModel
-from shared.manifest import ManifestError, ModelManifest
+from services.core.manifest import ManifestError, ModelManifest
+from services.inference.backend_interface import BackendError, BackendOptions, BackendUnavailable
+from services.inference.backends.convert import ConvertedModel
+from services.inference.backends.registry import create_backend
 from tests.support.manifests import tensor_manifest
 
 # ONNX Runtime and PyTorch use different kernels (fused convolutions, other summation

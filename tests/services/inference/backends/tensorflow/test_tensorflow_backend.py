@@ -9,12 +9,13 @@ import keras
 import numpy as np
 import pytest
 
-from services.inference.backends.base import BackendError, create_backend
+from services.core.manifest import ManifestError, ModelManifest, parse_manifest, sha256_of
+from services.inference.backend_interface import BackendError
+from services.inference.backends.registry import create_backend
 from services.inference.backends.tensorflow.sources import (
     build_keras_application,
     savedmodel_dir_sha256,
 )
-from shared.manifest import ManifestError, ModelManifest, parse_manifest, sha256_of
 from tests.support.manifests import tensor_manifest
 
 # ResNet50 at 96x96: small enough to build in a second or two, and unlike MobileNetV2 its

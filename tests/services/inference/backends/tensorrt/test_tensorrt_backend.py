@@ -7,8 +7,9 @@ from importlib.metadata import PackageNotFoundError, distribution
 import numpy as np
 import pytest
 
-from services.inference.backends.base import BackendOptions, BackendUnavailable, create_backend
-from services.inference.convert import ConvertedModel
+from services.inference.backend_interface import BackendOptions, BackendUnavailable
+from services.inference.backends.convert import ConvertedModel
+from services.inference.backends.registry import create_backend
 
 
 def _tensorrt_installed() -> bool:

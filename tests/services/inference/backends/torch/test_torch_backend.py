@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from services.inference.backends.base import BackendError, BackendOptions, create_backend
+from services.core.catalogue import resolve_model
+from services.core.manifest import ManifestError, ModelManifest, parse_manifest
+from services.inference.backend_interface import BackendError, BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.backends.torch.architectures import DigitsCNN, build_architecture
-from shared.catalogue import resolve_model
-from shared.manifest import ManifestError, ModelManifest, parse_manifest
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 

@@ -8,15 +8,15 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from services.inference.backends.base import (
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import (
     Backend,
     BackendError,
     BackendOptions,
     BackendUnavailable,
-    create_backend,
 )
-from services.inference.convert import ConvertedModel
-from shared.manifest import ModelManifest
+from services.inference.backends.convert import ConvertedModel
+from services.inference.backends.registry import create_backend
 from tests.support.kserve_server import KServeServer, ServedModel, StartServer, free_port
 
 pytestmark = pytest.mark.integration

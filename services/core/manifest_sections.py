@@ -1,6 +1,6 @@
 """A model manifest's sections as pydantic models: inputs with their preprocessing steps,
 outputs with their post-processing steps, the framework, the model's source and its
-attributes. shared/manifest.py assembles them into ModelManifest, loads and reports on it.
+attributes. services/core/manifest.py assembles them into ModelManifest, loads and reports on it.
 
 Steps are written as one-key mappings (``- resize: {size: 256}``) and validated against
 a closed set of step types: a manifest can never make a worker execute code.

@@ -3,7 +3,10 @@
 A backend is one folder under ``services/inference/backends/``: ``config.py`` declares it
 (services/inference/backends/spec.py) and the module its spec names holds the ``Backend``
 subclass, imported only when a worker creates it, so that ``benchstack --help`` and the
-API never wait for TensorFlow or torch to import.
+API never wait for TensorFlow or torch to import. This interface sits beside the backends'
+package, not in it, so that what runs a backend without being one (the profiling harness,
+the thread rule) imports it without importing the backends: backends are created through
+``services/inference/backends/registry.py``.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from services.core.manifest import ModelManifest
 from shared.devices import DeviceError
 from shared.devices import parse_device as shared_parse_device
-from shared.manifest import ModelManifest
 
 
 class BackendError(RuntimeError):
@@ -124,17 +127,11 @@ class Backend(ABC):
         """Release sessions, connections or device memory."""
 
 
-# The registry lives in registry.py (derived from each folder's config.py); these names stay
-# importable from here because every caller of the interface also creates backends.
-from services.inference.backends.registry import backend_names, create_backend  # noqa: E402
-
 __all__ = [
     "AsyncCallback",
     "Backend",
     "BackendError",
     "BackendOptions",
     "BackendUnavailable",
-    "backend_names",
-    "create_backend",
     "parse_device",
 ]

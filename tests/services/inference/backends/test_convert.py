@@ -10,15 +10,15 @@ import onnxruntime as ort
 import pytest
 from typer.testing import CliRunner
 
-import services.inference.convert as convert_module
-from services.inference.backends.base import create_backend
-from services.inference.convert import (
+import services.inference.backends.convert as convert_module
+from services.core.manifest import ModelManifest, load_manifest, sha256_of, verify_model_files
+from services.inference.backends.convert import (
     ConversionError,
     convert_to_onnx,
     converted_onnx,
     manifest_sha256,
 )
-from shared.manifest import ModelManifest, load_manifest, sha256_of, verify_model_files
+from services.inference.backends.registry import create_backend
 from tests.support.manifests import tensor_manifest
 
 SHAPE = (1, 32, 32)

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from shared.catalogue import catalogue_files, list_catalogue, resolve_model
-from shared.manifest import (
+from services.core.catalogue import catalogue_files, list_catalogue, resolve_model
+from services.core.manifest import (
     ManifestError,
     load_manifest,
     parse_manifest,
@@ -17,7 +17,7 @@ from shared.manifest import (
 
 
 def valid() -> dict[str, Any]:
-    return yaml.safe_load((Path("shared/catalogue/resnet18.yaml")).read_text())
+    return yaml.safe_load((Path("services/core/catalogue/resnet18.yaml")).read_text())
 
 
 def test_catalogue_has_at_least_ten_valid_manifests() -> None:
@@ -164,7 +164,7 @@ def test_missing_model_file(tmp_path: Path) -> None:
 def test_resolve_model_by_name_version_and_path() -> None:
     assert resolve_model("resnet18").name == "resnet18"
     assert resolve_model("resnet18:1.0.0").version == "1.0.0"
-    assert resolve_model("shared/catalogue/resnet50.yaml").name == "resnet50"
+    assert resolve_model("services/core/catalogue/resnet50.yaml").name == "resnet50"
     with pytest.raises(ManifestError, match="not in the catalogue"):
         resolve_model("resnet19")
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from shared.catalogue import CATALOGUE_DIR, list_catalogue
-from shared.manifest import ManifestError, load_manifest, parse_manifest
-from shared.manifest_checks import check_manifest, steps_problems
-from shared.step_types import POSTPROCESS_TYPES, PREPROCESS_TYPES
+from services.core.catalogue import CATALOGUE_DIR, list_catalogue
+from services.core.manifest import ManifestError, load_manifest, parse_manifest
+from services.core.manifest_checks import check_manifest, steps_problems
+from services.core.step_types import POSTPROCESS_TYPES, PREPROCESS_TYPES
 
 TINY = Path("tests/fixtures/tiny_cnn.yaml")
 IMAGENET: list[Any] = [
@@ -33,7 +33,7 @@ def manifest_with(steps: list[Any], outputs: list[Any] | None = None) -> Any:
 
 
 def test_every_registered_step_declares_what_it_takes_and_gives() -> None:
-    from shared.manifest_sections import PREPROCESS_STEP_NAMES
+    from services.core.manifest_sections import PREPROCESS_STEP_NAMES
 
     assert set(PREPROCESS_TYPES) == set(PREPROCESS_STEP_NAMES)
     assert set(POSTPROCESS_TYPES) == {"softmax", "top_k"}

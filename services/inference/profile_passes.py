@@ -10,12 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.backends.base import BackendOptions, create_backend
+from services.core.manifest import ModelManifest
+from services.inference.backend_interface import BackendOptions
+from services.inference.backends.registry import create_backend
 from services.inference.host_slot import HostSlot
 from services.inference.profiling.run_profile import RunProfiler
 from services.inference.threads import with_scenario_threads
 from shared.host_load import HostLoad, HostLoadSampler
-from shared.manifest import ModelManifest
 from shared.settings import Settings
 
 

@@ -6,7 +6,7 @@ API checks a manifest a client sends with ``steps_problems``, the same words aga
 - the builtin architecture exists in its zoo, and the zoo fits the framework;
 - every file the manifest names lies inside the manifest's folder (checked before any
   file is opened: nothing outside the folder is read or hashed);
-- each input's and output's steps fit together as a pipeline (shared/step_types.py), and
+- each input's and output's steps fit together as a pipeline (services/core/step_types.py), and
   each image input's steps produce the declared shape, worked out from the steps alone;
 - optionally, the model files match their sha256.
 """
@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.architectures import ZooUnavailable, architecture_problem
-from shared.manifest import ManifestError, ModelManifest, verify_model_files
-from shared.manifest_sections import (
+from services.core.architectures import ZooUnavailable, architecture_problem
+from services.core.manifest import ManifestError, ModelManifest, verify_model_files
+from services.core.manifest_sections import (
     CenterCropStep,
     DecodeStep,
     Input,
@@ -26,7 +26,7 @@ from shared.manifest_sections import (
     NormalizeStep,
     ResizeStep,
 )
-from shared.step_types import input_pipeline_problems, output_pipeline_problems
+from services.core.step_types import input_pipeline_problems, output_pipeline_problems
 
 # A dimension that depends on the image (e.g. the long side after an aspect-keeping resize).
 Dim = int | None
@@ -64,7 +64,7 @@ def produced_shape(spec: Input, index: int = 0) -> tuple[tuple[Dim, ...], list[s
 
     Mirrors services.preprocess.decode and .ops: decode gives HWC pixels, resize and
     center_crop change their sides, layout NCHW moves the channels first. Without a layout
-    step the batch stays NHWC. Which step may follow which is shared/step_types.py's walk.
+    step the batch stays NHWC. Which step may follow which is services/core/step_types.py's walk.
     """
     height: Dim = None
     width: Dim = None

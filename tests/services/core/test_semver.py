@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.catalogue import list_catalogue, resolve_model
-from shared.manifest import ManifestError
-from shared.semver import pick_version, semver_key
+from services.core.catalogue import list_catalogue, resolve_model
+from services.core.manifest import ManifestError
+from services.core.semver import pick_version, semver_key
 
 
 def test_semver_precedence() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from shared.manifest import SEMVER_RE
+from services.core.manifest import SEMVER_RE
 
 T = TypeVar("T")
 

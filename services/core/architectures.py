@@ -1,19 +1,21 @@
 """The builtin architectures a manifest may name as ``source.architecture``, by zoo.
 
 ``zoo:name``: the zoo says which library builds the model and so which framework runs it.
-A zoo's library is imported only when its names are asked for, so checking a manifest
-never waits for TensorFlow when the manifest names a torchvision model.
+Each zoo is declared by the backend that builds from it (its folder's config.py ``zoos``),
+read through shared/frameworks.py's catalogue. A zoo's library is imported only when its
+names are asked for, so checking a manifest never waits for TensorFlow when the manifest
+names a torchvision model.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-# Architectures benchstack defines itself (services.inference.backends.torch.architectures).
-BENCHSTACK_ARCHITECTURES = ("digits_cnn",)
+from shared import frameworks
+
 # torchvision holds over a hundred names: an error shows this many and the count.
 SHOWN_NAMES = 60
 
@@ -25,27 +27,24 @@ class Zoo:
     names: Callable[[], list[str]]
 
 
-def _torchvision_names() -> list[str]:
-    import torchvision
+class _DeclaredZoos(Mapping[str, Zoo]):
+    """The zoos the backends declare, read each time from the frameworks' catalogue (which
+    exists once ``services`` is imported), so importing this module reads no backend."""
 
-    return sorted(torchvision.models.list_models())
+    def _zoos(self) -> dict[str, Zoo]:
+        return {name: Zoo(*entry) for name, entry in frameworks.catalogue().zoos().items()}
+
+    def __getitem__(self, name: str) -> Zoo:
+        return self._zoos()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._zoos())
+
+    def __len__(self) -> int:
+        return len(self._zoos())
 
 
-def _keras_names() -> list[str]:
-    import keras
-
-    return sorted(
-        name
-        for name in dir(keras.applications)
-        if name[:1].isupper() and callable(getattr(keras.applications, name))
-    )
-
-
-ZOOS: dict[str, Zoo] = {
-    "torchvision": Zoo("torch", "torchvision", _torchvision_names),
-    "benchstack": Zoo("torch", "torch", lambda: list(BENCHSTACK_ARCHITECTURES)),
-    "keras": Zoo("tensorflow", "keras", _keras_names),
-}
+ZOOS: Mapping[str, Zoo] = _DeclaredZoos()
 
 
 class ZooUnavailable(LookupError):
@@ -75,10 +74,11 @@ def architecture_problem(spec: str, framework: str | None = None) -> str | None:
     unknown = zoo_problem(spec)
     if unknown is not None:
         return unknown
-    zoo = ZOOS[zoo_name]
-    builders = {z.framework for z in ZOOS.values()}
+    zoos = dict(ZOOS)
+    zoo = zoos[zoo_name]
+    builders = {z.framework for z in zoos.values()}
     if framework in builders and framework != zoo.framework:
-        own = ", ".join(f"'{z}:<name>'" for z, o in ZOOS.items() if o.framework == framework)
+        own = ", ".join(f"'{z}:<name>'" for z, o in zoos.items() if o.framework == framework)
         return (
             f"source.architecture: {spec!r} is not a {framework} model (the "
             f"{zoo.framework} backend builds it); accepted: {own}, or framework.name "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.api.graphql.cost_budget import RATE_LIMITED, CostBudget
+from services.api.cost_budget import RATE_LIMITED, CostBudget
 from tests.services.api.conftest import api_with
 
 PAGE = "{ evaluations(first: 200) { items { id modelName runs { id } } } }"

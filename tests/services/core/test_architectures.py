@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.inference.backends.base import BackendError
+from services.core.architectures import architecture_problem
+from services.inference.backend_interface import BackendError
 from services.inference.backends.torch import architectures as torch_architectures
-from shared.architectures import BENCHSTACK_ARCHITECTURES, architecture_problem
+from services.inference.backends.torch.zoos import BENCHSTACK_ARCHITECTURES
 
 
 def test_benchstack_zoo_lists_what_the_torch_backend_builds() -> None:

@@ -23,15 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from services.inference.backends import registry
-from services.inference.backends.base import BackendError
-from shared.manifest import (
+from services.core.manifest import (
     ManifestError,
     ModelManifest,
     load_manifest,
     sha256_of,
     verify_model_files,
 )
+from services.inference.backend_interface import BackendError
+from services.inference.backends import registry
 from shared.settings import get_settings
 
 Exporter = Literal["torchscript", "dynamo"]

@@ -4,7 +4,7 @@ A manifest names the model (semantic version), the framework and the versions it
 its inputs with named and parameterised preprocessing steps, its outputs with
 post-processing, where the model comes from (a builtin architecture or a file with a
 required sha256) and attributes such as the training dataset and reference accuracy.
-Those sections are shared/manifest_sections.py; this module assembles them into
+Those sections are services/core/manifest_sections.py; this module assembles them into
 ModelManifest, loads it from YAML, reports its faults by field path and checks its files.
 """
 
@@ -19,8 +19,7 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from shared.bounded_yaml import YamlLimits, YamlRefused, load_bounded
-from shared.manifest_sections import (
+from services.core.manifest_sections import (
     BUILTIN_LABELS,
     Attributes,
     Fidelity,
@@ -32,6 +31,7 @@ from shared.manifest_sections import (
     StrictModel,
     TopKStep,
 )
+from shared.bounded_yaml import YamlLimits, YamlRefused, load_bounded
 
 # Semantic Versioning 2.0.0, the official grammar.
 SEMVER_RE = re.compile(

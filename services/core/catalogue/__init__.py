@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shared.manifest import ManifestError, ModelManifest, load_manifest
-from shared.semver import pick_version
+from services.core.manifest import ManifestError, ModelManifest, load_manifest
+from services.core.semver import pick_version
 
 CATALOGUE_DIR = Path(__file__).parent
 

@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
-from shared.catalogue import list_catalogue
-from shared.manifest import ManifestError, ModelManifest, load_manifest, parse_manifest
-from shared.manifest_checks import check_manifest, produced_shape, shape_problems, steps_problems
+from services.core.catalogue import list_catalogue
+from services.core.manifest import ManifestError, ModelManifest, load_manifest, parse_manifest
+from services.core.manifest_checks import (
+    check_manifest,
+    produced_shape,
+    shape_problems,
+    steps_problems,
+)
 
 TINY = Path("tests/fixtures/tiny_cnn.yaml")
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shared.manifest_sections import (
+from services.core.manifest_sections import (
     CastStep,
     DecodeStep,
     Input,
@@ -85,7 +85,7 @@ def _same_pixels(name: str) -> Callable[[Data, Any], Data]:
     return lambda data, _step: replace(data, after=name)
 
 
-# Every registered step (shared/manifest_sections.PREPROCESS_STEP_NAMES and the
+# Every registered step (services/core/manifest_sections.PREPROCESS_STEP_NAMES and the
 # post-processing ones) declares here what it takes and gives.
 PREPROCESS_TYPES: dict[str, StepType] = {
     "decode": StepType("an image file", lambda d: d.kind == "file", _decoded),

@@ -6,7 +6,7 @@ from typing import Any
 
 from strawberry.extensions.validation_cache import _get_validate_cache
 
-from services.api.graphql.schema import OPERATION_CACHE_SIZE, OperationLimits, make_schema
+from services.api.schema import OPERATION_CACHE_SIZE, OperationLimits, make_schema
 
 # A query the schema accepts without a context (the type name of the root).
 QUERY = "query { __typename }"
