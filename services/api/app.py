@@ -25,7 +25,7 @@ from services.api.auth import TokenRejected, authenticate, bearer_token
 from services.api.context import ApiDeps, Context, in_thread
 from services.api.faults import UNAVAILABLE_CODES, DependencyUnavailable, unavailable_dependency
 from services.api.graphql.public_paths import serve_from
-from services.api.graphql.schema import OperationLimits, make_schema
+from services.api.graphql.schema import make_schema
 from services.api.observability import PUBLISHED, UNAVAILABLE, PrometheusMiddleware
 from services.api.probes import CHECKING, CachedCheck, object_store_status, readiness
 from services.api.repeat_refusals import RepeatRefusals
@@ -284,7 +284,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
     app.add_middleware(PrometheusMiddleware)
     app.include_router(
         BenchstackGraphQLRouter(
-            make_schema(OperationLimits.from_settings(settings)),
+            make_schema(settings),
             settings=settings,
             context_getter=get_context,
             graphql_ide="graphiql",
