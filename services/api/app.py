@@ -44,7 +44,7 @@ from shared.celery_app import Payload, Publisher, make_celery, send
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.settings import Settings, get_settings
-from shared.storage import ObjectNotFound, ObjectStoreUnavailable
+from shared.storage import ObjectStoreUnavailable, get_if_stored
 from shared.tracing import install_celery_propagation
 
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
@@ -324,12 +324,7 @@ def _log_bytes(deps: ApiDeps, user_id: int, run_id: str, name: str) -> bytes | N
         ).first()
     if row is None or row.owner_id != user_id:
         return None
-    key = load_loadgen_report(row.report).log_keys.get(name)
-    if key is None:
-        return None
     try:
-        return deps.store.get_bytes(key)
-    except ObjectNotFound:
-        return None
+        return get_if_stored(deps.store, load_loadgen_report(row.report).log_keys.get(name))
     except ObjectStoreUnavailable as exc:
         raise DependencyUnavailable("object_store") from exc

@@ -15,9 +15,8 @@ from services.api.graphql.evaluations.charts import (
     LatencySampleType,
     TraceTimelineType,
     chart_field,
-    load_flame,
-    load_latencies,
-    load_timeline,
+    flame_chart,
+    timeline_chart,
 )
 from services.api.graphql.evaluations.operator_types import OperatorsType
 from services.api.graphql.evaluations.roofline_types import RooflineType
@@ -31,6 +30,7 @@ from services.api.run_charts import (
     MAX_LATENCY_POINTS,
     MAX_TRACE_SPANS,
     TRACE_FILE,
+    latency_sample,
 )
 from services.api.trace_tree import DEFAULT_FLAME_NODES, MAX_FLAME_NODES
 from services.core.stored_report import load_loadgen_report, load_report
@@ -160,7 +160,7 @@ class RunType:
 
     latency_sample = chart_field(
         LATENCIES_FILE,
-        load_latencies,
+        latency_sample,
         LatencySampleType,
         (DEFAULT_LATENCY_POINTS, MAX_LATENCY_POINTS),
         "The run's per-sample latencies for its charts: all of them up to "
@@ -168,7 +168,7 @@ class RunType:
     )
     trace_timeline = chart_field(
         TRACE_FILE,
-        load_timeline,
+        timeline_chart,
         TraceTimelineType,
         (DEFAULT_TRACE_SPANS, MAX_TRACE_SPANS),
         "The spans of the run's trace.json for a timeline: all of them up to "
@@ -176,7 +176,7 @@ class RunType:
     )
     trace_flame = chart_field(
         TRACE_FILE,
-        load_flame,
+        flame_chart,
         FlameGraphType,
         (DEFAULT_FLAME_NODES, MAX_FLAME_NODES),
         "The run's trace.json as a flame graph: spans nested per thread, summed "
