@@ -26,14 +26,10 @@ from services.api.run_charts import (
 from services.api.trace_tree import FlameGraph, FlameNode, TraceWindow, flame_graph
 from shared.storage import ObjectStore, get_if_stored
 
-# The charts' own dataclasses are their GraphQL types (as ComparisonRow): one definition of
-# each chart's fields. The parts first, then what holds them.
-LatencySampleType = strawberry.type(LatencySample, name="LatencySample")
-TraceSpanType = strawberry.type(TraceSpan, name="TraceSpan")
-TraceWindowType = strawberry.type(TraceWindow, name="TraceWindow")
-TraceTimelineType = strawberry.type(TraceTimeline, name="TraceTimeline")
-FlameNodeType = strawberry.type(FlameNode, name="FlameNode")
-FlameGraphType = strawberry.type(FlameGraph, name="FlameGraph")
+# The charts' own dataclasses are their GraphQL types, under their own names (as
+# ComparisonRow is the fan-out's row): one definition of each chart's fields.
+for chart in (LatencySample, TraceSpan, TraceWindow, TraceTimeline, FlameNode, FlameGraph):
+    strawberry.type(chart)
 
 
 def timeline_chart(data: bytes, limit: int) -> TraceTimeline:

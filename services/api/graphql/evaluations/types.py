@@ -11,9 +11,6 @@ from strawberry.scalars import JSON
 
 from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.charts import (
-    FlameGraphType,
-    LatencySampleType,
-    TraceTimelineType,
     chart_field,
     flame_chart,
     timeline_chart,
@@ -30,9 +27,11 @@ from services.api.run_charts import (
     MAX_LATENCY_POINTS,
     MAX_TRACE_SPANS,
     TRACE_FILE,
+    LatencySample,
+    TraceTimeline,
     latency_sample,
 )
-from services.api.trace_tree import DEFAULT_FLAME_NODES, MAX_FLAME_NODES
+from services.api.trace_tree import DEFAULT_FLAME_NODES, MAX_FLAME_NODES, FlameGraph
 from services.core.stored_report import load_loadgen_report, load_report
 from shared.db.evaluations import Evaluation as EvaluationRow
 from shared.db.models import Run as RunRow
@@ -161,7 +160,7 @@ class RunType:
     latency_sample = chart_field(
         LATENCIES_FILE,
         latency_sample,
-        LatencySampleType,
+        LatencySample,
         (DEFAULT_LATENCY_POINTS, MAX_LATENCY_POINTS),
         "The run's per-sample latencies for its charts: all of them up to "
         f"`limit` (1 to {MAX_LATENCY_POINTS}), else `limit` evenly spaced order statistics.",
@@ -169,7 +168,7 @@ class RunType:
     trace_timeline = chart_field(
         TRACE_FILE,
         timeline_chart,
-        TraceTimelineType,
+        TraceTimeline,
         (DEFAULT_TRACE_SPANS, MAX_TRACE_SPANS),
         "The spans of the run's trace.json for a timeline: all of them up to "
         f"`limit` (1 to {MAX_TRACE_SPANS}), else the longest; null without a trace.",
@@ -177,7 +176,7 @@ class RunType:
     trace_flame = chart_field(
         TRACE_FILE,
         flame_chart,
-        FlameGraphType,
+        FlameGraph,
         (DEFAULT_FLAME_NODES, MAX_FLAME_NODES),
         "The run's trace.json as a flame graph: spans nested per thread, summed "
         f"per stack path; all paths up to `limit` (1 to {MAX_FLAME_NODES}), else those with "
