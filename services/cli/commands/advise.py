@@ -41,12 +41,10 @@ def _snake(name: str) -> str:
 def remote_advice(
     server: str, token: str | None, model: str, bound: float, percentile: float
 ) -> dict[str, Any]:
-    from services.cli.remote import RemoteError, graphql
+    from services.cli.remote import answer_of, graphql
 
     variables = {"model": model, "bound": bound, "percentile": percentile}
-    found = graphql(server, token, ADVICE_QUERY, variables)["advice"]
-    if found["__typename"] != "Advice":
-        raise RemoteError(f"{found['__typename']}: {found['message']}")
+    found = answer_of(graphql(server, token, ADVICE_QUERY, variables)["advice"], "Advice")
     advice = {_snake(k): v for k, v in found.items() if k != "__typename"}
     advice["systems"] = [{_snake(k): v for k, v in s.items()} for s in found["systems"]]
     return advice
