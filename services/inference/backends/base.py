@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from services.core.run_report import BackendSettings
 from shared.devices import DeviceError
 from shared.devices import parse_device as shared_parse_device
 from shared.manifest import ModelManifest
@@ -29,15 +30,9 @@ class BackendUnavailable(BackendError):
 
 
 @dataclass(frozen=True)
-class BackendOptions:
-    """Framework-neutral knobs; each backend reads what applies to it and ignores the rest."""
-
-    device: str = "cpu"
-    # 0 leaves the framework's own default.
-    intra_op_threads: int = 0
-    inter_op_threads: int = 0
-    # Backend-specific options, e.g. {"mode": "torchscript"} or {"url": "127.0.0.1:8001"}.
-    extra: dict[str, Any] = field(default_factory=dict)
+class BackendOptions(BackendSettings):
+    """The settings a run records, checked: each backend reads what applies to it and
+    ignores the rest."""
 
     def __post_init__(self) -> None:
         parse_device(self.device)
