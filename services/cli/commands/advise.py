@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from services.cli.api_options import API_TOKEN
 from services.cli.errors import err_console, user_errors
 from services.cli.render import figure, output_console
 from shared.settings import get_settings
@@ -111,7 +112,7 @@ def advise_command(
         help="Ask a benchstack API instead of the local database (default: "
         "BENCHSTACK_API_URL where it is set, as `compare` does).",
     ),
-    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token."),
+    token: str | None = API_TOKEN,
     measure: bool = typer.Option(
         False,
         "--measure",

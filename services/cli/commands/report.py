@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from services.cli.api_options import API_TOKEN
 from services.cli.errors import fail, user_errors
 from services.cli.render import output_console
 from shared.settings import get_settings
@@ -63,7 +64,7 @@ def report_command(
         help="Read the runs from a benchstack API (a group id or an evaluation id) instead "
         "of the local database (default: BENCHSTACK_API_URL where it is set).",
     ),
-    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token."),
+    token: str | None = API_TOKEN,
 ) -> None:
     """Tables (each run's agent, machine, threads and the settings that differ, its figures
     with verdicts and 95 % intervals) and charts (latency CDF, a group's throughput and p99
