@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from services.cli.api_options import API_TOKEN
+from services.cli.api_options import API_INSTEAD_OF_DATABASE, API_TOKEN
 from services.cli.errors import err_console, user_errors
 from services.cli.render import figure, output_console
 from shared.settings import get_settings
@@ -106,12 +106,7 @@ def advise_command(
     model: str = typer.Argument(..., help="Model name (or the manifest path `bench` took)."),
     latency_bound_ms: float = typer.Option(..., help="The latency bound, ms."),
     percentile: float = typer.Option(99.0, help="50, 90, 95, 97, 99 or 99.9."),
-    server: str | None = typer.Option(
-        None,
-        envvar="BENCHSTACK_API_URL",
-        help="Ask a benchstack API instead of the local database (default: "
-        "BENCHSTACK_API_URL where it is set, as `compare` does).",
-    ),
+    server: str | None = API_INSTEAD_OF_DATABASE,
     token: str | None = API_TOKEN,
     measure: bool = typer.Option(
         False,
