@@ -9,7 +9,7 @@ API never wait for TensorFlow or torch to import.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -47,6 +47,17 @@ def parse_device(device: str) -> tuple[str, int]:
     except DeviceError as exc:
         raise BackendError(str(exc)) from None
     return parsed.kind, parsed.index or 0
+
+
+def choice_option(
+    extra: Mapping[str, Any], key: str, accepted: Collection[str], default: str
+) -> str:
+    """The backend option ``key`` (``default`` when not given) in lower case, one of
+    ``accepted``; else a BackendError naming the key and what it accepts."""
+    value = str(extra.get(key, default)).lower()
+    if value not in accepted:
+        raise BackendError(f"{key}: {value!r} is not accepted; accepted: {', '.join(accepted)}")
+    return value
 
 
 # Called once per predict_async: (the output, None) on success, (None, the error) on failure.

@@ -25,7 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from services.inference.backends.base import Backend, BackendError, BackendUnavailable
+from services.inference.backends.base import (
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    choice_option,
+)
 from services.inference.convert import DEFAULT_OPSET, onnx_file_for
 from shared.manifest import ModelManifest, sha256_of
 from shared.settings import get_settings
@@ -56,11 +61,7 @@ class TensorRTBackend(Backend):
 
     def load(self, manifest: ModelManifest) -> None:
         extra = self.options.extra
-        self.precision = str(extra.get("precision", "fp32")).lower()
-        if self.precision not in PRECISIONS:
-            raise BackendError(
-                f"precision: {self.precision!r} is not accepted; accepted: {', '.join(PRECISIONS)}"
-            )
+        self.precision = choice_option(extra, "precision", PRECISIONS, "fp32")
         self.max_batch = _int_option(extra, "max_batch_size", 64)
         self.opt_batch = min(_int_option(extra, "opt_batch_size", 8), self.max_batch)
         self.workspace_mb = _int_option(extra, "workspace_mb", 1024)
