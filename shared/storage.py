@@ -26,6 +26,7 @@ __all__ = [
     "ObjectNotFound",
     "ObjectStore",
     "ObjectStoreUnavailable",
+    "get_if_stored",
     "make_store",
 ]
 
@@ -82,3 +83,14 @@ def make_store(settings: Settings) -> ObjectStore:
 
         return S3Store.from_settings(settings)
     return LocalStore(settings.objects_dir)
+
+
+def get_if_stored(store: ObjectStore, key: str | None) -> bytes | None:
+    """The object at ``key``; None when there is no key or nothing is stored there (a run
+    that kept no such file). An unavailable store still raises: that is not an absence."""
+    if key is None:
+        return None
+    try:
+        return store.get_bytes(key)
+    except ObjectNotFound:
+        return None

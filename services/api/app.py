@@ -35,7 +35,7 @@ from services.api.request_limits import (
     read_bounded_body,
     too_large,
 )
-from services.api.schema import OperationLimits, make_schema
+from services.api.schema import make_schema
 from services.api.token_cache import Caller
 from services.api.web import mount_web
 from services.api.web.graphiql import graphiql_response
@@ -44,7 +44,7 @@ from shared.celery_app import Payload, Publisher, make_celery, send
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 from shared.settings import Settings, get_settings
-from shared.storage import ObjectNotFound, ObjectStoreUnavailable
+from shared.storage import ObjectStoreUnavailable, get_if_stored
 from shared.tracing import install_celery_propagation
 
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
@@ -284,7 +284,7 @@ def create_app(settings: Settings | None = None, publish: Publisher | None = Non
     app.add_middleware(PrometheusMiddleware)
     app.include_router(
         BenchstackGraphQLRouter(
-            make_schema(OperationLimits.from_settings(settings)),
+            make_schema(settings),
             settings=settings,
             context_getter=get_context,
             graphql_ide="graphiql",
@@ -324,12 +324,7 @@ def _log_bytes(deps: ApiDeps, user_id: int, run_id: str, name: str) -> bytes | N
         ).first()
     if row is None or row.owner_id != user_id:
         return None
-    key = load_loadgen_report(row.report).log_keys.get(name)
-    if key is None:
-        return None
     try:
-        return deps.store.get_bytes(key)
-    except ObjectNotFound:
-        return None
+        return get_if_stored(deps.store, load_loadgen_report(row.report).log_keys.get(name))
     except ObjectStoreUnavailable as exc:
         raise DependencyUnavailable("object_store") from exc

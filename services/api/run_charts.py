@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -31,6 +32,8 @@ TRACE_FILE = "trace.json"
 _NS_PER_MS = 1e6
 _US_PER_MS = 1e3
 
+Chart = TypeVar("Chart")
+
 
 class LimitOutOfRange(ValueError):
     """A requested size outside what is accepted; the message names the field."""
@@ -44,11 +47,14 @@ def checked_limit(field: str, value: int, maximum: int) -> int:
 
 @dataclass(frozen=True)
 class LatencySample:
+    # Samples the run measured; the lists below hold at most the `limit` asked for.
     total_count: int
-    # Ascending, in milliseconds; each with the share of all samples at or below it.
+    # Ascending, in milliseconds; each with the share of all samples at or below it (the
+    # CDF, exact at every point).
     latencies_ms: list[float]
     cumulative_fractions: list[float]
     downsampled: bool
+    # How the points were chosen, in words the page shows beside the chart.
     method: str
 
 
@@ -83,6 +89,7 @@ class TraceSpan:
     name: str
     category: str
     thread: str
+    # From the trace's first event.
     start_ms: float
     duration_ms: float
 
@@ -98,6 +105,10 @@ class TraceTimeline:
     whole_start_ms: float = 0.0
     whole_end_ms: float = 0.0
     iterations: TraceWindow | None = None
+
+    @classmethod
+    def unread(cls, why: str) -> TraceTimeline:
+        return cls(total_spans=0, spans=[], truncated=True, note=why)
 
 
 def trace_timeline(document: dict[str, Any], limit: int) -> TraceTimeline:
@@ -161,3 +172,15 @@ def parse_trace(data: bytes) -> dict[str, Any] | str:
     except ValueError as exc:
         return f"trace.json is not JSON ({exc})"
     return document if isinstance(document, dict) else "trace.json is not a JSON object"
+
+
+def trace_chart(
+    data: bytes,
+    limit: int,
+    shape: Callable[[dict[str, Any], int], Chart],
+    unread: Callable[[str], Chart],
+) -> Chart:
+    """A chart of a run's trace.json: ``shape`` of its document within ``limit``, or
+    ``unread`` with why the document is not drawn (too large, not a JSON object)."""
+    document = parse_trace(data)
+    return unread(document) if isinstance(document, str) else shape(document, limit)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import strawberry
@@ -52,7 +51,7 @@ from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
 from services.api.graphql.operation_bounds import OperationBounds
 from services.api.observability import UNAVAILABLE
-from shared.settings import Settings
+from shared.settings_groups.request_limits import RequestLimits
 
 Subscription = merge_types("Subscription", (EvaluationSubscriptions,))
 
@@ -109,33 +108,6 @@ class MaskErrorsNamingOutages(MaskErrors):
         )
 
 
-@dataclass(frozen=True)
-class OperationLimits:
-    """How large one operation may be: nesting of fields (introspection aside), aliases,
-    tokens, selections with fragments inlined, pairs the overlap rule compares, and
-    estimated cost. The token limit is applied while parsing, so a huge document is never
-    built; the expanded size, the pairs and the cost before validation
-    (operation_bounds.py), so no rule walks a document past them."""
-
-    max_depth: int = 12
-    max_aliases: int = 20
-    max_tokens: int = 2000
-    max_expanded_size: int = 5000
-    max_merge_pairs: int = 1000
-    max_cost: int = 1_000_000
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> OperationLimits:
-        return cls(
-            max_depth=settings.max_query_depth,
-            max_aliases=settings.max_query_aliases,
-            max_tokens=settings.max_query_tokens,
-            max_expanded_size=settings.max_query_expanded_size,
-            max_merge_pairs=settings.max_query_merge_pairs,
-            max_cost=settings.max_query_cost,
-        )
-
-
 def _root_types() -> tuple[type, type]:
     """Query and Mutation: each domain's fields, then each group kind's (campaigns/)."""
     found = campaigns().values()
@@ -181,27 +153,33 @@ class LoggedSchema(strawberry.Schema):
             log.info("GraphQL operation refused at %s: %s", error.path, _shortened(error.message))
 
 
-def make_schema(limits: OperationLimits) -> strawberry.Schema:
+def make_schema(limits: RequestLimits) -> strawberry.Schema:
+    """The schema bounding each operation by ``limits`` (the deployment's settings): the
+    nesting of its fields (introspection aside), its aliases and tokens, its selections with
+    fragments inlined, the pairs the overlap rule compares, and its estimated cost. The
+    token limit is applied while parsing, so a huge document is never built; the expanded
+    size, the pairs and the cost before validation (operation_bounds.py), so no rule walks a
+    document past them."""
     # The depth and alias limits are validation rules, made once per schema: made per
     # operation (as the limiter extensions do), each operation would bring new rule classes
     # and the validation cache below, keyed by them, would never hit (measured: validation
     # took ~10 % of an API process under benchmarks/api_load.py).
     limit_rules = (
-        QueryDepthLimiter(max_depth=limits.max_depth).validation_rules
-        + MaxAliasesLimiter(max_alias_count=limits.max_aliases).validation_rules
+        QueryDepthLimiter(max_depth=limits.max_query_depth).validation_rules
+        + MaxAliasesLimiter(max_alias_count=limits.max_query_aliases).validation_rules
     )
     # Factories: extensions keep per-operation state, so each operation gets its own.
     extensions: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
-        lambda: MaxTokensLimiter(max_token_count=limits.max_tokens),
+        lambda: MaxTokensLimiter(max_token_count=limits.max_query_tokens),
         lambda: AddValidationRules(limit_rules),
         InputGuard,
         # The only validation step: the expanded size and the cost first, then the rules
         # above and graphql-core's, cached (the same document against the same schema and
         # rules always validates the same); then the caller's budget before it runs.
         lambda: OperationBounds(
-            max_expanded_size=limits.max_expanded_size,
-            max_merge_pairs=limits.max_merge_pairs,
-            max_cost=limits.max_cost,
+            max_expanded_size=limits.max_query_expanded_size,
+            max_merge_pairs=limits.max_query_merge_pairs,
+            max_cost=limits.max_query_cost,
             cache_size=OPERATION_CACHE_SIZE,
         ),
         # Queries, mutations and subscriptions alike: internals never reach a client.
@@ -231,6 +209,6 @@ def make_schema(limits: OperationLimits) -> strawberry.Schema:
     )
 
 
-# With the default limits: for tools that print or export the schema. The API builds its
-# own from its settings (app.create_app).
-schema = make_schema(OperationLimits())
+# With the default limits (constructed: no environment read): for tools that print or
+# export the schema. The API builds its own from its settings (app.create_app).
+schema = make_schema(RequestLimits.model_construct())

@@ -41,6 +41,7 @@ class _Event:
 
 @dataclass(frozen=True)
 class TraceWindow:
+    # On the timeline's clock (ms from the trace's first event).
     start_ms: float
     end_ms: float
     # What the window holds, in words the page shows.
@@ -135,6 +136,10 @@ class FlameGraph:
     note: str
     # The node whose subtree holds every measured iteration (where the page opens).
     focus_id: int | None
+
+    @classmethod
+    def unread(cls, why: str) -> FlameGraph:
+        return cls(total_paths=0, nodes=[], truncated=True, note=why, focus_id=None)
 
 
 def flame_graph(document: dict[str, Any], limit: int) -> FlameGraph:

@@ -220,18 +220,12 @@ def submit_evaluation(
             if attempt == SUBMIT_TRIES:
                 raise
             time.sleep(retry_wait_s * 2 ** (attempt - 1))
-    result = data["submitEvaluation"]
-    if result["__typename"] not in ("Evaluation", "Comparison"):
-        raise RemoteError(f"{result['__typename']}: {result['message']}")
-    return str(result["id"])
+    return str(answer_of(data["submitEvaluation"], "Evaluation", "Comparison")["id"])
 
 
 def get_comparison(server_url: str, token: str | None, group_id: str) -> dict[str, Any]:
     found = graphql(server_url, token, COMPARE_QUERY, {"groupId": group_id})["compare"]
-    if found is None:
-        raise RemoteError(f"group: no fan-out {group_id!r} visible to this token")
-    comparison: dict[str, Any] = found
-    return comparison
+    return _visible(found, f"group: no fan-out {group_id!r} visible to this token")
 
 
 CANCEL_MUTATION = """
@@ -248,10 +242,7 @@ mutation Cancel($id: String!) {
 def cancel_evaluation(server_url: str, token: str | None, evaluation_id: str) -> str:
     """Cancel; returns the new state, or raises RemoteError with the typed error's text."""
     result = graphql(server_url, token, CANCEL_MUTATION, {"id": evaluation_id})
-    answer = result["cancelEvaluation"]
-    if answer["__typename"] != "Evaluation":
-        raise RemoteError(f"{answer['__typename']}: {answer.get('message', '')}")
-    return str(answer["state"])
+    return str(answer_of(result["cancelEvaluation"], "Evaluation")["state"])
 
 
 CANCEL_GROUP_MUTATION = """
@@ -268,15 +259,25 @@ mutation CancelGroup($id: String!) {
 def cancel_group(server_url: str, token: str | None, group_id: str) -> dict[str, Any]:
     """Cancel a group's unfinished members; returns {groupId, cancelled, alreadyFinished}."""
     answer = graphql(server_url, token, CANCEL_GROUP_MUTATION, {"id": group_id})["cancelGroup"]
-    if answer["__typename"] != "GroupCancelled":
-        raise RemoteError(f"{answer['__typename']}: {answer.get('message', '')}")
-    found: dict[str, Any] = answer
-    return found
+    return answer_of(answer, "GroupCancelled")
 
 
 def get_evaluation(server_url: str, token: str | None, evaluation_id: str) -> dict[str, Any]:
     found = graphql(server_url, token, EVALUATION_QUERY, {"id": evaluation_id})["evaluation"]
+    return _visible(found, f"id: no evaluation {evaluation_id!r} visible to this token")
+
+
+def answer_of(answer: dict[str, Any], *expected: str) -> dict[str, Any]:
+    """A union field's answer when its type is one of ``expected``; else a RemoteError with
+    the typed error's text and the field at fault, where the error names one."""
+    if answer["__typename"] in expected:
+        return answer
+    where = f" ({answer['field']})" if answer.get("field") else ""
+    raise RemoteError(f"{answer['__typename']}{where}: {answer.get('message', '')}")
+
+
+def _visible(found: dict[str, Any] | None, missing: str) -> dict[str, Any]:
+    """What a query by id found; a RemoteError saying ``missing`` when the token sees none."""
     if found is None:
-        raise RemoteError(f"id: no evaluation {evaluation_id!r} visible to this token")
-    evaluation: dict[str, Any] = found
-    return evaluation
+        raise RemoteError(missing)
+    return found

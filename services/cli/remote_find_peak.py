@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.analysis.systems import machine_of
-from services.cli.remote import RemoteError, graphql
+from services.cli.remote import RemoteError, answer_of, graphql
 
 AGENTS_QUERY = "query { agents(liveOnly: true) { id framework settings } }"
 SUBMIT_FIND_PEAK = """
@@ -105,10 +105,8 @@ def start_searches(
             "maxProbes": max_probes,
             "startQps": start_qps,
         }
-        found = graphql(server, token, SUBMIT_FIND_PEAK, {"input": given})["submitFindPeak"]
-        if found["__typename"] != "FindPeak":
-            where = f" ({found['field']})" if found.get("field") else ""
-            raise RemoteError(f"{found['__typename']}{where}: {found['message']}")
+        answer = graphql(server, token, SUBMIT_FIND_PEAK, {"input": given})["submitFindPeak"]
+        found = answer_of(answer, "FindPeak")
         searches.append(Search(agent["id"], found["groupId"]))
     return searches
 

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from services.core.figures import FIGURES, figures_of, verdicts
+from services.core.recorded_events import RecordedEvents
 from services.core.stability import WINDOWS, split_events
 from services.core.stored_report import LoadGenReport
 
@@ -156,12 +157,8 @@ def _weighted_quantile(
 
 
 def window_confidence(
+    events: RecordedEvents,
     *,
-    scenario: str,
-    completions: Sequence[tuple[int, int]],
-    latencies_ns: Sequence[int] | npt.NDArray[np.int64],
-    arrivals_ns: Sequence[int] | npt.NDArray[np.int64],
-    concurrency: int = 1,
     windows: int = WINDOWS,
     resamples: int = RESAMPLES,
     seed: int = SEED,
@@ -171,35 +168,23 @@ def window_confidence(
     check_resamples(resamples)
     if not MIN_UNITS <= windows <= MAX_WINDOWS:
         raise ValueError(f"windows: {windows} must lie between {MIN_UNITS} and {MAX_WINDOWS}")
-    kind = scenario.lower().replace("-", "").replace("_", "")
+    kind = events.kind
     rule = RULE.format(resamples=resamples, units="windows")
     result = Confidence("windows", 0, LEVEL, resamples, seed, rule)
-    latencies = np.asarray(latencies_ns, dtype=np.float64) / 1e6
-    finished = np.asarray([c[0] for c in completions], dtype=np.int64)
-    counts = np.asarray([c[1] for c in completions], dtype=np.int64)
-    if latencies.size != int(counts.sum()):
-        raise ValueError(
-            f"latencies_ns: {latencies.size} values for {int(counts.sum())} completed samples"
-        )
-    bounds = split_events(len(finished), windows, max(1, concurrency))
+    finished, counts = events.finished, events.counts
+    bounds = split_events(len(finished), windows, events.concurrency)
     if bounds is None:
         reason = (
             f"{len(finished)} completion events are too few for {windows} windows: "
             "run longer (--duration) or use a smaller batch"
         )
         return _all_missing(result, reason)
-    order = np.argsort(finished, kind="stable")
-    by_event = np.split(latencies, np.cumsum(counts)[:-1])
-    finished, counts = finished[order], counts[order]
-    by_event = [by_event[i] for i in order]
-    arrivals = np.sort(np.asarray(arrivals_ns, dtype=np.int64))
-    origin = int(arrivals[0]) if arrivals.size else int(finished[0])
     spans, samples, per_window = [], [], []
-    previous = origin
+    previous = events.origin
     for start, end in bounds:
         spans.append(max(int(finished[end - 1]) - previous, 1) / 1e9)
         samples.append(float(counts[start:end].sum()))
-        per_window.append(np.sort(np.concatenate(by_event[start:end])))
+        per_window.append(np.sort(np.concatenate(events.latencies_ns[start:end])) / 1e6)
         previous = int(finished[end - 1])
     span, done = np.asarray(spans), np.asarray(samples)
     drawn = _counts(len(bounds), resamples, seed)
@@ -216,7 +201,7 @@ def window_confidence(
         return _with(result, len(bounds), figures)
     sums = np.asarray([w.sum() for w in per_window])
     figures["latency_mean"] = _interval(float(sums.sum() / total), (drawn @ sums) / (drawn @ done))
-    ordered = np.sort(latencies)
+    ordered = np.sort(np.concatenate(per_window))
     ones = np.ones((1, len(per_window)), dtype=np.int64)
     for name, q in PERCENTILES.items():
         if q is None:

@@ -35,9 +35,14 @@ def outcome_file(workload: str) -> str:
 
 @dataclass(frozen=True)
 class BackendSettings:
+    """Framework-neutral knobs a backend ran with (a backend is made from them, checked, as
+    services/inference/backends/base.BackendOptions)."""
+
     device: str = "cpu"
+    # 0 leaves the framework's own default.
     intra_op_threads: int = 0
     inter_op_threads: int = 0
+    # Backend-specific options, e.g. {"mode": "torchscript"} or {"url": "127.0.0.1:8001"}.
     extra: dict[str, Any] = field(default_factory=dict)
 
 

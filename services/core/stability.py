@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from services.core.metrics import Stability, Window
+from services.core.recorded_events import RecordedEvents
 
 WINDOWS = 5
 JUDGED = 3
@@ -43,14 +43,26 @@ RULE = (
 
 
 def not_applicable(reason: str) -> Stability:
+    return _unjudged("NOT_APPLICABLE", reason)
+
+
+def _unjudged(
+    verdict: str,
+    reason: str,
+    *,
+    tolerance: float = TOLERANCE,
+    judged: int = 0,
+    measured: list[Window] | None = None,
+) -> Stability:
+    """A verdict given without comparing windows, ``reason`` saying why."""
     return Stability(
-        verdict="NOT_APPLICABLE",
+        verdict=verdict,
         rule=RULE,
-        tolerance=TOLERANCE,
-        judged_windows=0,
+        tolerance=tolerance,
+        judged_windows=judged,
         throughput_spread=None,
         latency_spread=None,
-        windows=[],
+        windows=measured or [],
         reasons=[reason],
     )
 
@@ -77,52 +89,29 @@ def split_events(count: int, windows: int, concurrency: int) -> list[tuple[int, 
 
 
 def assess_stability(
+    events: RecordedEvents,
     *,
-    scenario: str,
-    completions: Sequence[tuple[int, int]],
-    latencies_ns: Sequence[int] | npt.NDArray[np.int64],
-    arrivals_ns: Sequence[int] | npt.NDArray[np.int64],
-    concurrency: int = 1,
     windows: int = WINDOWS,
     judged: int = JUDGED,
     tolerance: float = TOLERANCE,
 ) -> Stability:
-    """``completions`` are (finished_ns, samples) in completion order and ``latencies_ns``
-    one per sample in the same order, as the SUT records them; ``scenario`` is LoadGen's
-    name or ours ("Offline" / "offline")."""
-    kind = scenario.lower().replace("-", "").replace("_", "")
+    """The verdict on the last ``judged`` of ``windows`` windows (see the module docstring)."""
+    kind = events.kind
     if judged > windows:
         raise ValueError(f"judged: {judged} windows cannot exceed windows ({windows})")
-    if not completions:
-        return _insufficient(0, windows, judged, tolerance, concurrency)
-    finished = np.asarray([c[0] for c in completions], dtype=np.int64)
-    counts = np.asarray([c[1] for c in completions], dtype=np.int64)
-    order = np.argsort(finished, kind="stable")
-    per_sample_latency = np.asarray(latencies_ns, dtype=np.float64)
-    if per_sample_latency.size != int(counts.sum()):
-        raise ValueError(
-            f"latencies_ns: {per_sample_latency.size} values for "
-            f"{int(counts.sum())} completed samples"
-        )
-    # Latencies are recorded in completion order, one per sample; group them by event.
-    event_latency = np.split(per_sample_latency, np.cumsum(counts)[:-1])
-    finished, counts = finished[order], counts[order]
-    event_latency = [event_latency[i] for i in order]
-    arrivals = np.sort(np.asarray(arrivals_ns, dtype=np.int64))
-    origin = int(arrivals[0]) if arrivals.size else int(finished[0])
-
-    bounds = split_events(len(finished), windows, max(1, concurrency))
+    count = len(events.finished)
+    bounds = split_events(count, windows, events.concurrency)
     if bounds is None:
-        return _insufficient(len(finished), windows, judged, tolerance, concurrency)
-    result = _windows(kind, bounds, finished, counts, event_latency, arrivals, origin)
+        return _insufficient(count, windows, judged, tolerance, events.concurrency)
+    result = _windows(events, bounds)
     last = result[-judged:]
     if kind == "server" and min(w.samples for w in last) < MIN_SERVER_SAMPLES:
         return _insufficient(
-            len(finished),
+            count,
             windows,
             judged,
             tolerance,
-            concurrency,
+            events.concurrency,
             reason=(
                 f"Server windows of {min(w.samples for w in last)} samples; judging needs "
                 f"{MIN_SERVER_SAMPLES} per window ({MIN_SERVER_SAMPLES * windows} in all): "
@@ -153,26 +142,20 @@ def assess_stability(
     )
 
 
-def _windows(
-    kind: str,
-    bounds: Sequence[tuple[int, int]],
-    finished: npt.NDArray[np.int64],
-    counts: npt.NDArray[np.int64],
-    event_latency: Sequence[npt.NDArray[np.float64]],
-    arrivals: npt.NDArray[np.int64],
-    origin: int,
-) -> list[Window]:
+def _windows(events: RecordedEvents, bounds: Sequence[tuple[int, int]]) -> list[Window]:
     """One Window per (start, end) range of completion events: its span from the previous
     window's last completion, samples per second, median latency, and in Server the share
     of the samples that arrived in it which it completed (keep-up)."""
+    arrivals, origin = events.arrivals, events.origin
     result: list[Window] = []
     previous_end = origin
     for start, end in bounds:
-        window_end = int(finished[end - 1])
-        samples = int(counts[start:end].sum())
+        window_end = int(events.finished[end - 1])
+        samples = int(events.counts[start:end].sum())
+        latencies_ns = np.concatenate(events.latencies_ns[start:end])
         span_s = max(window_end - previous_end, 1) / 1e9
         keep_up = None
-        if kind == "server" and arrivals.size:
+        if events.kind == "server" and arrivals.size:
             arrived = int(
                 np.searchsorted(arrivals, window_end, "right")
                 - np.searchsorted(arrivals, previous_end, "right")
@@ -185,7 +168,7 @@ def _windows(
                 samples=samples,
                 completions=end - start,
                 samples_per_second=samples / span_s,
-                median_latency_ms=float(np.median(np.concatenate(event_latency[start:end]))) / 1e6,
+                median_latency_ms=float(np.median(latencies_ns)) / 1e6,
                 keep_up=keep_up,
             )
         )
@@ -194,7 +177,7 @@ def _windows(
 
 
 def _insufficient(
-    events: int,
+    count: int,
     windows: int,
     judged: int,
     tolerance: float,
@@ -205,16 +188,7 @@ def _insufficient(
 ) -> Stability:
     need = windows * max(MIN_EVENTS, concurrency)
     reason = reason or (
-        f"{events} completion events; judging {judged} of {windows} windows needs at "
+        f"{count} completion events; judging {judged} of {windows} windows needs at "
         f"least {need}: run longer (--duration) or use a smaller batch"
     )
-    return Stability(
-        verdict="INSUFFICIENT",
-        rule=RULE,
-        tolerance=tolerance,
-        judged_windows=judged,
-        throughput_spread=None,
-        latency_spread=None,
-        windows=measured or [],
-        reasons=[reason],
-    )
+    return _unjudged("INSUFFICIENT", reason, tolerance=tolerance, judged=judged, measured=measured)

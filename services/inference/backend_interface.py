@@ -12,13 +12,14 @@ the thread rule) imports it without importing the backends: backends are created
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from services.core.manifest import ModelManifest
+from services.core.run_report import BackendSettings
 from shared.devices import DeviceError
 from shared.devices import parse_device as shared_parse_device
 
@@ -32,15 +33,9 @@ class BackendUnavailable(BackendError):
 
 
 @dataclass(frozen=True)
-class BackendOptions:
-    """Framework-neutral knobs; each backend reads what applies to it and ignores the rest."""
-
-    device: str = "cpu"
-    # 0 leaves the framework's own default.
-    intra_op_threads: int = 0
-    inter_op_threads: int = 0
-    # Backend-specific options, e.g. {"mode": "torchscript"} or {"url": "127.0.0.1:8001"}.
-    extra: dict[str, Any] = field(default_factory=dict)
+class BackendOptions(BackendSettings):
+    """The settings a run records, checked: each backend reads what applies to it and
+    ignores the rest."""
 
     def __post_init__(self) -> None:
         parse_device(self.device)
@@ -55,6 +50,17 @@ def parse_device(device: str) -> tuple[str, int]:
     except DeviceError as exc:
         raise BackendError(str(exc)) from None
     return parsed.kind, parsed.index or 0
+
+
+def choice_option(
+    extra: Mapping[str, Any], key: str, accepted: Collection[str], default: str
+) -> str:
+    """The backend option ``key`` (``default`` when not given) in lower case, one of
+    ``accepted``; else a BackendError naming the key and what it accepts."""
+    value = str(extra.get(key, default)).lower()
+    if value not in accepted:
+        raise BackendError(f"{key}: {value!r} is not accepted; accepted: {', '.join(accepted)}")
+    return value
 
 
 # Called once per predict_async: (the output, None) on success, (None, the error) on failure.

@@ -20,6 +20,7 @@ from services.core.labels import top_k_of
 from services.core.loadgen_logs import parse_detail
 from services.core.manifest import ModelManifest
 from services.core.metrics import AccuracyReport, LatencyStats, PerformanceReport, Stability
+from services.core.recorded_events import recorded_events
 from services.core.scenario import ScenarioConfig
 from services.core.stability import assess_stability, not_applicable
 from services.inference.backend_interface import Backend, BackendError
@@ -259,24 +260,15 @@ def _stability_and_confidence(
     arrivals_ns: np.ndarray,
 ) -> tuple[Stability, dict[str, Any]]:
     """A performance run's stability verdict and the 95 % intervals of its figures."""
-    events = [(int(f), int(n)) for f, n in completions]
-    concurrency = workers if scenario.scenario in {"offline", "server"} else 1
-    stability = assess_stability(
+    events = recorded_events(
         scenario=scenario.scenario,
-        completions=events,
+        completions=[(int(f), int(n)) for f, n in completions],
         latencies_ns=latencies_ns,
         arrivals_ns=arrivals_ns,
-        concurrency=concurrency,
+        concurrency=workers if scenario.scenario in {"offline", "server"} else 1,
     )
     # After the measurement, never inside it: the bootstrap reads what the SUT recorded.
-    confidence = window_confidence(
-        scenario=scenario.scenario,
-        completions=events,
-        latencies_ns=latencies_ns,
-        arrivals_ns=arrivals_ns,
-        concurrency=concurrency,
-    ).to_dict()
-    return stability, confidence
+    return assess_stability(events), window_confidence(events).to_dict()
 
 
 def _int_or_none(value: object) -> int | None:

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from services.cli.api_options import API_INSTEAD_OF_DATABASE, API_TOKEN
 from services.cli.errors import err_console, user_errors
 from services.cli.render import figure, output_console
 from shared.settings import get_settings
@@ -41,12 +42,10 @@ def _snake(name: str) -> str:
 def remote_advice(
     server: str, token: str | None, model: str, bound: float, percentile: float
 ) -> dict[str, Any]:
-    from services.cli.remote import RemoteError, graphql
+    from services.cli.remote import answer_of, graphql
 
     variables = {"model": model, "bound": bound, "percentile": percentile}
-    found = graphql(server, token, ADVICE_QUERY, variables)["advice"]
-    if found["__typename"] != "Advice":
-        raise RemoteError(f"{found['__typename']}: {found['message']}")
+    found = answer_of(graphql(server, token, ADVICE_QUERY, variables)["advice"], "Advice")
     advice = {_snake(k): v for k, v in found.items() if k != "__typename"}
     advice["systems"] = [{_snake(k): v for k, v in s.items()} for s in found["systems"]]
     return advice
@@ -107,13 +106,8 @@ def advise_command(
     model: str = typer.Argument(..., help="Model name (or the manifest path `bench` took)."),
     latency_bound_ms: float = typer.Option(..., help="The latency bound, ms."),
     percentile: float = typer.Option(99.0, help="50, 90, 95, 97, 99 or 99.9."),
-    server: str | None = typer.Option(
-        None,
-        envvar="BENCHSTACK_API_URL",
-        help="Ask a benchstack API instead of the local database (default: "
-        "BENCHSTACK_API_URL where it is set, as `compare` does).",
-    ),
-    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token."),
+    server: str | None = API_INSTEAD_OF_DATABASE,
+    token: str | None = API_TOKEN,
     measure: bool = typer.Option(
         False,
         "--measure",

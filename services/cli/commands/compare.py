@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from services.cli.api_options import API_SERVER, API_TOKEN
 from services.cli.errors import fail, user_errors
 from services.cli.render import output_console
 from shared.settings import get_settings
@@ -15,8 +16,8 @@ console = output_console(highlight=False)
 
 def compare(
     group_id: str = typer.Argument(..., help="The group id a `submit --fan-out` printed."),
-    server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
-    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN"),
+    server: str | None = API_SERVER,
+    token: str | None = API_TOKEN,
     wait: bool = typer.Option(True, help="Wait until every agent's evaluation has ended."),
     csv_file: Path | None = typer.Option(
         None, "--csv", help="Also write the comparison to this CSV file.", dir_okay=False

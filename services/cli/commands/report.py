@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from services.cli.api_options import API_INSTEAD_OF_DATABASE, API_TOKEN
 from services.cli.errors import fail, user_errors
 from services.cli.render import output_console
 from shared.settings import get_settings
@@ -49,7 +50,9 @@ def reports_of(session: Any, ref: str) -> tuple[str, list[dict[str, Any]]]:
 
 def report_command(
     ref: str = typer.Argument(
-        ..., metavar="RUN_OR_GROUP", help="A run id (or prefix) or group id."
+        ...,
+        metavar="RUN_OR_GROUP",
+        help="A run id (or prefix) or group id; with --server, a group or evaluation id.",
     ),
     html_file: Path | None = typer.Option(
         None, "--html", dir_okay=False, help="Write one self-contained HTML file here."
@@ -57,13 +60,8 @@ def report_command(
     csv_file: Path | None = typer.Option(
         None, "--csv", dir_okay=False, help="Write the runs' figures as CSV here."
     ),
-    server: str | None = typer.Option(
-        None,
-        envvar="BENCHSTACK_API_URL",
-        help="Read the runs from a benchstack API (a group id or an evaluation id) instead "
-        "of the local database (default: BENCHSTACK_API_URL where it is set).",
-    ),
-    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN", help="API token."),
+    server: str | None = API_INSTEAD_OF_DATABASE,
+    token: str | None = API_TOKEN,
 ) -> None:
     """Tables (each run's agent, machine, threads and the settings that differ, its figures
     with verdicts and 95 % intervals) and charts (latency CDF, a group's throughput and p99

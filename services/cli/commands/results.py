@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from services.aggregator.repository import get_run, list_runs
+from services.cli.api_options import API_TOKEN
 from services.cli.errors import user_errors
 from services.cli.render import output_console, print_report
 from services.core.stored_report import load_loadgen_report
@@ -26,9 +27,7 @@ def results(
     server: str | None = typer.Option(
         None, help="List from a benchstack API instead of the local database."
     ),
-    token: str | None = typer.Option(
-        None, envvar="BENCHSTACK_TOKEN", help="API token for --server."
-    ),
+    token: str | None = API_TOKEN,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """List stored runs, newest first."""

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from services.cli.api_options import API_SERVER, API_TOKEN
 from services.cli.errors import fail, user_errors
 from services.cli.progress import evaluation_progress
 from services.cli.render import figure, host_text
@@ -60,8 +61,8 @@ def submit(
         help="reference (torchvision's bits) | fast (at most one level off, 2 to 3 times "
         "quicker to prepare); default: the manifest's.",
     ),
-    server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
-    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN"),
+    server: str | None = API_SERVER,
+    token: str | None = API_TOKEN,
     wait: bool = typer.Option(True, help="Follow progress until the evaluation ends."),
 ) -> None:
     """Submit an evaluation through the API and follow it to the end."""
@@ -176,8 +177,8 @@ def cancel(
         help="The id is a group's (fan-out, sweep, find-peak, repeats, ...): cancel every "
         "unfinished member and stop it submitting more.",
     ),
-    server: str | None = typer.Option(None, help="API URL; default BENCHSTACK_API_URL."),
-    token: str | None = typer.Option(None, envvar="BENCHSTACK_TOKEN"),
+    server: str | None = API_SERVER,
+    token: str | None = API_TOKEN,
 ) -> None:
     """Cancel an evaluation, or a whole group; a run being measured is ended and its agent
     freed."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,12 +110,9 @@ class TorchLibrary(Instrument):
             window = by_iteration.get(iteration)
             if window is None:
                 continue
-            start_us, end_us = float(mark["ts"]), float(mark["ts"]) + float(mark["dur"])
-            offset_ns = window.start_ns - round(start_us * 1000)
+            frame = _Iteration(mark, iteration, window)
             for event in self._events:
-                spans.extend(
-                    _converted(event, mark, start_us, end_us, offset_ns, iteration, window)
-                )
+                spans.extend(_converted(event, frame))
         return clamp_to_parents(spans)
 
 
@@ -122,44 +120,56 @@ def _is_memory(event: dict[str, Any]) -> bool:
     return event.get("ph") == "i" and event.get("name") == MEMORY_EVENT
 
 
-def _memory_span(
-    event: dict[str, Any],
-    mark: dict[str, Any],
-    start_us: float,
-    end_us: float,
-    offset_ns: int,
-    iteration: int,
-    window: Window,
-) -> list[Span]:
-    """An allocation (bytes > 0) or a free (< 0) in ``mark``'s iteration, on its thread."""
+@dataclass(frozen=True)
+class _Iteration:
+    """One iteration's ``benchstack::forward`` mark on Kineto's clock and the window in
+    which benchstack's clock saw that iteration run."""
+
+    mark: dict[str, Any]
+    number: int
+    window: Window
+
+    @property
+    def start_us(self) -> float:
+        return float(self.mark["ts"])
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + float(self.mark["dur"])
+
+    @property
+    def offset_ns(self) -> int:
+        """Added to a Kineto time (in ns) to put it on benchstack's clock: the mark's start
+        goes to the window's."""
+        return self.window.start_ns - round(self.start_us * 1000)
+
+    def on_mark_thread(self, event: dict[str, Any]) -> bool:
+        return event.get("tid") == self.mark.get("tid")
+
+
+def _memory_span(event: dict[str, Any], frame: _Iteration) -> list[Span]:
+    """An allocation (bytes > 0) or a free (< 0) in the frame's iteration, on its thread."""
     ts = float(event.get("ts", 0))
-    if event.get("tid") != mark.get("tid") or not start_us <= ts <= end_us:
+    if not frame.on_mark_thread(event) or not frame.start_us <= ts <= frame.end_us:
         return []
     args = event.get("args") or {}
-    start = min(max(round(ts * 1000) + offset_ns, window.start_ns), window.end_ns)
+    window = frame.window
+    start = min(max(round(ts * 1000) + frame.offset_ns, window.start_ns), window.end_ns)
     kept = {
         "bytes": int(args.get("Bytes", 0)),
         "total_allocated": int(args.get("Total Allocated", 0)),
         "device_type": int(args.get("Device Type", 0)),
-        "iteration": iteration,
+        "iteration": frame.number,
     }
     return [Span(MEMORY_EVENT, "memory", start, 0, window.thread, kept)]
 
 
-def _converted(
-    event: dict[str, Any],
-    mark: dict[str, Any],
-    start_us: float,
-    end_us: float,
-    offset_ns: int,
-    iteration: int,
-    window: Window,
-) -> list[Span]:
-    """``event`` on benchstack's clock if it belongs to ``mark``'s iteration."""
-    if event is mark:
+def _converted(event: dict[str, Any], frame: _Iteration) -> list[Span]:
+    """``event`` on benchstack's clock if it belongs to the frame's iteration."""
+    if event is frame.mark:
         return []
     if _is_memory(event):
-        return _memory_span(event, mark, start_us, end_us, offset_ns, iteration, window)
+        return _memory_span(event, frame)
     category = str(event.get("cat", ""))
     ts, dur = float(event.get("ts", 0)), float(event.get("dur", 0))
     args = dict(event.get("args") or {})
@@ -167,11 +177,11 @@ def _converted(
     if on_device:
         # Device work belongs to the iteration whose launch it correlates with; a kernel
         # may end after the CPU returns, so it is matched by its start only.
-        if not start_us <= ts <= end_us:
+        if not frame.start_us <= ts <= frame.end_us:
             return []
     else:
-        on_mark_thread = category in CPU_CATEGORIES and event.get("tid") == mark.get("tid")
-        if not on_mark_thread or not (start_us <= ts and ts + dur <= end_us):
+        on_mark_thread = category in CPU_CATEGORIES and frame.on_mark_thread(event)
+        if not on_mark_thread or not (frame.start_us <= ts and ts + dur <= frame.end_us):
             return []
     name = str(event.get("name", ""))
     if name.startswith(LAYER_MARK):
@@ -179,12 +189,13 @@ def _converted(
     else:
         kind = "gpu" if on_device else "library"
     kept = {k: args[k] for k in ("Input Dims", "correlation", "External id", "stream") if k in args}
-    kept["iteration"] = iteration
+    kept["iteration"] = frame.number
+    window = frame.window
     thread = GPU_TRACK_BASE + int(args.get("stream", 0) or 0) if on_device else window.thread
     # Ends rounded on their own (not start + rounded length): rounding is monotone, so
     # an event inside another stays inside it.
-    start = round(ts * 1000) + offset_ns
-    duration = round((ts + dur) * 1000) + offset_ns - start
+    start = round(ts * 1000) + frame.offset_ns
+    duration = round((ts + dur) * 1000) + frame.offset_ns - start
     if not on_device:
         # Rounding must not push a child past its iteration's window.
         start = max(start, window.start_ns)

@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from services.cli.remote import SUBMIT_TRIES, RemoteUnavailable, submit_evaluation
+from services.cli.remote import (
+    SUBMIT_TRIES,
+    RemoteError,
+    RemoteUnavailable,
+    answer_of,
+    submit_evaluation,
+)
 
 CREATED = {"data": {"submitEvaluation": {"__typename": "Evaluation", "id": "e-1"}}}
 DOWN = {"errors": [{"message": "broker unavailable", "extensions": {"evaluationIds": ["e-1"]}}]}
@@ -73,3 +79,13 @@ def test_it_gives_up_after_its_tries_saying_the_server_is_unavailable() -> None:
     ):
         submit_evaluation(url, "t", {"model": "m"}, retry_wait_s=0.01)
     assert len(received) == SUBMIT_TRIES
+
+
+def test_a_union_answer_of_another_type_raises_its_error_naming_the_field() -> None:
+    found = {"__typename": "Evaluation", "id": "e-1"}
+    assert answer_of(found, "Evaluation", "Comparison") is found
+    refused = {"__typename": "InvalidInput", "message": "must be 1 or more", "field": "count"}
+    with pytest.raises(RemoteError, match=r"^InvalidInput \(count\): must be 1 or more$"):
+        answer_of(refused, "Evaluation")
+    with pytest.raises(RemoteError, match=r"^NotFound: no such group$"):
+        answer_of({"__typename": "NotFound", "message": "no such group"}, "GroupCancelled")

@@ -15,22 +15,24 @@ from services.core.confidence import (
     run_confidence,
     window_confidence,
 )
+from services.core.recorded_events import RecordedEvents, recorded_events
 from services.embedded.bench import run_bench
 from shared.settings import Settings
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
 
-def _events(windows: int, per_window: int, seed: int) -> dict[str, object]:
+def _events(scenario: str, windows: int, per_window: int, seed: int) -> RecordedEvents:
     """A steady SUT: one sample per event, latencies drawn around 2 ms, back to back."""
     rng = np.random.default_rng(seed)
     latencies = rng.gamma(20.0, 0.1e6, size=windows * per_window).astype(np.int64)
     finished = np.cumsum(latencies)
-    return {
-        "completions": [(int(f), 1) for f in finished],
-        "latencies_ns": latencies,
-        "arrivals_ns": finished - latencies,
-    }
+    return recorded_events(
+        scenario=scenario,
+        completions=[(int(f), 1) for f in finished],
+        latencies_ns=latencies,
+        arrivals_ns=finished - latencies,
+    )
 
 
 def _width(interval: Interval) -> float:
@@ -60,28 +62,28 @@ def test_intervals_of_a_real_run_contain_its_estimates(settings: Settings) -> No
 
 
 def test_more_windows_of_the_same_size_give_narrower_intervals() -> None:
-    few = window_confidence(scenario="single-stream", windows=5, **_events(5, 200, seed=1))
-    many = window_confidence(scenario="single-stream", windows=40, **_events(40, 200, seed=1))
+    few = window_confidence(_events("single-stream", 5, 200, seed=1), windows=5)
+    many = window_confidence(_events("single-stream", 40, 200, seed=1), windows=40)
     for name in ("samples_per_second", "latency_mean", "latency_p50", "latency_p90"):
         assert _width(many.figures[name]) < _width(few.figures[name]), name
 
 
 def test_the_same_inputs_and_seed_give_the_same_interval() -> None:
-    events = _events(5, 300, seed=2)
-    first = window_confidence(scenario="server", **events, seed=7)
-    assert window_confidence(scenario="server", **events, seed=7) == first
-    assert window_confidence(scenario="server", **events, seed=8) != first
+    events = _events("server", 5, 300, seed=2)
+    first = window_confidence(events, seed=7)
+    assert window_confidence(events, seed=7) == first
+    assert window_confidence(events, seed=8) != first
 
 
 def test_too_few_samples_for_a_percentile_say_how_many_it_needs() -> None:
-    confidence = window_confidence(scenario="server", **_events(5, 40, seed=3))
+    confidence = window_confidence(_events("server", 5, 40, seed=3))
     p99 = confidence.figures["latency_p99"]
     assert not p99.given and "200 samples" in p99.reason and "needs 500" in p99.reason
     assert confidence.figures["latency_p50"].given
 
 
 def test_too_few_events_give_no_interval_and_the_reason() -> None:
-    confidence = window_confidence(scenario="single-stream", **_events(1, 6, seed=4))
+    confidence = window_confidence(_events("single-stream", 1, 6, seed=4))
     assert confidence.units == 0
     assert all(not i.given for i in confidence.figures.values())
     assert (
@@ -90,16 +92,16 @@ def test_too_few_events_give_no_interval_and_the_reason() -> None:
 
 
 def test_offline_latency_gets_no_interval() -> None:
-    confidence = window_confidence(scenario="offline", **_events(5, 100, seed=5))
+    confidence = window_confidence(_events("offline", 5, 100, seed=5))
     assert confidence.figures["samples_per_second"].given
     assert "place in the queue" in confidence.figures["latency_p99"].reason
 
 
 def test_out_of_range_settings_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="--resamples: 5 must lie between"):
-        window_confidence(scenario="server", resamples=5, **_events(5, 10, seed=6))
+        window_confidence(_events("server", 5, 10, seed=6), resamples=5)
     with pytest.raises(ValueError, match="windows: 3 must lie between"):
-        window_confidence(scenario="server", windows=3, **_events(5, 10, seed=6))
+        window_confidence(_events("server", 5, 10, seed=6), windows=3)
 
 
 def test_repeats_get_an_interval_over_runs_from_five_valid_runs(settings: Settings) -> None:

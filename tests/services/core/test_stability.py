@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from services.core.catalogue import resolve_model
+from services.core.recorded_events import recorded_events
 from services.core.scenario import ScenarioConfig
 from services.core.stability import MIN_SERVER_SAMPLES, assess_stability
 from services.inference.backend_interface import Backend
@@ -35,7 +36,12 @@ def offline_timeline(batch_ms: list[float], batch: int = 8, workers: int = 1, of
 def test_steady_offline_is_stable_and_judged_on_throughput() -> None:
     completions, latencies, arrivals = offline_timeline([10.0] * 50)
     result = assess_stability(
-        scenario="offline", completions=completions, latencies_ns=latencies, arrivals_ns=arrivals
+        recorded_events(
+            scenario="offline",
+            completions=completions,
+            latencies_ns=latencies,
+            arrivals_ns=arrivals,
+        )
     )
     assert result.verdict == "STABLE", result.reasons
     assert result.throughput_spread is not None and result.throughput_spread < 0.01
@@ -48,7 +54,12 @@ def test_slowdown_at_the_end_is_unstable() -> None:
     # neighbour): the last three windows disagree by far more than 10 %.
     completions, latencies, arrivals = offline_timeline([10.0] * 40 + [20.0] * 10)
     result = assess_stability(
-        scenario="offline", completions=completions, latencies_ns=latencies, arrivals_ns=arrivals
+        recorded_events(
+            scenario="offline",
+            completions=completions,
+            latencies_ns=latencies,
+            arrivals_ns=arrivals,
+        )
     )
     assert result.verdict == "UNSTABLE"
     assert result.throughput_spread is not None and result.throughput_spread > 0.5
@@ -59,11 +70,13 @@ def test_lockstep_workers_are_not_cut_mid_cluster() -> None:
     # Two workers a third of a batch apart: windows must hold whole pairs of completions.
     completions, latencies, arrivals = offline_timeline([9.0] * 23, workers=2, offset=3.0)
     result = assess_stability(
-        scenario="offline",
-        completions=completions,
-        latencies_ns=latencies,
-        arrivals_ns=arrivals,
-        concurrency=2,
+        recorded_events(
+            scenario="offline",
+            completions=completions,
+            latencies_ns=latencies,
+            arrivals_ns=arrivals,
+            concurrency=2,
+        )
     )
     assert result.verdict == "STABLE"
     assert all(w.completions % 2 == 0 for w in result.windows[1:])
@@ -73,7 +86,12 @@ def test_lockstep_workers_are_not_cut_mid_cluster() -> None:
 def test_too_few_completions_is_insufficient_with_a_fix() -> None:
     completions, latencies, arrivals = offline_timeline([10.0] * 6)
     result = assess_stability(
-        scenario="offline", completions=completions, latencies_ns=latencies, arrivals_ns=arrivals
+        recorded_events(
+            scenario="offline",
+            completions=completions,
+            latencies_ns=latencies,
+            arrivals_ns=arrivals,
+        )
     )
     assert result.verdict == "INSUFFICIENT"
     assert "run longer" in result.reasons[0]
@@ -90,7 +108,9 @@ def server_timeline(n: int, rate: float, service_ms: float, growth_ms: float = 0
 def test_server_with_a_growing_queue_is_unstable_on_latency() -> None:
     completions, latencies, arrivals = server_timeline(1000, 200.0, 5.0, growth_ms=50.0)
     result = assess_stability(
-        scenario="Server", completions=completions, latencies_ns=latencies, arrivals_ns=arrivals
+        recorded_events(
+            scenario="Server", completions=completions, latencies_ns=latencies, arrivals_ns=arrivals
+        )
     )
     assert result.verdict == "UNSTABLE"
     assert any("median latency varies" in r for r in result.reasons)
@@ -99,7 +119,9 @@ def test_server_with_a_growing_queue_is_unstable_on_latency() -> None:
 def test_server_keeping_up_is_stable() -> None:
     completions, latencies, arrivals = server_timeline(1000, 200.0, 5.0)
     result = assess_stability(
-        scenario="server", completions=completions, latencies_ns=latencies, arrivals_ns=arrivals
+        recorded_events(
+            scenario="server", completions=completions, latencies_ns=latencies, arrivals_ns=arrivals
+        )
     )
     assert result.verdict == "STABLE", result.reasons
     assert all(w.keep_up == pytest.approx(1.0, abs=0.02) for w in result.windows[1:])
@@ -108,7 +130,9 @@ def test_server_keeping_up_is_stable() -> None:
 def test_short_server_run_is_insufficient() -> None:
     completions, latencies, arrivals = server_timeline(MIN_SERVER_SAMPLES, 200.0, 5.0)
     result = assess_stability(
-        scenario="server", completions=completions, latencies_ns=latencies, arrivals_ns=arrivals
+        recorded_events(
+            scenario="server", completions=completions, latencies_ns=latencies, arrivals_ns=arrivals
+        )
     )
     assert result.verdict == "INSUFFICIENT"
 

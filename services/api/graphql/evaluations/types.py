@@ -13,13 +13,9 @@ from strawberry.scalars import JSON
 
 from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.charts import (
-    FlameGraphType,
-    LatencySampleType,
-    TraceTimelineType,
     chart_field,
-    load_flame,
-    load_latencies,
-    load_timeline,
+    flame_chart,
+    timeline_chart,
 )
 from services.api.graphql.evaluations.operator_types import OperatorsType
 from services.api.graphql.evaluations.roofline_types import RooflineType
@@ -33,8 +29,11 @@ from services.api.run_charts import (
     MAX_LATENCY_POINTS,
     MAX_TRACE_SPANS,
     TRACE_FILE,
+    LatencySample,
+    TraceTimeline,
+    latency_sample,
 )
-from services.api.trace_tree import DEFAULT_FLAME_NODES, MAX_FLAME_NODES
+from services.api.trace_tree import DEFAULT_FLAME_NODES, MAX_FLAME_NODES, FlameGraph
 from services.core.manifest_sections import stored_fidelity
 from services.core.stored_report import load_loadgen_report, load_report
 from shared.db.evaluations import Evaluation as EvaluationRow
@@ -165,24 +164,24 @@ class RunType:
 
     latency_sample = chart_field(
         LATENCIES_FILE,
-        load_latencies,
-        LatencySampleType,
+        latency_sample,
+        LatencySample,
         (DEFAULT_LATENCY_POINTS, MAX_LATENCY_POINTS),
         "The run's per-sample latencies for its charts: all of them up to "
         f"`limit` (1 to {MAX_LATENCY_POINTS}), else `limit` evenly spaced order statistics.",
     )
     trace_timeline = chart_field(
         TRACE_FILE,
-        load_timeline,
-        TraceTimelineType,
+        timeline_chart,
+        TraceTimeline,
         (DEFAULT_TRACE_SPANS, MAX_TRACE_SPANS),
         "The spans of the run's trace.json for a timeline: all of them up to "
         f"`limit` (1 to {MAX_TRACE_SPANS}), else the longest; null without a trace.",
     )
     trace_flame = chart_field(
         TRACE_FILE,
-        load_flame,
-        FlameGraphType,
+        flame_chart,
+        FlameGraph,
         (DEFAULT_FLAME_NODES, MAX_FLAME_NODES),
         "The run's trace.json as a flame graph: spans nested per thread, summed "
         f"per stack path; all paths up to `limit` (1 to {MAX_FLAME_NODES}), else those with "

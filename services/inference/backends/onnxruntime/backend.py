@@ -24,6 +24,7 @@ from services.inference.backend_interface import (
     Backend,
     BackendError,
     BackendUnavailable,
+    choice_option,
     parse_device,
 )
 from services.inference.backends.convert import DEFAULT_OPSET, onnx_file_for
@@ -45,13 +46,6 @@ GPU_PROVIDERS = {
 }
 
 
-def _choice(extra: dict[str, Any], key: str, accepted: dict[str, Any], default: str) -> str:
-    value = str(extra.get(key, default)).lower()
-    if value not in accepted:
-        raise BackendError(f"{key}: {value!r} is not accepted; accepted: {', '.join(accepted)}")
-    return value
-
-
 class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
 
@@ -60,8 +54,10 @@ class OnnxRuntimeBackend(Backend):
 
     def load(self, manifest: ModelManifest) -> None:
         extra = self.options.extra
-        self.optimization = _choice(extra, "graph_optimization_level", OPTIMIZATION_LEVELS, "all")
-        self.execution_mode = _choice(extra, "execution_mode", EXECUTION_MODES, "sequential")
+        self.optimization = choice_option(
+            extra, "graph_optimization_level", OPTIMIZATION_LEVELS, "all"
+        )
+        self.execution_mode = choice_option(extra, "execution_mode", EXECUTION_MODES, "sequential")
         self.requested_providers = self._providers()
         opset = int(self.options.extra.get("opset", DEFAULT_OPSET))
         self.model_path, self.converted_from = onnx_file_for(manifest, opset=opset)
@@ -95,7 +91,7 @@ class OnnxRuntimeBackend(Backend):
             raise BackendError(
                 f"device: {device!r} is not accepted; accepted: cpu, cuda, cuda:<index>"
             )
-        kind = _choice(
+        kind = choice_option(
             self.options.extra, "execution_provider", {"auto": 0, **GPU_PROVIDERS}, "auto"
         )
         wanted = GPU_PROVIDERS["cuda" if kind == "auto" else kind]

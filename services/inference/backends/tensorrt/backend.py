@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 
 from services.core.manifest import ModelManifest, sha256_of
-from services.inference.backend_interface import Backend, BackendError, BackendUnavailable
+from services.inference.backend_interface import (
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    choice_option,
+)
 from services.inference.backends.convert import DEFAULT_OPSET, onnx_file_for
 from shared.settings import get_settings
 
@@ -56,11 +61,7 @@ class TensorRTBackend(Backend):
 
     def load(self, manifest: ModelManifest) -> None:
         extra = self.options.extra
-        self.precision = str(extra.get("precision", "fp32")).lower()
-        if self.precision not in PRECISIONS:
-            raise BackendError(
-                f"precision: {self.precision!r} is not accepted; accepted: {', '.join(PRECISIONS)}"
-            )
+        self.precision = choice_option(extra, "precision", PRECISIONS, "fp32")
         self.max_batch = _int_option(extra, "max_batch_size", 64)
         self.opt_batch = min(_int_option(extra, "opt_batch_size", 8), self.max_batch)
         self.workspace_mb = _int_option(extra, "workspace_mb", 1024)

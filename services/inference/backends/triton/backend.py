@@ -25,7 +25,12 @@ from typing import Any
 import numpy as np
 
 from services.core.manifest import ModelManifest
-from services.inference.backend_interface import Backend, BackendError, BackendUnavailable
+from services.inference.backend_interface import (
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    choice_option,
+)
 from services.inference.backends.triton.clients import (
     Callback,
     GrpcClient,
@@ -69,11 +74,7 @@ class TritonBackend(Backend):
 
     def load(self, manifest: ModelManifest) -> None:
         extra = self.options.extra
-        self.protocol = str(extra.get("protocol", "http")).lower()
-        if self.protocol not in PROTOCOLS:
-            raise BackendError(
-                f"protocol: {self.protocol!r} is not accepted; accepted: {', '.join(PROTOCOLS)}"
-            )
+        self.protocol = choice_option(extra, "protocol", PROTOCOLS, "http")
         try:
             concurrency = int(extra.get("concurrency", 8))
             timeout_s = float(extra.get("timeout_s", 60.0))

@@ -15,7 +15,8 @@ import pytest
 from services.api import campaigns as campaigns_package
 from services.api.campaigns import registry
 from services.api.group_steps import group_steps
-from services.api.schema import OperationLimits, make_schema
+from services.api.schema import make_schema
+from shared.settings_groups.request_limits import RequestLimits
 
 CAMPAIGN = """
 import strawberry
@@ -65,7 +66,7 @@ def throwaway() -> Iterator[str]:
 def test_a_new_folder_is_in_the_schema_and_the_group_steps(throwaway: str) -> None:
     assert throwaway in registry.campaigns()
 
-    schema = make_schema(OperationLimits())
+    schema = make_schema(RequestLimits.model_construct())
     shown = schema.as_str()
     assert f"{throwaway}State(groupId: String!): String!" in shown
     assert f"submit{throwaway.capitalize()}(count: Int!): Int!" in shown

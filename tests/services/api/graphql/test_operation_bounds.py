@@ -28,12 +28,13 @@ from services.api.graphql.operation_bounds import (
     _verdict_key,
 )
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY
-from services.api.schema import OperationLimits, make_schema
+from services.api.schema import make_schema
 from services.cli import remote, remote_find_peak, remote_reports
+from shared.settings_groups.request_limits import RequestLimits
 from tests.services.api.conftest import Api, api_with
 from tests.services.api.graphql.test_query_cost import cost
 
-LIMITS = OperationLimits()
+LIMITS = RequestLimits.model_construct()
 QUERIES_JS = (
     Path(__file__).resolve().parents[4] / "services/api/web/static/js/queries.js"
 ).read_text()
@@ -54,7 +55,7 @@ def validated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def only_error(query: str, limits: OperationLimits = LIMITS) -> dict[str, Any]:
+def only_error(query: str, limits: RequestLimits = LIMITS) -> dict[str, Any]:
     result = make_schema(limits).execute_sync(query)
     assert result.data is None
     assert result.errors is not None and len(result.errors) == 1, result.errors
@@ -71,7 +72,7 @@ def test_the_fragment_fan_out_is_refused_for_its_size_unvalidated(
     error = only_error(query)
     assert error["extensions"]["code"] == QUERY_TOO_LARGE
     assert "BENCHSTACK_MAX_QUERY_EXPANDED_SIZE" in error["message"]
-    assert f"above the limit of {LIMITS.max_expanded_size:,}" in error["message"]
+    assert f"above the limit of {LIMITS.max_query_expanded_size:,}" in error["message"]
     assert validated == []
 
 
@@ -82,7 +83,7 @@ def test_a_costly_query_inside_nested_fragments_is_refused_for_its_full_cost(
     error = only_error(fragment_wrapped(levels))
     assert error["extensions"]["code"] == QUERY_TOO_COSTLY
     assert (
-        f"estimated cost {cost(COSTLY):,} is above the limit of {LIMITS.max_cost:,}"
+        f"estimated cost {cost(COSTLY):,} is above the limit of {LIMITS.max_query_cost:,}"
         in (error["message"])
     )
     assert validated == []
@@ -120,7 +121,7 @@ def test_one_field_or_fragments_side_by_side_many_times_are_refused_unvalidated(
     assert error["extensions"]["code"] == QUERY_TOO_LARGE
     assert f"{merge_pairs(parse(query)):,} pairs" in error["message"]
     assert (
-        f"above the limit of {LIMITS.max_merge_pairs:,} (BENCHSTACK_MAX_QUERY_MERGE_PAIRS)"
+        f"above the limit of {LIMITS.max_query_merge_pairs:,} (BENCHSTACK_MAX_QUERY_MERGE_PAIRS)"
         in (error["message"])
     )
     assert validated == []
@@ -148,7 +149,7 @@ def test_a_fragment_cycle_or_an_undefined_fragment_is_named(
 
 def test_the_expanded_size_limit_is_the_one_given(validated: list[str]) -> None:
     query = "{ evaluations { totalCount nextCursor } }"  # 3 selections
-    error = only_error(query, OperationLimits(max_expanded_size=2))
+    error = only_error(query, RequestLimits.model_construct(max_query_expanded_size=2))
     assert "at least 3 fields and fragment spreads, above the limit of 2" in error["message"]
     assert validated == []
     # Within it, validation runs and its rules still refuse what they refuse.
@@ -194,8 +195,8 @@ def test_the_web_ui_s_the_cli_s_and_graphiql_s_documents_are_far_within_the_limi
     assert len(cli) >= 8
     documents = [*operations.values(), *cli, get_introspection_query(descriptions=True)]
     for document in documents:
-        assert expanded_size(parse(document), 10**6) * 10 < LIMITS.max_expanded_size
-        assert merge_pairs(parse(document)) * 100 < LIMITS.max_merge_pairs
+        assert expanded_size(parse(document), 10**6) * 10 < LIMITS.max_query_expanded_size
+        assert merge_pairs(parse(document)) * 100 < LIMITS.max_query_merge_pairs
 
 
 def test_graphiql_s_introspection_still_runs() -> None:

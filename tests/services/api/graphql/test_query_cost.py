@@ -14,10 +14,13 @@ from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
 from benchmarks.api_attacks import COSTLY, fragment_fan_out, fragment_wrapped
 from services.api.graphql.query_cost import QUERY_TOO_COSTLY, operation_cost
 from services.api.run_charts import MAX_LATENCY_POINTS, MAX_TRACE_SPANS
-from services.api.schema import OperationLimits, schema
+from services.api.schema import schema
 from services.workloads.training.summary import MAX_LOG_LINES, MAX_STEP_POINTS
+from shared.settings_groups.request_limits import RequestLimits
 from tests.services.api.conftest import Api
 
+# The deployment default: the most one operation may cost.
+MAX_COST = RequestLimits.model_construct().max_query_cost
 QUERIES_JS = (
     Path(__file__).resolve().parents[4] / "services/api/web/static/js/queries.js"
 ).read_text()
@@ -67,11 +70,11 @@ def test_the_web_ui_s_queries_cost_less_than_the_limit_even_at_the_largest_sizes
     assert {"Evaluations", "RunCharts", "Compared", "TrainingCharts"} <= set(queries)
     assert MAX_STEP_POINTS <= MAX_LATENCY_POINTS  # "points" stands for both at their largest
     for name, query in queries.items():
-        assert cost(query, largest) < OperationLimits().max_cost, name
+        assert cost(query, largest) < MAX_COST, name
 
 
 def test_the_twenty_alias_query_costs_far_more_than_the_limit() -> None:
-    assert cost(ATTACK) > 100 * OperationLimits().max_cost
+    assert cost(ATTACK) > 100 * MAX_COST
 
 
 def test_a_variable_counts_as_its_value_and_a_missing_size_as_the_default() -> None:
@@ -90,7 +93,7 @@ def test_fragments_and_aliases_are_each_counted() -> None:
 @pytest.mark.parametrize("levels", [1, 17, 40])
 def test_a_query_costs_the_same_however_deeply_fragments_wrap_it(levels: int) -> None:
     # Fragments nested deeper than 16 once counted 0: COSTLY in 17 of them cost nothing.
-    assert cost(fragment_wrapped(levels)) == cost(COSTLY) > OperationLimits().max_cost
+    assert cost(fragment_wrapped(levels)) == cost(COSTLY) > MAX_COST
 
 
 def test_a_fragment_spread_twice_costs_twice_at_every_level() -> None:

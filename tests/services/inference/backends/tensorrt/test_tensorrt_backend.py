@@ -7,7 +7,7 @@ from importlib.metadata import PackageNotFoundError, distribution
 import numpy as np
 import pytest
 
-from services.inference.backend_interface import BackendOptions, BackendUnavailable
+from services.inference.backend_interface import BackendError, BackendOptions, BackendUnavailable
 from services.inference.backends.convert import ConvertedModel
 from services.inference.backends.registry import create_backend
 
@@ -41,6 +41,16 @@ def test_cpu_device_is_refused_with_the_reason(digits_onnx: ConvertedModel) -> N
     backend = create_backend("tensorrt", BackendOptions(device="cpu"))
     with pytest.raises(
         BackendUnavailable, match="device: TensorRT runs only on NVIDIA GPUs; got 'cpu'"
+    ):
+        backend.load(digits_onnx.manifest)
+
+
+def test_a_precision_it_does_not_build_is_refused_naming_the_accepted_ones(
+    digits_onnx: ConvertedModel,
+) -> None:
+    backend = create_backend("tensorrt", BackendOptions(device="cuda", extra={"precision": "INT8"}))
+    with pytest.raises(
+        BackendError, match="precision: 'int8' is not accepted; accepted: fp32, fp16"
     ):
         backend.load(digits_onnx.manifest)
 
