@@ -16,4 +16,5 @@ WORKLOAD = Workload(
     save="services.workloads.bricks.outcome:save",
     accepts=torch_architecture("bricks are cut from its torch.fx trace"),
     options_field="bricks",
+    cli_command="services.workloads.bricks.cli:register",
 )

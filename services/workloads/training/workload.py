@@ -21,4 +21,5 @@ WORKLOAD = Workload(
     data_parallel=True,
     judged_by_loadgen=False,
     fan_out_figures="services.workloads.training.summary:fan_out_figures",
+    cli_command="services.workloads.training.cli:register",
 )
