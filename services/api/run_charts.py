@@ -32,16 +32,6 @@ _NS_PER_MS = 1e6
 _US_PER_MS = 1e3
 
 
-class LimitOutOfRange(ValueError):
-    """A requested size outside what is accepted; the message names the field."""
-
-
-def checked_limit(field: str, value: int, maximum: int) -> int:
-    if not 1 <= value <= maximum:
-        raise LimitOutOfRange(f"{field}: {value} is out of range; accepted: 1 to {maximum}")
-    return value
-
-
 @dataclass(frozen=True)
 class LatencySample:
     total_count: int

@@ -17,4 +17,5 @@ WORKLOAD = Workload(
     accepts=torch_architecture("bricks are cut from its torch.fx trace"),
     options_field="bricks",
     cli_command="services.workloads.bricks.cli:register",
+    graphql_options_input="services.workloads.bricks.graphql_types:BricksInput",
 )

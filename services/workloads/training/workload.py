@@ -22,4 +22,6 @@ WORKLOAD = Workload(
     judged_by_loadgen=False,
     fan_out_figures="services.workloads.training.summary:fan_out_figures",
     cli_command="services.workloads.training.cli:register",
+    graphql_options_input="services.workloads.training.graphql_types:TrainingInput",
+    graphql_result="services.workloads.training.graphql_types:TrainingType",
 )

@@ -10,20 +10,17 @@ from collections.abc import Callable
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
 
 from services.api.context import ApiDeps, in_thread
-from services.api.graphql.input_guard import BAD_USER_INPUT
 from services.api.run_charts import (
     LatencySample,
-    LimitOutOfRange,
     TraceTimeline,
-    checked_limit,
     latency_sample,
     parse_trace,
     trace_timeline,
 )
 from services.api.trace_tree import FlameGraph, FlameNode, flame_graph
+from services.workloads.graphql_fields import bounded
 from shared.storage import ObjectNotFound
 
 
@@ -109,17 +106,6 @@ class FlameGraphType:
             note=graph.note,
             focus_id=graph.focus_id,
         )
-
-
-def bounded(field: str, value: int, maximum: int) -> int:
-    """``value``, or a BAD_USER_INPUT error naming the argument and the accepted range."""
-    try:
-        return checked_limit(field, value, maximum)
-    except LimitOutOfRange as exc:
-        accepted = f"1 to {maximum}"
-        raise GraphQLError(
-            str(exc), extensions={"code": BAD_USER_INPUT, "field": field, "accepted": accepted}
-        ) from None
 
 
 def chart_field(
