@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -153,6 +153,9 @@ class Workload:
     # named after the workload; the class's ``from_report(stored report dict)`` gives it,
     # or None for a run of another kind. None: its Run has no such field.
     graphql_result: str | None = None
+    # "module:function": (kit: QueryKit) -> a strawberry type whose fields join GraphQL's
+    # Query (what the workload's stored figures answer); None: it adds no query.
+    graphql_queries: str | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,17 @@ class CommandKit:
                 "which lends it its CommandKit"
             )
         return kit
+
+
+@dataclass(frozen=True)
+class QueryKit:
+    """What the API lends the queries workloads declare (``Workload.graphql_queries``),
+    which live in their folder below it."""
+
+    # ``await read(info, fn, *args)``: the caller signed in (else the API's refusal), then
+    # ``fn(session, *args)`` in a read-only database session off the event loop, bounded
+    # by the API's database timeout, as the API's own queries read.
+    read: Callable[..., Awaitable[Any]]
 
 
 def entry(path: str) -> Callable[..., Any]:

@@ -1,15 +1,20 @@
 """The fields each workload adds to the schema, found in the registry (services/workloads/,
-``Workload.graphql_options_input`` and ``graphql_result``): its options' input type as a
-field of submitEvaluation's input, its outcome's type as a field of Run. The types live in
-the workload's folder; nothing here names a kind."""
+``Workload.graphql_options_input``, ``graphql_result`` and ``graphql_queries``): its
+options' input type as a field of submitEvaluation's input, its outcome's type as a field
+of Run, its queries as fields of Query. The types live in the workload's folder; nothing
+here names a kind."""
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from services.core.workload import GENERIC_OPTIONS_FIELD, Workload, entry
+import strawberry
+
+from services.api.context import ApiDeps, in_thread
+from services.core.workload import GENERIC_OPTIONS_FIELD, QueryKit, Workload, entry
 from services.workloads import workloads
 
 T = TypeVar("T")
@@ -101,3 +106,21 @@ def _insert(cls: type, fields: dict[str, Any], before: str) -> None:
     if before not in annotations:
         raise ValueError(f"{cls.__name__} has no field {before!r} to place the workloads' before")
     cls.__annotations__ = annotations
+
+
+def workload_queries() -> list[type]:
+    """Each workload's Query fields (a strawberry type), by name, reading through the kit."""
+    kit = QueryKit(read=_read)
+    declared = sorted(workloads().values(), key=lambda w: w.name)
+    return [entry(w.graphql_queries)(kit) for w in declared if w.graphql_queries]
+
+
+async def _read(info: strawberry.Info, fn: Callable[..., T], *args: Any) -> T:
+    """QueryKit.read: a signed-in caller, then ``fn(session, *args)`` off the event loop."""
+    info.context.require_user()
+    return await in_thread(_in_read_session, info.context.deps, fn, *args)
+
+
+def _in_read_session(deps: ApiDeps, fn: Callable[..., T], *args: Any) -> T:
+    with deps.read_db() as session:
+        return fn(session, *args)

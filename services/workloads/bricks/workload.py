@@ -18,4 +18,5 @@ WORKLOAD = Workload(
     options_field="bricks",
     cli_command="services.workloads.bricks.cli:register",
     graphql_options_input="services.workloads.bricks.graphql_types:BricksInput",
+    graphql_queries="services.workloads.bricks.graphql_queries:queries",
 )
