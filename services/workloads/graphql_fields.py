@@ -7,6 +7,11 @@ from graphql import GraphQLError
 
 # GraphQL's conventional code for a refused argument (the API's InputGuard says it too).
 BAD_USER_INPUT = "BAD_USER_INPUT"
+# A list field's metadata for the API's cost estimate (api/graphql/query_cost.py), where
+# it has no size argument: how many items it holds at most, or (True) that its parent's
+# size argument already counts them, e.g. ``strawberry.field(metadata={LIST_SIZE: 12})``.
+LIST_SIZE = "list_size"
+COUNTED_BY_PARENT = "counted_by_parent"
 
 
 def bounded(field: str, value: int, maximum: int) -> int:

@@ -12,12 +12,13 @@ import strawberry
 from strawberry.scalars import JSON
 
 from services.core.stored_report import OutcomeReport, load_report
-from services.workloads.graphql_fields import bounded
+from services.workloads.graphql_fields import COUNTED_BY_PARENT, LIST_SIZE, bounded
 from services.workloads.training.summary import (
     DEFAULT_LOG_LINES,
     DEFAULT_STEP_POINTS,
     MAX_LOG_LINES,
     MAX_STEP_POINTS,
+    TRAINING_SETTINGS,
     images_interval,
     setting_pairs,
     step_times,
@@ -125,8 +126,9 @@ class TrainingHostType:
 @strawberry.type(name="TrainingStepTimes")
 class TrainingStepTimesType:
     total_count: int
-    steps: list[int]
-    seconds: list[float]
+    # As long as step_times' limit: its cost is counted there.
+    steps: list[int] = strawberry.field(metadata={COUNTED_BY_PARENT: True})
+    seconds: list[float] = strawberry.field(metadata={COUNTED_BY_PARENT: True})
     downsampled: bool
     method: str
 
@@ -142,7 +144,9 @@ class TrainingLogLineType:
 
 @strawberry.type(name="Training")
 class TrainingType:
-    settings: list[TrainingSettingType]
+    settings: list[TrainingSettingType] = strawberry.field(
+        metadata={LIST_SIZE: len(TRAINING_SETTINGS)}
+    )
     statistics: TrainingStatisticsType
     host: TrainingHostType | None
     # Data-parallel ranks in the gang this run was one of; null for a run on its own.
