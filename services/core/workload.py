@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     # session factory, an object store) are the stages' to make.
     from services.core.messages import RunInference
     from shared.runtime import Resources
+    from shared.settings import Settings
 
 # The kind of every evaluation that names none: a LoadGen run on a dataset's shards.
 DEFAULT_WORKLOAD = "loadgen"
@@ -171,7 +172,7 @@ class CommandKit:
     host_text: Callable[[dict[str, Any]], str]
     # `benchstack bench` on a request given as its fields (services/embedded/bench
     # BenchRequest) under these settings: the run's stored report.
-    bench: Callable[[dict[str, Any], Any], dict[str, Any]]
+    bench: Callable[[dict[str, Any], Settings], dict[str, Any]]
     # The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
     interrupted_exit: int
 
