@@ -56,9 +56,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from services.cli.command_kit import bench
 from services.core.catalogue import list_catalogue
 from services.core.manifest import ModelManifest
-from services.embedded.whole_model import bench_manifest, measure_whole
 from services.inference.host_slot import HostSlot
 from services.inference.measurement import PhaseClock
 from services.workloads.bricks.construct import construct, fit_brick_cost, summarise
@@ -78,6 +78,7 @@ from services.workloads.bricks.parse import ParseError
 from services.workloads.bricks.results import SystemResults
 from services.workloads.bricks.run import chunked, measure_chunks, with_host_load
 from services.workloads.bricks.suite import list_bricks, read_recipe
+from services.workloads.bricks.whole_model import bench_manifest, measure_whole
 from shared.host_load import HostLoad
 from shared.settings import Settings, get_settings
 
@@ -282,7 +283,7 @@ def warm_bricks_process(suite: Path, settings: MeasureSettings, config: Settings
 
 def _warm_model(process: ProcessPoolExecutor, settings: MeasureSettings, config: Settings) -> None:
     warm = bench_manifest(WARM_UP_MODEL, WARM_UP_SIDE)
-    process.submit(measure_whole, warm, _warm_settings(settings), config).result()
+    process.submit(measure_whole, warm, _warm_settings(settings), config, bench=bench).result()
 
 
 def _measure_memory(process: ProcessPoolExecutor, config: Settings, tally: SideTally) -> None:
@@ -370,7 +371,7 @@ def _measure_models(
     for name, manifest in group:
         with _one_process() as process:
             _warm_model(process, settings, config)
-            run = process.submit(measure_whole, manifest, settings, config).result()
+            run = process.submit(measure_whole, manifest, settings, config, bench=bench).result()
         tally.medians[name] = run.median_ms
         tally.seconds += run.seconds - float(run.host.get("waited_for_host_s", 0.0))
         tally.loadgen_s += run.loadgen_s

@@ -35,16 +35,6 @@ _US_PER_MS = 1e3
 Chart = TypeVar("Chart")
 
 
-class LimitOutOfRange(ValueError):
-    """A requested size outside what is accepted; the message names the field."""
-
-
-def checked_limit(field: str, value: int, maximum: int) -> int:
-    if not 1 <= value <= maximum:
-        raise LimitOutOfRange(f"{field}: {value} is out of range; accepted: 1 to {maximum}")
-    return value
-
-
 @dataclass(frozen=True)
 class LatencySample:
     # Samples the run measured; the lists below hold at most the `limit` asked for.

@@ -30,7 +30,6 @@ from services.api.faults import (
 )
 from services.api.graphql.advice.queries import AdviceQueries
 from services.api.graphql.agents.queries import AgentQueries
-from services.api.graphql.bricks.queries import BrickQueries
 from services.api.graphql.comparisons.queries import ComparisonQueries
 from services.api.graphql.datasets.queries import DatasetQueries
 from services.api.graphql.errors import (
@@ -50,6 +49,7 @@ from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
 from services.api.graphql.operation_bounds import OperationBounds
+from services.api.graphql.workload_fields import workload_queries
 from services.api.observability import UNAVAILABLE
 from shared.settings_groups.request_limits import RequestLimits
 
@@ -109,7 +109,8 @@ class MaskErrorsNamingOutages(MaskErrors):
 
 
 def _root_types() -> tuple[type, type]:
-    """Query and Mutation: each domain's fields, then each group kind's (campaigns/)."""
+    """Query and Mutation: each domain's fields, then each workload's (its declared
+    queries) and each group kind's (campaigns/)."""
     found = campaigns().values()
     query = merge_types(
         "Query",
@@ -119,8 +120,8 @@ def _root_types() -> tuple[type, type]:
             AgentQueries,
             DatasetQueries,
             ComparisonQueries,
-            BrickQueries,
             AdviceQueries,
+            *workload_queries(),
             *(campaign.queries for campaign in found),
         ),
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     # session factory, an object store) are the stages' to make.
     from services.core.messages import RunInference
     from shared.runtime import Resources
+    from shared.settings import Settings
 
 # The kind of every evaluation that names none: a LoadGen run on a dataset's shards.
 DEFAULT_WORKLOAD = "loadgen"
@@ -149,6 +150,62 @@ class Workload:
     # /workloads/<name>/view.js; the page calls its ``sections(evaluation, run, page)``.
     # None: the page's LoadGen sections.
     web_view: str | None = None
+    # Its surfaces at the edges, each "module:attribute" in its own folder, imported only by
+    # the edge that shows it (they sit above this layer: the folder's modules for them
+    # import nothing of the edges, which lend what they need; see CommandKit):
+    # "module:function": (root: typer.Typer) -> None, adding its `benchstack` command(s) to
+    # the root app; services/cli/main.py calls each. None: no command of its own.
+    cli_command: str | None = None
+    # "module:Class": the strawberry input its options come in, as the field named
+    # ``options_field`` of submitEvaluation's input; None: only ``workloadOptions`` (JSON).
+    graphql_options_input: str | None = None
+    # "module:Class": the strawberry type of its run's outcome, a field of GraphQL's Run
+    # named after the workload; the class's ``from_report(stored report dict)`` gives it,
+    # or None for a run of another kind. None: its Run has no such field.
+    graphql_result: str | None = None
+    # "module:function": (kit: QueryKit) -> a strawberry type whose fields join GraphQL's
+    # Query (what the workload's stored figures answer); None: it adds no query.
+    graphql_queries: str | None = None
+
+
+@dataclass(frozen=True)
+class CommandKit:
+    """What the CLI lends the commands workloads declare (``Workload.cli_command``). Those
+    commands live in their workload's folder, below the CLI and the embedded launcher, so
+    they reach them through this, found as the command's ``typer.Context.obj``."""
+
+    # Expected failures (a bad option, a missing file) turned into one-line messages and
+    # exit 1, never a traceback (services/cli/errors.user_errors).
+    user_errors: Callable[[], AbstractContextManager[None]]
+    # How a run held its host, as `bench` prints it: busy, overlapped, waited, threads.
+    host_text: Callable[[dict[str, Any]], str]
+    # `benchstack bench` on a request given as its fields (services/embedded/bench
+    # BenchRequest) under these settings: the run's stored report.
+    bench: Callable[[dict[str, Any], Settings], dict[str, Any]]
+    # The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+    interrupted_exit: int
+
+    @classmethod
+    def of(cls, context: Any) -> CommandKit:
+        """The kit a command's typer (click) context carries: the root app's ``obj``."""
+        kit: CommandKit | None = context.find_object(cls)
+        if kit is None:
+            raise RuntimeError(
+                "a workload's command runs under the `benchstack` app (services/cli/main.py), "
+                "which lends it its CommandKit"
+            )
+        return kit
+
+
+@dataclass(frozen=True)
+class QueryKit:
+    """What the API lends the queries workloads declare (``Workload.graphql_queries``),
+    which live in their folder below it."""
+
+    # ``await read(info, fn, *args)``: the caller signed in (else the API's refusal), then
+    # ``fn(session, *args)`` in a read-only database session off the event loop, bounded
+    # by the API's database timeout, as the API's own queries read.
+    read: Callable[..., Awaitable[Any]]
 
 
 def entry(path: str) -> Callable[..., Any]:

@@ -40,6 +40,8 @@ from graphql import (
 )
 
 from services.api.graphql.expansion import FragmentProblem
+from services.workloads.graphql_fields import COUNTED_BY_PARENT as COUNTED_BY_PARENT_KEY
+from services.workloads.graphql_fields import LIST_SIZE as LIST_SIZE_KEY
 
 QUERY_TOO_COSTLY = "QUERY_TOO_COSTLY"
 # Arguments that say how many items a field returns.
@@ -51,21 +53,19 @@ LIST_SIZES = {
     ("Evaluation", "runs"): 2,
     ("Run", "metrics"): 30,
     ("Run", "layers"): 50,
-    ("Training", "settings"): 12,
     # profiling/analysis.library_ops: 20 of each kind; layer_ops: 10 layers of 5 ops.
     ("Operators", "operators"): 40,
     ("Operators", "perLayer"): 10,
     ("LayerOperators", "ops"): 5,
 }
-# Lists whose length their parent's size argument already counts.
+# Lists whose length their parent's size argument already counts. A field may say either
+# itself, in its metadata (what the workloads' types do: workloads/graphql_fields.py).
 COUNTED_BY_PARENT = {
     ("EvaluationPage", "items"),
     ("LatencySample", "latenciesMs"),
     ("LatencySample", "cumulativeFractions"),
     ("TraceTimeline", "spans"),
     ("FlameGraph", "nodes"),
-    ("TrainingStepTimes", "steps"),
-    ("TrainingStepTimes", "seconds"),
 }
 # Fields returning whole documents: about this many scalar fields' worth each.
 HEAVY = {("Run", "report"): 200, ("Run", "environment"): 50, ("Evaluation", "manifest"): 20}
@@ -127,10 +127,12 @@ class _CostWalk:
         key = (parent.name, node.name.value)
         size = _size(field, node, self.variables)
         if size is None:
+            declared = _metadata(field)
+            counted = key in COUNTED_BY_PARENT or declared.get(COUNTED_BY_PARENT_KEY, False)
             size = (
                 1
-                if key in COUNTED_BY_PARENT or not _is_list(field)
-                else LIST_SIZES.get(key, LIST_GUESS)
+                if counted or not _is_list(field)
+                else declared.get(LIST_SIZE_KEY, LIST_SIZES.get(key, LIST_GUESS))
             )
         total = size * HEAVY.get(key, 1)
         if node.selection_set is None:
@@ -146,6 +148,12 @@ class _CostWalk:
 def _members(named: Any) -> list[GraphQLObjectType]:
     types = getattr(named, "types", None)
     return [t for t in types or [] if isinstance(t, GraphQLObjectType)]
+
+
+def _metadata(field: GraphQLField) -> dict[str, Any]:
+    """The metadata strawberry keeps for the field (``strawberry.field(metadata=...)``)."""
+    definition = (field.extensions or {}).get("strawberry-definition")
+    return dict(getattr(definition, "metadata", None) or {})
 
 
 def _is_list(field: GraphQLField) -> bool:

@@ -32,6 +32,10 @@ class BrickFormat:
     # Whether a system's cold-weights construction figure (memory.measure_memory_read,
     # torch modules' weights) is measured before its bricks.
     cold_weights: bool
+    # Whether a whole model whose bricks are of this format is measured as `benchstack
+    # bench` measures it (`bricks construct --measure`, `calibrate`); else in the bricks'
+    # own harness, as its bricks are (`bench` runs an ONNX model only from a manifest).
+    whole_through_bench: bool
 
     def call(self, entry: str, *args: Any) -> Any:
         module_name, function = entry.split(":")
@@ -48,6 +52,7 @@ FORMATS = {
         empty_brick="measure:empty_torch_brick",
         system="measure:torch_system",
         cold_weights=True,
+        whole_through_bench=True,
     ),
     "onnx": BrickFormat(
         name="onnx",
@@ -56,6 +61,7 @@ FORMATS = {
         empty_brick="measure_onnx:empty_onnx_brick",
         system="measure_onnx:onnxruntime_system",
         cold_weights=False,
+        whole_through_bench=False,
     ),
 }
 

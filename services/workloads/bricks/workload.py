@@ -17,4 +17,7 @@ WORKLOAD = Workload(
     accepts=torch_architecture("bricks are cut from its torch.fx trace"),
     options_field="bricks",
     report_section="services.workloads.bricks.report_section:report_section",
+    cli_command="services.workloads.bricks.cli:register",
+    graphql_options_input="services.workloads.bricks.graphql_types:BricksInput",
+    graphql_queries="services.workloads.bricks.graphql_queries:queries",
 )

@@ -23,4 +23,7 @@ WORKLOAD = Workload(
     fan_out_figures="services.workloads.training.summary:fan_out_figures",
     report_section="services.workloads.training.report_section:report_section",
     web_view="services.workloads.training:web/view.js",
+    cli_command="services.workloads.training.cli:register",
+    graphql_options_input="services.workloads.training.graphql_types:TrainingInput",
+    graphql_result="services.workloads.training.graphql_types:TrainingType",
 )

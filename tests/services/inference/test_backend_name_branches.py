@@ -23,14 +23,10 @@ ALLOWED: dict[tuple[str, str], str] = {
         "services/workloads/bricks/fx_allow.py",
         'if namespace == "torch":',
     ): "a Python module's namespace in torch.fx's allow-list, not a backend",
-    (
-        "services/cli/commands/bricks.py",
-        'if recipe.get("framework", "torch") == "torch" and not is_onnx_file(spec):',
-    ): "a bricks recipe's brick format; moves with the bricks CLI into its workload folder",
     **{
-        ("services/cli/commands/train.py", line): (
-            "training's own training loop (torch or Keras, training/options.FRAMEWORKS); "
-            "moves with the train CLI into its workload folder"
+        ("services/workloads/training/cli.py", line): (
+            "training's own training loops (torch or Keras, training/options.FRAMEWORKS), "
+            "chosen by its command's --framework inside its folder"
         )
         for line in (
             'if framework == "tensorflow":',

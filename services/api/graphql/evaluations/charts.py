@@ -10,20 +10,17 @@ from collections.abc import Callable
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
 
 from services.api.context import in_thread
-from services.api.graphql.input_guard import BAD_USER_INPUT
 from services.api.run_charts import (
     LatencySample,
-    LimitOutOfRange,
     TraceSpan,
     TraceTimeline,
-    checked_limit,
     trace_chart,
     trace_timeline,
 )
 from services.api.trace_tree import FlameGraph, FlameNode, TraceWindow, flame_graph
+from services.workloads.graphql_fields import bounded
 from shared.storage import ObjectStore, get_if_stored
 
 # The charts' own dataclasses are their GraphQL types, under their own names (as
@@ -38,17 +35,6 @@ def timeline_chart(data: bytes, limit: int) -> TraceTimeline:
 
 def flame_chart(data: bytes, limit: int) -> FlameGraph:
     return trace_chart(data, limit, flame_graph, FlameGraph.unread)
-
-
-def bounded(field: str, value: int, maximum: int) -> int:
-    """``value``, or a BAD_USER_INPUT error naming the argument and the accepted range."""
-    try:
-        return checked_limit(field, value, maximum)
-    except LimitOutOfRange as exc:
-        accepted = f"1 to {maximum}"
-        raise GraphQLError(
-            str(exc), extensions={"code": BAD_USER_INPUT, "field": field, "accepted": accepted}
-        ) from None
 
 
 def chart_field(

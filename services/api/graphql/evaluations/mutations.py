@@ -24,6 +24,7 @@ from services.api.graphql.errors import (
     from_rejection,
 )
 from services.api.graphql.evaluations.types import EvaluationType
+from services.api.graphql.workload_fields import options_given, with_option_inputs
 from services.api.observability import REJECTIONS, SUBMISSIONS
 from services.api.rejections import Rejection
 from services.api.submission import submit
@@ -77,27 +78,7 @@ class AgentConstraints:
 
 
 @strawberry.input
-class BricksInput:
-    granularity: int = 1
-    # The square input side; default: the model's own.
-    image_size: int | None = None
-    # LoadGen SingleStream per run of bricks: at least this many queries per brick and
-    # this long per run.
-    queries: int = 30
-    min_duration_s: float = 0.05
-
-
-@strawberry.input
-class TrainingInput:
-    steps: int = 20
-    warmup: int = 3
-    image_size: int = 224
-    # fp32 or bf16; sgd or adam.
-    precision: str = "fp32"
-    optimizer: str = "sgd"
-
-
-@strawberry.input
+@with_option_inputs
 class SubmitEvaluationInput:
     model: str | None = None
     version: str | None = None
@@ -126,16 +107,11 @@ class SubmitEvaluationInput:
     # Run on every live agent that satisfies the constraints, one evaluation each; the
     # result is a Comparison, also readable later with compare(groupId).
     fan_out: bool = False
-    # A DLBricks evaluation instead of a LoadGen run on a dataset: the agent cuts the
-    # model into bricks of at most `granularity` layers, measures those its system has
-    # no figure for, and constructs the model's latency (torch models; no dataset).
-    bricks: BricksInput | None = None
-    # A training evaluation instead: the agent times training steps of the model (torch,
-    # synthetic tensors at batchSize) as `benchstack train` does.
-    training: TrainingInput | None = None
-    # Any kind of measurement by its name (services/workloads/<name>/: "loadgen", "bricks",
-    # "training", ...) with its options as JSON; bricks and training above are its typed
-    # shortcuts. Null: a LoadGen run on the dataset.
+    # Each workload's typed options, one field per workload that declares an input
+    # (services/workloads/<name>/, e.g. `training: {steps: 50}`), added here before
+    # `workload` (graphql/workload_fields.py). Else any kind of measurement by its name
+    # ("loadgen", "bricks", "training", ...) with its options as JSON. Neither: a LoadGen
+    # run on the dataset.
     workload: str | None = None
     workload_options: JSON | None = None
     # An idempotency key for this submission (1-100 of A-Z a-z 0-9 . _ : ~ -, a UUID say):
@@ -147,11 +123,7 @@ class SubmitEvaluationInput:
 
 def workloads_of(data: SubmitEvaluationInput) -> tuple[tuple[str, Any], ...]:
     """Every kind of measurement the input names, with its options."""
-    named: list[tuple[str, Any]] = []
-    if data.bricks is not None:
-        named.append(("bricks", vars(data.bricks)))
-    if data.training is not None:
-        named.append(("training", vars(data.training)))
+    named = options_given(data)
     if data.workload is not None:
         named.append((data.workload, data.workload_options))
     return tuple(named)

@@ -19,9 +19,9 @@ from services.api.graphql.evaluations.charts import (
 )
 from services.api.graphql.evaluations.operator_types import OperatorsType
 from services.api.graphql.evaluations.roofline_types import RooflineType
-from services.api.graphql.evaluations.training_types import TrainingType
 from services.api.graphql.public_paths import public
 from services.api.graphql.scalars import copied, to_json
+from services.api.graphql.workload_fields import results_of, with_results
 from services.api.run_charts import (
     DEFAULT_LATENCY_POINTS,
     DEFAULT_TRACE_SPANS,
@@ -122,6 +122,7 @@ class LayerType:
 
 
 @strawberry.type(name="Run")
+@with_results
 class RunType:
     id: str
     evaluation_id: str | None
@@ -156,9 +157,9 @@ class RunType:
     operators: OperatorsType | None
     # The Chrome/Perfetto trace JSON stored with the run; null without a trace level.
     trace_file: LogLink | None
-    # A training run's settings, images/s with its interval, step times and progress
-    # lines (services/workloads/training/summary.py); null for every other kind of run.
-    training: TrainingType | None
+    # Each workload's outcome type, one field per workload that declares one, named after
+    # it (e.g. `training`: settings, images/s with its interval, step times), added here
+    # (graphql/workload_fields.py); null for a run of another kind.
     # Logical file name -> object key: what the chart fields below read.
     log_keys: strawberry.Private[dict[str, str]]
 
@@ -219,7 +220,7 @@ class RunType:
             roofline=RooflineType.from_dict((profile or {}).get("roofline")),
             operators=OperatorsType.from_profile(profile),
             trace_file=next((link for link in links if link.name == TRACE_FILE), None),
-            training=TrainingType.from_report(shown),
+            **results_of(shown),
             log_keys={str(k): str(v) for k, v in log_keys.items()},
         )
 

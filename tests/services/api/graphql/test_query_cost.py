@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import strawberry
 from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
 
 from benchmarks.api_attacks import COSTLY, fragment_fan_out, fragment_wrapped
-from services.api.graphql.query_cost import QUERY_TOO_COSTLY, operation_cost
+from services.api.graphql.query_cost import LIST_GUESS, QUERY_TOO_COSTLY, operation_cost
 from services.api.run_charts import MAX_LATENCY_POINTS, MAX_TRACE_SPANS
 from services.api.schema import schema
+from services.workloads.graphql_fields import COUNTED_BY_PARENT, LIST_SIZE
 from services.workloads.training.summary import MAX_LOG_LINES, MAX_STEP_POINTS
 from shared.settings_groups.request_limits import RequestLimits
 from tests.services.api.conftest import Api
@@ -140,3 +142,32 @@ def test_one_text_is_judged_by_its_variables_each_time(api: Api) -> None:
         body = api.gql(token, query, {"n": n}).json()
         codes = [e["extensions"]["code"] for e in body.get("errors") or []]
         assert codes == ([QUERY_TOO_COSTLY] if refused else []), (n, body)
+
+
+# How the workloads' types (in their folders, below the API) size their lists.
+@strawberry.type
+class DeclaredPage:
+    items: list[int] = strawberry.field(metadata={COUNTED_BY_PARENT: True})
+    tags: list[str] = strawberry.field(metadata={LIST_SIZE: 7})
+    guessed: list[str]
+
+
+@strawberry.type
+class DeclaredQuery:
+    @strawberry.field
+    def page(self, limit: int = 100) -> DeclaredPage:
+        return DeclaredPage(items=[], tags=[], guessed=[])
+
+
+def test_a_list_field_may_declare_its_size_or_that_its_parent_counts_it() -> None:
+    declared = strawberry.Schema(query=DeclaredQuery)._schema
+
+    def cost_in(query: str) -> int:
+        (operation,) = parse(query).definitions
+        assert isinstance(operation, OperationDefinitionNode)
+        return operation_cost(declared, operation, {}, {})
+
+    # The page costs its limit, and each of its items what one selection costs there.
+    assert cost_in("{ page(limit: 100) { items } }") == 100 * (1 + 1)
+    assert cost_in("{ page(limit: 100) { tags } }") == 100 * (1 + 7)
+    assert cost_in("{ page(limit: 100) { guessed } }") == 100 * (1 + LIST_GUESS)

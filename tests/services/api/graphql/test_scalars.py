@@ -11,10 +11,8 @@ import strawberry
 from services.analysis.advice import Advice, SystemAdvice
 from services.api.graphql.advice.queries import AdviceType, SystemAdviceType
 from services.api.graphql.agents.types import AgentType
-from services.api.graphql.bricks.queries import ConstructedLatency
 from services.api.graphql.evaluations.types import EvaluationType, RunType
 from services.api.graphql.scalars import copied
-from services.workloads.bricks.construct import Construction
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.models import Run
 
@@ -51,7 +49,6 @@ def _copied_names(cls: type, given: set[str]) -> set[str]:
         (AgentType, Agent, {"hardware", "software", "settings", "live"}),
         (SystemAdviceType, SystemAdvice, {"settings", "notes"}),
         (AdviceType, Advice, {"systems", "missing"}),
-        (ConstructedLatency, Construction, {"bricks", "input_shape", "granularity"}),
         (
             RunType,
             Run,

@@ -1,6 +1,7 @@
-"""`benchstack train MODEL`: training throughput (images/s = batch / mean step time, as
-tf_cnn_benchmarks gives it) with warm-up excluded, on the host slot with its load sampled;
-with --repeats, arms interleaved and figures with intervals and verdicts."""
+"""`benchstack train MODEL`, the training workload's command (Workload.cli_command):
+training throughput (images/s = batch / mean step time, as tf_cnn_benchmarks gives it) with
+warm-up excluded, on the host slot with its load sampled; with --repeats, arms interleaved
+and figures with intervals and verdicts."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
-from services.cli.errors import user_errors
-from services.cli.train_ranks import one_rank
-from services.cli.train_render import print_run, print_summary, show_step
+from services.core.workload import CommandKit
+from services.workloads.training.cli_ranks import one_rank
+from services.workloads.training.cli_render import print_run, print_summary, show_step
 from services.workloads.training.throughput import TrainingSettings
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ RENDEZVOUS = typer.Option(
 
 
 def train(
+    ctx: typer.Context,
     model: str = MODEL,
     steps: int = STEPS,
     batch_size: int = BATCH_SIZE,
@@ -110,16 +112,17 @@ def train(
 ) -> None:
     """Train MODEL for --steps steps and report images/s (batch / mean step time), jitter,
     data share, peak memory and how busy the host was; with --repeats, intervals."""
-    with user_errors():
+    kit = CommandKit.of(ctx)
+    with kit.user_errors():
         from services.workloads.training import options
 
         options.check_choice("--framework", framework, options.FRAMEWORKS)
         if framework == "tensorflow":
             _refuse_torch_only_options(target_top1, workers, rank, world_size, rendezvous)
     if target_top1 is not None:
-        _time_to_quality(model, target_top1, runs, max_epochs)
+        _time_to_quality(kit, model, target_top1, runs, max_epochs)
         return
-    with user_errors():
+    with kit.user_errors():
         from services.workloads.training.session import Arm, check_repeats
 
         _check_step_options(steps, batch_size, warmup, image_size, precision, optimizer)
@@ -162,9 +165,9 @@ def train(
             display_every=display_every,
         )
         if rank is not None or world_size is not None or rendezvous is not None:
-            one_rank(settings, rank, world_size, rendezvous)
+            one_rank(kit, settings, rank, world_size, rendezvous)
             return
-        _session(settings, arms, repeats)
+        _session(kit, settings, arms, repeats)
 
 
 def _measure(
@@ -184,7 +187,7 @@ def _measure(
     return run(settings, show).as_dict()
 
 
-def _session(settings: TrainingSettings, arms: list[Arm], repeats: int) -> None:
+def _session(kit: CommandKit, settings: TrainingSettings, arms: list[Arm], repeats: int) -> None:
     from services.inference.host_slot import HostSlot
     from services.workloads.training.report import write_session_report
     from services.workloads.training.session import run_session
@@ -202,7 +205,13 @@ def _session(settings: TrainingSettings, arms: list[Arm], repeats: int) -> None:
     )
 
     report = run_session(
-        settings, arms, repeats, _measure, slot, on_run=lambda r: print_run(out, r), show=show_step
+        settings,
+        arms,
+        repeats,
+        _measure,
+        slot,
+        on_run=lambda r: print_run(out, r, kit.host_text),
+        show=show_step,
     )
     print_summary(out, report)
     out.print(f"report    {write_session_report(report, config.data_dir)}")
@@ -261,9 +270,11 @@ def _threads_and_device(framework: str) -> tuple[int, str]:
     return threads, "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _time_to_quality(model: str, target_top1: float, runs: int, max_epochs: int) -> None:
+def _time_to_quality(
+    kit: CommandKit, model: str, target_top1: float, runs: int, max_epochs: int
+) -> None:
     out = Console(highlight=False, soft_wrap=True)
-    with user_errors():
+    with kit.user_errors():
         from services.workloads.training.time_to_quality import (
             OLYMPIC_RUNS,
             quality_record,

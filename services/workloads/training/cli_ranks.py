@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from services.cli.train_render import print_run, show_step
+from services.core.workload import CommandKit
+from services.workloads.training.cli_render import print_run, show_step
 from services.workloads.training.throughput import TrainingSettings
 
 if TYPE_CHECKING:
@@ -28,7 +29,11 @@ def local_rank_of(environ: dict[str, str]) -> int:
 
 
 def one_rank(
-    settings: TrainingSettings, rank: int | None, world_size: int | None, rendezvous: str | None
+    kit: CommandKit,
+    settings: TrainingSettings,
+    rank: int | None,
+    world_size: int | None,
+    rendezvous: str | None,
 ) -> None:
     """One worker of a run across hosts (k8s/training/: an Indexed Job); rank 0 prints and
     writes the report. Ranks on one host hold its slot together (shared), as a gang's do."""
@@ -85,5 +90,5 @@ def one_rank(
         f"{s['images_per_s']:.1f} ± {s['standard_error_images_per_s']:.1f} images/s over all "
         f"workers ({s['steps']} steps after {settings.warmup} warm-up); parameters {digest[:12]}"
     )
-    print_run(out, run)
+    print_run(out, run, kit.host_text)
     out.print(f"report    {write_session_report(report, config.data_dir)}")

@@ -9,15 +9,16 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 
-from services.cli.errors import user_errors
-from services.embedded.interrupt import EXIT_INTERRUPTED
+from services.core.workload import CommandKit
 
 
-def measure_suite(suite: Path, queries: int, min_duration: float, threads: int) -> None:
+def measure_suite(
+    kit: CommandKit, suite: Path, queries: int, min_duration: float, threads: int
+) -> None:
     """Measure each brick this system has no figure for and print what was done; Ctrl-C
     (noted, never raised inside LoadGen's or onnxruntime's callbacks) stops once the LoadGen
     run in progress ends, keeps the bricks measured so far and exits 130."""
-    with user_errors():
+    with kit.user_errors():
         import uuid
 
         from services.inference.host_slot import HostSlot, SlotWaitCancelled
@@ -41,7 +42,7 @@ def measure_suite(suite: Path, queries: int, min_duration: float, threads: int) 
                 with slot.measuring(f"bricks-{uuid.uuid4()}", should_stop=interrupt.is_set) as host:
                     reports = run_suite(suite, settings, stop=interrupt.is_set)
             except SlotWaitCancelled:
-                _interrupted(0)  # Ctrl-C while waiting for the host: nothing measured
+                _interrupted(kit, 0)  # Ctrl-C while waiting for the host: nothing measured
             threads_text = f"--threads {threads}" if threads else "the framework's default threads"
             slot_record = host.to_dict() | {"threads": threads_text}
             for report in reports:
@@ -53,28 +54,26 @@ def measure_suite(suite: Path, queries: int, min_duration: float, threads: int) 
             f"in {report.seconds:.1f} s, already measured {report.reused}",
             soft_wrap=True,
         )
-        console.print(f"  host: {_host_line(report, slot_record)}", soft_wrap=True)
+        console.print(f"  host: {_host_line(kit, report, slot_record)}", soft_wrap=True)
     if interrupt.pressed:
-        _interrupted(sum(report.measured_now for report in reports))
+        _interrupted(kit, sum(report.measured_now for report in reports))
 
 
-def _interrupted(kept: int) -> NoReturn:
+def _interrupted(kit: CommandKit, kept: int) -> NoReturn:
     Console(stderr=True).print(
         f"interrupted: kept the {kept} brick(s) measured so far; `bricks run` again "
         "measures the rest",
         highlight=False,
         soft_wrap=True,
     )
-    raise typer.Exit(code=EXIT_INTERRUPTED)
+    raise typer.Exit(code=kit.interrupted_exit)
 
 
-def _host_line(report: Any, slot: dict[str, Any]) -> str:
+def _host_line(kit: CommandKit, report: Any, slot: dict[str, Any]) -> str:
     """The run's host as `bench` prints it (BUSY, overlapped, waited), and how many of the
     LoadGen runs were busy: their bricks' figures say so in the results file."""
-    from services.cli.render import host_text
-
     load = report.load
-    text = host_text(
+    text = kit.host_text(
         slot | {"load": load.to_dict() if load else {}, "busy": bool(load and load.busy)}
     )
     if report.busy_runs:

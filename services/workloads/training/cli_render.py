@@ -3,6 +3,7 @@ session's medians and comparisons with their verdicts."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -20,10 +21,9 @@ def show_step(line: StepLog) -> None:
     typer.echo(line.line())
 
 
-def print_run(out: Console, run: ArmRun) -> None:
-    """One run as it ends: its images/s with standard error and jitter, and its host."""
-    from services.cli.render import host_text
-
+def print_run(out: Console, run: ArmRun, host_text: Callable[[dict[str, Any]], str]) -> None:
+    """One run as it ends: its images/s with standard error and jitter, and its host (as
+    ``host_text`` words it: the CLI's, CommandKit.host_text)."""
     s, document = run.document["statistics"], run.document
     workers = "" if run.arm.workers is None else f", {document['threads_per_worker']} threads each"
     out.print(

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from services.embedded.whole_model import bench_manifest, measure_whole
+from services.cli.command_kit import bench
 from services.workloads.bricks.measure import MeasureSettings
+from services.workloads.bricks.whole_model import bench_manifest, measure_whole
 from shared.settings import Settings
 
 TINY = "tests/fixtures/tiny_cnn.yaml"
@@ -26,7 +27,9 @@ def test_an_architecture_gets_a_manifest_at_the_bricks_image_size() -> None:
 
 
 def test_a_model_is_measured_as_bench_measures_it(settings: Settings) -> None:
-    timing = measure_whole(bench_manifest(TINY, 32), MeasureSettings(20, 0.05, 1), settings)
+    timing = measure_whole(
+        bench_manifest(TINY, 32), MeasureSettings(20, 0.05, 1), settings, bench=bench
+    )
     assert timing.queries >= 20
     assert 0 < timing.median_ms < 1000
     assert 0 < timing.loadgen_s <= timing.seconds

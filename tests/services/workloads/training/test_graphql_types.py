@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from graphql import GraphQLError
 
-from services.api.graphql.evaluations.training_types import TrainingType
+from services.workloads.training.graphql_types import TrainingType
 from services.workloads.training.step_timing import step_log, summarise
 
 STEPS = [0.05 + 0.001 * (i % 7) for i in range(30)]

@@ -1,22 +1,24 @@
-"""A training run as the API shows it (``Run.training``): its settings, images/s with its
-95 % interval and jitter, the host it held, and its step times and progress lines, both
-bounded by a ``limit``. Read from the document the run's report keeps (no file is read)."""
+"""The training workload's GraphQL surfaces (Workload.graphql_options_input and
+graphql_result): the options a submission gives (``submitEvaluation(training: ...)``), and
+a training run as the API shows it (``Run.training``): its settings, images/s with its 95 %
+interval and jitter, the host it held, and its step times and progress lines, both bounded
+by a ``limit``. Read from the document the run's report keeps (no file is read)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
 
-from services.api.graphql.evaluations.charts import bounded
-from services.api.graphql.scalars import to_json
 from services.core.stored_report import OutcomeReport, load_report
+from services.workloads.graphql_fields import COUNTED_BY_PARENT, LIST_SIZE, bounded
 from services.workloads.training.summary import (
     DEFAULT_LOG_LINES,
     DEFAULT_STEP_POINTS,
     MAX_LOG_LINES,
     MAX_STEP_POINTS,
+    TRAINING_SETTINGS,
     images_interval,
     setting_pairs,
     step_times,
@@ -27,6 +29,18 @@ from services.workloads.training.workload import WORKLOAD
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+@strawberry.input
+class TrainingInput:
+    """What ``submitEvaluation(training: ...)`` takes: options.TrainingOptions' fields."""
+
+    steps: int = 20
+    warmup: int = 3
+    image_size: int = 224
+    # fp32 or bf16; sgd or adam.
+    precision: str = "fp32"
+    optimizer: str = "sgd"
 
 
 @strawberry.type(name="TrainingSetting")
@@ -112,8 +126,9 @@ class TrainingHostType:
 @strawberry.type(name="TrainingStepTimes")
 class TrainingStepTimesType:
     total_count: int
-    steps: list[int]
-    seconds: list[float]
+    # As long as step_times' limit: its cost is counted there.
+    steps: list[int] = strawberry.field(metadata={COUNTED_BY_PARENT: True})
+    seconds: list[float] = strawberry.field(metadata={COUNTED_BY_PARENT: True})
     downsampled: bool
     method: str
 
@@ -129,7 +144,9 @@ class TrainingLogLineType:
 
 @strawberry.type(name="Training")
 class TrainingType:
-    settings: list[TrainingSettingType]
+    settings: list[TrainingSettingType] = strawberry.field(
+        metadata={LIST_SIZE: len(TRAINING_SETTINGS)}
+    )
     statistics: TrainingStatisticsType
     host: TrainingHostType | None
     # Data-parallel ranks in the gang this run was one of; null for a run on its own.
@@ -184,6 +201,6 @@ class TrainingType:
             workers=workers_of(document),
             peak_rss_bytes=_float(document.get("peak_rss_bytes")),
             cuda_max_allocated_bytes=_float(document.get("cuda_max_allocated_bytes")),
-            definitions=to_json(document.get("definitions") or {}),
+            definitions=cast(JSON, document.get("definitions") or {}),
             document=document,
         )

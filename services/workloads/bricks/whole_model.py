@@ -1,7 +1,8 @@
 """A whole model measured the way ``benchstack bench`` measures it (services/embedded/bench
 ``run_bench``: the host slot, the model loaded by its backend, LoadGen SingleStream over
 a synthetic dataset, the host's load recorded, the run stored), so the bricks are held
-against the figure a user would get from `bench`, not from the bricks' own harness.
+against the figure a user would get from `bench`, not from the bricks' own harness. The
+launcher sits above the workloads: its caller lends it (``bench``, as CommandKit.bench).
 
 A model named by architecture (``torchvision:googlenet``) has no manifest of its own:
 ``bench_manifest`` writes one (random weights, as the bricks get), and a catalogue model
@@ -11,6 +12,7 @@ keeps its own with its input side set to the bricks' image size.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,6 @@ from services.core.catalogue import resolve_model
 from services.core.manifest import ModelManifest
 from services.core.scenario import ScenarioConfig
 from services.core.stored_report import load_loadgen_report
-from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backend_interface import BackendOptions
 from services.workloads.bricks.measure import MeasureSettings
 from services.workloads.bricks.models import DEFAULT_IMAGE_SHAPE, recipe_name
@@ -100,12 +101,21 @@ def _image_input(channels: int, side: int) -> dict[str, Any]:
     }
 
 
+# `benchstack bench` on a request given as its fields: the run's stored report.
+Bench = Callable[[dict[str, Any], Settings], dict[str, Any]]
+
+
 def measure_whole(
-    manifest: ModelManifest, settings: MeasureSettings, config: Settings, batch_size: int = 1
+    manifest: ModelManifest,
+    settings: MeasureSettings,
+    config: Settings,
+    batch_size: int = 1,
+    *,
+    bench: Bench,
 ) -> WholeTiming:
     """One `bench` run of the model: SingleStream at ``batch_size``, at least ``settings``'
     queries and duration, ``settings.threads`` intra-op threads (0: what `bench` chooses)."""
-    request = BenchRequest(
+    request = dict(
         model=manifest.name,
         manifest=manifest,
         framework="torch",
@@ -119,7 +129,7 @@ def measure_whole(
         backend_options=BackendOptions(intra_op_threads=settings.threads),
     )
     start = time.perf_counter()
-    report = load_loadgen_report(run_bench(request, config))
+    report = load_loadgen_report(bench(request, config))
     seconds = time.perf_counter() - start
     if report.sut_latency is None:
         raise ValueError(f"run {report.run_id}: its report holds no sut_latency")

@@ -1,0 +1,30 @@
+"""What the CLI lends the commands that workloads declare (services/core/workload.py
+``CommandKit``): they live in their workload's folder, below the CLI and the embedded
+launcher, and reach these through the root app's context instead of importing them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.cli.errors import user_errors
+from services.cli.render import host_text
+from services.core.workload import CommandKit
+from services.embedded.interrupt import EXIT_INTERRUPTED
+from shared.settings import Settings
+
+
+def bench(fields: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """`benchstack bench` on a request given as its fields (BenchRequest's): the run's
+    stored report. Imported when a command benches: the launcher brings LoadGen."""
+    from services.embedded.bench import BenchRequest, run_bench
+
+    return run_bench(BenchRequest(**fields), settings)
+
+
+def command_kit() -> CommandKit:
+    return CommandKit(
+        user_errors=user_errors,
+        host_text=host_text,
+        bench=bench,
+        interrupted_exit=EXIT_INTERRUPTED,
+    )
