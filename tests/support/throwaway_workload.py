@@ -11,8 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 WORKLOAD_TEMPLATE = """
-import dataclasses
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.core.workload import Workload
@@ -34,21 +32,15 @@ WORKLOAD = Workload(
     save="services.workloads.{name}.outcome:save",{surfaces}
 )
 """
-# The surfaces the folder declares. The CLI command and the GraphQL types are fields that
-# another change adds to the contract: declared where the contract has them, so the folder
-# loads either way (the test of those waits for them, and says so).
+# The surfaces the folder declares, each a file of its own in it. A typed GraphQL options
+# input comes as a field of submitEvaluation's input of its own name (``options_field``).
 SURFACES = """
-    **{
-        field: entry
-        for field, entry in {
-            "report_section": "services.workloads.{name}.report_section:report_section",
-            "web_view": "services.workloads.{name}:web/view.js",
-            "cli_command": "services.workloads.{name}.cli:command",
-            "graphql_options_input": "services.workloads.{name}.graphql_types:{Name}Options",
-            "graphql_result": "services.workloads.{name}.graphql_types:{Name}Result",
-        }.items()
-        if field in {f.name for f in dataclasses.fields(Workload)}
-    },"""
+    options_field="{field}",
+    report_section="services.workloads.{name}.report_section:report_section",
+    web_view="services.workloads.{name}:web/view.js",
+    cli_command="services.workloads.{name}.cli:register",
+    graphql_options_input="services.workloads.{name}.graphql_types:{Name}Options",
+    graphql_result="services.workloads.{name}.graphql_types:{Name}Result","""
 OUTCOME = """
 from services.aggregator.outcomes import load_outcome, outcome_record
 from services.aggregator.repository import save_run
@@ -104,11 +96,13 @@ def say(repeats: int = typer.Option(1, min=1, max=5)) -> None:
     typer.echo(" ".join(["echo"] * repeats))
 
 
-def command():
-    return app
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="{name}")
 """
 GRAPHQL_TYPES = """
 import strawberry
+
+from services.core.stored_report import OutcomeReport, load_report
 
 
 @strawberry.input(description="The options of {name}.")
@@ -119,7 +113,21 @@ class {Name}Options:
 @strawberry.type(description="What {name} measured.")
 class {Name}Result:
     echoed: int
+
+    @classmethod
+    def from_report(cls, report):
+        # Run's field of this workload's name: its outcome, or null for a run of another kind.
+        stored = load_report(report)
+        if not isinstance(stored, OutcomeReport) or stored.kind != "{name}":
+            return None
+        return cls(echoed=stored.document["echoed"])
 """
+
+
+def options_field(name: str) -> str:
+    """The GraphQL input field its options come in: ``throwaway_ab12`` -> ``throwawayAb12``."""
+    prefix = type_prefix(name)
+    return prefix[0].lower() + prefix[1:]
 
 
 def type_prefix(name: str) -> str:
@@ -131,6 +139,7 @@ def _filled(template: str, name: str, summary: str = "") -> str:
     return (
         template.replace("{name}", name)
         .replace("{Name}", type_prefix(name))
+        .replace("{field}", options_field(name))
         .replace("{summary}", summary)
     )
 

@@ -124,7 +124,9 @@ class SubmitEvaluationInput:
 def workloads_of(data: SubmitEvaluationInput) -> tuple[tuple[str, Any], ...]:
     """Every kind of measurement the input names, with its options."""
     named = options_given(data)
-    if data.workload is not None:
+    # ``workload`` naming the kind whose typed input is given says it once more, not twice.
+    restated = data.workload_options is None and data.workload in {name for name, _ in named}
+    if data.workload is not None and not restated:
         named.append((data.workload, data.workload_options))
     return tuple(named)
 

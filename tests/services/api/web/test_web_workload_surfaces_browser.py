@@ -8,7 +8,6 @@ written (git sees no other change). The stack starts after the folder is in plac
 from __future__ import annotations
 
 import csv
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -21,11 +20,10 @@ from typing import Any
 import pytest
 
 import services.workloads as workloads_package
-from services.core.workload import Workload
 from tests.integration.conftest import GraphQLClient, running_stack
 from tests.services.api.web.conftest import watched_page
 from tests.support.ephemeral import EphemeralStack
-from tests.support.throwaway_workload import type_prefix, write_workload_folder
+from tests.support.throwaway_workload import options_field, type_prefix, write_workload_folder
 from tests.support.web import sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -45,8 +43,6 @@ query($id: String!) { evaluation(id: $id) { state reason runs { id } } }
 TYPE = """
 query($name: String!) { __type(name: $name) { kind fields { name } inputFields { name } } }
 """
-# The contract fields of the CLI command and the GraphQL types (another change adds them).
-CLI_AND_GRAPHQL = ("cli_command", "graphql_options_input", "graphql_result")
 
 
 def _changes_outside(folder: Path) -> set[str]:
@@ -113,12 +109,20 @@ def test_its_run_is_shown_by_its_section_in_the_cli_and_its_view_in_chromium(
     from playwright.sync_api import expect
 
     given = {"model": "resnet18", "framework": "null", "workload": surfaced}
-    created = client(SUBMIT, {"input": {**given, "workloadOptions": {"repeats": 3}}})
+    # Its options come in its own typed input field.
+    created = client(SUBMIT, {"input": {**given, options_field(surfaced): {"repeats": 3}}})
     created = created["submitEvaluation"]
     assert created["__typename"] == "Evaluation", created
     evaluation = client.until_final(RESULT, created["id"], timeout_s=120)
     assert evaluation["state"] == "SUCCEEDED", evaluation
     run_id = evaluation["runs"][0]["id"]
+
+    # GraphQL serves its outcome as Run's field of its name, in its own result type.
+    # named as GraphQL camel-cases it, as its options field is.
+    field = options_field(surfaced)
+    asked = f"query($id: String!) {{ evaluation(id: $id) {{ runs {{ {field} {{ echoed }} }} }} }}"
+    outcome = client(asked, {"id": created["id"]})
+    assert outcome["evaluation"]["runs"] == [{field: {"echoed": 3}}], outcome
 
     # The CLI's table and the CSV are its section's.
     shown = cli(surf_stack, "show", run_id)
@@ -142,15 +146,6 @@ def test_its_run_is_shown_by_its_section_in_the_cli_and_its_view_in_chromium(
 def test_its_cli_command_and_graphql_types_are_there(
     surf_stack: EphemeralStack, client: GraphQLClient, surfaced: str
 ) -> None:
-    declared = {f.name for f in dataclasses.fields(Workload)}
-    missing = [name for name in CLI_AND_GRAPHQL if name not in declared]
-    if missing:
-        reason = (
-            f"waits for the surf-cli merge: Workload has no {', '.join(missing)} yet "
-            "(the folder declares them once the contract has them)"
-        )
-        print(f"SKIP: {reason}")
-        pytest.skip(reason)
     assert cli(surf_stack, surfaced, "say", "--repeats", "2").strip() == "echo echo"
     prefix = type_prefix(surfaced)
     options = client(TYPE, {"name": f"{prefix}Options"})["__type"]
