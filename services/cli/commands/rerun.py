@@ -9,10 +9,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.campaigns.rerun import RerunVerdict, rerun_stored
+from services.campaigns.rerun import rerun_stored
 from services.cli.bench_options import AS_JSON
 from services.cli.errors import user_errors
 from services.cli.progress import ProgressBars
+from services.core.campaigns.rerun import RerunVerdict
 from shared.settings import get_settings
 
 FIGURE_COLOURS = {
