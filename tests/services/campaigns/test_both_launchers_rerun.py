@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from services.api.auth import get_or_create_user
 from services.api.campaigns.rerun.group import load_rerun, submit_rerun
+from services.api.campaigns.rerun.types import RerunType
 from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.campaigns.rerun import rerun_stored
@@ -77,6 +78,7 @@ def test_a_rerun_stores_one_record_shape_and_judges_alike(outbox: Outbox) -> Non
         assert local is not None
         local_group = str(local.report["group"]["id"])
         view = load_rerun(session, owner_id=owner_id, group_id=remote)
+        shown = RerunType.from_view(view) if view is not None else None
     local_records, remote_records = records(local_group), records(remote)
     assert len(local_records) == 2 and len(remote_records) == 4  # 2 runs + 2 evaluations
     assert (
@@ -93,6 +95,10 @@ def test_a_rerun_stores_one_record_shape_and_judges_alike(outbox: Outbox) -> Non
         [d.name for d in here.figures] == [d.name for d in there.figures] == ["samples_per_second"]
     )
     assert here.rule == there.rule == rerun.RULE
+    # As GraphQL shows it.
+    assert shown is not None and shown.verdict == there.verdict and shown.rule == rerun.RULE
+    assert [m.index for m in shown.reruns] == [0, 1] and shown.original.id == original
+    assert [f.name for f in shown.figures] == ["samples_per_second"]
     for found in (here, there):
         assert len(found.rerun_runs) == 2
         assert found.verdict in {"within noise", "inconclusive", "outside noise"}

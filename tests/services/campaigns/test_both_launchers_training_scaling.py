@@ -18,6 +18,7 @@ from services.api.campaigns.training_scaling.group import (
     load_training_scaling,
     submit_training_scaling,
 )
+from services.api.campaigns.training_scaling.types import TrainingScalingType
 from services.api.group_steps import group_steps
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
@@ -65,6 +66,9 @@ def drain(outbox: Outbox) -> None:
     """Every message in turn, except that the runs waiting once nothing else is left run
     together: a gang's ranks meet at a rendezvous."""
     while outbox.sent:
+        # The agents heartbeat as running ones do: a gang's runs outlast their liveness.
+        with runtime.db() as session:
+            evaluation_repo.heartbeat(session, list(TORCH_AGENTS))
         others = [s for s in outbox.sent if s[0] != queues.RUN_INFERENCE]
         if others:
             outbox.sent.remove(others[0])
@@ -116,8 +120,13 @@ def test_a_training_scaling_stores_one_record_shape_and_the_same_points(outbox: 
     assert sorted((r["world_size"], r["rank"]) for r in local_records) == [(1, 0), (2, 0), (2, 1)]
     with runtime.db() as session:
         view = load_training_scaling(session, remote, owner_id=owner_id)
+        shown = TrainingScalingType.from_view(view) if view is not None else None
     assert view is not None and view.state == "done", view
     there = [p.figures for p in view.points]
+    # As GraphQL shows it: each point's ranks with their runs.
+    assert shown is not None and shown.state == "done"
+    assert [[r.rank for r in p.ranks] for p in shown.points] == [[0], [0, 1]]
+    assert all(r.run_id and r.images_per_second for p in shown.points for r in p.ranks)
     for found in (points, there):
         assert [p.world_size for p in found] == [1, 2]
         assert all(p.images_per_second and p.weights_agree for p in found), found
