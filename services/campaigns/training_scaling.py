@@ -55,6 +55,7 @@ def run_training_scaling(
     rank's stored report (in the order stored) and the points."""
     first = scaling.plan(world_sizes, asdict(request), field=field)
     _options(request)  # refused here, before a process starts
+    _check_gpus(request.device, max(world_sizes), field)
     manifest = resolve_model(request.model)
     finished: list[dict[str, Any]] = []
     step = scaling.next_step(first, finished)
@@ -65,6 +66,18 @@ def run_training_scaling(
             finished.extend(_run_gang(gang, request, manifest, settings))
         step = scaling.next_step(first, finished)
     return finished, step.summary
+
+
+def _check_gpus(device: str, ranks: int, field: str) -> None:
+    """One GPU per local rank: NCCL refuses two ranks on one GPU (the stack gives each
+    rank an agent of its own)."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    found = torch.cuda.device_count()
+    if ranks > found:
+        raise ValueError(f"{field}: {ranks} ranks need {ranks} GPUs; this machine has {found}")
 
 
 def _options(request: ScalingRequest) -> dict[str, Any]:

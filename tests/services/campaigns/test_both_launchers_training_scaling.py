@@ -138,6 +138,12 @@ def test_world_sizes_out_of_bounds_are_refused_alike(outbox: Outbox) -> None:
     request = ScalingRequest(model="resnet18", options=OPTIONS)
     with pytest.raises(InvalidCampaign, match=r"--world-sizes: 17; accepted: 1\.\.16 ranks"):
         run_training_scaling(request, [1, 17], runtime.settings())
+    import torch
+
+    gpus = torch.cuda.device_count()
+    cuda = ScalingRequest(model="resnet18", options=OPTIONS, device="cuda")
+    with pytest.raises(ValueError, match=f"{gpus + 1} ranks need {gpus + 1} GPUs; this machine"):
+        run_training_scaling(cuda, [gpus + 1], runtime.settings())
     with runtime.db() as session:
         owner = get_or_create_user(session, "both-launchers")
         session.flush()
