@@ -38,13 +38,18 @@ def outcome_record(
     report = {
         "kind": kind,
         "run_id": message.run_id,
-        "evaluation_id": evaluation.id,
+        # None for a run the embedded launcher measured: it stores no evaluation.
+        "evaluation_id": evaluation.id or None,
         kind: {k: v for k, v in document.items() if k not in ("environment", "log_keys")},
         "logs": dict(message.log_keys),
     }
+    info, group_id = evaluation.group_info, evaluation.group_id
+    if info:
+        # Its group record, as a LoadGen run's report holds it: a training scaling's rank.
+        report["group"] = {**info, "id": group_id} if group_id else dict(info)
     return RunRecord(
         id=message.run_id,
-        evaluation_id=evaluation.id,
+        evaluation_id=evaluation.id or None,
         model_name=evaluation.model_name,
         model_version=evaluation.model_version,
         framework=evaluation.framework,

@@ -1,5 +1,4 @@
-"""Groups of runs driven by the embedded launcher (``services/embedded``): repeats, a sweep
-and MLPerf's accuracy + performance pair as services/core/campaigns defines them (the
-stack's services/api/campaigns applies the same definitions), a find-peak search and a
-rerun against the noise band.
+"""The embedded launcher of the campaigns in services/core/campaigns (the stack's is
+services/api/campaigns): repeats, a sweep and the accuracy + performance pair (drive.py),
+a find-peak search, a rerun against the noise band, and a training scaling as local ranks.
 """

@@ -36,7 +36,7 @@ def outcome_file(workload: str) -> str:
 @dataclass(frozen=True)
 class BackendSettings:
     """Framework-neutral knobs a backend ran with (a backend is made from them, checked, as
-    services/inference/backends/base.BackendOptions)."""
+    services/inference/backend_interface.BackendOptions)."""
 
     device: str = "cpu"
     # 0 leaves the framework's own default.

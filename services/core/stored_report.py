@@ -94,6 +94,8 @@ class OutcomeReport:
     # stores none (a training session's host is inside its document): kept as the fan-out
     # row read it, so a training row's host_busy stays what it was.
     host: dict[str, Any] = field(default_factory=dict)
+    # The run's group record, as a LoadGen report's (a training scaling's rank).
+    group: dict[str, Any] | None = None
 
 
 StoredReport = LoadGenReport | OutcomeReport
@@ -113,6 +115,7 @@ def load_report(data: Mapping[str, Any] | StoredReport | None) -> StoredReport:
             evaluation_id=data.get("evaluation_id"),
             logs=dict(data.get("logs") or {}),
             host=dict(data.get("host") or {}),
+            group=dict(data["group"]) if data.get("group") else None,
         )
     return typed(LoadGenReport, data)
 

@@ -1,4 +1,4 @@
-"""What shared.environment cannot see without importing frameworks, and environment diffs.
+"""What shared.environment cannot see without importing frameworks.
 
 ``capture_environment`` stays import-light (the API calls it); the figures below are read
 only from frameworks a run already imported, so recording them costs nothing.
@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import sys
 from typing import Any
-
-# Keys that differ between any two captures and say nothing about the figures.
-IGNORED = frozenset({"packages"})
 
 
 def framework_runtime() -> dict[str, Any]:
@@ -25,34 +22,3 @@ def framework_runtime() -> dict[str, Any]:
         and spec.probe_module is not None
         and spec.probe_module in sys.modules
     }
-
-
-def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _flatten(item, f"{prefix}.{key}" if prefix else str(key), out)
-    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        for index, item in enumerate(value):
-            _flatten(item, f"{prefix}[{index}]", out)
-    else:
-        out[prefix] = value
-
-
-def diff_environments(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """One line per difference, dotted paths first, then changed package versions."""
-    flat_before: dict[str, Any] = {}
-    flat_after: dict[str, Any] = {}
-    _flatten({k: v for k, v in before.items() if k not in IGNORED}, "", flat_before)
-    _flatten({k: v for k, v in after.items() if k not in IGNORED}, "", flat_after)
-    lines = []
-    for key in sorted(flat_before.keys() | flat_after.keys()):
-        old, new = flat_before.get(key, "(absent)"), flat_after.get(key, "(absent)")
-        if old != new:
-            lines.append(f"{key}: {old} -> {new}")
-    old_packages: dict[str, str] = before.get("packages") or {}
-    new_packages: dict[str, str] = after.get("packages") or {}
-    for name in sorted(old_packages.keys() | new_packages.keys()):
-        old_v, new_v = old_packages.get(name, "(absent)"), new_packages.get(name, "(absent)")
-        if old_v != new_v:
-            lines.append(f"packages.{name}: {old_v} -> {new_v}")
-    return lines

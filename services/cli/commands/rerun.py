@@ -9,10 +9,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.campaigns.rerun import RerunVerdict, rerun_stored
+from services.campaigns.rerun import rerun_stored
 from services.cli.bench_options import AS_JSON
 from services.cli.errors import user_errors
 from services.cli.progress import ProgressBars
+from services.core.campaigns.rerun import RerunVerdict
 from shared.settings import get_settings
 
 FIGURE_COLOURS = {
@@ -21,6 +22,7 @@ FIGURE_COLOURS = {
     "worse": "red",
     "inconclusive": "yellow",
 }
+COLUMNS = ("figure", "original", "rerun", "change", "noise band", "verdict")
 VERDICT_COLOURS = {"within noise": "green", "inconclusive": "yellow", "outside noise": "bold red"}
 
 
@@ -29,7 +31,7 @@ def comparison_table(comparison: RerunVerdict) -> Table:
     table = Table(
         title=f"run {comparison.original_run[:8]} rerun as {reruns}", title_justify="left"
     )
-    for column in ("figure", "original", "rerun", "change", "noise band", "verdict"):
+    for column in COLUMNS:
         table.add_column(column, justify="left" if column in {"figure", "verdict"} else "right")
     for delta in comparison.figures:
         verdict = f"[{FIGURE_COLOURS[delta.verdict]}]{delta.verdict}[/]"

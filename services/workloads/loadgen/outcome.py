@@ -119,7 +119,7 @@ def _group_of(evaluation: Evaluation, agent_id: str) -> dict[str, Any] | None:
     point's is its parameter and value (Evaluation.group_info)."""
     info, group_id = evaluation.group_info, evaluation.group_id
     if info:
-        # A rerun's group names the run it repeats, not a group id ({"kind", "of"}).
+        # The group's id is its own column; a record given without one is kept as given.
         return {**info, "id": group_id} if group_id else dict(info)
     if not group_id:
         return None

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from services.campaigns.rerun import (
+from services.core.campaigns.rerun import (
     SMALLEST_CHANGE_OF_INTEREST,
     compare,
     figure_verdict,

@@ -10,20 +10,16 @@ from typing import Any
 import pytest
 
 from services.aggregator.repository import get_run
-from services.campaigns.rerun import (
-    SMALLEST_CHANGE_OF_INTEREST,
-    compare,
-    request_from_run,
-    rerun_stored,
-)
+from services.campaigns.rerun import request_from_run, rerun_stored
 from services.cli.commands.sweep import parse_values
 from services.core.campaigns import sweep
 from services.core.campaigns.group import InvalidCampaign
 from services.core.campaigns.repeats import Spread
+from services.core.campaigns.rerun import SMALLEST_CHANGE_OF_INTEREST, compare
+from services.core.environment_diff import diff_environments
 from services.core.scenario import ScenarioConfig
 from services.embedded.bench import BenchRequest, run_bench
 from services.inference.backend_interface import BackendOptions
-from services.inference.runtime_info import diff_environments
 from shared.db.session import session_scope
 from shared.settings import Settings
 from tests.support.cli import benchstack

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import strawberry
 
-from services.api.campaigns.training_scaling.group import (
-    ScalingPoint,
-    ScalingView,
-    images_per_second_of,
-    training_of,
-)
+from services.api.campaigns.training_scaling.group import ScalingPoint, ScalingView, training_of
 from services.api.graphql.evaluations.types import EvaluationType
+from services.core.campaigns.training_scaling import images_per_second_of
 
 
 @strawberry.type(name="ScalingRank")
@@ -54,15 +50,16 @@ class ScalingPointType:
                     host_busy=None if busy is None else bool(busy),
                 )
             )
+        figures = point.figures
         return cls(
-            world_size=point.world_size,
+            world_size=figures.world_size,
             state=point.state,
             ranks=ranks,
-            images_per_second=point.images_per_second,
-            standard_error=point.standard_error,
-            speedup=point.speedup,
-            efficiency=point.efficiency,
-            weights_agree=point.weights_agree,
+            images_per_second=figures.images_per_second,
+            standard_error=figures.standard_error,
+            speedup=figures.speedup,
+            efficiency=figures.efficiency,
+            weights_agree=figures.weights_agree,
         )
 
 

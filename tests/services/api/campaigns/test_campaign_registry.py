@@ -84,6 +84,7 @@ def test_the_shipped_kinds_and_which_of_them_step() -> None:
         "repeats",
         "find-peak",
         "accuracy-performance-pair",
+        "rerun",
         "training-scaling",
     }
     assert {kind for kind, c in shipped.items() if c.next_step} == {"find-peak", "training-scaling"}

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from services.api.graphql import workload_fields
-from services.api.graphql.schema import schema
+from services.api.schema import schema
 from services.core.workload import Workload
 from services.workloads import workload_named, workloads
 from shared.db.models import Run
