@@ -3,7 +3,7 @@ of a group's evaluations or none, and reading a group's members back with their 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -15,7 +15,7 @@ from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest, snake_keys
 from services.api.user_quota import campaign_problem
-from services.core.campaigns.group import InvalidCampaign, Member
+from services.core.campaigns.group import Done, InvalidCampaign, Start
 from services.core.workload import GENERIC_OPTIONS_FIELD, Workload
 from services.workloads import workloads
 from shared.celery_app import Publisher
@@ -78,22 +78,46 @@ def one_evaluation_problem(base: SubmitRequest, what: str) -> Rejection | None:
     return None
 
 
-def submit_members(
+def apply(base: SubmitRequest, start: Start) -> SubmitRequest:
+    """``base`` (its settings an object) as the member ``start`` runs it (core/campaigns/
+    group.Start); settings in snake_case, so a camelCase key the client gave is replaced."""
+    settings = snake_keys(dict(base.settings)) | dict(start.settings)
+    return replace(
+        base,
+        scenario=start.scenario or base.scenario,
+        settings={k: v for k, v in settings.items() if v is not None or k not in start.settings},
+        batch_size=start.batch_size or base.batch_size,
+        group=start.group,
+        # gang_size 1: the first matching agent, so the members run on one system.
+        gang_size=1 if start.pinned else base.gang_size,
+    )
+
+
+def submit_campaign(
     session: Session,
     settings: Settings,
     publish: Publisher,
     owner_id: int,
-    requests: Sequence[tuple[SubmitRequest, Member]],
+    base: SubmitRequest,
+    what: str,
+    first: Callable[[], list[Start] | Done[Any]],
 ) -> tuple[str, list[Evaluation]] | Rejection:
-    """Each request stored with its member's record as its group; all or none."""
-    stored = submit_all(
-        session,
-        settings,
-        publish,
-        owner_id=owner_id,
-        requests=[replace(request, group=member.stored()) for request, member in requests],
-    )
-    return stored if isinstance(stored, Rejection) else (requests[0][1].id, stored)
+    """A campaign of one model on LoadGen whose members all start at once (``what``: how
+    it runs it; ``first``: its first step, or InvalidCampaign), each applied to ``base``,
+    stored and dispatched all or none."""
+    problem = one_evaluation_problem(base, what)
+    if problem is not None:
+        return problem
+    if not isinstance(base.settings, dict):
+        return Rejection("InvalidInput", "settings: must be an object", field="settings")
+    try:
+        starts = first()
+    except InvalidCampaign as invalid:
+        return refused(invalid)
+    assert isinstance(starts, list)  # nothing has finished: every member starts
+    requests = [apply(base, start) for start in starts]
+    stored = submit_all(session, settings, publish, owner_id=owner_id, requests=requests)
+    return stored if isinstance(stored, Rejection) else (str(starts[0].group["id"]), stored)
 
 
 def group_members(

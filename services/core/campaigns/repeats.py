@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
-from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
+from services.core.campaigns.group import Done, InvalidCampaign, Member, Start, all_at_once
 from services.core.confidence import Confidence, run_confidence
 from services.core.figures import FIGURES, figures_of
 from services.core.stored_report import LoadGenReport, load_loadgen_report
@@ -92,6 +92,6 @@ def plan(count: int, *, field: str = "count") -> list[RepeatsMember]:
 
 def next_step(
     members: Sequence[RepeatsMember], finished: Sequence[dict[str, Any]]
-) -> list[RepeatsMember] | Done[RepeatsSummary | None]:
+) -> list[Start] | Done[RepeatsSummary | None]:
     """All repeats at once; their summary when every one is stored."""
     return all_at_once(members, finished, summarise)

@@ -4,17 +4,88 @@ bound beside its evaluation, and the peak (or why there is none) once it is done
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import strawberry
 
-from services.api.campaigns.find_peak.group import FindPeakView
+from services.api.campaigns.groups import stopped_reason
 from services.api.graphql.confidence.types import IntervalType
+from services.api.graphql.evaluations.mutations import SubmitEvaluationInput
 from services.api.graphql.evaluations.types import EvaluationType
-from services.core.find_peak_search import Probe
+from services.core.campaigns import find_peak as peak
+from services.core.campaigns.find_peak import SearchSettings
+from services.core.campaigns.group import Done
+from services.core.find_peak_search import PeakResult, Probe
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
 
 
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class FindPeakView:
+    group_id: str
+    settings: SearchSettings
+    # "searching", "done", or "failed" (a member ended FAILED or CANCELLED)
+    state: str
+    reason: str
+    estimate: tuple[Evaluation, Run | None] | None
+    probes: list[tuple[Evaluation, Run | None, Probe | None]]
+    result: PeakResult | None
+
+
+def group_of(evaluation: Evaluation) -> peak.FindPeakGroup:
+    # submit keeps the group's id in its own column (the run's report joins them again).
+    return peak.FindPeakGroup.from_dict(
+        {**(evaluation.group_info or {}), "id": evaluation.group_id}
+    )
+
+
+def view_of(group_id: str, members: list[tuple[Evaluation, Run | None]]) -> FindPeakView:
+    """The search as stored: its probes judged, its state and, once done, its result."""
+    group = group_of(members[0][0])
+    roles = {e.id: (e.group_info or {}).get("role") for e, _ in members}
+    estimate = next(((e, r) for e, r in members if roles[e.id] == peak.ESTIMATE), None)
+    probes = [
+        (e, r, peak.judged(group, r.report) if r is not None else None)
+        for e, r in members
+        if roles[e.id] == peak.PROBE
+    ]
+    view = FindPeakView(group_id, group.search, "searching", "", estimate, probes, None)
+    ended = [e for e, _ in members if e.state in {"FAILED", "CANCELLED"}]
+    if ended:
+        return replace(view, state="failed", reason=f"{ended[0].state}: {ended[0].reason}")
+    if stopped := stopped_reason(members):
+        return replace(view, state="failed", reason=f"the next probe was refused: {stopped}")
+    if any(r is None for _, r in members):
+        return view  # a member still runs
+    try:
+        found = peak.next_step(group, [r.report for _, r in members if r is not None])
+    except peak.NoEstimate:
+        return replace(view, state="failed", reason=peak.NO_ESTIMATE)
+    if isinstance(found, Done):
+        return replace(view, state="done", reason=found.summary.verdict, result=found.summary)
+    return view
+
+
+@strawberry.input
+class SubmitFindPeakInput:
+    # The model, framework, agent constraints, batch size and settings each probe runs
+    # with; its scenario is replaced (Offline for the estimate, Server for the probes).
+    evaluation: SubmitEvaluationInput
+    latency_bound_ms: float
+    percentile: float = 99.0
+    # None: an Offline run first, whose throughput is the start rate.
+    start_qps: float | None = None
+    tolerance: float = 0.05
+    max_probes: int = 12
+
+    def search(self) -> SearchSettings:
+        return SearchSettings(
+            self.latency_bound_ms, self.percentile, self.tolerance, self.max_probes, self.start_qps
+        )
 
 
 @strawberry.type(name="FindPeakProbe")
@@ -90,6 +161,12 @@ class FindPeakType:
     reason: str
     # Settings that would give a valid peak.
     advice: list[str]
+
+    @classmethod
+    def from_members(
+        cls, group_id: str, members: list[tuple[Evaluation, Run | None]]
+    ) -> FindPeakType:
+        return cls.from_view(view_of(group_id, members))
 
     @classmethod
     def from_view(cls, view: FindPeakView) -> FindPeakType:

@@ -10,36 +10,17 @@ noise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sqlalchemy.orm import Session
 
-from services.api.campaigns.groups import (
-    group_members,
-    one_evaluation_problem,
-    refused,
-    submit_members,
-)
+from services.api.campaigns.group_schema import group_campaign
+from services.api.campaigns.groups import submit_campaign
+from services.api.campaigns.repeats.types import RepeatsType, SubmitRepeatsInput
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
 from services.core.campaigns import repeats
-from services.core.campaigns.group import InvalidCampaign
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
-from shared.db.models import Run
 from shared.settings import Settings
-
-KIND = repeats.KIND
-
-
-@dataclass(frozen=True)
-class RepeatsView:
-    group_id: str
-    count: int
-    members: list[tuple[Evaluation, Run | None]]
-    # Over the performance runs stored so far; None before the first.
-    summary: repeats.RepeatsSummary | None
-    agents: list[str]
 
 
 def submit_repeats(
@@ -52,27 +33,22 @@ def submit_repeats(
     count: int,
 ) -> tuple[str, list[Evaluation]] | Rejection:
     """Store and dispatch ``count`` copies of one evaluation in one group; all or none."""
-    problem = one_evaluation_problem(base, "repeats run one evaluation again")
-    if problem is not None:
-        return problem
-    try:
-        members = repeats.next_step(repeats.plan(count), [])
-    except InvalidCampaign as invalid:
-        return refused(invalid)
-    assert isinstance(members, list)  # nothing has finished: every repeat starts
-    return submit_members(session, settings, publish, owner_id, [(base, m) for m in members])
-
-
-def load_repeats(session: Session, *, owner_id: int, group_id: str) -> RepeatsView | None:
-    """The owner's repeats in order, with the spread and intervals over the stored runs."""
-    members = group_members(session, group_id, KIND, owner_id=owner_id)
-    if not members:
-        return None
-    members.sort(key=lambda m: repeats.RepeatsMember.read(m[0].group_info or {}, group_id).index)
-    return RepeatsView(
-        group_id=group_id,
-        count=len(members),
-        members=members,
-        summary=repeats.summarise([run.report for _, run in members if run is not None]),
-        agents=sorted({e.agent_id for e, _ in members if e.agent_id}),
+    first = lambda: repeats.next_step(repeats.plan(count), [])  # noqa: E731
+    return submit_campaign(
+        session, settings, publish, owner_id, base, "repeats run one evaluation again", first
     )
+
+
+CAMPAIGN = group_campaign(
+    repeats.KIND,
+    shown=RepeatsType,
+    submit=lambda session, settings, publish, owner, base, data: submit_repeats(
+        session, settings, publish, owner_id=owner, base=base, count=data.count
+    ),
+    input=SubmitRepeatsInput,
+    descriptions=(
+        "Repeats with their spread and intervals; the owner's only.",
+        "One evaluation run COUNT times as one group, for its run-to-run spread and 95 % "
+        "intervals over runs.",
+    ),
+)

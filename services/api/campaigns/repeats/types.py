@@ -7,11 +7,20 @@ import math
 
 import strawberry
 
-from services.api.campaigns.repeats.group import RepeatsView
 from services.api.graphql.confidence.types import ConfidenceType
+from services.api.graphql.evaluations.mutations import SubmitEvaluationInput
 from services.api.graphql.evaluations.types import EvaluationType, RunType
-from services.core.campaigns.repeats import RepeatsMember, Spread
+from services.core.campaigns.repeats import RepeatsMember, Spread, summarise
 from services.core.figures import FIGURES
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
+
+
+@strawberry.input
+class SubmitRepeatsInput:
+    evaluation: SubmitEvaluationInput
+    # How many times it runs: 2..20.
+    count: int
 
 
 def _finite(value: float) -> float | None:
@@ -67,21 +76,26 @@ class RepeatsType:
     confidence: ConfidenceType | None
 
     @classmethod
-    def from_view(cls, view: RepeatsView) -> RepeatsType:
-        confidence, summary = None, view.summary
+    def from_members(
+        cls, group_id: str, members: list[tuple[Evaluation, Run | None]]
+    ) -> RepeatsType:
+        """In repeat order, with the spread and intervals over the runs stored so far."""
+        index = {e.id: RepeatsMember.read(e.group_info or {}, group_id).index for e, _ in members}
+        members = sorted(members, key=lambda member: index[member[0].id])
+        confidence, summary = None, summarise([r.report for _, r in members if r is not None])
         if summary is not None:
             confidence = ConfidenceType.from_report({"confidence": summary.confidence.to_dict()})
         return cls(
-            group_id=view.group_id,
-            count=view.count,
-            agents=view.agents,
+            group_id=group_id,
+            count=len(members),
+            agents=sorted({e.agent_id for e, _ in members if e.agent_id}),
             repeats=[
                 RepeatType(
-                    index=RepeatsMember.read(e.group_info or {}, view.group_id).index,
+                    index=index[e.id],
                     evaluation=EvaluationType.from_row(e),
                     run=RunType.from_row(run) if run is not None else None,
                 )
-                for e, run in view.members
+                for e, run in members
             ],
             spread=[
                 FigureSpreadType.from_spread(name, spread)

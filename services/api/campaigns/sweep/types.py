@@ -7,8 +7,20 @@ import math
 
 import strawberry
 
-from services.api.campaigns.sweep.group import SweepPoint
+from services.api.graphql.evaluations.mutations import SubmitEvaluationInput
 from services.api.graphql.evaluations.types import EvaluationType, RunType
+from services.core.campaigns.sweep import SweepMember, point_of
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
+
+
+@strawberry.input
+class SubmitSweepInput:
+    # Everything but the swept setting, as for submitEvaluation.
+    evaluation: SubmitEvaluationInput
+    # batch_size (any scenario), target_qps (server) or samples_per_query (multi-stream).
+    parameter: str
+    values: list[float]
 
 
 @strawberry.type(name="SweepPoint")
@@ -28,19 +40,19 @@ class SweepPointType:
     model_kept: bool | None
 
     @classmethod
-    def from_point(cls, point: SweepPoint) -> SweepPointType:
+    def from_member(cls, group_id: str, evaluation: Evaluation, run: Run | None) -> SweepPointType:
         # The curve's figures and verdicts as core/campaigns/sweep.point_of reads them,
         # the same as `benchstack sweep` shows; a figure LoadGen did not give is null.
-        found = point.point
+        found = point_of(run.report) if run is not None else None
 
         def figure(name: str) -> float | None:
             value = getattr(found, name) if found is not None else None
             return None if value is None or math.isnan(value) else float(value)
 
         return cls(
-            value=point.value,
-            evaluation=EvaluationType.from_row(point.evaluation),
-            run=RunType.from_row(point.run) if point.run is not None else None,
+            value=SweepMember.read(evaluation.group_info or {}, group_id).value,
+            evaluation=EvaluationType.from_row(evaluation),
+            run=RunType.from_row(run) if run is not None else None,
             samples_per_second=figure("samples_per_second"),
             latency_p50_ms=figure("latency_p50_ms"),
             latency_p90_ms=figure("latency_p90_ms"),
@@ -60,8 +72,10 @@ class SweepType:
     model_loads: int
 
     @classmethod
-    def from_points(cls, group_id: str, points: list[SweepPoint]) -> SweepType:
-        converted = [SweepPointType.from_point(p) for p in points]
-        parameter = str((points[0].evaluation.group_info or {}).get("parameter", ""))
-        loads = sum(1 for p in converted if p.model_kept is False)
-        return cls(group_id=group_id, parameter=parameter, points=converted, model_loads=loads)
+    def from_members(cls, group_id: str, members: list[tuple[Evaluation, Run | None]]) -> SweepType:
+        """The points in value order, each with its run once stored."""
+        points = [SweepPointType.from_member(group_id, e, run) for e, run in members]
+        points.sort(key=lambda point: point.value)
+        parameter = str((members[0][0].group_info or {}).get("parameter", ""))
+        loads = sum(1 for p in points if p.model_kept is False)
+        return cls(group_id=group_id, parameter=parameter, points=points, model_loads=loads)

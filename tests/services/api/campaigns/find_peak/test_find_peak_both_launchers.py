@@ -22,7 +22,7 @@ from services.api.campaigns.find_peak.group import (
     submit_find_peak,
 )
 from services.api.submission_request import SubmitRequest
-from services.campaigns.find_peak import find_peak
+from services.campaigns.drive import find_peak
 from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
 from services.core.scenario import ScenarioConfig
@@ -50,11 +50,11 @@ def _embedded(host: CannedHost) -> tuple[PeakResult, list[dict[str, Any]], list[
     def run(request: BenchRequest) -> dict[str, Any]:
         assert request.group is not None
         groups.append(request.group)  # what run_bench stores as the report's "group"
-        scenario = request.scenario
+        scenario, group = request.scenario, {"group": request.group}
         if scenario.scenario == "offline":
-            return host.estimate(str(uuid.uuid4()))
+            return host.estimate(str(uuid.uuid4())) | group
         assert scenario.target_qps is not None and scenario.min_duration_s is not None
-        return host.server(str(uuid.uuid4()), scenario.target_qps, scenario.min_duration_s)
+        return host.server(str(uuid.uuid4()), scenario.target_qps, scenario.min_duration_s) | group
 
     request = BenchRequest(
         model="resnet18",
@@ -64,7 +64,7 @@ def _embedded(host: CannedHost) -> tuple[PeakResult, list[dict[str, Any]], list[
         backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
     )
     warnings: list[str] = []
-    result, _ = find_peak(request, run, SEARCH, size_probes=True, warn=warnings.append)
+    result, _ = find_peak(request, run, SEARCH, warn=warnings.append)
     return result, groups, warnings
 
 
@@ -76,6 +76,8 @@ def _store_run(evaluation: Evaluation, host: CannedHost) -> None:
         report = host.estimate(run_id)
     else:
         report = host.server(run_id, scenario["target_qps"], scenario["min_duration_s"])
+    # As the aggregator stores it (workloads/loadgen/outcome.py): the group with its id.
+    report["group"] = {**(evaluation.group_info or {}), "id": evaluation.group_id}
     perf = report["performance"]
     run = Run(
         id=run_id, evaluation_id=evaluation.id, model_name=evaluation.model_name,
@@ -111,7 +113,7 @@ def _stack(
             session, settings, lambda *_: None, owner_id=owner.id, base=base, search=search
         )
         assert isinstance(submitted, tuple), submitted
-        group_id, member = submitted
+        group_id, (member,) = submitted
         session.commit()
     members = [member.id]
     while True:

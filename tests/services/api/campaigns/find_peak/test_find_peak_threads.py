@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from services.api.campaigns.find_peak.group import FindPeakView, SearchSettings, _threads_used
+from services.api.campaigns.find_peak.group import FindPeakView, _threads_used
+from services.core.campaigns.find_peak import SearchSettings
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 
