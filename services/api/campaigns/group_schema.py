@@ -10,13 +10,15 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable
-from typing import Annotated, Any, Generic, Protocol, TypeVar
+from dataclasses import make_dataclass
+from types import ModuleType
+from typing import Annotated, Any, Generic, Protocol, TypeVar, get_type_hints
 
 import strawberry
 from sqlalchemy.orm import Session
 
 from services.api.campaigns.contract import Campaign, NextStep
-from services.api.campaigns.groups import group_members
+from services.api.campaigns.groups import group_members, submit_planned
 from services.api.context import ApiDeps, in_thread
 from services.api.graphql.errors import (
     InvalidInput,
@@ -27,7 +29,7 @@ from services.api.graphql.errors import (
     UnknownModel,
     from_rejection,
 )
-from services.api.graphql.evaluations.mutations import to_request
+from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
 from services.api.observability import REJECTIONS, SUBMISSIONS
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
@@ -79,7 +81,7 @@ def group_campaign(
     result union ``Submit<Kind>Result``; ``descriptions``: the query's and the mutation's.
     The input's ``evaluation`` (or the input itself, where it is the evaluation) is the
     request ``submit`` gets."""
-    name = kind.replace("-", "_")
+    name, camel = kind.replace("-", "_"), "".join(word.capitalize() for word in kind.split("-"))
 
     def read(session: Session, owner_id: int, group_id: str) -> Any:
         members = group_members(session, group_id, kind, owner_id=owner_id)
@@ -100,7 +102,7 @@ def group_campaign(
         submit=submitted,
         input=input,
         mutation=f"submit_{name}",
-        result=f"Submit{''.join(word.capitalize() for word in kind.split('-'))}Result",
+        result=f"Submit{camel}Result",
         mutation_description=descriptions[1],
     )
     return Campaign(kind, schema.queries, schema.mutations, next_step)
@@ -184,3 +186,33 @@ class GroupSchema(Generic[Input, Shown]):
     def _root_type(name: str, field_name: str, field: Any) -> type:
         # Merged into the root Query or Mutation (graphql/schema.py): its name is not shown.
         return strawberry.type(type(name, (), {field_name: field}))
+
+
+def planned_campaign(
+    kind: ModuleType, *, shown: type[FromMembers], what: str, descriptions: tuple[str, str]
+) -> Campaign:
+    """The campaign of a kind in services/core/campaigns whose members all start at once,
+    from its declarations: ``KIND``, ``Asked`` (the input's fields beside its
+    ``evaluation``; with none, the input is the evaluation itself) and ``next_step``.
+    ``what``: how it runs its one model, for the refusal of a fan-out or another workload."""
+    asked = get_type_hints(kind.Asked)
+    input: type = SubmitEvaluationInput
+    if asked:
+        camel = "".join(word.capitalize() for word in kind.KIND.split("-"))
+        fields = [("evaluation", SubmitEvaluationInput), *asked.items()]
+        input = strawberry.input(make_dataclass(f"Submit{camel}Input", fields))
+
+    def submit(
+        session: Session,
+        settings: Settings,
+        publish: Publisher,
+        owner_id: int,
+        base: SubmitRequest,
+        data: Any,
+    ) -> tuple[str, object] | Rejection:
+        given = kind.Asked(**{name: getattr(data, name) for name in asked})
+        return submit_planned(kind, session, settings, publish, owner_id, base, given, what)
+
+    return group_campaign(
+        kind.KIND, shown=shown, submit=submit, input=input, descriptions=descriptions
+    )

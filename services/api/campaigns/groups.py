@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
+from types import ModuleType
 from typing import Any
 
 from sqlalchemy import select
@@ -118,6 +119,26 @@ def submit_campaign(
     requests = [apply(base, start) for start in starts]
     stored = submit_all(session, settings, publish, owner_id=owner_id, requests=requests)
     return stored if isinstance(stored, Rejection) else (str(starts[0].group["id"]), stored)
+
+
+def submit_planned(
+    kind: ModuleType,
+    session: Session,
+    settings: Settings,
+    publish: Publisher,
+    owner_id: int,
+    base: SubmitRequest,
+    asked: Any,
+    what: str,
+) -> tuple[str, list[Evaluation]] | Rejection:
+    """A kind of services/core/campaigns whose members all start at once (repeats, sweep,
+    the pair): ``asked`` (its ``Asked``) planned over ``base``'s scenario settings."""
+
+    def first() -> list[Start] | Done[Any]:
+        members = asked.plan(base.scenario, snake_keys(dict(base.settings)))
+        return kind.next_step(members, [])
+
+    return submit_campaign(session, settings, publish, owner_id, base, what, first)
 
 
 def group_members(

@@ -41,6 +41,14 @@ class PairVerdict:
     stability: str | None
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A pair is asked for with the run alone: nothing beside it."""
+
+    def plan(self, scenario: str, settings: Mapping[str, Any]) -> list[PairMember]:
+        return plan(settings.get("mode"))
+
+
 def plan(mode: str | None, *, field: str = "settings.mode") -> list[PairMember]:
     """Both passes; ``mode``: the one the request asked for (the pair sets each pass's)."""
     if mode is not None:

@@ -82,6 +82,16 @@ def summarise(reports: Sequence[Mapping[str, Any]]) -> RepeatsSummary | None:
     return RepeatsSummary(spread_of(measured), run_confidence(measured))
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What a request for repeats gives beside the run (its GraphQL input's fields)."""
+
+    count: int  # how many times it runs: 2..MAX_REPEATS
+
+    def plan(self, scenario: str, settings: Mapping[str, Any]) -> list[RepeatsMember]:
+        return plan(self.count)
+
+
 def plan(count: int, *, field: str = "count") -> list[RepeatsMember]:
     """The members of ``count`` repeats; ``field``: what the launcher calls the count."""
     if not 2 <= count <= MAX_REPEATS:

@@ -109,6 +109,18 @@ def check(
     return [int(v) if swept.whole else float(v) for v in values]
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What a request for a sweep gives beside the run (its GraphQL input's fields)."""
+
+    # batch_size (any scenario), target_qps (server) or samples_per_query (multi-stream).
+    parameter: str
+    values: list[float]
+
+    def plan(self, scenario: str, settings: Mapping[str, Any]) -> list[SweepMember]:
+        return plan(self.parameter, self.values, scenario)
+
+
 def plan(
     parameter: str,
     values: Sequence[float],

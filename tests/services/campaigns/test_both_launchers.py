@@ -15,11 +15,8 @@ import pytest
 from sqlalchemy import select
 
 from services.api.auth import get_or_create_user
-from services.api.campaigns.accuracy_performance_pair.group import submit_pair
 from services.api.campaigns.accuracy_performance_pair.types import PairType
-from services.api.campaigns.groups import group_members
-from services.api.campaigns.repeats.group import submit_repeats
-from services.api.campaigns.sweep.group import submit_sweep
+from services.api.campaigns.groups import group_members, submit_planned
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
 from services.campaigns.drive import run_pair, run_repeats, run_sweep
@@ -114,9 +111,8 @@ def stored_reports(group_id: str, kind: str) -> list[dict[str, Any]]:
 
 def test_repeats_store_one_record_shape_and_summarise_alike(outbox: Outbox) -> None:
     def submit(session: Any, settings: Any, publish: Any, owner_id: int) -> object:
-        return submit_repeats(
-            session, settings, publish, owner_id=owner_id, base=stacked(), count=3
-        )
+        asked = repeats.Asked(count=3)
+        return submit_planned(repeats, session, settings, publish, owner_id, stacked(), asked, "")
 
     remote = through_stack(outbox, submit)
     reports, summary = run_repeats(embedded(), 3, run_embedded)
@@ -143,15 +139,8 @@ def test_a_sweep_stores_one_record_shape_and_the_same_points(outbox: Outbox) -> 
     values = [4.0, 1.0, 2.0]
 
     def submit(session: Any, settings: Any, publish: Any, owner_id: int) -> object:
-        return submit_sweep(
-            session,
-            settings,
-            publish,
-            owner_id=owner_id,
-            base=stacked(),
-            parameter="batch_size",
-            values=values,
-        )
+        asked = sweep.Asked("batch_size", values)
+        return submit_planned(sweep, session, settings, publish, owner_id, stacked(), asked, "")
 
     remote = through_stack(outbox, submit)
     curve = run_sweep(embedded(), "batch_size", values, run_embedded, "--batch-sizes")
@@ -173,7 +162,9 @@ def test_a_sweep_stores_one_record_shape_and_the_same_points(outbox: Outbox) -> 
 
 def test_the_pair_stores_one_record_shape_and_gives_the_same_verdict(outbox: Outbox) -> None:
     def submit(session: Any, settings: Any, publish: Any, owner_id: int) -> object:
-        return submit_pair(session, settings, publish, owner_id=owner_id, base=stacked())
+        return submit_planned(
+            pair, session, settings, publish, owner_id, stacked(), pair.Asked(), ""
+        )
 
     remote = through_stack(outbox, submit)
     passes, verdict = run_pair(embedded(), run_embedded, mode_given=False)
@@ -201,12 +192,15 @@ def test_the_pair_stores_one_record_shape_and_gives_the_same_verdict(outbox: Out
     with pytest.raises(ValueError, match="--mode: the pair sets each pass's mode"):
         run_pair(embedded(mode="accuracy"), run_embedded, mode_given=True)
     with runtime.db() as session:
-        refused = submit_pair(
+        refused = submit_planned(
+            pair,
             session,
             runtime.settings(),
             outbox,
-            owner_id=get_or_create_user(session, "both-launchers").id,
-            base=SubmitRequest(model=MODEL, framework=FRAMEWORK, settings={"mode": "accuracy"}),
+            get_or_create_user(session, "both-launchers").id,
+            SubmitRequest(model=MODEL, framework=FRAMEWORK, settings={"mode": "accuracy"}),
+            pair.Asked(),
+            "",
         )
     assert isinstance(refused, Rejection)
     assert refused.message == "settings.mode: the pair sets each pass's mode; leave it out"

@@ -6,9 +6,9 @@ estimate when no start rate is given (its throughput becomes the start rate), el
 first Server probe. Each time a member's run is stored, the aggregator calls
 ``continue_find_peak``, which takes ``next_step`` over the runs stored so far and submits
 the next member pinned to the agent the search started on, so every probe measures one
-system, or nothing when the search is done. ``load_find_peak`` reads the search back: its
-probes judged against the bound and, once done, the peak or "no valid peak" with why.
-Every member stores the group record the embedded search gives its runs
+system, or nothing when the search is done. ``findPeak(groupId)`` reads it back
+(types.py): its probes judged against the bound and, once done, the peak or "no valid
+peak" with why. Every member stores the group record the embedded search gives its runs
 (``FindPeakGroup``), so `advise` reads a search from either.
 """
 
@@ -23,10 +23,9 @@ from sqlalchemy.orm import Session
 from services.analysis.advice import system_of
 from services.api.campaigns.find_peak.types import (
     FindPeakType,
-    FindPeakView,
     SubmitFindPeakInput,
     group_of,
-    view_of,
+    state_of,
 )
 from services.api.campaigns.group_schema import group_campaign
 from services.api.campaigns.groups import (
@@ -46,6 +45,7 @@ from services.core.early_stopping import MAX_SIZED_PROBE_S
 from services.core.find_peak_search import PeakResult
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
+from shared.db.models import Run
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -79,20 +79,11 @@ def submit_find_peak(
     return submit_campaign(session, settings, publish, owner_id, base, what, first)
 
 
-def load_find_peak(
-    session: Session, group_id: str, *, owner_id: int | None = None
-) -> FindPeakView | None:
-    """The search as stored; ``owner_id``: only that user's."""
-    members = group_members(session, group_id, peak.KIND, owner_id=owner_id)
-    return view_of(group_id, members) if members else None
-
-
-def _threads_used(view: FindPeakView, evaluation: Evaluation) -> int | None:
+def _threads_used(
+    members: list[tuple[Evaluation, Run | None]], evaluation: Evaluation
+) -> int | None:
     """The intra-op threads ``evaluation``'s stored run applied, read as advice reads a
     run's system (``advice.system_of``), so pinned probes are one system to it."""
-    members = [(e, r) for e, r, _ in view.probes]
-    if view.estimate is not None:
-        members.append(view.estimate)
     run = next((r for e, r in members if e.id == evaluation.id and r is not None), None)
     threads = system_of(run.report or {})[2]["threads"] if run is not None else 0
     return threads or None
@@ -105,20 +96,24 @@ def continue_find_peak(
     agent that ran this one, or nothing when the search is done (or still waits on a
     member: a redelivered message). A member the API refuses now (the agent left) fails
     the search."""
-    members = group_members(session, str(evaluation.group_id), peak.KIND)
-    view = view_of(str(evaluation.group_id), members) if members else None
-    if view is None or view.state != "searching" or any(r is None for _, r in members):
+    members, group = (
+        group_members(session, str(evaluation.group_id), peak.KIND),
+        group_of(evaluation),
+    )
+    if not members or state_of(group, members)[0] != "searching":
         return None
-    found = peak.next_step(group_of(evaluation), [r.report for _, r in members if r])
+    if any(r is None for _, r in members):
+        return None  # a member still runs (a redelivered message): it continues the search
+    found = peak.next_step(group, [r.report for _, r in members if r])
     if isinstance(found, Done):
         return None
     if found[0].warning is not None:
-        log.warning("find-peak %s: %s", view.group_id, found[0].warning)
+        log.warning("find-peak %s: %s", evaluation.group_id, found[0].warning)
     base = request_of(evaluation)
     if base.threads is None:
         # The agent chose this run's threads for its load; the next probes keep them, so
         # the search measures one system (advice groups probes by their settings).
-        base = replace(base, threads=_threads_used(view, evaluation))
+        base = replace(base, threads=_threads_used(members, evaluation))
     if evaluation.agent_id:
         require = [*(base.constraints or {}).get("require", []), f"agent={evaluation.agent_id}"]
         base = replace(base, constraints={**base.constraints, "require": require})

@@ -3,28 +3,15 @@ the runs and its 95 % interval over them."""
 
 from __future__ import annotations
 
-import math
-
 import strawberry
 
 from services.api.graphql.confidence.types import ConfidenceType
-from services.api.graphql.evaluations.mutations import SubmitEvaluationInput
 from services.api.graphql.evaluations.types import EvaluationType, RunType
 from services.core.campaigns.repeats import RepeatsMember, Spread, summarise
 from services.core.figures import FIGURES
+from services.core.run_report import json_safe
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
-
-
-@strawberry.input
-class SubmitRepeatsInput:
-    evaluation: SubmitEvaluationInput
-    # How many times it runs: 2..20.
-    count: int
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 @strawberry.type(name="FigureSpread")
@@ -42,17 +29,8 @@ class FigureSpreadType:
 
     @classmethod
     def from_spread(cls, name: str, spread: Spread) -> FigureSpreadType:
-        return cls(
-            name=name,
-            unit=FIGURES[name][0],
-            count=spread.count,
-            min=_finite(spread.min),
-            median=_finite(spread.median),
-            max=_finite(spread.max),
-            mean=_finite(spread.mean),
-            stdev=_finite(spread.stdev),
-            cv=_finite(spread.cv),
-        )
+        # A figure the runs did not give (NaN) is null.
+        return cls(name=name, unit=FIGURES[name][0], **json_safe(spread.to_dict()))
 
 
 @strawberry.type(name="Repeat")

@@ -3,24 +3,19 @@ figures beside their verdicts."""
 
 from __future__ import annotations
 
-import math
+from dataclasses import asdict
 
 import strawberry
 
-from services.api.graphql.evaluations.mutations import SubmitEvaluationInput
 from services.api.graphql.evaluations.types import EvaluationType, RunType
 from services.core.campaigns.sweep import SweepMember, point_of
+from services.core.run_report import json_safe
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 
-
-@strawberry.input
-class SubmitSweepInput:
-    # Everything but the swept setting, as for submitEvaluation.
-    evaluation: SubmitEvaluationInput
-    # batch_size (any scenario), target_qps (server) or samples_per_query (multi-stream).
-    parameter: str
-    values: list[float]
+# What a point shows of its run's CurvePoint, beside its value, evaluation and run.
+SHOWN = "samples_per_second latency_p50_ms latency_p90_ms latency_p99_ms validity stability"
+SHOWN_NAMES = (*SHOWN.split(), "model_kept")
 
 
 @strawberry.type(name="SweepPoint")
@@ -43,23 +38,12 @@ class SweepPointType:
     def from_member(cls, group_id: str, evaluation: Evaluation, run: Run | None) -> SweepPointType:
         # The curve's figures and verdicts as core/campaigns/sweep.point_of reads them,
         # the same as `benchstack sweep` shows; a figure LoadGen did not give is null.
-        found = point_of(run.report) if run is not None else None
-
-        def figure(name: str) -> float | None:
-            value = getattr(found, name) if found is not None else None
-            return None if value is None or math.isnan(value) else float(value)
-
+        found = json_safe(asdict(point_of(run.report))) if run is not None else {}
         return cls(
             value=SweepMember.read(evaluation.group_info or {}, group_id).value,
             evaluation=EvaluationType.from_row(evaluation),
             run=RunType.from_row(run) if run is not None else None,
-            samples_per_second=figure("samples_per_second"),
-            latency_p50_ms=figure("latency_p50_ms"),
-            latency_p90_ms=figure("latency_p90_ms"),
-            latency_p99_ms=figure("latency_p99_ms"),
-            validity=found.validity if found is not None else None,
-            stability=found.stability if found is not None else None,
-            model_kept=found.model_kept if found is not None else None,
+            **{name: found.get(name) for name in SHOWN_NAMES},
         )
 
 

@@ -16,11 +16,9 @@ from typing import Any
 import pytest
 
 from services.api.auth import get_or_create_user
-from services.api.campaigns.find_peak.group import (
-    continue_find_peak,
-    load_find_peak,
-    submit_find_peak,
-)
+from services.api.campaigns.find_peak.group import continue_find_peak, submit_find_peak
+from services.api.campaigns.find_peak.types import group_of, state_of
+from services.api.campaigns.groups import group_members
 from services.api.submission_request import SubmitRequest
 from services.campaigns.drive import find_peak
 from services.core.campaigns.find_peak import SearchSettings
@@ -128,12 +126,13 @@ def _stack(
             assert isinstance(following, Evaluation), following
             members.append(following.id)
     with runtime.db() as session:
-        view = load_find_peak(session, group_id)
-        assert view is not None and view.state == "done" and view.result is not None, view
+        stored = group_members(session, group_id, "find-peak")
+        state, _, result = state_of(group_of(stored[0][0]), stored)
+        assert state == "done" and result is not None, state
         rows = [session.get(Evaluation, m) for m in members]
         # As the run's report stores it (workloads/loadgen/outcome.py): with the group's id.
         groups = [{**(r.group_info or {}), "id": r.group_id} for r in rows if r is not None]
-    return view.result, groups
+    return result, groups
 
 
 def _decisions(result: PeakResult) -> tuple[Any, ...]:
