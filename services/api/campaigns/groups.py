@@ -50,30 +50,16 @@ def submit_all(
     return stored
 
 
-def refused(problem: InvalidCampaign) -> Rejection:
-    """A campaign's refusal (services/core/campaigns) as the API returns it."""
-    return Rejection("InvalidInput", str(problem), field=problem.field, accepted=problem.accepted)
-
-
-def runs_scenario(base: SubmitRequest) -> bool:
-    """Whether the request's workload runs its LoadGen scenario (Workload.runs_scenario),
-    as campaigns that vary scenario settings need; an unknown one does not."""
-    known = workloads().get(base.workload)
-    return known is not None and known.runs_scenario
-
-
-def not_scenario_names() -> str:
-    """The workloads a scenario campaign refuses, for its message: "bricks and training"."""
-    names = sorted(w.options_field for w in workloads().values() if not w.runs_scenario)
-    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-
-
 def one_evaluation_problem(base: SubmitRequest, what: str) -> Rejection | None:
-    """Repeats, a sweep and the pair each run one model on LoadGen: ``what`` says how."""
-    if base.fan_out or not runs_scenario(base):
+    """Repeats, a sweep, the pair and find-peak each run one model on LoadGen (its
+    workload's ``runs_scenario``): ``what`` says how; the message names the others."""
+    known = workloads().get(base.workload)
+    if base.fan_out or known is None or not known.runs_scenario:
+        names = sorted(w.options_field for w in workloads().values() if not w.runs_scenario)
+        others = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
         return Rejection(
             "InvalidInput",
-            f"evaluation: {what}; fanOut, {not_scenario_names()} are not accepted",
+            f"evaluation: {what}; fanOut, {others} are not accepted",
             field="evaluation",
         )
     return None
@@ -114,7 +100,9 @@ def submit_campaign(
     try:
         starts = first()
     except InvalidCampaign as invalid:
-        return refused(invalid)
+        return Rejection(
+            "InvalidInput", str(invalid), field=invalid.field, accepted=invalid.accepted
+        )
     assert isinstance(starts, list)  # nothing has finished: every member starts
     requests = [apply(base, start) for start in starts]
     stored = submit_all(session, settings, publish, owner_id=owner_id, requests=requests)

@@ -21,7 +21,7 @@ from services.core.early_stopping import MAX_SIZED_PROBE_S, duration_warning, si
 from services.core.figures import percentile_key
 from services.core.find_peak_search import DURATION_MARGIN, PeakResult, Probe, judge
 from services.core.find_peak_search import next_step as search_step
-from services.core.stored_report import load_loadgen_report
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 KIND = "find-peak"
 ESTIMATE = "capacity estimate"
@@ -112,26 +112,6 @@ class FindPeakGroup:
         )
 
 
-def probe_settings(search: SearchSettings, qps: float, duration_s: float | None) -> dict[str, Any]:
-    """The scenario settings a Server probe at ``qps`` sets over the request's;
-    ``duration_s`` None keeps the request's duration."""
-    settings: dict[str, Any] = {
-        "target_qps": qps,
-        "target_latency_ms": search.latency_bound_ms,
-        "latency_percentile": search.percentile,
-    }
-    return settings if duration_s is None else settings | {"min_duration_s": duration_s}
-
-
-def start_rate(search: SearchSettings, estimate_samples_per_second: float | None) -> float | None:
-    """The first probe's rate: the one given, else the estimate's throughput; None while
-    the estimate has not run or when it completed nothing (``NO_ESTIMATE``)."""
-    if search.start_qps is not None:
-        return search.start_qps
-    rate = float(estimate_samples_per_second or 0.0)
-    return rate if rate > 0 else None
-
-
 @dataclass(frozen=True)
 class NextProbe:
     qps: float
@@ -141,36 +121,32 @@ class NextProbe:
     longer: str | None = None
 
 
-def judged(group: FindPeakGroup, report: Mapping[str, Any]) -> Probe:
+def judged(group: FindPeakGroup, stored: Mapping[str, Any] | LoadGenReport) -> Probe:
     """A stored probe's run judged against the search's bound, at the rate it asked for."""
-    qps = float(report["group"]["qps"])
-    search = group.search
+    report = load_loadgen_report(stored)
+    qps, search = float((report.group or {})["qps"]), group.search
     return judge(
         report, qps, latency_bound_ms=search.latency_bound_ms, percentile=search.percentile
     )
-
-
-def estimate_rate(finished: Sequence[Mapping[str, Any]]) -> float | None:
-    """The capacity estimate's throughput, once it is stored (None before)."""
-    estimate = next((r for r in finished if r["group"]["role"] == ESTIMATE), None)
-    if estimate is None:
-        return None
-    return float(load_loadgen_report(estimate).perf.samples_per_second or 0.0)
 
 
 def next_step(
     group: FindPeakGroup, finished: Sequence[Mapping[str, Any]]
 ) -> list[Start] | Done[PeakResult]:
     """The next member after ``finished`` (the group's stored reports, in the order run), or
-    the result. Raises NoEstimate when the capacity estimate completed nothing."""
-    search, estimated = group.search, estimate_rate(finished)
-    start = start_rate(search, estimated)
-    if start is None and estimated is None:
+    the result. The first probe's rate is the one given, else the capacity estimate's
+    throughput (NoEstimate when it completed nothing)."""
+    search, loaded = group.search, [load_loadgen_report(r) for r in finished]
+    estimate = next((r for r in loaded if (r.group or {}).get("role") == ESTIMATE), None)
+    start = search.start_qps
+    if start is None and estimate is None:
         dropped = dict.fromkeys(SERVER_TARGETS)  # the estimate runs Offline, no target
         return [Start(group.to_dict(), scenario="offline", settings=dropped)]
     if start is None:
-        raise NoEstimate
-    probes = [judged(group, r) for r in finished if r["group"]["role"] == PROBE]
+        start = float(estimate.perf.samples_per_second or 0.0) if estimate else 0.0
+        if not start > 0:
+            raise NoEstimate
+    probes = [judged(group, r) for r in loaded if (r.group or {}).get("role") == PROBE]
     given_s = group.request["settings"].get("min_duration_s")
     found = step(search, start, probes, sized=given_s is None)
     if isinstance(found, PeakResult):
@@ -178,7 +154,12 @@ def next_step(
     warning = found.longer
     if given_s is not None and not probes:  # said once, before the first probe
         warning = duration_warning(float(given_s), start, search.percentile)
-    settings = probe_settings(search, found.qps, found.duration_s)
+    # What a Server probe sets over the request's settings; no duration: the request's.
+    settings = {
+        "target_qps": found.qps,
+        "target_latency_ms": search.latency_bound_ms,
+        "latency_percentile": search.percentile,
+    } | ({} if found.duration_s is None else {"min_duration_s": found.duration_s})
     return [Start(group.probe(found.qps).to_dict(), "server", settings, warning=warning)]
 
 

@@ -10,6 +10,9 @@ from services.core.campaigns.accuracy_performance_pair import ROLES, PairMember,
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 
+# What the pair shows of its PairVerdict (core's), beside each pass.
+SHOWN = ["top1", "top5", "accuracy_samples", "samples_per_second", "validity", "stability"]
+
 
 @strawberry.type(name="PairPass")
 class PairPassType:
@@ -52,17 +55,12 @@ class PairType:
         if {e.state for e, _ in members} & {"FAILED", "CANCELLED"}:
             state = "failed"
         agents = {e.agent_id for e, _ in members}
-        verdict = summarise([run.report for _, run in members if run])
+        verdict = vars(summarise([run.report for _, run in members if run]))
         return cls(
             group_id=group_id,
             state=state,
             accuracy=passes.get("accuracy"),
             performance=passes.get("performance"),
             same_agent=None if None in agents else len(agents) == 1,
-            top1=verdict.top1,
-            top5=verdict.top5,
-            accuracy_samples=verdict.accuracy_samples,
-            samples_per_second=verdict.samples_per_second,
-            validity=verdict.validity,
-            stability=verdict.stability,
+            **{name: verdict[name] for name in SHOWN},
         )
