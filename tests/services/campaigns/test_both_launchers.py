@@ -17,6 +17,8 @@ from sqlalchemy import select
 from services.api.auth import get_or_create_user
 from services.api.campaigns.accuracy_performance_pair.types import PairType
 from services.api.campaigns.groups import group_members, submit_planned
+from services.api.campaigns.repeats.types import RepeatsType
+from services.api.campaigns.sweep.types import SweepType
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
 from services.campaigns.drive import run_pair, run_repeats, run_sweep
@@ -133,6 +135,10 @@ def test_repeats_store_one_record_shape_and_summarise_alike(outbox: Outbox) -> N
     assert {s.count for s in there.spread.values()} == {3}
     assert {s.count for s in summary.spread.values()} == {3}
     assert there.confidence.basis == summary.confidence.basis == "runs"
+    with runtime.db() as session:  # as repeats(groupId) shows them
+        shown = RepeatsType.from_members(remote, group_members(session, remote, repeats.KIND))
+    assert [r.index for r in shown.repeats] == [0, 1, 2] and shown.confidence is not None
+    assert {s.name for s in shown.spread} == set(summary.spread)
 
 
 def test_a_sweep_stores_one_record_shape_and_the_same_points(outbox: Outbox) -> None:
@@ -153,6 +159,12 @@ def test_a_sweep_stores_one_record_shape_and_the_same_points(outbox: Outbox) -> 
     remote_curve = sweep.summarise(stored_reports(remote, sweep.KIND))
     # The same points in the same (value) order, each judged by the same rule.
     assert [p.value for p in curve.points] == [p.value for p in remote_curve.points] == [1, 2, 4]
+    with runtime.db() as session:  # as sweep(groupId) shows it
+        shown = SweepType.from_members(remote, group_members(session, remote, sweep.KIND))
+    assert [(p.value, p.validity) for p in shown.points] == [
+        (p.value, p.validity) for p in remote_curve.points
+    ]
+    assert all(p.samples_per_second is not None for p in shown.points)
     for here, there in zip(curve.points, remote_curve.points, strict=True):
         assert here.validity in {"VALID", "INVALID"} and there.validity in {"VALID", "INVALID"}
         assert not math.isnan(here.samples_per_second) and not math.isnan(there.samples_per_second)

@@ -68,6 +68,10 @@ class SubmitFindPeakInput:
         )
 
 
+# What a probe shows of its judged Probe (core's), beside its rate, evaluation and run.
+PROBE_SHOWN = ["passed", "latency_ms", "completed_qps", "validity", "stability", "judged", "reason"]
+
+
 @strawberry.type(name="FindPeakProbe")
 class FindPeakProbeType:
     qps: float
@@ -89,37 +93,15 @@ class FindPeakProbeType:
     def from_parts(
         cls, qps: float, evaluation: EvaluationType, run_id: str | None, probe: Probe | None
     ) -> FindPeakProbeType:
-        if probe is None:  # its run is not stored yet
-            unknown = ("passed", "latency_ms", "completed_qps", "validity", "stability", "judged")
-            return cls(
-                qps=qps, evaluation=evaluation, run_id=run_id, **dict.fromkeys(unknown), reason=None
-            )
+        """``probe``: None until its run is stored (every figure null)."""
+        shown = {name: json_safe(getattr(probe, name, None)) for name in PROBE_SHOWN}
+        interval = probe.latency_interval if probe is not None else None
         return cls(
             qps=qps,
             evaluation=evaluation,
             run_id=run_id,
-            passed=None,
-            latency_ms=None,
-            completed_qps=None,
-            validity=None,
-            stability=None,
-            judged=None,
-            reason=None,
-        )
-        return cls(
-            qps=qps,
-            evaluation=evaluation,
-            run_id=run_id,
-            passed=probe.passed,
-            latency_ms=json_safe(probe.latency_ms),
-            completed_qps=json_safe(probe.completed_qps),
-            validity=probe.validity,
-            stability=probe.stability,
-            judged=probe.judged,
-            reason=probe.reason,
-            latency_interval=(
-                IntervalType.from_dict(probe.latency_interval) if probe.latency_interval else None
-            ),
+            **shown,
+            latency_interval=IntervalType.from_dict(interval) if interval else None,
         )
 
 
