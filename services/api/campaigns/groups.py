@@ -3,8 +3,9 @@ of a group's evaluations or none, and reading a group's members back with their 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
+from types import ModuleType
 from typing import Any
 
 from sqlalchemy import select
@@ -15,7 +16,7 @@ from services.api.rejections import Rejection
 from services.api.submission import submit
 from services.api.submission_request import FanOut, SubmitRequest, snake_keys
 from services.api.user_quota import campaign_problem
-from services.core.campaigns.group import InvalidCampaign, Member
+from services.core.campaigns.group import Done, InvalidCampaign, Start
 from services.core.workload import GENERIC_OPTIONS_FIELD, Workload
 from services.workloads import workloads
 from shared.celery_app import Publisher
@@ -49,51 +50,83 @@ def submit_all(
     return stored
 
 
-def refused(problem: InvalidCampaign) -> Rejection:
-    """A campaign's refusal (services/core/campaigns) as the API returns it."""
-    return Rejection("InvalidInput", str(problem), field=problem.field, accepted=problem.accepted)
-
-
-def runs_scenario(base: SubmitRequest) -> bool:
-    """Whether the request's workload runs its LoadGen scenario (Workload.runs_scenario),
-    as campaigns that vary scenario settings need; an unknown one does not."""
-    known = workloads().get(base.workload)
-    return known is not None and known.runs_scenario
-
-
-def not_scenario_names() -> str:
-    """The workloads a scenario campaign refuses, for its message: "bricks and training"."""
-    names = sorted(w.options_field for w in workloads().values() if not w.runs_scenario)
-    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-
-
 def one_evaluation_problem(base: SubmitRequest, what: str) -> Rejection | None:
-    """Repeats, a sweep and the pair each run one model on LoadGen: ``what`` says how."""
-    if base.fan_out or not runs_scenario(base):
+    """Repeats, a sweep, the pair and find-peak each run one model on LoadGen (its
+    workload's ``runs_scenario``): ``what`` says how; the message names the others."""
+    known = workloads().get(base.workload)
+    if base.fan_out or known is None or not known.runs_scenario:
+        names = sorted(w.options_field for w in workloads().values() if not w.runs_scenario)
+        others = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
         return Rejection(
             "InvalidInput",
-            f"evaluation: {what}; fanOut, {not_scenario_names()} are not accepted",
+            f"evaluation: {what}; fanOut, {others} are not accepted",
             field="evaluation",
         )
     return None
 
 
-def submit_members(
+def apply(base: SubmitRequest, start: Start) -> SubmitRequest:
+    """``base`` (its settings an object) as the member ``start`` runs it (core/campaigns/
+    group.Start); settings in snake_case, so a camelCase key the client gave is replaced."""
+    settings = snake_keys(dict(base.settings)) | dict(start.settings)
+    return replace(
+        base,
+        scenario=start.scenario or base.scenario,
+        settings={k: v for k, v in settings.items() if v is not None or k not in start.settings},
+        batch_size=start.batch_size or base.batch_size,
+        group=start.group,
+        # gang_size 1: the first matching agent, so the members run on one system.
+        gang_size=1 if start.pinned else base.gang_size,
+    )
+
+
+def submit_campaign(
     session: Session,
     settings: Settings,
     publish: Publisher,
     owner_id: int,
-    requests: Sequence[tuple[SubmitRequest, Member]],
+    base: SubmitRequest,
+    what: str,
+    first: Callable[[], list[Start] | Done[Any]],
 ) -> tuple[str, list[Evaluation]] | Rejection:
-    """Each request stored with its member's record as its group; all or none."""
-    stored = submit_all(
-        session,
-        settings,
-        publish,
-        owner_id=owner_id,
-        requests=[replace(request, group=member.stored()) for request, member in requests],
-    )
-    return stored if isinstance(stored, Rejection) else (requests[0][1].id, stored)
+    """A campaign of one model on LoadGen whose members all start at once (``what``: how
+    it runs it; ``first``: its first step, or InvalidCampaign), each applied to ``base``,
+    stored and dispatched all or none."""
+    problem = one_evaluation_problem(base, what)
+    if problem is not None:
+        return problem
+    if not isinstance(base.settings, dict):
+        return Rejection("InvalidInput", "settings: must be an object", field="settings")
+    try:
+        starts = first()
+    except InvalidCampaign as invalid:
+        return Rejection(
+            "InvalidInput", str(invalid), field=invalid.field, accepted=invalid.accepted
+        )
+    assert isinstance(starts, list)  # nothing has finished: every member starts
+    requests = [apply(base, start) for start in starts]
+    stored = submit_all(session, settings, publish, owner_id=owner_id, requests=requests)
+    return stored if isinstance(stored, Rejection) else (str(starts[0].group["id"]), stored)
+
+
+def submit_planned(
+    kind: ModuleType,
+    session: Session,
+    settings: Settings,
+    publish: Publisher,
+    owner_id: int,
+    base: SubmitRequest,
+    asked: Any,
+    what: str,
+) -> tuple[str, list[Evaluation]] | Rejection:
+    """A kind of services/core/campaigns whose members all start at once (repeats, sweep,
+    the pair): ``asked`` (its ``Asked``) planned over ``base``'s scenario settings."""
+
+    def first() -> list[Start] | Done[Any]:
+        members = asked.plan(base.scenario, snake_keys(dict(base.settings)))
+        return kind.next_step(members, [])
+
+    return submit_campaign(session, settings, publish, owner_id, base, what, first)
 
 
 def group_members(

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.campaigns.find_peak import find_peak
+from services.campaigns.drive import find_peak
 from services.cli.bench_options import (
     AS_JSON,
     DATASET,
@@ -107,7 +107,6 @@ def find_peak_command(
             request,
             lambda r: embedded.run_bench(r, settings, hooks),
             SearchSettings(latency_bound_ms, percentile, tolerance, max_probes, start_qps),
-            size_probes=duration is None,
             warn=lambda line: Console(stderr=True).print(
                 f"[yellow]warning:[/] {line}", soft_wrap=True
             ),

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
+from services.core.campaigns.group import Done, InvalidCampaign, Member, Start, all_at_once
 from services.core.stored_report import load_loadgen_report
 
 KIND: Final = "accuracy-performance-pair"
@@ -20,6 +20,10 @@ class PairMember(Member):
     kind: Literal["accuracy-performance-pair"] = KIND
     # Which pass; each pass's scenario mode is its role.
     role: Role
+
+    def start(self) -> Start:
+        # Both passes on one system: a submission needs them from the same one.
+        return Start(self.stored(), settings={"mode": self.role}, pinned=True)
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,14 @@ class PairVerdict:
     samples_per_second: float | None
     validity: str | None
     stability: str | None
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A pair is asked for with the run alone: nothing beside it."""
+
+    def plan(self, scenario: str, settings: Mapping[str, Any]) -> list[PairMember]:
+        return plan(settings.get("mode"))
 
 
 def plan(mode: str | None, *, field: str = "settings.mode") -> list[PairMember]:
@@ -65,7 +77,7 @@ def summarise(reports: Sequence[Mapping[str, Any]]) -> PairVerdict:
 
 def next_step(
     members: Sequence[PairMember], finished: Sequence[dict[str, Any]]
-) -> list[PairMember] | Done[PairVerdict]:
+) -> list[Start] | Done[PairVerdict]:
     """Both passes at once (pinned to one system by the launcher); the verdict when both
     are stored."""
     return all_at_once(members, finished, summarise)

@@ -1,10 +1,11 @@
 """Find-peak, defined once for both launchers: the search's settings and their bounds, the
-group record each member stores, the scenario settings of the capacity estimate and of
-each probe, and the pure step from the probes judged so far to the next probe or the peak.
+group record each member stores, and ``next_step``: from the runs stored so far to the
+next member (the capacity estimate, a probe, or the longer run of a probe that met the
+bound unjudged) or the peak.
 
-The embedded launcher (services/campaigns/find_peak.py) runs each probe as it is asked
-for; the stack's (services/api/campaigns/find_peak/group.py) takes one step per stored
-run. Both call ``step`` over the probes run so far, so they probe the same rates for the
+The embedded launcher (services/campaigns/drive.py) runs each member as it is asked for;
+the stack's (services/api/campaigns/find_peak/group.py) takes one step per stored run.
+Both call ``next_step`` over the same stored reports, so they probe the same rates for the
 same durations and reach the same verdict. The search itself is core/find_peak_search.py.
 """
 
@@ -15,9 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from services.core.early_stopping import MAX_SIZED_PROBE_S, sized_probe_s
+from services.core.campaigns.group import Done, Start
+from services.core.early_stopping import MAX_SIZED_PROBE_S, duration_warning, sized_probe_s
 from services.core.figures import percentile_key
-from services.core.find_peak_search import DURATION_MARGIN, PeakResult, Probe, next_step
+from services.core.find_peak_search import DURATION_MARGIN, PeakResult, Probe, judge
+from services.core.find_peak_search import next_step as search_step
+from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 KIND = "find-peak"
 ESTIMATE = "capacity estimate"
@@ -27,6 +31,13 @@ MAX_LATENCY_BOUND_MS = 3_600_000.0  # an hour: the longest bound a Server test c
 # What a probe sets over the request's scenario settings; the estimate (Offline) has none.
 SERVER_TARGETS = ("target_qps", "target_latency_ms", "latency_percentile")
 NO_ESTIMATE = "the Offline capacity estimate completed no samples; see its run"
+
+
+class NoEstimate(ValueError):
+    """The capacity estimate completed nothing: there is no rate to start from."""
+
+    def __init__(self) -> None:
+        super().__init__(f"find-peak: {NO_ESTIMATE}")
 
 
 @dataclass(frozen=True)
@@ -101,26 +112,6 @@ class FindPeakGroup:
         )
 
 
-def probe_settings(search: SearchSettings, qps: float, duration_s: float | None) -> dict[str, Any]:
-    """The scenario settings a Server probe at ``qps`` sets over the request's;
-    ``duration_s`` None keeps the request's duration."""
-    settings: dict[str, Any] = {
-        "target_qps": qps,
-        "target_latency_ms": search.latency_bound_ms,
-        "latency_percentile": search.percentile,
-    }
-    return settings if duration_s is None else settings | {"min_duration_s": duration_s}
-
-
-def start_rate(search: SearchSettings, estimate_samples_per_second: float | None) -> float | None:
-    """The first probe's rate: the one given, else the estimate's throughput; None while
-    the estimate has not run or when it completed nothing (``NO_ESTIMATE``)."""
-    if search.start_qps is not None:
-        return search.start_qps
-    rate = float(estimate_samples_per_second or 0.0)
-    return rate if rate > 0 else None
-
-
 @dataclass(frozen=True)
 class NextProbe:
     qps: float
@@ -128,6 +119,48 @@ class NextProbe:
     duration_s: float | None
     # Why this rate runs again for longer (a warning to show); None for a first probe.
     longer: str | None = None
+
+
+def judged(group: FindPeakGroup, stored: Mapping[str, Any] | LoadGenReport) -> Probe:
+    """A stored probe's run judged against the search's bound, at the rate it asked for."""
+    report = load_loadgen_report(stored)
+    qps, search = float((report.group or {})["qps"]), group.search
+    return judge(
+        report, qps, latency_bound_ms=search.latency_bound_ms, percentile=search.percentile
+    )
+
+
+def next_step(
+    group: FindPeakGroup, finished: Sequence[Mapping[str, Any]]
+) -> list[Start] | Done[PeakResult]:
+    """The next member after ``finished`` (the group's stored reports, in the order run), or
+    the result. The first probe's rate is the one given, else the capacity estimate's
+    throughput (NoEstimate when it completed nothing)."""
+    search, loaded = group.search, [load_loadgen_report(r) for r in finished]
+    estimate = next((r for r in loaded if (r.group or {}).get("role") == ESTIMATE), None)
+    start = search.start_qps
+    if start is None and estimate is None:
+        dropped = dict.fromkeys(SERVER_TARGETS)  # the estimate runs Offline, no target
+        return [Start(group.to_dict(), scenario="offline", settings=dropped)]
+    if start is None:
+        start = float(estimate.perf.samples_per_second or 0.0) if estimate else 0.0
+        if not start > 0:
+            raise NoEstimate
+    probes = [judged(group, r) for r in loaded if (r.group or {}).get("role") == PROBE]
+    given_s = group.request["settings"].get("min_duration_s")
+    found = step(search, start, probes, sized=given_s is None)
+    if isinstance(found, PeakResult):
+        return Done(found)
+    warning = found.longer
+    if given_s is not None and not probes:  # said once, before the first probe
+        warning = duration_warning(float(given_s), start, search.percentile)
+    # What a Server probe sets over the request's settings; no duration: the request's.
+    settings = {
+        "target_qps": found.qps,
+        "target_latency_ms": search.latency_bound_ms,
+        "latency_percentile": search.percentile,
+    } | ({} if found.duration_s is None else {"min_duration_s": found.duration_s})
+    return [Start(group.probe(found.qps).to_dict(), "server", settings, warning=warning)]
 
 
 def step(
@@ -165,7 +198,7 @@ def step(
                 f"run again for {longer:g} s"
             )
             return NextProbe(last.qps, longer, why)
-    found = next_step(
+    found = search_step(
         finals,
         start_qps=start_qps,
         latency_bound_ms=search.latency_bound_ms,

@@ -1,11 +1,12 @@
 """What every group kind shares: the member record stored in ``group_info`` and in each
-run's report, the refusal of a bad campaign request, and ``next_step`` for the kinds whose
-members all start at once (repeats, sweep, the accuracy + performance pair)."""
+run's report, what a member changes of the group's request (``Start``, which each launcher
+applies to its own request), the refusal of a bad campaign request, and ``next_step`` for
+the kinds whose members all start at once (repeats, sweep, the accuracy + performance pair)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -19,6 +20,23 @@ class InvalidCampaign(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.accepted = list(accepted)
+
+
+@dataclass(frozen=True)
+class Start:
+    """One member to run: the group record it stores and what it changes of the request
+    the group was made from. Both launchers apply it (services/campaigns/drive.apply, the
+    stack's services/api/campaigns/groups.apply), so both run the same members."""
+
+    group: dict[str, Any]
+    scenario: str | None = None  # replaces the request's scenario; None keeps it
+    # Set over the request's scenario settings (snake_case); a None value removes one.
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    batch_size: int | None = None
+    # On the system the group's other members run on (the stack pins it to one agent).
+    pinned: bool = False
+    # Something to tell the user before it runs (the launcher shows or logs it).
+    warning: str | None = None
 
 
 class Member(BaseModel):
@@ -35,13 +53,16 @@ class Member(BaseModel):
     def stored(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    def start(self) -> Start:
+        """What this member changes of the request; a kind whose members differ says how."""
+        return Start(self.stored())
+
     @classmethod
     def read(cls, info: Mapping[str, Any], group_id: str | None = None) -> Self:
         """A stored record back; ``group_id``: the stack's column, where the info lacks it."""
         return cls.model_validate({**info, "id": group_id} if group_id else dict(info))
 
 
-M = TypeVar("M", bound=Member)
 R = TypeVar("R")
 
 
@@ -53,12 +74,12 @@ class Done(Generic[R]):
 
 
 def all_at_once(
-    members: Sequence[M], finished: Sequence[dict[str, Any]], summarise: Callable[..., R]
-) -> list[M] | Done[R]:
+    members: Sequence[Member], finished: Sequence[dict[str, Any]], summarise: Callable[..., R]
+) -> list[Start] | Done[R]:
     """The next step of a group whose members run together: all of them before any has
     finished, nothing while some run, the summary of their reports once all have."""
     if not finished:
-        return list(members)
+        return [member.start() for member in members]
     if len(finished) < len(members):
         return []
     return Done(summarise(finished))

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
-from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
+from services.core.campaigns.group import Done, InvalidCampaign, Member, Start, all_at_once
 from services.core.confidence import Confidence, run_confidence
 from services.core.figures import FIGURES, figures_of
 from services.core.stored_report import LoadGenReport, load_loadgen_report
@@ -82,6 +82,16 @@ def summarise(reports: Sequence[Mapping[str, Any]]) -> RepeatsSummary | None:
     return RepeatsSummary(spread_of(measured), run_confidence(measured))
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What a request for repeats gives beside the run (its GraphQL input's fields)."""
+
+    count: int  # how many times it runs: 2..MAX_REPEATS
+
+    def plan(self, scenario: str, settings: Mapping[str, Any]) -> list[RepeatsMember]:
+        return plan(self.count)
+
+
 def plan(count: int, *, field: str = "count") -> list[RepeatsMember]:
     """The members of ``count`` repeats; ``field``: what the launcher calls the count."""
     if not 2 <= count <= MAX_REPEATS:
@@ -92,6 +102,6 @@ def plan(count: int, *, field: str = "count") -> list[RepeatsMember]:
 
 def next_step(
     members: Sequence[RepeatsMember], finished: Sequence[dict[str, Any]]
-) -> list[RepeatsMember] | Done[RepeatsSummary | None]:
+) -> list[Start] | Done[RepeatsSummary | None]:
     """All repeats at once; their summary when every one is stored."""
     return all_at_once(members, finished, summarise)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
-from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
+from services.core.campaigns.group import Done, InvalidCampaign, Member, Start, all_at_once
 from services.core.figures import figures_of, verdicts
 from services.core.stored_report import load_loadgen_report
 from services.core.workload import MAX_BATCH_SIZE
@@ -36,6 +36,11 @@ class SweepMember(Member):
     kind: Literal["sweep"] = KIND
     parameter: str
     value: int | float  # int for a setting in whole numbers
+
+    def start(self) -> Start:
+        if self.parameter == "batch_size":
+            return Start(self.stored(), batch_size=int(self.value))
+        return Start(self.stored(), settings={self.parameter: self.value})
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,18 @@ def check(
     return [int(v) if swept.whole else float(v) for v in values]
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What a request for a sweep gives beside the run (its GraphQL input's fields)."""
+
+    # batch_size (any scenario), target_qps (server) or samples_per_query (multi-stream).
+    parameter: str
+    values: list[float]
+
+    def plan(self, scenario: str, settings: Mapping[str, Any]) -> list[SweepMember]:
+        return plan(self.parameter, self.values, scenario)
+
+
 def plan(
     parameter: str,
     values: Sequence[float],
@@ -152,7 +169,7 @@ def summarise(reports: Sequence[dict[str, Any]]) -> Curve:
 
 def next_step(
     members: Sequence[SweepMember], finished: Sequence[dict[str, Any]]
-) -> list[SweepMember] | Done[Curve]:
+) -> list[Start] | Done[Curve]:
     """Every point at once (on one agent they run one after another on one loaded model);
     the curve when every point is stored."""
     return all_at_once(members, finished, summarise)

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from services.analysis.advice import advise, cost_per_million, load_reports
-from services.campaigns.find_peak import find_peak
+from services.campaigns.drive import find_peak
 from services.cli.bench_options import BenchOptions
 from services.cli.main import app
 from services.core.campaigns.find_peak import SearchSettings

@@ -15,9 +15,10 @@ import pytest
 from sqlalchemy import select
 
 from services.api.auth import get_or_create_user
-from services.api.campaigns.accuracy_performance_pair.group import load_pair, submit_pair
-from services.api.campaigns.repeats.group import load_repeats, submit_repeats
-from services.api.campaigns.sweep.group import load_sweep, submit_sweep
+from services.api.campaigns.accuracy_performance_pair.types import PairType
+from services.api.campaigns.groups import group_members, submit_planned
+from services.api.campaigns.repeats.types import RepeatsType
+from services.api.campaigns.sweep.types import SweepType
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
 from services.campaigns.drive import run_pair, run_repeats, run_sweep
@@ -103,16 +104,17 @@ def shape(records: list[dict[str, Any]]) -> set[tuple[tuple[str, str], ...]]:
     return {tuple(sorted((k, type(v).__name__) for k, v in r.items())) for r in records}
 
 
-def owner_id() -> int:
+def stored_reports(group_id: str, kind: str) -> list[dict[str, Any]]:
+    """The reports of the stack's group's members, in the order submitted."""
     with runtime.db() as session:
-        return get_or_create_user(session, "both-launchers").id
+        members = group_members(session, group_id, kind)
+        return [run.report for _, run in members if run is not None]
 
 
 def test_repeats_store_one_record_shape_and_summarise_alike(outbox: Outbox) -> None:
     def submit(session: Any, settings: Any, publish: Any, owner_id: int) -> object:
-        return submit_repeats(
-            session, settings, publish, owner_id=owner_id, base=stacked(), count=3
-        )
+        asked = repeats.Asked(count=3)
+        return submit_planned(repeats, session, settings, publish, owner_id, stacked(), asked, "")
 
     remote = through_stack(outbox, submit)
     reports, summary = run_repeats(embedded(), 3, run_embedded)
@@ -126,29 +128,25 @@ def test_repeats_store_one_record_shape_and_summarise_alike(outbox: Outbox) -> N
     )
     assert sorted(r["index"] for r in local_records) == [0, 1, 2]
     assert sorted(repeats.RepeatsMember.read(r).index for r in remote_records) == [0, 0, 1, 1, 2, 2]
-    with runtime.db() as session:
-        view = load_repeats(session, owner_id=owner_id(), group_id=remote)
-    assert view is not None and summary is not None and view.summary is not None
+    there = repeats.summarise(stored_reports(remote, repeats.KIND))
+    assert there is not None and summary is not None
     # Both summarise every figure over their three runs, with intervals over runs.
-    assert set(view.summary.spread) == set(summary.spread)
-    assert {s.count for s in view.summary.spread.values()} == {3}
+    assert set(there.spread) == set(summary.spread)
+    assert {s.count for s in there.spread.values()} == {3}
     assert {s.count for s in summary.spread.values()} == {3}
-    assert view.summary.confidence.basis == summary.confidence.basis == "runs"
+    assert there.confidence.basis == summary.confidence.basis == "runs"
+    with runtime.db() as session:  # as repeats(groupId) shows them
+        shown = RepeatsType.from_members(remote, group_members(session, remote, repeats.KIND))
+    assert [r.index for r in shown.repeats] == [0, 1, 2] and shown.confidence is not None
+    assert {s.name for s in shown.spread} == set(summary.spread)
 
 
 def test_a_sweep_stores_one_record_shape_and_the_same_points(outbox: Outbox) -> None:
     values = [4.0, 1.0, 2.0]
 
     def submit(session: Any, settings: Any, publish: Any, owner_id: int) -> object:
-        return submit_sweep(
-            session,
-            settings,
-            publish,
-            owner_id=owner_id,
-            base=stacked(),
-            parameter="batch_size",
-            values=values,
-        )
+        asked = sweep.Asked("batch_size", values)
+        return submit_planned(sweep, session, settings, publish, owner_id, stacked(), asked, "")
 
     remote = through_stack(outbox, submit)
     curve = run_sweep(embedded(), "batch_size", values, run_embedded, "--batch-sizes")
@@ -158,13 +156,15 @@ def test_a_sweep_stores_one_record_shape_and_the_same_points(outbox: Outbox) -> 
         == shape(remote_records)
         == {(("id", "str"), ("kind", "str"), ("parameter", "str"), ("value", "int"))}
     )
-    with runtime.db() as session:
-        points = load_sweep(session, owner_id=owner_id(), group_id=remote)
-    assert points is not None
+    remote_curve = sweep.summarise(stored_reports(remote, sweep.KIND))
     # The same points in the same (value) order, each judged by the same rule.
-    assert [p.value for p in curve.points] == [p.value for p in points] == [1, 2, 4]
-    remote_curve = sweep.summarise([p.run.report for p in points if p.run is not None])
-    assert [p.point for p in points] == remote_curve.points
+    assert [p.value for p in curve.points] == [p.value for p in remote_curve.points] == [1, 2, 4]
+    with runtime.db() as session:  # as sweep(groupId) shows it
+        shown = SweepType.from_members(remote, group_members(session, remote, sweep.KIND))
+    assert [(p.value, p.validity) for p in shown.points] == [
+        (p.value, p.validity) for p in remote_curve.points
+    ]
+    assert all(p.samples_per_second is not None for p in shown.points)
     for here, there in zip(curve.points, remote_curve.points, strict=True):
         assert here.validity in {"VALID", "INVALID"} and there.validity in {"VALID", "INVALID"}
         assert not math.isnan(here.samples_per_second) and not math.isnan(there.samples_per_second)
@@ -174,7 +174,9 @@ def test_a_sweep_stores_one_record_shape_and_the_same_points(outbox: Outbox) -> 
 
 def test_the_pair_stores_one_record_shape_and_gives_the_same_verdict(outbox: Outbox) -> None:
     def submit(session: Any, settings: Any, publish: Any, owner_id: int) -> object:
-        return submit_pair(session, settings, publish, owner_id=owner_id, base=stacked())
+        return submit_planned(
+            pair, session, settings, publish, owner_id, stacked(), pair.Asked(), ""
+        )
 
     remote = through_stack(outbox, submit)
     passes, verdict = run_pair(embedded(), run_embedded, mode_given=False)
@@ -188,9 +190,9 @@ def test_the_pair_stores_one_record_shape_and_gives_the_same_verdict(outbox: Out
     )
     assert sorted(r["role"] for r in local_records) == ["accuracy", "performance"]
     with runtime.db() as session:
-        view = load_pair(session, owner_id=owner_id(), group_id=remote)
-    assert view is not None and view.state == "done" and view.same_agent is True
-    there = view.verdict()
+        shown = PairType.from_members(remote, group_members(session, remote, pair.KIND))
+    assert shown.state == "done" and shown.same_agent is True
+    there = pair.summarise(stored_reports(remote, pair.KIND))
     for found in (verdict, there):
         assert found.accuracy_run is not None and found.performance_run is not None
         assert found.validity in {"VALID", "INVALID"}
@@ -202,12 +204,15 @@ def test_the_pair_stores_one_record_shape_and_gives_the_same_verdict(outbox: Out
     with pytest.raises(ValueError, match="--mode: the pair sets each pass's mode"):
         run_pair(embedded(mode="accuracy"), run_embedded, mode_given=True)
     with runtime.db() as session:
-        refused = submit_pair(
+        refused = submit_planned(
+            pair,
             session,
             runtime.settings(),
             outbox,
-            owner_id=owner_id(),
-            base=SubmitRequest(model=MODEL, framework=FRAMEWORK, settings={"mode": "accuracy"}),
+            get_or_create_user(session, "both-launchers").id,
+            SubmitRequest(model=MODEL, framework=FRAMEWORK, settings={"mode": "accuracy"}),
+            pair.Asked(),
+            "",
         )
     assert isinstance(refused, Rejection)
     assert refused.message == "settings.mode: the pair sets each pass's mode; leave it out"

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from services.aggregator.repository import get_run
-from services.campaigns.find_peak import RunFn, find_peak
+from services.campaigns.drive import RunFn, find_peak
 from services.core.campaigns.find_peak import SearchSettings
 from services.core.early_stopping import MAX_SIZED_PROBE_S, probe_duration_s
 from services.core.find_peak_search import PeakResult
@@ -36,7 +36,6 @@ def _sized_search(run: RunFn, *, max_probes: int) -> tuple[PeakResult, list[str]
         request,
         run,
         SearchSettings(200, start_qps=1000, tolerance=0.9, max_probes=max_probes),
-        size_probes=True,
         warn=warnings.append,
     )
     return result, warnings

@@ -31,7 +31,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "services/analysis/report_rows.py": (1, "the agent section's own settings"),
     "services/analysis/advice.py": (1, "the agent section's own settings"),
     "services/analysis/systems.py": (1, "the agent section's own settings"),
-    "services/api/campaigns/find_peak/group.py": (1, "a group record's stored request"),
+    "services/core/campaigns/find_peak.py": (1, "a group record's stored request"),
     "services/core/campaigns/accuracy_performance_pair.py": (3, "the pair's roles"),
     "services/analysis/shared_report.py": (2, "a CSV row (report_rows.row_of)"),
     "services/cli/remote_find_peak.py": (1, "a GraphQL agent's settings"),

@@ -14,7 +14,7 @@ import pytest
 
 import services.workloads as workloads_package
 from services.api import fan_out
-from services.api.campaigns.find_peak.group import _problem
+from services.api.campaigns.find_peak.group import submit_find_peak
 from services.api.campaigns.groups import one_evaluation_problem, request_of
 from services.api.campaigns.training_scaling.group import submit_training_scaling
 from services.api.rejections import Rejection
@@ -77,7 +77,14 @@ def test_the_refusals_name_the_kinds_as_before() -> None:
     assert problem.message == (
         "evaluation: repeats run one model; fanOut, bricks and training are not accepted"
     )
-    found = _problem(SearchSettings(latency_bound_ms=10.0), SubmitRequest(fan_out=True))
+    found = submit_find_peak(
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        owner_id=1,
+        base=SubmitRequest(fan_out=True),
+        search=SearchSettings(latency_bound_ms=10.0),
+    )
     assert isinstance(found, Rejection) and found.message == (
         "evaluation: find-peak searches one model on one agent; fanOut, bricks and training "
         "are not accepted"

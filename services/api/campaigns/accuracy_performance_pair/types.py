@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import strawberry
 
-from services.api.campaigns.accuracy_performance_pair.group import PairView
 from services.api.graphql.evaluations.types import EvaluationType, RunType
+from services.core.campaigns.accuracy_performance_pair import ROLES, PairMember, summarise
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
+
+# What the pair shows of its PairVerdict (core's), beside each pass.
+SHOWN = ["top1", "top5", "accuracy_samples", "samples_per_second", "validity", "stability"]
 
 
 @strawberry.type(name="PairPass")
@@ -33,25 +38,29 @@ class PairType:
     stability: str | None
 
     @classmethod
-    def from_view(cls, view: PairView) -> PairType:
+    def from_members(cls, group_id: str, members: list[tuple[Evaluation, Run | None]]) -> PairType:
+        by_role = {PairMember.read(e.group_info or {}, group_id).role: (e, r) for e, r in members}
         passes = {
             role: PairPassType(
                 evaluation=EvaluationType.from_row(evaluation),
                 run=RunType.from_row(run) if run is not None else None,
             )
-            for role, (evaluation, run) in view.members.items()
+            for role, (evaluation, run) in by_role.items()
         }
-        verdict = view.verdict()
+        state = (
+            "done"
+            if len(by_role) == len(ROLES) and all(r is not None for _, r in members)
+            else "running"
+        )
+        if {e.state for e, _ in members} & {"FAILED", "CANCELLED"}:
+            state = "failed"
+        agents = {e.agent_id for e, _ in members}
+        verdict = vars(summarise([run.report for _, run in members if run]))
         return cls(
-            group_id=view.group_id,
-            state=view.state,
+            group_id=group_id,
+            state=state,
             accuracy=passes.get("accuracy"),
             performance=passes.get("performance"),
-            same_agent=view.same_agent,
-            top1=verdict.top1,
-            top5=verdict.top5,
-            accuracy_samples=verdict.accuracy_samples,
-            samples_per_second=verdict.samples_per_second,
-            validity=verdict.validity,
-            stability=verdict.stability,
+            same_agent=None if None in agents else len(agents) == 1,
+            **{name: verdict[name] for name in SHOWN},
         )

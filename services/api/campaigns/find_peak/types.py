@@ -3,18 +3,73 @@ bound beside its evaluation, and the peak (or why there is none) once it is done
 
 from __future__ import annotations
 
-import math
-
 import strawberry
 
-from services.api.campaigns.find_peak.group import FindPeakView
+from services.api.campaigns.groups import stopped_reason
 from services.api.graphql.confidence.types import IntervalType
+from services.api.graphql.evaluations.mutations import SubmitEvaluationInput
 from services.api.graphql.evaluations.types import EvaluationType
-from services.core.find_peak_search import Probe
+from services.core.campaigns import find_peak as peak
+from services.core.campaigns.find_peak import SearchSettings
+from services.core.campaigns.group import Done
+from services.core.find_peak_search import PeakResult, Probe
+from services.core.run_report import json_safe
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
+def group_of(evaluation: Evaluation) -> peak.FindPeakGroup:
+    # submit keeps the group's id in its own column (the run's report joins them again).
+    return peak.FindPeakGroup.from_dict(
+        {**(evaluation.group_info or {}), "id": evaluation.group_id}
+    )
+
+
+def role_of(evaluation: Evaluation) -> object:
+    return (evaluation.group_info or {}).get("role")
+
+
+def state_of(
+    group: peak.FindPeakGroup, members: list[tuple[Evaluation, Run | None]]
+) -> tuple[str, str, PeakResult | None]:
+    """The search as stored: "searching", "done" or "failed" (a member ended FAILED or
+    CANCELLED, the next one was refused, the estimate gave no rate), why, and the result."""
+    ended = [e for e, _ in members if e.state in {"FAILED", "CANCELLED"}]
+    if ended:
+        return "failed", f"{ended[0].state}: {ended[0].reason}", None
+    if stopped := stopped_reason(members):
+        return "failed", f"the next probe was refused: {stopped}", None
+    if any(r is None for _, r in members):
+        return "searching", "", None  # a member still runs
+    try:
+        found = peak.next_step(group, [r.report for _, r in members if r is not None])
+    except peak.NoEstimate:
+        return "failed", peak.NO_ESTIMATE, None
+    if isinstance(found, Done):
+        return "done", found.summary.verdict, found.summary
+    return "searching", "", None
+
+
+@strawberry.input
+class SubmitFindPeakInput:
+    # The model, framework, agent constraints, batch size and settings each probe runs
+    # with; its scenario is replaced (Offline for the estimate, Server for the probes).
+    evaluation: SubmitEvaluationInput
+    latency_bound_ms: float
+    percentile: float = 99.0
+    # None: an Offline run first, whose throughput is the start rate.
+    start_qps: float | None = None
+    tolerance: float = 0.05
+    max_probes: int = 12
+
+    def search(self) -> SearchSettings:
+        return SearchSettings(
+            self.latency_bound_ms, self.percentile, self.tolerance, self.max_probes, self.start_qps
+        )
+
+
+# What a probe shows of its judged Probe (core's), beside its rate, evaluation and run.
+PROBE_SHOWN = ["passed", "latency_ms", "completed_qps", "validity", "stability", "judged", "reason"]
 
 
 @strawberry.type(name="FindPeakProbe")
@@ -38,33 +93,15 @@ class FindPeakProbeType:
     def from_parts(
         cls, qps: float, evaluation: EvaluationType, run_id: str | None, probe: Probe | None
     ) -> FindPeakProbeType:
-        if probe is None:
-            return cls(
-                qps=qps,
-                evaluation=evaluation,
-                run_id=run_id,
-                passed=None,
-                latency_ms=None,
-                completed_qps=None,
-                validity=None,
-                stability=None,
-                judged=None,
-                reason=None,
-            )
+        """``probe``: None until its run is stored (every figure null)."""
+        shown = {name: json_safe(getattr(probe, name, None)) for name in PROBE_SHOWN}
+        interval = probe.latency_interval if probe is not None else None
         return cls(
             qps=qps,
             evaluation=evaluation,
             run_id=run_id,
-            passed=probe.passed,
-            latency_ms=_finite(probe.latency_ms),
-            completed_qps=_finite(probe.completed_qps),
-            validity=probe.validity,
-            stability=probe.stability,
-            judged=probe.judged,
-            reason=probe.reason,
-            latency_interval=(
-                IntervalType.from_dict(probe.latency_interval) if probe.latency_interval else None
-            ),
+            **shown,
+            latency_interval=IntervalType.from_dict(interval) if interval else None,
         )
 
 
@@ -92,37 +129,41 @@ class FindPeakType:
     advice: list[str]
 
     @classmethod
-    def from_view(cls, view: FindPeakView) -> FindPeakType:
-        estimate_rate = None
-        if view.settings.start_qps is not None:
-            estimate_rate = view.settings.start_qps
-        elif view.estimate is not None and view.estimate[1] is not None:
-            estimate_rate = view.estimate[1].samples_per_second
+    def from_members(
+        cls, group_id: str, members: list[tuple[Evaluation, Run | None]]
+    ) -> FindPeakType:
+        group = group_of(members[0][0])
+        search = group.search
+        state, verdict, result = state_of(group, members)
+        estimate = next(((e, r) for e, r in members if role_of(e) == peak.ESTIMATE), None)
+        start_qps = search.start_qps
+        if start_qps is None and estimate is not None and estimate[1] is not None:
+            start_qps = estimate[1].samples_per_second
         probes = [
             FindPeakProbeType.from_parts(
                 float((e.group_info or {})["qps"]),
                 EvaluationType.from_row(e),
                 run.id if run is not None else None,
-                probe,
+                peak.judged(group, run.report) if run is not None else None,
             )
-            for e, run, probe in view.probes
+            for e, run in members
+            if role_of(e) == peak.PROBE
         ]
-        result = view.result
-        peak = result.peak if result is not None else None
+        best = result.peak if result is not None else None
         return cls(
-            group_id=view.group_id,
-            latency_bound_ms=view.settings.latency_bound_ms,
-            percentile=view.settings.percentile,
-            tolerance=view.settings.tolerance,
-            max_probes=view.settings.max_probes,
-            state=view.state,
-            verdict=view.reason,
-            start_qps=estimate_rate,
-            estimate=EvaluationType.from_row(view.estimate[0]) if view.estimate else None,
+            group_id=group_id,
+            latency_bound_ms=search.latency_bound_ms,
+            percentile=search.percentile,
+            tolerance=search.tolerance,
+            max_probes=search.max_probes,
+            state=state,
+            verdict=verdict,
+            start_qps=start_qps,
+            estimate=EvaluationType.from_row(estimate[0]) if estimate else None,
             probes=probes,
-            peak_qps=peak.qps if peak is not None else None,
-            peak_latency_ms=_finite(peak.latency_ms) if peak is not None else None,
-            peak_run_id=peak.run_id if peak is not None else None,
+            peak_qps=best.qps if best is not None else None,
+            peak_latency_ms=json_safe(best.latency_ms) if best is not None else None,
+            peak_run_id=best.run_id if best is not None else None,
             reason=result.reason if result is not None else "",
             advice=list(result.advice) if result is not None else [],
         )

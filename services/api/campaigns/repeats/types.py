@@ -3,19 +3,15 @@ the runs and its 95 % interval over them."""
 
 from __future__ import annotations
 
-import math
-
 import strawberry
 
-from services.api.campaigns.repeats.group import RepeatsView
 from services.api.graphql.confidence.types import ConfidenceType
 from services.api.graphql.evaluations.types import EvaluationType, RunType
-from services.core.campaigns.repeats import RepeatsMember, Spread
+from services.core.campaigns.repeats import RepeatsMember, Spread, summarise
 from services.core.figures import FIGURES
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
+from services.core.run_report import json_safe
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
 
 
 @strawberry.type(name="FigureSpread")
@@ -33,17 +29,8 @@ class FigureSpreadType:
 
     @classmethod
     def from_spread(cls, name: str, spread: Spread) -> FigureSpreadType:
-        return cls(
-            name=name,
-            unit=FIGURES[name][0],
-            count=spread.count,
-            min=_finite(spread.min),
-            median=_finite(spread.median),
-            max=_finite(spread.max),
-            mean=_finite(spread.mean),
-            stdev=_finite(spread.stdev),
-            cv=_finite(spread.cv),
-        )
+        # A figure the runs did not give (NaN) is null.
+        return cls(name=name, unit=FIGURES[name][0], **json_safe(spread.to_dict()))
 
 
 @strawberry.type(name="Repeat")
@@ -67,21 +54,26 @@ class RepeatsType:
     confidence: ConfidenceType | None
 
     @classmethod
-    def from_view(cls, view: RepeatsView) -> RepeatsType:
-        confidence, summary = None, view.summary
+    def from_members(
+        cls, group_id: str, members: list[tuple[Evaluation, Run | None]]
+    ) -> RepeatsType:
+        """In repeat order, with the spread and intervals over the runs stored so far."""
+        index = {e.id: RepeatsMember.read(e.group_info or {}, group_id).index for e, _ in members}
+        members = sorted(members, key=lambda member: index[member[0].id])
+        confidence, summary = None, summarise([r.report for _, r in members if r is not None])
         if summary is not None:
             confidence = ConfidenceType.from_report({"confidence": summary.confidence.to_dict()})
         return cls(
-            group_id=view.group_id,
-            count=view.count,
-            agents=view.agents,
+            group_id=group_id,
+            count=len(members),
+            agents=sorted({e.agent_id for e, _ in members if e.agent_id}),
             repeats=[
                 RepeatType(
-                    index=RepeatsMember.read(e.group_info or {}, view.group_id).index,
+                    index=index[e.id],
                     evaluation=EvaluationType.from_row(e),
                     run=RunType.from_row(run) if run is not None else None,
                 )
-                for e, run in view.members
+                for e, run in members
             ],
             spread=[
                 FigureSpreadType.from_spread(name, spread)

@@ -3,12 +3,19 @@ figures beside their verdicts."""
 
 from __future__ import annotations
 
-import math
+from dataclasses import asdict
 
 import strawberry
 
-from services.api.campaigns.sweep.group import SweepPoint
 from services.api.graphql.evaluations.types import EvaluationType, RunType
+from services.core.campaigns.sweep import SweepMember, point_of
+from services.core.run_report import json_safe
+from shared.db.evaluations import Evaluation
+from shared.db.models import Run
+
+# What a point shows of its run's CurvePoint, beside its value, evaluation and run.
+SHOWN = "samples_per_second latency_p50_ms latency_p90_ms latency_p99_ms validity stability"
+SHOWN_NAMES = (*SHOWN.split(), "model_kept")
 
 
 @strawberry.type(name="SweepPoint")
@@ -28,26 +35,15 @@ class SweepPointType:
     model_kept: bool | None
 
     @classmethod
-    def from_point(cls, point: SweepPoint) -> SweepPointType:
+    def from_member(cls, group_id: str, evaluation: Evaluation, run: Run | None) -> SweepPointType:
         # The curve's figures and verdicts as core/campaigns/sweep.point_of reads them,
         # the same as `benchstack sweep` shows; a figure LoadGen did not give is null.
-        found = point.point
-
-        def figure(name: str) -> float | None:
-            value = getattr(found, name) if found is not None else None
-            return None if value is None or math.isnan(value) else float(value)
-
+        found = json_safe(asdict(point_of(run.report))) if run is not None else {}
         return cls(
-            value=point.value,
-            evaluation=EvaluationType.from_row(point.evaluation),
-            run=RunType.from_row(point.run) if point.run is not None else None,
-            samples_per_second=figure("samples_per_second"),
-            latency_p50_ms=figure("latency_p50_ms"),
-            latency_p90_ms=figure("latency_p90_ms"),
-            latency_p99_ms=figure("latency_p99_ms"),
-            validity=found.validity if found is not None else None,
-            stability=found.stability if found is not None else None,
-            model_kept=found.model_kept if found is not None else None,
+            value=SweepMember.read(evaluation.group_info or {}, group_id).value,
+            evaluation=EvaluationType.from_row(evaluation),
+            run=RunType.from_row(run) if run is not None else None,
+            **{name: found.get(name) for name in SHOWN_NAMES},
         )
 
 
@@ -60,8 +56,10 @@ class SweepType:
     model_loads: int
 
     @classmethod
-    def from_points(cls, group_id: str, points: list[SweepPoint]) -> SweepType:
-        converted = [SweepPointType.from_point(p) for p in points]
-        parameter = str((points[0].evaluation.group_info or {}).get("parameter", ""))
-        loads = sum(1 for p in converted if p.model_kept is False)
-        return cls(group_id=group_id, parameter=parameter, points=converted, model_loads=loads)
+    def from_members(cls, group_id: str, members: list[tuple[Evaluation, Run | None]]) -> SweepType:
+        """The points in value order, each with its run once stored."""
+        points = [SweepPointType.from_member(group_id, e, run) for e, run in members]
+        points.sort(key=lambda point: point.value)
+        parameter = str((members[0][0].group_info or {}).get("parameter", ""))
+        loads = sum(1 for p in points if p.model_kept is False)
+        return cls(group_id=group_id, parameter=parameter, points=points, model_loads=loads)

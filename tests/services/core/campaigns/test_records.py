@@ -37,7 +37,7 @@ def test_bounds_name_the_launcher_s_field() -> None:
 
 def test_all_members_start_then_the_summary_comes_when_all_are_stored() -> None:
     members = pair.plan(None)
-    assert pair.next_step(members, []) == members
+    assert pair.next_step(members, []) == [m.start() for m in members]
     accuracy = {"run_id": "a", "group": members[0].stored(), "accuracy": {"top1": 90.0}}
     assert pair.next_step(members, [accuracy]) == []
     performance = {

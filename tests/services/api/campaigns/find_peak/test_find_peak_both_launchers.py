@@ -16,13 +16,11 @@ from typing import Any
 import pytest
 
 from services.api.auth import get_or_create_user
-from services.api.campaigns.find_peak.group import (
-    continue_find_peak,
-    load_find_peak,
-    submit_find_peak,
-)
+from services.api.campaigns.find_peak.group import continue_find_peak, submit_find_peak
+from services.api.campaigns.find_peak.types import group_of, state_of
+from services.api.campaigns.groups import group_members
 from services.api.submission_request import SubmitRequest
-from services.campaigns.find_peak import find_peak
+from services.campaigns.drive import find_peak
 from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
 from services.core.scenario import ScenarioConfig
@@ -50,11 +48,11 @@ def _embedded(host: CannedHost) -> tuple[PeakResult, list[dict[str, Any]], list[
     def run(request: BenchRequest) -> dict[str, Any]:
         assert request.group is not None
         groups.append(request.group)  # what run_bench stores as the report's "group"
-        scenario = request.scenario
+        scenario, group = request.scenario, {"group": request.group}
         if scenario.scenario == "offline":
-            return host.estimate(str(uuid.uuid4()))
+            return host.estimate(str(uuid.uuid4())) | group
         assert scenario.target_qps is not None and scenario.min_duration_s is not None
-        return host.server(str(uuid.uuid4()), scenario.target_qps, scenario.min_duration_s)
+        return host.server(str(uuid.uuid4()), scenario.target_qps, scenario.min_duration_s) | group
 
     request = BenchRequest(
         model="resnet18",
@@ -64,7 +62,7 @@ def _embedded(host: CannedHost) -> tuple[PeakResult, list[dict[str, Any]], list[
         backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
     )
     warnings: list[str] = []
-    result, _ = find_peak(request, run, SEARCH, size_probes=True, warn=warnings.append)
+    result, _ = find_peak(request, run, SEARCH, warn=warnings.append)
     return result, groups, warnings
 
 
@@ -76,6 +74,8 @@ def _store_run(evaluation: Evaluation, host: CannedHost) -> None:
         report = host.estimate(run_id)
     else:
         report = host.server(run_id, scenario["target_qps"], scenario["min_duration_s"])
+    # As the aggregator stores it (workloads/loadgen/outcome.py): the group with its id.
+    report["group"] = {**(evaluation.group_info or {}), "id": evaluation.group_id}
     perf = report["performance"]
     run = Run(
         id=run_id, evaluation_id=evaluation.id, model_name=evaluation.model_name,
@@ -111,7 +111,7 @@ def _stack(
             session, settings, lambda *_: None, owner_id=owner.id, base=base, search=search
         )
         assert isinstance(submitted, tuple), submitted
-        group_id, member = submitted
+        group_id, (member,) = submitted
         session.commit()
     members = [member.id]
     while True:
@@ -126,12 +126,13 @@ def _stack(
             assert isinstance(following, Evaluation), following
             members.append(following.id)
     with runtime.db() as session:
-        view = load_find_peak(session, group_id)
-        assert view is not None and view.state == "done" and view.result is not None, view
+        stored = group_members(session, group_id, "find-peak")
+        state, _, result = state_of(group_of(stored[0][0]), stored)
+        assert state == "done" and result is not None, state
         rows = [session.get(Evaluation, m) for m in members]
         # As the run's report stores it (workloads/loadgen/outcome.py): with the group's id.
         groups = [{**(r.group_info or {}), "id": r.group_id} for r in rows if r is not None]
-    return view.result, groups
+    return result, groups
 
 
 def _decisions(result: PeakResult) -> tuple[Any, ...]:

@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
-from services.api.campaigns.find_peak.group import FindPeakView, SearchSettings, _threads_used
+from services.api.campaigns.find_peak.group import _threads_used
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
 
 
-def _view(estimate_threads: int | None, probe_threads: int | None) -> FindPeakView:
+def _members(
+    estimate_threads: int | None, probe_threads: int | None
+) -> list[tuple[Evaluation, Run | None]]:
     def run(threads: int | None) -> Run:
         # As the aggregator stores a run: the threads the agent applied, in its settings.
         options = {} if threads is None else {"intra_op_threads": threads}
         return Run(id="r", report={"settings": {"backend_options": options}})
 
-    estimate = (Evaluation(id="estimate"), run(estimate_threads))
-    probe = (Evaluation(id="probe"), run(probe_threads), None)
-    search = SearchSettings(100.0, 99.0, tolerance=0.05, max_probes=8, start_qps=None)
-    return FindPeakView("g", search, "searching", "", estimate, [probe], None)
+    return [
+        (Evaluation(id="estimate"), run(estimate_threads)),
+        (Evaluation(id="probe"), run(probe_threads)),
+    ]
 
 
 def test_the_threads_of_the_run_that_just_ended_are_kept() -> None:
-    view = _view(estimate_threads=2, probe_threads=1)
-    assert _threads_used(view, Evaluation(id="probe")) == 1
-    assert _threads_used(view, Evaluation(id="estimate")) == 2
+    members = _members(estimate_threads=2, probe_threads=1)
+    assert _threads_used(members, Evaluation(id="probe")) == 1
+    assert _threads_used(members, Evaluation(id="estimate")) == 2
 
 
 def test_a_backend_that_reports_no_threads_pins_none() -> None:
-    view = _view(estimate_threads=None, probe_threads=None)
-    assert _threads_used(view, Evaluation(id="probe")) is None
-    assert _threads_used(view, Evaluation(id="elsewhere")) is None
+    members = _members(estimate_threads=None, probe_threads=None)
+    assert _threads_used(members, Evaluation(id="probe")) is None
+    assert _threads_used(members, Evaluation(id="elsewhere")) is None
