@@ -91,8 +91,6 @@ def rerun_stored(
         environment = stored.environment
     members = rerun.plan(run_id, repeats, field="--repeats")
     request = request_from_run(run_id, report, manifest, settings.datasets_dir)
-    next_step = partial(rerun.next_step, original=report, original_environment=environment)
-    _, verdict = drive(
-        members, next_step, lambda _: request, lambda r: run_bench(r, settings, progress)
-    )
+    next_step = partial(rerun.next_step, members, original=report, original_environment=environment)
+    _, verdict = drive(next_step, request, lambda r: run_bench(r, settings, progress))
     return verdict

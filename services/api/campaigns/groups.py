@@ -100,13 +100,16 @@ def submit_campaign(
     try:
         starts = first()
     except InvalidCampaign as invalid:
-        return Rejection(
-            "InvalidInput", str(invalid), field=invalid.field, accepted=invalid.accepted
-        )
+        return refused(invalid)
     assert isinstance(starts, list)  # nothing has finished: every member starts
     requests = [apply(base, start) for start in starts]
     stored = submit_all(session, settings, publish, owner_id=owner_id, requests=requests)
     return stored if isinstance(stored, Rejection) else (str(starts[0].group["id"]), stored)
+
+
+def refused(invalid: InvalidCampaign) -> Rejection:
+    """A campaign's refusal (services/core/campaigns) as the API returns it."""
+    return Rejection("InvalidInput", str(invalid), field=invalid.field, accepted=invalid.accepted)
 
 
 def submit_planned(

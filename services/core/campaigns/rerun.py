@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any, Final, Literal
 
-from services.core.campaigns.group import Done, InvalidCampaign, Member, all_at_once
+from services.core.campaigns.group import Done, InvalidCampaign, Member, Start, all_at_once
 from services.core.campaigns.repeats import MAX_REPEATS, spread_of
 from services.core.environment_diff import diff_environments
 from services.core.figures import FIGURES, figures_of, verdicts
@@ -271,7 +271,7 @@ def next_step(
     *,
     original: Mapping[str, Any],
     original_environment: dict[str, Any] | None = None,
-) -> list[RerunMember] | Done[RerunVerdict]:
+) -> list[Start] | Done[RerunVerdict]:
     """Every rerun at once; the comparison with ``original`` (its stored report) once all
     are stored."""
     summarise = partial(compare, original, original_environment=original_environment)

@@ -16,14 +16,12 @@ from sqlalchemy.orm import Session
 from services.aggregator.repository import RunNotFound, get_run
 from services.api.campaigns.groups import (
     group_members,
-    one_evaluation_problem,
-    refused,
-    submit_members,
+    submit_campaign,
 )
 from services.api.rejections import Rejection
 from services.api.submission_request import SubmitRequest
 from services.core.campaigns import rerun
-from services.core.campaigns.group import Done, InvalidCampaign
+from services.core.campaigns.group import Done, Start
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -91,15 +89,13 @@ def submit_rerun(
     evaluation = _owned_run(session, owner_id, run_id)
     if isinstance(evaluation, Rejection):
         return evaluation
-    base = request_of_run(evaluation)
-    problem = one_evaluation_problem(base, "a rerun compares one LoadGen run")
-    if problem is not None:
-        return problem
-    try:
-        members = rerun.plan(str(evaluation.run_id), repeats)
-    except InvalidCampaign as invalid:
-        return refused(invalid)
-    return submit_members(session, settings, publish, owner_id, [(base, m) for m in members])
+    base, of = request_of_run(evaluation), str(evaluation.run_id)
+
+    def first() -> list[Start]:
+        return [member.start() for member in rerun.plan(of, repeats)]
+
+    what = "a rerun compares one LoadGen run"
+    return submit_campaign(session, settings, publish, owner_id, base, what, first)
 
 
 def load_rerun(session: Session, *, owner_id: int, group_id: str) -> RerunView | None:
