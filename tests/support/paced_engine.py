@@ -9,17 +9,18 @@ from dataclasses import dataclass
 
 from services.workloads.generative.engine import Generation, GenerationRequest, TokenSink
 
+# The first prompt token of a request this engine fails.
+FAILING = 0
+
 
 @dataclass
 class PacedEngine:
     """Each batch: ``first_s`` until the first tokens, then ``per_token_s`` per token;
-    ``fail_every`` > 0 fails every n-th request with a reason."""
+    a request whose prompt starts with ``FAILING`` fails with a reason."""
 
     first_s: float = 0.002
     per_token_s: float = 0.001
     max_batch: int = 1
-    fail_every: int = 0
-    calls: int = 0
 
     def generate(
         self, requests: Sequence[GenerationRequest], sinks: Sequence[TokenSink]
@@ -34,8 +35,7 @@ class PacedEngine:
                     sink.token()
         results = []
         for request in requests:
-            self.calls += 1
-            if self.fail_every and self.calls % self.fail_every == 0:
+            if request.prompt_ids[:1] == (FAILING,):
                 results.append(Generation(0, "scripted failure"))
             else:
                 results.append(Generation(request.max_tokens, token_ids=(1,) * request.max_tokens))

@@ -6,7 +6,7 @@ from services.core.loadgen_logs import parse_detail, parse_summary
 from services.workloads.generative.bounds import token_bounds
 from services.workloads.generative.engine import GenerationRequest
 from services.workloads.generative.loadgen_run import RunPlan, run_test
-from tests.support.paced_engine import PacedEngine
+from tests.support.paced_engine import FAILING, PacedEngine
 
 PROMPTS = [GenerationRequest(prompt_ids=(1, 2, 3), max_tokens=6) for _ in range(8)]
 
@@ -34,9 +34,10 @@ def test_server_bounds_that_cannot_be_met_are_invalid(tmp_path: Path) -> None:
 
 
 def test_offline_batches_and_counts_failures(tmp_path: Path) -> None:
-    engine = PacedEngine(max_batch=4, fail_every=5)
+    # The warm-up's batch is the first four prompts; the last two fail.
+    prompts = PROMPTS[:6] + [GenerationRequest((FAILING, 1), max_tokens=6)] * 2
     plan = RunPlan("offline", min_duration_s=0.2, min_query_count=12)
-    outcome = run_test(engine, PROMPTS, plan, tmp_path)
+    outcome = run_test(PacedEngine(max_batch=4), prompts, plan, tmp_path)
     assert len(outcome.records) >= 12
     failed = [r for r in outcome.records if r.failure]
     assert failed and all(r.failure == "scripted failure" for r in failed)
