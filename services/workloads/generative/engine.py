@@ -19,6 +19,9 @@ class GenerationRequest:
 
     prompt_ids: tuple[int, ...]
     max_tokens: int
+    # The prompt as text, which decodes to ``prompt_ids`` and encodes back to them (an
+    # endpoint takes text); "" where only the ids are known.
+    prompt_text: str = ""
 
 
 @dataclass(frozen=True)
