@@ -62,8 +62,10 @@ def token_bounds(
         raise ValueError(f"percentile: {percentile} is outside the accepted range (0, 100)")
     given = [f for f, v in (("TTFT", ttft_ms), ("TPOT", tpot_ms)) if v is not None]
     source = f"mlperf.conf {benchmark}.Server (LoadGen 6.0.17)"
-    if given:
-        source += f", {' and '.join(given)} given"
+    if len(given) == 2:
+        source = "given"
+    elif given:
+        source += f", {given[0]} given"
     return TokenBounds(
         ttft_ms=preset_ttft if ttft_ms is None else ttft_ms,
         tpot_ms=preset_tpot if tpot_ms is None else tpot_ms,

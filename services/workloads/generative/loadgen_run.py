@@ -21,8 +21,12 @@ SCENARIOS: tuple[Scenario, ...] = ("single-stream", "server", "offline")
 LOG_FILES = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
 # LoadGen pre-generates its queries from the expected latency or rate and ends a run
 # INVALID when the SUT is faster than planned ("Decrease the expected latency so the
-# loadgen pre-generates more queries"), so a warm-up's figure is skewed to plan more.
-PLANNING_MARGIN = 1.5
+# loadgen pre-generates more queries"): a warm-up on a busy machine can read ten times
+# slow, so its figure is skewed to plan more.
+SINGLE_STREAM_MARGIN = 10.0
+MAX_PLANNED_QUERIES = 1_000_000
+# LoadGen's early stopping needs this many SingleStream queries (its summary says so).
+SINGLE_STREAM_MIN_QUERIES = 64
 # Offline is planned as one query of expected rate x min duration: an engine faster than
 # warm-up said leaves it short and INVALID, a slower one only runs longer.
 OFFLINE_MARGIN = 3.0
@@ -37,7 +41,8 @@ class RunPlan:
     scenario: Scenario
     min_duration_s: float
     max_duration_s: float | None = None
-    min_query_count: int = 1
+    # None: LoadGen's early-stopping minimum for SingleStream, else 1.
+    min_query_count: int | None = None
     # Server: the Poisson arrival rate (requests/s); None: half of what warm-up managed.
     target_qps: float | None = None
     bounds: TokenBounds | None = None
@@ -104,10 +109,16 @@ def loadgen_settings(plan: RunPlan, warm: WarmUp, prompt_count: int) -> mlperf_l
     settings.min_duration_ms = int(plan.min_duration_s * 1000)
     if plan.max_duration_s is not None:
         settings.max_duration_ms = int(plan.max_duration_s * 1000)
-    settings.min_query_count = plan.min_query_count
+    settings.min_query_count = plan.min_query_count or (
+        SINGLE_STREAM_MIN_QUERIES if plan.scenario == "single-stream" else 1
+    )
     settings.performance_sample_count_override = prompt_count
+    # SingleStream stops at its min duration and min queries whatever it pre-generated, so
+    # planning for a faster engine costs only the schedule's memory (capped).
     per_request_ns = warm.seconds / max(1, warm.requests) * 1e9
-    settings.single_stream_expected_latency_ns = int(max(per_request_ns / PLANNING_MARGIN, 1))
+    floor_ns = plan.min_duration_s * 1e9 / MAX_PLANNED_QUERIES
+    expected_ns = max(per_request_ns / SINGLE_STREAM_MARGIN, floor_ns, 1)
+    settings.single_stream_expected_latency_ns = int(expected_ns)
     settings.offline_expected_qps = warm.requests_per_s * OFFLINE_MARGIN
     if plan.scenario == "server":
         settings.server_target_qps = plan.target_qps or warm.requests_per_s * 0.5

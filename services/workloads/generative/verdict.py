@@ -29,14 +29,23 @@ _REQUEST_RATE_KEYS = (
 )
 
 
-def _recommendations(summary_text: str) -> list[str]:
-    """The ``* ...`` lines of the summary's results section (before "Additional Stats")."""
+def _bullets(summary_text: str) -> tuple[list[str], list[str]]:
+    """The ``* ...`` lines of the summary's results section (before "Additional Stats"):
+    (its recommendations, its early-stopping lines)."""
     head = summary_text.split("Additional Stats", 1)[0]
-    return [
-        line.strip().removeprefix("*").strip()
-        for line in head.splitlines()
-        if line.strip().startswith("*")
-    ]
+    recommendations: list[str] = []
+    early: list[str] = []
+    target = recommendations
+    for line in head.splitlines():
+        if "Early Stopping Result" in line:
+            target = early
+        elif line.strip().startswith("*"):
+            target.append(line.strip().removeprefix("*").strip())
+        elif line.strip() and target and line.startswith(" "):
+            # A bullet LoadGen wrapped onto the next line.
+            target[-1] = f"{target[-1]} {line.strip()}"
+
+    return recommendations, early
 
 
 def _first(detail: dict[str, Any], keys: tuple[str, ...]) -> float | None:
@@ -47,15 +56,20 @@ def _first(detail: dict[str, Any], keys: tuple[str, ...]) -> float | None:
 
 
 def loadgen_verdict(logs: dict[str, str]) -> dict[str, Any]:
-    """{"validity", "reasons", "figures", "errors", "warnings"} from LoadGen's two logs."""
+    """{"validity", "reasons", "early_stopping", "figures", "errors", "warnings"} from
+    LoadGen's two logs; an INVALID run's reasons include early stopping's when it failed."""
     summary_text = logs.get("mlperf_log_summary.txt", "")
     summary = parse_summary(summary_text)
     detail = parse_detail(logs.get("mlperf_log_detail.txt", ""))
     validity = str(detail.get("result_validity") or summary.get("Result is") or "MISSING")
-    reasons = _recommendations(summary_text)
-    invalid = str(detail.get("result_invalid_reason") or "").strip()
-    if invalid and invalid not in reasons:
-        reasons.insert(0, invalid)
+    reasons, early_stopping = _bullets(summary_text)
+    # LoadGen's invalid reason joins its recommendations with " * ": only what is new.
+    invalid = str(detail.get("result_invalid_reason") or "")
+    for part in (p.strip() for p in invalid.split("*")):
+        if part and part not in reasons:
+            reasons.append(part)
+    if validity == "INVALID" and summary.get("Early stopping satisfied") == "NO":
+        reasons += early_stopping
     if validity == "MISSING":
         reasons.append("LoadGen wrote no result: its logs are missing")
     figures: dict[str, float | None] = {
@@ -67,6 +81,7 @@ def loadgen_verdict(logs: dict[str, str]) -> dict[str, Any]:
     return {
         "validity": validity,
         "reasons": reasons,
+        "early_stopping": early_stopping,
         "figures": figures,
         "errors": list(detail.get("errors", [])),
         "warnings": list(detail.get("warnings", [])),

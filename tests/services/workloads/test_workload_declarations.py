@@ -75,12 +75,13 @@ def test_the_refusals_name_the_kinds_as_before() -> None:
     problem = one_evaluation_problem(training, "repeats run one model")
     assert isinstance(problem, Rejection)
     assert problem.message == (
-        "evaluation: repeats run one model; fanOut, bricks and training are not accepted"
+        "evaluation: repeats run one model; fanOut, bricks, training and workloadOptions "
+        "are not accepted"
     )
     found = _problem(SearchSettings(latency_bound_ms=10.0), SubmitRequest(fan_out=True))
     assert isinstance(found, Rejection) and found.message == (
-        "evaluation: find-peak searches one model on one agent; fanOut, bricks and training "
-        "are not accepted"
+        "evaluation: find-peak searches one model on one agent; fanOut, bricks, training and "
+        "workloadOptions are not accepted"
     )
     scaling = submit_training_scaling(
         None,

@@ -18,7 +18,7 @@ def test_presets_are_loadgens_own(name: str) -> None:
 def test_given_figures_override_the_preset_and_are_named() -> None:
     bounds = token_bounds("llama3.1-8b-interactive", tpot_ms=12.5)
     assert (bounds.ttft_ms, bounds.tpot_ms, bounds.percentile) == (500.0, 12.5, 99.0)
-    assert "llama3_1-8b-interactive" in bounds.source and "TPOT given" in bounds.source
+    assert "llama3_1-8b-interactive" in bounds.source and ", TPOT given" in bounds.source
 
 
 def test_refusals_name_the_field() -> None:

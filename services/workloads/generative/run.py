@@ -1,0 +1,68 @@
+"""One generative measurement: load the engine, make the prompts, run LoadGen with token
+latencies, and judge it: the document a launcher prints and the stack stores
+(``generative.json``)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from services.workloads.generative.engine import GenerationRequest
+from services.workloads.generative.figures import figures_document, request_counts, run_figures
+from services.workloads.generative.lengths import INPUT_RANGE, OUTPUT_RANGE, parse_length
+from services.workloads.generative.loadgen_run import LOG_FILES, run_test
+from services.workloads.generative.options import GenerativeOptions
+from services.workloads.generative.prompts import file_prompts, synthetic_prompts, token_counts
+from services.workloads.generative.transformers_engine import TransformersEngine
+from services.workloads.generative.verdict import loadgen_verdict
+
+
+def make_prompts(options: GenerativeOptions, tokenizer: Any) -> list[GenerationRequest]:
+    outputs = parse_length("output_tokens", options.output_tokens, OUTPUT_RANGE)
+    if options.prompts_file:
+        return file_prompts(tokenizer, Path(options.prompts_file), outputs, options.seed)
+    inputs = parse_length("input_tokens", options.input_tokens, INPUT_RANGE)
+    return synthetic_prompts(tokenizer, options.prompts, inputs, outputs, options.seed)
+
+
+def measure_generation(
+    options: GenerativeOptions,
+    *,
+    threads: int = 0,
+    on_stage: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """The run's document: settings, prompts, LoadGen's verdict and figures, ours with
+    intervals, the requests (failed ones by reason) and LoadGen's summary log."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    on_stage("loading model")
+    engine = TransformersEngine.load(
+        options.model, device=options.device, max_batch=options.batch_size
+    )
+    try:
+        on_stage("making prompts")
+        prompts = make_prompts(options, engine.tokenizer)
+        on_stage("running")
+        with tempfile.TemporaryDirectory(prefix="benchstack-generative-") as tmp:
+            outcome = run_test(engine, prompts, options.plan(), Path(tmp), workers=options.workers)
+    finally:
+        engine.close()
+    bounds = options.token_bounds()
+    figures = run_figures(outcome.records, options.scenario, bounds)
+    return {
+        "kind": "generative",
+        "options": options.model_dump(mode="json"),
+        "engine": {"name": options.engine, "model": options.model, "threads": threads},
+        "prompts": token_counts(prompts),
+        "bounds": bounds.to_dict() if bounds else None,
+        "target_qps": outcome.target_qps,
+        "warm_up": {"seconds": outcome.warm_up.seconds, "requests": outcome.warm_up.requests},
+        "loadgen": loadgen_verdict(outcome.logs),
+        "requests": request_counts(outcome.records),
+        **figures_document(figures),
+        "loadgen_summary": outcome.logs.get(LOG_FILES[0], ""),
+    }
