@@ -11,7 +11,15 @@ import typer
 from services.cli.errors import user_errors
 from services.cli.render import output_console
 
-MODEL = typer.Argument("tiny-llama", help="tiny-llama (random weights) or a save_pretrained dir.")
+MODEL = typer.Argument(
+    "tiny-llama",
+    help="tiny-llama (random weights) or a save_pretrained dir (openai: its tokenizer).",
+)
+ENGINE = typer.Option("transformers", help="transformers (in this process) or openai (a server).")
+URL = typer.Option(None, help="openai: the server, e.g. http://127.0.0.1:8000.")
+API = typer.Option("completions", help="openai: completions or chat.")
+SERVED_MODEL = typer.Option(None, help="openai: the model's name on the server (default: MODEL).")
+TIMEOUT = typer.Option(60.0, "--timeout", help="openai: seconds a read may wait.")
 SCENARIO = typer.Option("single-stream", "--scenario", "-s", help="single-stream|server|offline")
 PROMPTS = typer.Option(16, help="Synthetic prompts LoadGen draws from.")
 INPUT_TOKENS = typer.Option("32", help="Prompt tokens: N, uniform:LOW:HIGH or normal:MEAN:STD.")
@@ -34,6 +42,11 @@ AS_JSON = typer.Option(False, "--json", help="The run's document as JSON.")
 
 def generative(
     model: str = MODEL,
+    engine: str = ENGINE,
+    url: str | None = URL,
+    api: str = API,
+    served_model: str | None = SERVED_MODEL,
+    timeout: float = TIMEOUT,
     scenario: str = SCENARIO,
     prompts: int = PROMPTS,
     input_tokens: str = INPUT_TOKENS,
@@ -62,6 +75,11 @@ def generative(
     with user_errors():
         options = GenerativeOptions(
             model=model,
+            engine=engine,  # type: ignore[arg-type]
+            url=url,
+            api=api,  # type: ignore[arg-type]
+            served_model=served_model,
+            timeout_s=timeout,
             scenario=scenario,  # type: ignore[arg-type]
             prompts=prompts,
             input_tokens=input_tokens,

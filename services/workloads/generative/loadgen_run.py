@@ -91,7 +91,7 @@ def warm_up(engine: Engine, prompts: Sequence[GenerationRequest]) -> WarmUp:
         passes.append(time.perf_counter() - start)
         failed = [r.failure for r in results if r.failed]
         if failed:
-            raise RuntimeError(f"engine: the warm-up request failed: {failed[0]}")
+            raise ValueError(f"engine: the warm-up request failed: {failed[0]}")
     return WarmUp(seconds=min(passes[1:]), requests=len(batch))
 
 

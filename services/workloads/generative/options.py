@@ -14,7 +14,7 @@ from services.workloads.generative.prompts import MAX_PROMPTS
 from services.workloads.generative.tiny_llama import NAME as TINY_LLAMA
 from services.workloads.generative.transformers_engine import MAX_BATCH
 
-ENGINES = ("transformers",)
+ENGINES = ("transformers", "openai")
 MAX_WORKERS = 256
 MAX_DURATION_S = 3600.0
 
@@ -22,9 +22,17 @@ MAX_DURATION_S = 3600.0
 class GenerativeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    engine: Literal["transformers"] = "transformers"
-    # tiny-llama (built here, random weights) or a local directory saved with save_pretrained.
+    engine: Literal["transformers", "openai"] = "transformers"
+    # tiny-llama (built here, random weights) or a local directory saved with save_pretrained;
+    # with the openai engine, the tokenizer's (prompts of exact lengths are made with it).
     model: str = Field(default=TINY_LLAMA, min_length=1, max_length=1000)
+    # openai: the server's base URL, its API, the model's name there (default: model), the
+    # seconds a read may wait, and the variable holding the API key.
+    url: str | None = Field(default=None, max_length=1000)
+    api: Literal["completions", "chat"] = "completions"
+    served_model: str | None = Field(default=None, max_length=1000)
+    timeout_s: float = Field(default=60.0, gt=0, le=MAX_DURATION_S)
+    api_key_env: str = Field(default="OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
     scenario: Literal["single-stream", "server", "offline"] = "single-stream"
     prompts: int = Field(default=16, ge=1, le=MAX_PROMPTS)
     input_tokens: str = Field(default="32", max_length=40)
@@ -52,6 +60,8 @@ class GenerativeOptions(BaseModel):
     def _consistent(self) -> GenerativeOptions:
         parse_length("input_tokens", self.input_tokens, INPUT_RANGE)
         parse_length("output_tokens", self.output_tokens, OUTPUT_RANGE)
+        if (self.engine == "openai") != (self.url is not None):
+            raise ValueError("url: the openai engine needs the server's url; no other takes one")
         if self.max_duration_s is not None and self.max_duration_s < self.min_duration_s:
             raise ValueError("max_duration_s: must be at least min_duration_s")
         given = [self.bounds, self.ttft_ms, self.tpot_ms, self.percentile]

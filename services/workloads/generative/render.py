@@ -52,8 +52,10 @@ def figures_table(document: dict[str, Any]) -> Table:
 
 def print_generative(console: Console, document: dict[str, Any]) -> None:
     options, prompts, verdict = document["options"], document["prompts"], document["loadgen"]
+    engine = document["engine"]
+    where = f" at {escape(engine['url'])}" if engine.get("url") else ""
     console.print(
-        f"{escape(options['model'])}  {options['engine']}  {options['scenario']}  "
+        f"{escape(engine['model'])}  {options['engine']}{where}  {options['scenario']}  "
         f"{prompts['prompts']} prompts ({prompts['input_tokens']} tokens)"
     )
     bounds = document.get("bounds")

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from services.workloads.generative.engine import GenerationRequest
+from services.workloads.generative.engine import Engine, GenerationRequest
 from services.workloads.generative.figures import figures_document, request_counts, run_figures
 from services.workloads.generative.lengths import INPUT_RANGE, OUTPUT_RANGE, parse_length
 from services.workloads.generative.loadgen_run import LOG_FILES, run_test
 from services.workloads.generative.options import GenerativeOptions
 from services.workloads.generative.prompts import file_prompts, synthetic_prompts, token_counts
-from services.workloads.generative.transformers_engine import TransformersEngine
+from services.workloads.generative.transformers_engine import TransformersEngine, load_tokenizer
 from services.workloads.generative.verdict import loadgen_verdict
 
 
@@ -25,6 +25,25 @@ def make_prompts(options: GenerativeOptions, tokenizer: Any) -> list[GenerationR
         return file_prompts(tokenizer, Path(options.prompts_file), outputs, options.seed)
     inputs = parse_length("input_tokens", options.input_tokens, INPUT_RANGE)
     return synthetic_prompts(tokenizer, options.prompts, inputs, outputs, options.seed)
+
+
+def load_engine(options: GenerativeOptions) -> tuple[Engine, Any]:
+    """The engine the options name, and the tokenizer its prompts are made with."""
+    if options.engine == "openai":
+        from services.workloads.generative.openai_engine import OpenAIEngine
+
+        client = OpenAIEngine(
+            options.url or "",
+            options.served_model or options.model,
+            api=options.api,
+            timeout_s=options.timeout_s,
+            api_key_env=options.api_key_env,
+        )
+        return client, load_tokenizer(options.model)
+    local = TransformersEngine.load(
+        options.model, device=options.device, max_batch=options.batch_size
+    )
+    return local, local.tokenizer
 
 
 def measure_generation(
@@ -40,12 +59,10 @@ def measure_generation(
 
         torch.set_num_threads(threads)
     on_stage("loading model")
-    engine = TransformersEngine.load(
-        options.model, device=options.device, max_batch=options.batch_size
-    )
+    engine, tokenizer = load_engine(options)
     try:
         on_stage("making prompts")
-        prompts = make_prompts(options, engine.tokenizer)
+        prompts = make_prompts(options, tokenizer)
         on_stage("running")
         with tempfile.TemporaryDirectory(prefix="benchstack-generative-") as tmp:
             outcome = run_test(engine, prompts, options.plan(), Path(tmp), workers=options.workers)
@@ -56,7 +73,12 @@ def measure_generation(
     return {
         "kind": "generative",
         "options": options.model_dump(mode="json"),
-        "engine": {"name": options.engine, "model": options.model, "threads": threads},
+        "engine": {
+            "name": options.engine,
+            "model": options.served_model or options.model,
+            "url": options.url,
+            "threads": threads,
+        },
         "prompts": token_counts(prompts),
         "bounds": bounds.to_dict() if bounds else None,
         "target_qps": outcome.target_qps,

@@ -38,6 +38,17 @@ def load_causal_lm(model: str, device: str, seed: int = 0) -> tuple[Any, Any]:
     return loaded.to(device).eval(), tokenizer  # type: ignore[arg-type]
 
 
+def load_tokenizer(model: str) -> Any:
+    """The tokenizer alone (a client of a server makes its prompts with it)."""
+    from transformers import AutoTokenizer
+
+    if model == TINY_LLAMA:
+        return tiny_tokenizer()
+    if not Path(model).expanduser().is_dir():
+        raise ValueError(f"model: {model!r} is neither {TINY_LLAMA!r} nor a tokenizer's directory")
+    return AutoTokenizer.from_pretrained(Path(model).expanduser(), local_files_only=True)
+
+
 class TransformersEngine:
     """Engine (engine.py) over a transformers causal LM."""
 
