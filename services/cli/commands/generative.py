@@ -25,6 +25,7 @@ PROMPTS = typer.Option(16, help="Synthetic prompts LoadGen draws from.")
 INPUT_TOKENS = typer.Option("32", help="Prompt tokens: N, uniform:LOW:HIGH or normal:MEAN:STD.")
 OUTPUT_TOKENS = typer.Option("16", help="Output tokens, as --input-tokens.")
 PROMPTS_FILE = typer.Option(None, help='JSONL: {"prompt": ..., "output_tokens": N} a line.')
+CONVERSATIONS_FILE = typer.Option(None, help="ShareGPT-shaped JSON: first exchanges.")
 DURATION = typer.Option(2.0, "--duration", help="LoadGen min duration, seconds.")
 MIN_QUERIES = typer.Option(None, help="LoadGen min query count (single-stream: 64).")
 TARGET_QPS = typer.Option(None, help="Server arrival rate, requests/s.")
@@ -52,6 +53,7 @@ def generative(
     input_tokens: str = INPUT_TOKENS,
     output_tokens: str = OUTPUT_TOKENS,
     prompts_file: str | None = PROMPTS_FILE,
+    conversations_file: str | None = CONVERSATIONS_FILE,
     duration: float = DURATION,
     min_queries: int | None = MIN_QUERIES,
     target_qps: float | None = TARGET_QPS,
@@ -85,6 +87,7 @@ def generative(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             prompts_file=prompts_file,
+            conversations_file=conversations_file,
             seed=seed,
             batch_size=batch_size,
             workers=workers,

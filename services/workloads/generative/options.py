@@ -39,6 +39,8 @@ class GenerativeOptions(BaseModel):
     output_tokens: str = Field(default="16", max_length=40)
     # A JSONL file of prompts (on the machine that measures); replaces the synthetic ones.
     prompts_file: str | None = Field(default=None, max_length=1000)
+    # A ShareGPT-shaped conversations file: up to ``prompts`` first exchanges (sharegpt.py).
+    conversations_file: str | None = Field(default=None, max_length=1000)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     # Requests one engine call takes (static batching) and the SUT's worker threads.
     batch_size: int = Field(default=1, ge=1, le=MAX_BATCH)
@@ -60,6 +62,8 @@ class GenerativeOptions(BaseModel):
     def _consistent(self) -> GenerativeOptions:
         parse_length("input_tokens", self.input_tokens, INPUT_RANGE)
         parse_length("output_tokens", self.output_tokens, OUTPUT_RANGE)
+        if self.prompts_file and self.conversations_file:
+            raise ValueError("prompts_file: give it or conversations_file, not both")
         if (self.engine == "openai") != (self.url is not None):
             raise ValueError("url: the openai engine needs the server's url; no other takes one")
         if self.max_duration_s is not None and self.max_duration_s < self.min_duration_s:

@@ -27,7 +27,7 @@ def generative_record(
         message,
         document,
         scenario=str(document["options"]["scenario"]),
-        dataset="prompts file" if document["options"].get("prompts_file") else "synthetic prompts",
+        dataset=str(document["prompts"].get("source", "synthetic prompts"))[:200],
         validity=str(document["loadgen"]["validity"]),
         samples_per_second=figures["requests_per_s"]["estimate"],
         figures=[(name, f["estimate"], f["unit"]) for name, f in figures.items()],

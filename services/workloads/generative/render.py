@@ -58,6 +58,7 @@ def print_generative(console: Console, document: dict[str, Any]) -> None:
         f"{escape(engine['model'])}  {options['engine']}{where}  {options['scenario']}  "
         f"{prompts['prompts']} prompts ({prompts['input_tokens']} tokens)"
     )
+    console.print(f"prompts: {escape(str(prompts.get('source', '')))}")
     bounds = document.get("bounds")
     if bounds:
         console.print(

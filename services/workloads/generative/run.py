@@ -15,16 +15,28 @@ from services.workloads.generative.lengths import INPUT_RANGE, OUTPUT_RANGE, par
 from services.workloads.generative.loadgen_run import LOG_FILES, run_test
 from services.workloads.generative.options import GenerativeOptions
 from services.workloads.generative.prompts import file_prompts, synthetic_prompts, token_counts
+from services.workloads.generative.sharegpt import sharegpt_prompts
 from services.workloads.generative.transformers_engine import TransformersEngine, load_tokenizer
 from services.workloads.generative.verdict import loadgen_verdict
 
 
-def make_prompts(options: GenerativeOptions, tokenizer: Any) -> list[GenerationRequest]:
+def make_prompts(
+    options: GenerativeOptions, tokenizer: Any
+) -> tuple[list[GenerationRequest], dict[str, Any]]:
+    """The run's requests and where they came from."""
     outputs = parse_length("output_tokens", options.output_tokens, OUTPUT_RANGE)
+    if options.conversations_file:
+        path = Path(options.conversations_file)
+        requests, skipped = sharegpt_prompts(tokenizer, path, options.prompts)
+        return requests, {"source": "conversations file", "file": path.name, "skipped": skipped}
     if options.prompts_file:
-        return file_prompts(tokenizer, Path(options.prompts_file), outputs, options.seed)
+        path = Path(options.prompts_file)
+        requests = file_prompts(tokenizer, path, outputs, options.seed)
+        return requests, {"source": "prompts file", "file": path.name}
     inputs = parse_length("input_tokens", options.input_tokens, INPUT_RANGE)
-    return synthetic_prompts(tokenizer, options.prompts, inputs, outputs, options.seed)
+    requests = synthetic_prompts(tokenizer, options.prompts, inputs, outputs, options.seed)
+    source = f"synthetic, input {inputs.describe()}, output {outputs.describe()} tokens"
+    return requests, {"source": source, "seed": options.seed}
 
 
 def load_engine(options: GenerativeOptions) -> tuple[Engine, Any]:
@@ -62,7 +74,7 @@ def measure_generation(
     engine, tokenizer = load_engine(options)
     try:
         on_stage("making prompts")
-        prompts = make_prompts(options, tokenizer)
+        prompts, origin = make_prompts(options, tokenizer)
         on_stage("running")
         with tempfile.TemporaryDirectory(prefix="benchstack-generative-") as tmp:
             outcome = run_test(engine, prompts, options.plan(), Path(tmp), workers=options.workers)
@@ -79,7 +91,7 @@ def measure_generation(
             "url": options.url,
             "threads": threads,
         },
-        "prompts": token_counts(prompts),
+        "prompts": token_counts(prompts) | origin,
         "bounds": bounds.to_dict() if bounds else None,
         "target_qps": outcome.target_qps,
         "warm_up": {"seconds": outcome.warm_up.seconds, "requests": outcome.warm_up.requests},

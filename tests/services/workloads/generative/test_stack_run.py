@@ -3,6 +3,7 @@ generative.json, read back and made into the run's row with LoadGen's validity."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from services.core.messages import RunCompleted, RunInference
@@ -21,8 +22,6 @@ OPTIONS = {
     "target_qps": 30.0,
     "bounds": "llama3.1-8b-interactive",
     "prompts": 3,
-    "input_tokens": "5",
-    "output_tokens": "4",
     "min_duration_s": 0.3,
     "min_query_count": 5,
 }
@@ -32,8 +31,11 @@ def test_measured_stored_read_and_recorded(tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "store")
     settings = Settings(environment="test", host_slot_dir=tmp_path / "slot")
     workload = workload_named("generative")
+    conversations = tmp_path / "sharegpt.json"
+    turns = [{"from": "human", "value": "kalo mine ru"}, {"from": "gpt", "value": "ta shi po"}]
+    conversations.write_text(json.dumps([{"conversations": turns}] * 3))
     with streaming_server() as server:
-        options = OPTIONS | {"url": server.url}  # type: ignore[attr-defined]
+        options = OPTIONS | {"url": server.url, "conversations_file": str(conversations)}  # type: ignore[attr-defined]
         message = RunInference(
             evaluation_id="e", run_id="r", shard_keys=[], framework="null", device="cpu",
             batch_size=1, scenario={}, manifest={}, workload="generative",
@@ -54,6 +56,8 @@ def test_measured_stored_read_and_recorded(tmp_path: Path) -> None:
     document = entry(workload.read)(evaluation, completed, store)
     assert document["bounds"]["ttft_ms"] == 500.0 and document["host"]["exclusive"]
     assert document["requests"]["failed"] == 0
+    assert document["prompts"]["source"] == "conversations file"
+    assert document["prompts"]["prompts"] == 3 and document["prompts"]["skipped"] == 0
     record = generative_record(evaluation, completed, document)
     assert record.validity == document["loadgen"]["validity"]
     assert record.scenario == "server"
