@@ -1,6 +1,7 @@
 """A generative run's figures from the SUT's request records, each with its interval
-(intervals.py): TTFT, TPOT and end-to-end latency percentiles, output and total tokens/s,
-requests/s and goodput (requests/s whose TTFT and TPOT both meet the objectives).
+(intervals.py): TTFT, TPOT, inter-token (ITL) and end-to-end latency percentiles, output
+and total tokens/s, requests/s and goodput (requests/s whose TTFT and TPOT both meet the
+objectives).
 
 Rates are a count over the run's span (first issue to last completion): output tokens/s
 is every output token over that time, never a mean of per-request rates. Failed requests
@@ -19,6 +20,7 @@ from services.workloads.generative.bounds import TokenBounds
 from services.workloads.generative.intervals import (
     RULE,
     percentile_interval,
+    pooled_percentile_interval,
     rate_interval,
     rate_windows,
 )
@@ -29,6 +31,7 @@ PERCENTILES = (50, 90, 99)
 UNITS: dict[str, str] = {
     **{f"ttft_p{p}": "ms" for p in PERCENTILES},
     **{f"tpot_p{p}": "ms" for p in PERCENTILES},
+    **{f"itl_p{p}": "ms" for p in PERCENTILES},
     **{f"latency_p{p}": "ms" for p in PERCENTILES},
     "output_tokens_per_s": "tokens/s",
     "total_tokens_per_s": "tokens/s",
@@ -58,6 +61,10 @@ def _latencies(done: Sequence[RequestRecord], scenario: str) -> dict[str, Interv
             if scenario == "offline":
                 interval = Interval(interval.estimate, reason=OFFLINE_LATENCY)
             figures[f"{name}_p{p}"] = interval
+    # Inter-token latency: every gap between token arrivals, pooled over the requests.
+    gaps = [[g / 1e6 for g in r.gaps_ns] for r in done]
+    for p in PERCENTILES:
+        figures[f"itl_p{p}"] = pooled_percentile_interval(gaps, p / 100)
     return figures
 
 

@@ -23,6 +23,8 @@ from services.core.confidence import LEVEL, MIN_UNITS, RESAMPLES, SEED, TAIL_SAM
 # Windows of a rate's interval: as many as the run has completions for, up to this.
 MAX_WINDOWS = 20
 MIN_PER_WINDOW = 2
+# The most pooled values a resampled interval recomputes over (each of RESAMPLES times).
+MAX_POOLED = 50_000
 RULE = (
     f"{LEVEL:.0%} percentile bootstrap, {RESAMPLES} seeded resamples: latencies over the "
     f"requests ({TAIL_SAMPLES} beyond a percentile), rates over equal-count windows of "
@@ -53,6 +55,32 @@ def percentile_interval(values: Sequence[float], q: float) -> Interval:
             estimate, reason=f"{len(data)} requests; a p{q * 100:g} interval needs {needed}"
         )
     resampled = np.quantile(data[_draws(len(data))], q, axis=1, method="inverted_cdf")
+    low, high = _bounds(resampled)
+    return Interval(estimate, low, high)
+
+
+def pooled_percentile_interval(groups: Sequence[Sequence[float]], q: float) -> Interval:
+    """The q-th percentile of every group's values pooled (inter-token gaps, a group per
+    request) and its interval: the requests are resampled, their gaps pooled again, since
+    one request's gaps are not independent of each other."""
+    present = [np.asarray(g, dtype=np.float64) for g in groups if len(g)]
+    if not present:
+        return Interval(None, reason="no request with two token arrivals")
+    pooled = np.concatenate(present)
+    estimate = float(np.quantile(pooled, q, method="inverted_cdf"))
+    needed = max(MIN_UNITS, int(np.ceil(TAIL_SAMPLES / (1.0 - q))))
+    if len(present) < MIN_UNITS or len(pooled) < needed:
+        return Interval(
+            estimate,
+            reason=f"{len(present)} requests, {len(pooled)} gaps; a p{q * 100:g} "
+            f"interval needs {MIN_UNITS} requests and {needed} gaps",
+        )
+    if len(pooled) > MAX_POOLED:
+        return Interval(estimate, reason=f"{len(pooled)} gaps: more than {MAX_POOLED} to resample")
+    resampled = np.array(
+        [np.quantile(np.concatenate([present[i] for i in row]), q, method="inverted_cdf")
+         for row in _draws(len(present))]
+    )  # fmt: skip
     low, high = _bounds(resampled)
     return Interval(estimate, low, high)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -24,8 +25,11 @@ import numpy as np
 
 from services.workloads.generative.engine import Engine, Generation, GenerationRequest
 
-# LoadGen refuses a completion of fewer than this many tokens (its TPOT divides by n - 1).
+# LoadGen refuses a completion of fewer than this many tokens (its TPOT divides by n - 1);
+# a failed request is completed with this many so the run ends, and counts in none of our
+# figures (LoadGen's own token rates include them: the failures are reported beside).
 MIN_COMPLETED_TOKENS = 2
+MAX_GAPS = 4_000_000
 
 
 @dataclass
@@ -39,6 +43,9 @@ class RequestRecord:
     end_ns: int | None = None
     output_tokens: int = 0
     failure: str = ""
+    # The gaps between successive token arrivals after the first (inter-token latency; a
+    # chunk of several tokens is one arrival), while the run's gap budget lasts.
+    gaps_ns: array[int] = field(default_factory=lambda: array("q"))
 
     @property
     def ttft_ns(self) -> int | None:
@@ -62,16 +69,40 @@ class _Stream:
 
     sample_id: int
     record: RequestRecord
+    budget: GapBudget
     tokens: int = 0
+    last_ns: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def token(self, count: int = 1) -> None:
+        now = time.perf_counter_ns()
         with self.lock:
             first = self.tokens == 0 and count > 0
             self.tokens += count
+            last, self.last_ns = self.last_ns, now
         if first:
-            self.record.first_token_ns = time.perf_counter_ns()
+            self.record.first_token_ns = now
             _first_token(self.sample_id)
+        elif count > 0 and self.budget.take():
+            self.record.gaps_ns.append(now - last)
+
+
+class GapBudget:
+    """How many inter-token gaps a run keeps (8 bytes each): past it, none are kept and
+    the figure says so, so a long run's memory stays bounded."""
+
+    def __init__(self, limit: int = MAX_GAPS):
+        self.left = limit
+        self.exhausted = False
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.left <= 0:
+                self.exhausted = True
+                return False
+            self.left -= 1
+            return True
 
 
 def _first_token(sample_id: int) -> None:
@@ -94,6 +125,7 @@ class StreamingSUT:
         self._records_lock = threading.Lock()
         self._queue: queue.SimpleQueue[tuple[int, RequestRecord] | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        self.gap_budget = GapBudget()
 
     def issue(self, samples: list[object]) -> None:
         """LoadGen's IssueQuery: queue and return at once."""
@@ -139,7 +171,7 @@ class StreamingSUT:
 
     def _work(self) -> None:
         while (batch := self._take()) is not None:
-            streams = [_Stream(sample_id, record) for sample_id, record in batch]
+            streams = [_Stream(sample_id, record, self.gap_budget) for sample_id, record in batch]
             requests = [self.prompts[record.index] for _, record in batch]
             try:
                 results = self.engine.generate(requests, streams)

@@ -76,3 +76,13 @@ def test_goodput_counts_requests_meeting_both_objectives(tmp_path: Path) -> None
 def test_missing_logs_say_so() -> None:
     verdict = loadgen_verdict({})
     assert verdict["validity"] == "MISSING" and "logs are missing" in verdict["reasons"][0]
+
+
+def test_inter_token_latency_pools_every_gap(tmp_path: Path) -> None:
+    prompts = [GenerationRequest((1, 2, 3), max_tokens=6)] * 8
+    plan = RunPlan("single-stream", 0.2, min_query_count=64)
+    outcome = run_test(PacedEngine(per_token_s=0.002), prompts, plan, tmp_path)
+    assert all(len(r.gaps_ns) == 5 for r in outcome.records)  # 6 tokens, 5 gaps after the first
+    itl = run_figures(outcome.records, "single-stream", None)["itl_p50"]
+    assert itl.given and 1.9 < itl.estimate < 20  # type: ignore[operator]
+    assert itl.low <= itl.estimate <= itl.high  # type: ignore[operator]
