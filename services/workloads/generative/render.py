@@ -79,6 +79,10 @@ def print_generative(console: Console, document: dict[str, Any]) -> None:
     )
     for reason, count in requests["failures"].items():
         console.print(f"  [red]failed[/] {count} x {escape(reason)}")
+    stability = document["stability"]
+    console.print(f"stability: {stability['verdict']}")
+    for reason in stability["reasons"]:
+        console.print(f"  {escape(reason)}")
     reasons = {f["reason"] for f in document["figures"].values() if f["reason"]}
     for reason in sorted(reasons):
         console.print(f"[dim]no interval: {escape(reason)}[/]")

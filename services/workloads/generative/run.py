@@ -16,6 +16,7 @@ from services.workloads.generative.loadgen_run import LOG_FILES, run_test
 from services.workloads.generative.options import GenerativeOptions
 from services.workloads.generative.prompts import file_prompts, synthetic_prompts, token_counts
 from services.workloads.generative.sharegpt import sharegpt_prompts
+from services.workloads.generative.stability import run_stability
 from services.workloads.generative.transformers_engine import TransformersEngine, load_tokenizer
 from services.workloads.generative.verdict import loadgen_verdict
 
@@ -82,6 +83,8 @@ def measure_generation(
         engine.close()
     bounds = options.token_bounds()
     figures = run_figures(outcome.records, options.scenario, bounds)
+    concurrency = options.workers * engine.max_batch
+    stability = run_stability(outcome.records, options.scenario, concurrency)
     return {
         "kind": "generative",
         "options": options.model_dump(mode="json"),
@@ -97,6 +100,7 @@ def measure_generation(
         "warm_up": {"seconds": outcome.warm_up.seconds, "requests": outcome.warm_up.requests},
         "loadgen": loadgen_verdict(outcome.logs),
         "requests": request_counts(outcome.records),
+        "stability": stability.to_dict(),
         **figures_document(figures),
         "loadgen_summary": outcome.logs.get(LOG_FILES[0], ""),
     }

@@ -8,6 +8,7 @@ from services.workloads.generative.bounds import token_bounds
 from services.workloads.generative.engine import GenerationRequest
 from services.workloads.generative.figures import request_counts, run_figures
 from services.workloads.generative.loadgen_run import RunPlan, run_test
+from services.workloads.generative.stability import run_stability
 from services.workloads.generative.sut import RequestRecord
 from services.workloads.generative.verdict import loadgen_verdict
 from tests.support.paced_engine import PacedEngine
@@ -86,3 +87,12 @@ def test_inter_token_latency_pools_every_gap(tmp_path: Path) -> None:
     itl = run_figures(outcome.records, "single-stream", None)["itl_p50"]
     assert itl.given and 1.9 < itl.estimate < 20  # type: ignore[operator]
     assert itl.low <= itl.estimate <= itl.high  # type: ignore[operator]
+    # Judged (this machine's load decides which way), not too short to judge.
+    stability = run_stability(outcome.records, "single-stream", concurrency=1)
+    assert stability.verdict in ("STABLE", "UNSTABLE") and len(stability.windows) == 5
+
+
+def test_a_short_server_run_is_too_short_to_judge() -> None:
+    records = [RequestRecord(i, 3, issued_ns=i * S, end_ns=i * S + 5) for i in range(30)]
+    stability = run_stability(records, "server", concurrency=1)
+    assert stability.verdict == "INSUFFICIENT" and "run longer" in stability.reasons[0]
