@@ -35,16 +35,17 @@ def _bullets(summary_text: str) -> tuple[list[str], list[str]]:
     head = summary_text.split("Additional Stats", 1)[0]
     recommendations: list[str] = []
     early: list[str] = []
-    target = recommendations
+    target, prefix = recommendations, ""
     for line in head.splitlines():
         if "Early Stopping Result" in line:
-            target = early
+            # "TTFT Early Stopping Result:" -> its bullets say "TTFT early stopping: ...".
+            target, prefix = early, line.split("Early Stopping", 1)[0].strip()
+            prefix = f"{prefix} early stopping: " if prefix else "early stopping: "
         elif line.strip().startswith("*"):
-            target.append(line.strip().removeprefix("*").strip())
+            target.append(prefix + line.strip().removeprefix("*").strip())
         elif line.strip() and target and line.startswith(" "):
             # A bullet LoadGen wrapped onto the next line.
             target[-1] = f"{target[-1]} {line.strip()}"
-
     return recommendations, early
 
 
