@@ -29,6 +29,17 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self.server.connections.add(self.connection)
 
+    def do_GET(self) -> None:
+        answers = {
+            "/version": {"version": "streaming-server-1"},
+            "/v1/models": {"data": [{"id": "other"}, {"id": "tiny", "max_model_len": 1024}]},
+        }
+        payload = json.dumps(answers.get(self.path, {"error": "no such path"})).encode()
+        self.send_response(200 if self.path in answers else 404)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.received.append((self.path, dict(self.headers), body))

@@ -120,11 +120,8 @@ class OpenAIEngine:
 
     def _stream(self, request: GenerationRequest, sink: TokenSink) -> tuple[int, int | None]:
         connection = self._connection()
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
         path = self.parts.path.rstrip("/").removesuffix("/v1") + _PATHS[self.api]
-        connection.request("POST", path, json.dumps(self.body(request)), headers)
+        connection.request("POST", path, json.dumps(self.body(request)), self._headers())
         response = connection.getresponse()
         if response.status != 200:
             text = response.read(500).decode("utf-8", "replace").strip()
@@ -163,6 +160,35 @@ class OpenAIEngine:
         if self.api == "chat":
             return str((choice.get("delta") or {}).get("content") or "")
         return str(choice.get("text") or "")
+
+    def describe(self) -> dict[str, Any]:
+        """What the server says of itself, best effort (recorded with the run): its
+        ``/version`` (vLLM's, SGLang's) and ``/v1/models`` entry for this model."""
+        found: dict[str, Any] = {"url": self.parts.geturl()}
+        for key, path in (("version", "/version"), ("models", "/v1/models")):
+            try:
+                connection = self._connection()
+                connection.request("GET", path, headers=self._headers())
+                response = connection.getresponse()
+                body = response.read(MAX_LINE_BYTES)
+                if response.status == 200:
+                    found[key] = json.loads(body)
+                else:
+                    found[key] = f"HTTP {response.status}"
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                self._drop()
+                found[key] = f"unavailable: {type(exc).__name__}"
+        models = found.get("models")
+        if isinstance(models, dict):
+            entries = [m for m in models.get("data") or [] if isinstance(m, dict)]
+            found["models"] = [m for m in entries if m.get("id") == self.model] or entries[:5]
+        return found
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
 
     def _drop(self) -> None:
         """A connection in an unknown state is closed; the next request opens a new one."""

@@ -73,6 +73,8 @@ def measure_generation(
         torch.set_num_threads(threads)
     on_stage("loading model")
     engine, tokenizer = load_engine(options)
+    describe = getattr(engine, "describe", None)
+    server = describe() if describe is not None else None
     try:
         on_stage("making prompts")
         prompts, origin = make_prompts(options, tokenizer)
@@ -92,6 +94,7 @@ def measure_generation(
             "name": options.engine,
             "model": options.served_model or options.model,
             "url": options.url,
+            "server": server,
             "threads": threads,
         },
         "prompts": token_counts(prompts) | origin,

@@ -87,3 +87,14 @@ def test_concurrent_streams_through_loadgen(tmp_path: Path) -> None:
     counts = request_counts(outcome.records)
     assert counts["failed"] == 0 and counts["completed"] >= 20
     assert counts["output_tokens"] == 6 * counts["completed"]
+
+
+def test_the_server_is_described_with_the_run() -> None:
+    with streaming_server() as server:
+        engine = OpenAIEngine(server.url, "tiny")  # type: ignore[attr-defined]
+        described = engine.describe()
+        engine.close()
+    assert described["version"] == {"version": "streaming-server-1"}
+    assert described["models"] == [{"id": "tiny", "max_model_len": 1024}]
+    gone = OpenAIEngine(described["url"], "tiny", timeout_s=0.5).describe()
+    assert gone["version"].startswith("unavailable: ")
