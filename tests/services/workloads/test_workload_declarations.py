@@ -75,7 +75,8 @@ def test_the_refusals_name_the_kinds_as_before() -> None:
     problem = one_evaluation_problem(training, "repeats run one model")
     assert isinstance(problem, Rejection)
     assert problem.message == (
-        "evaluation: repeats run one model; fanOut, bricks and training are not accepted"
+        "evaluation: repeats run one model; fanOut, bricks, training and workloadOptions "
+        "are not accepted"
     )
     found = submit_find_peak(
         None,  # type: ignore[arg-type]
@@ -86,8 +87,8 @@ def test_the_refusals_name_the_kinds_as_before() -> None:
         search=SearchSettings(latency_bound_ms=10.0),
     )
     assert isinstance(found, Rejection) and found.message == (
-        "evaluation: find-peak searches one model on one agent; fanOut, bricks and training "
-        "are not accepted"
+        "evaluation: find-peak searches one model on one agent; fanOut, bricks, training and "
+        "workloadOptions are not accepted"
     )
     scaling = submit_training_scaling(
         None,
