@@ -8,7 +8,7 @@ unchanged, as MLServer's is (``tests/support/kserve_server.py``).
     python -m tests.support.vllm_server --prepare   # build the virtualenv only (CI)
 
 In tests, use the session fixture ``vllm_server``: it serves the tiny model of
-``tests/support/tiny_llm_files.py`` and yields a ``VllmEndpoint`` (base URL, model name,
+``tests/support/tiny_llm.py`` and yields a ``VllmEndpoint`` (base URL, model name,
 model folder). Without the virtualenv it skips with the reason, or fails under
 ``BENCHSTACK_REQUIRE_SERVERS=1`` (as scripts/test.sh runs the suite).
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.kserve_server import free_port
-from tests.support.tiny_llm_files import write_tiny_llm
+from tests.support.tiny_llm import tiny_llm
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV_DIR = REPO_ROOT / ".venvs" / "vllm"
@@ -259,7 +259,7 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmEndpoi
             "`python3 -m tests.support.vllm_server --prepare` (scripts/test.sh does)"
         )
     workdir = tmp_path_factory.mktemp("vllm")
-    server = VllmServer(write_tiny_llm(workdir / "model"), workdir)
+    server = VllmServer(tiny_llm(workdir / "model", seed=58), workdir)
     server.start()
     try:
         yield server.endpoint

@@ -23,6 +23,14 @@ SHAPE: dict[str, Any] = {
     "num_key_value_heads": 4,
     "max_position_embeddings": 1024,
 }
+# A chat template in the shape most chat models have (one turn a line, then the assistant's
+# turn opened), so an OpenAI-compatible server serves /v1/chat/completions for it too.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|{{ message['role'] }}|>{{ message['content'] }}\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
 _SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ve", "den", "ar", "ul", "so")
 
 
@@ -47,7 +55,10 @@ def tiny_tokenizer(seed: int = 0) -> transformers.PreTrainedTokenizerFast:
         show_progress=False,
     )
     tokenizer.train_from_iterator(generated_text(seed), trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>")
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>")
+    fast.chat_template = CHAT_TEMPLATE
+    fast.model_max_length = SHAPE["max_position_embeddings"]
+    return fast
 
 
 def tiny_model(seed: int = 0) -> Any:
