@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.cli.errors import user_errors
-from services.cli.render import host_text
+from services.cli.render import host_text, output_console
 from services.core.workload import CommandKit
 from services.embedded.interrupt import EXIT_INTERRUPTED
 from shared.settings import Settings
@@ -27,4 +27,5 @@ def command_kit() -> CommandKit:
         host_text=host_text,
         bench=bench,
         interrupted_exit=EXIT_INTERRUPTED,
+        output_console=output_console,
     )

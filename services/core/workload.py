@@ -184,6 +184,9 @@ class CommandKit:
     bench: Callable[[dict[str, Any], Settings], dict[str, Any]]
     # The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
     interrupted_exit: int
+    # The console tables and reports go to, as every command prints them: the terminal's
+    # width, or nothing cut when piped (services/cli/render.output_console).
+    output_console: Callable[[], Any]
 
     @classmethod
     def of(cls, context: Any) -> CommandKit:

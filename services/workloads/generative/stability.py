@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.core.metrics import Stability
+from services.core.recorded_events import recorded_events
 from services.core.stability import assess_stability
 from services.workloads.generative.sut import RequestRecord
 
@@ -17,10 +18,11 @@ from services.workloads.generative.sut import RequestRecord
 def run_stability(records: Sequence[RequestRecord], scenario: str, concurrency: int) -> Stability:
     done = [r for r in records if not r.failure and r.end_ns is not None]
     done.sort(key=lambda r: r.end_ns or 0)
-    return assess_stability(
+    events = recorded_events(
         scenario=scenario,
         completions=[(r.end_ns or 0, 1) for r in done],
         latencies_ns=[r.latency_ns or 0 for r in done],
         arrivals_ns=[r.issued_ns for r in records],
         concurrency=concurrency,
     )
+    return assess_stability(events)

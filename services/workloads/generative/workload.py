@@ -18,4 +18,5 @@ WORKLOAD = Workload(
     # LoadGen's verdict is its verdict, but its figures are token figures, not the LoadGen
     # workload's report: a fan-out compares it by name until it declares its own figures.
     judged_by_loadgen=False,
+    cli_command="services.workloads.generative.cli:register",
 )

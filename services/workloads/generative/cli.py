@@ -8,8 +8,7 @@ import sys
 
 import typer
 
-from services.cli.errors import user_errors
-from services.cli.render import output_console
+from services.core.workload import CommandKit
 
 MODEL = typer.Argument(
     "tiny-llama",
@@ -42,6 +41,7 @@ AS_JSON = typer.Option(False, "--json", help="The run's document as JSON.")
 
 
 def generative(
+    ctx: typer.Context,
     model: str = MODEL,
     engine: str = ENGINE,
     url: str | None = URL,
@@ -74,7 +74,8 @@ def generative(
     from services.workloads.generative.render import print_generative
     from services.workloads.generative.run import measure_generation
 
-    with user_errors():
+    kit = CommandKit.of(ctx)
+    with kit.user_errors():
         options = GenerativeOptions(
             model=model,
             engine=engine,  # type: ignore[arg-type]
@@ -104,10 +105,10 @@ def generative(
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        print_generative(output_console(), document)
+        print_generative(kit.output_console(), document)
     if document["requests"]["failed"]:
         raise typer.Exit(code=1)
 
 
-def register(app: typer.Typer) -> None:
-    app.command("generative")(generative)
+def register(root: typer.Typer) -> None:
+    root.command("generative")(generative)
