@@ -2,10 +2,10 @@
 // group's cancel button, the token check, and a poll that redraws the page (and its chart)
 // only when the group changed, until the group has settled.
 
-import { gql, getToken } from "../api.js";
+import { gql } from "../api.js";
 import { h, replace } from "../dom.js";
 import { plot } from "../charts.js";
-import { groupCancelButton, needToken, notice } from "../widgets.js";
+import { backToList, groupCancelButton, notice, openView } from "../widgets.js";
 
 const POLL_MS = 1000;
 
@@ -14,12 +14,8 @@ const POLL_MS = 1000;
 //   figure(group) -> [traces, axes] or null when nothing is measured yet,
 //   settled(group) -> true once nothing more will change }
 export function renderGroupPage(main, signal, groupId, page) {
-  const heading = h("h1", { tabindex: "-1" }, page.title);
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), " ", groupCancelButton(groupId)), heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
+  const { heading, signedIn } = openView(main, page.title, backToList(" ", groupCancelButton(groupId)));
+  if (!signedIn) return heading;
   const body = h("div", { "aria-busy": "true" }, h("p", { class: "muted" }, `Loading ${page.loading}…`));
   main.append(body);
   let drawn = "";
