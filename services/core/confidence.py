@@ -115,16 +115,22 @@ def _none(reason: str, estimate: float | None = None) -> Interval:
     return Interval(estimate=estimate, reason=reason)
 
 
-def _quantiles(values: npt.NDArray[np.float64]) -> tuple[float, float]:
+def level_bounds(values: npt.NDArray[np.float64]) -> tuple[float, float]:
+    """The central ``LEVEL`` share of resampled figures: an interval's low and high."""
     tail = (1.0 - LEVEL) / 2
     low, high = np.quantile(values, [tail, 1.0 - tail])
     return float(low), float(high)
 
 
+def seeded_draws(units: int, resamples: int = RESAMPLES, seed: int = SEED) -> npt.NDArray[np.int64]:
+    """(resamples, units) unit indices drawn with replacement, the same every time: every
+    bootstrap of the stack draws through here, so one seed and count hold for all."""
+    return np.random.default_rng(seed).integers(0, units, size=(resamples, units))
+
+
 def _counts(units: int, resamples: int, seed: int) -> npt.NDArray[np.int64]:
     """How often each unit is drawn, per resample: (resamples, units)."""
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, units, size=(resamples, units))
+    draws = seeded_draws(units, resamples, seed)
     counts = np.zeros((resamples, units), dtype=np.int64)
     np.add.at(counts, (np.arange(resamples)[:, None], draws), 1)
     return counts
@@ -253,7 +259,7 @@ def run_confidence(
 
 
 def _interval(estimate: float, resampled: npt.NDArray[np.float64]) -> Interval:
-    low, high = _quantiles(np.asarray(resampled, dtype=np.float64))
+    low, high = level_bounds(np.asarray(resampled, dtype=np.float64))
     return Interval(estimate=estimate, low=low, high=high)
 
 

@@ -18,7 +18,15 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from services.core.confidence import LEVEL, MIN_UNITS, RESAMPLES, SEED, TAIL_SAMPLES, Interval
+from services.core.confidence import (
+    LEVEL,
+    MIN_UNITS,
+    RESAMPLES,
+    TAIL_SAMPLES,
+    Interval,
+    level_bounds,
+    seeded_draws,
+)
 
 # Windows of a rate's interval: as many as the run has completions for, up to this.
 MAX_WINDOWS = 20
@@ -32,17 +40,6 @@ RULE = (
 )
 
 
-def _draws(units: int) -> npt.NDArray[np.int64]:
-    """(resamples, units) indices drawn with replacement, seeded."""
-    return np.random.default_rng(SEED).integers(0, units, size=(RESAMPLES, units))
-
-
-def _bounds(values: npt.NDArray[np.float64]) -> tuple[float, float]:
-    tail = (1.0 - LEVEL) / 2
-    low, high = np.quantile(values, [tail, 1.0 - tail])
-    return float(low), float(high)
-
-
 def percentile_interval(values: Sequence[float], q: float) -> Interval:
     """The q-th percentile (0 < q < 1, inverted CDF) of ``values`` and its interval."""
     if not values:
@@ -54,8 +51,8 @@ def percentile_interval(values: Sequence[float], q: float) -> Interval:
         return Interval(
             estimate, reason=f"{len(data)} requests; a p{q * 100:g} interval needs {needed}"
         )
-    resampled = np.quantile(data[_draws(len(data))], q, axis=1, method="inverted_cdf")
-    low, high = _bounds(resampled)
+    resampled = np.quantile(data[seeded_draws(len(data))], q, axis=1, method="inverted_cdf")
+    low, high = level_bounds(resampled)
     return Interval(estimate, low, high)
 
 
@@ -79,9 +76,9 @@ def pooled_percentile_interval(groups: Sequence[Sequence[float]], q: float) -> I
         return Interval(estimate, reason=f"{len(pooled)} gaps: more than {MAX_POOLED} to resample")
     resampled = np.array(
         [np.quantile(np.concatenate([present[i] for i in row]), q, method="inverted_cdf")
-         for row in _draws(len(present))]
+         for row in seeded_draws(len(present))]
     )  # fmt: skip
-    low, high = _bounds(resampled)
+    low, high = level_bounds(resampled)
     return Interval(estimate, low, high)
 
 
@@ -118,6 +115,6 @@ def rate_interval(counts: Sequence[float], span_s: float, windows: RateWindows |
     if windows is None:
         return Interval(estimate, reason=f"too few completions for {MIN_UNITS} windows")
     sums = windows.sums(counts)
-    drawn = _draws(len(sums))
-    low, high = _bounds(sums[drawn].sum(axis=1) / windows.spans[drawn].sum(axis=1))
+    drawn = seeded_draws(len(sums))
+    low, high = level_bounds(sums[drawn].sum(axis=1) / windows.spans[drawn].sum(axis=1))
     return Interval(estimate, low, high)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from services.core.confidence import LEVEL, MIN_UNITS, RESAMPLES, SEED
+from services.core.confidence import LEVEL, MIN_UNITS, RESAMPLES, level_bounds, seeded_draws
 
 RULE = (
     f"{LEVEL:.0%} percentile bootstrap over repeats ({RESAMPLES} seeded resamples of whole "
@@ -83,16 +83,6 @@ def _resampled_medians(
     return np.asarray(np.median(np.asarray(values, dtype=np.float64)[draws], axis=1))
 
 
-def _draws(units: int) -> npt.NDArray[np.int64]:
-    return np.random.default_rng(SEED).integers(0, units, size=(RESAMPLES, units))
-
-
-def _quantiles(values: npt.NDArray[np.float64]) -> tuple[float, float]:
-    tail = (1.0 - LEVEL) / 2
-    low, high = np.quantile(values, [tail, 1.0 - tail])
-    return float(low), float(high)
-
-
 def too_few(repeats: int) -> str:
     return (
         f"{repeats} repeat{'s' if repeats != 1 else ''}; an interval needs {MIN_UNITS}: "
@@ -107,7 +97,7 @@ def arm_figure(arm: str, images_per_s: Sequence[float]) -> ArmFigure:
     middle = float(statistics.median(images_per_s))
     if len(images_per_s) < MIN_UNITS:
         return ArmFigure(arm, len(images_per_s), middle, None, None, too_few(len(images_per_s)))
-    low, high = _quantiles(_resampled_medians(images_per_s, _draws(len(images_per_s))))
+    low, high = level_bounds(_resampled_medians(images_per_s, seeded_draws(len(images_per_s))))
     return ArmFigure(arm, len(images_per_s), middle, low, high)
 
 
@@ -128,10 +118,10 @@ def ratio_figure(
     estimate = scale * float(statistics.median(b_values) / statistics.median(a_values))
     low = high = None
     if len(a_values) >= MIN_UNITS:
-        draws = _draws(len(a_values))
+        draws = seeded_draws(len(a_values))
         medians_b = _resampled_medians(b_values, draws)
         resampled = scale * medians_b / _resampled_medians(a_values, draws)
-        low, high = _quantiles(resampled)
+        low, high = level_bounds(resampled)
     verdict, why = _verdict(low, high, len(a_values), busy_runs)
     return RatioFigure(figure, a, b, estimate, low, high, 1.0, verdict, why)
 

@@ -19,6 +19,11 @@ import { renderTrainingScaling } from "./views/training_scaling.js";
 const main = document.getElementById("main");
 let current = new AbortController();
 
+// A campaign group's page, #/<path>/<group>: reached from the list, so it keeps its tab.
+function groupPage(path, title, render) {
+  return { pattern: new RegExp(`^#/${path}/([\\w-]+)$`), nav: "list", title, render: (signal, id) => render(main, signal, id) };
+}
+
 const ROUTES = [
   { pattern: /^#?\/?$/, nav: "list", title: "Evaluations", render: (signal) => renderList(main, signal) },
   { pattern: /^#\/new$/, nav: "new", title: "New evaluation", render: (signal) => renderSubmit(main, signal) },
@@ -34,30 +39,10 @@ const ROUTES = [
     title: "Compare",
     render: (signal, query) => renderCompare(main, signal, query ?? ""),
   },
-  {
-    pattern: /^#\/sweeps\/([\w-]+)$/,
-    nav: "list",
-    title: "Sweep",
-    render: (signal, id) => renderSweep(main, signal, id),
-  },
-  {
-    pattern: /^#\/find-peak\/([\w-]+)$/,
-    nav: "list",
-    title: "Find peak",
-    render: (signal, id) => renderFindPeak(main, signal, id),
-  },
-  {
-    pattern: /^#\/repeats\/([\w-]+)$/,
-    nav: "list",
-    title: "Repeats",
-    render: (signal, id) => renderRepeats(main, signal, id),
-  },
-  {
-    pattern: /^#\/training-scaling\/([\w-]+)$/,
-    nav: "list",
-    title: "Training scaling",
-    render: (signal, id) => renderTrainingScaling(main, signal, id),
-  },
+  groupPage("sweeps", "Sweep", renderSweep),
+  groupPage("find-peak", "Find peak", renderFindPeak),
+  groupPage("repeats", "Repeats", renderRepeats),
+  groupPage("training-scaling", "Training scaling", renderTrainingScaling),
   {
     pattern: /^#\/advice(?:\?(.*))?$/,
     nav: "advice",

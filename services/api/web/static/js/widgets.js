@@ -1,6 +1,6 @@
 // Small shared pieces of markup: badges, notices and the group cancel button.
 
-import { gql } from "./api.js";
+import { getToken, gql } from "./api.js";
 import { h } from "./dom.js";
 import { DASH } from "./format.js";
 import { CANCEL_GROUP } from "./queries.js";
@@ -18,6 +18,21 @@ export function verdictBadge(verdict, kind) {
 
 export function notice(message, tone = "info") {
   return h("p", { class: `notice ${tone}`, role: tone === "error" ? "alert" : "status" }, message);
+}
+
+// The way back to the list, and what stands beside it (a group's link, a button).
+export function backToList(...beside) {
+  return h("p", {}, h("a", { href: "#/" }, "← All evaluations"), ...beside);
+}
+
+// A view's start: what stands above its heading (a way back, a button), the heading, and
+// whether a token is saved; without one the view says why it shows nothing, and stops.
+export function openView(main, title, ...above) {
+  const heading = h("h1", { tabindex: "-1" }, title);
+  main.append(...above, heading);
+  const signedIn = Boolean(getToken());
+  if (!signedIn) main.append(needToken());
+  return { heading, signedIn };
 }
 
 export function needToken() {

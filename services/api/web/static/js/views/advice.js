@@ -4,21 +4,17 @@
 // would measure them. The query is in the URL, so advice can be shared:
 // #/advice?model=resnet18&bound=500&percentile=99.
 
-import { gql, getToken } from "../api.js";
+import { gql } from "../api.js";
 import { field, h, replace } from "../dom.js";
 import { DASH, number } from "../format.js";
 import { ADVICE } from "../queries.js";
-import { needToken, notice, verdictBadge } from "../widgets.js";
+import { notice, openView, verdictBadge } from "../widgets.js";
 
 const PERCENTILES = ["50", "90", "95", "97", "99", "99.9"];
 
 export function renderAdvice(main, signal, query) {
-  const heading = h("h1", { tabindex: "-1" }, "Advice");
-  main.append(heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
+  const { heading, signedIn } = openView(main, "Advice");
+  if (!signedIn) return heading;
   const given = new URLSearchParams(query);
   const model = h("input", { name: "model", required: true, value: given.get("model") ?? "", placeholder: "resnet18" });
   const bound = h("input", {

@@ -1,21 +1,17 @@
 // The agents: each worker's hardware, frameworks and versions, settings, whether it is
 // alive, and the caller's own recent evaluations on it (others' are never shown).
 
-import { gql, getToken } from "../api.js";
+import { gql } from "../api.js";
 import { h, replace } from "../dom.js";
 import { DASH, bytes, latestRun, number, scenarioName, shortId, stability, when } from "../format.js";
 import { AGENT_RUNS, AGENTS } from "../queries.js";
-import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { notice, openView, stateBadge, verdictBadge } from "../widgets.js";
 
 const RECENT = 5;
 
 export function renderAgents(main, signal) {
-  const heading = h("h1", { tabindex: "-1" }, "Agents");
-  main.append(heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
+  const { heading, signedIn } = openView(main, "Agents");
+  if (!signedIn) return heading;
   const body = h("div", { class: "agents", "aria-busy": "true" }, notice("Loading the agents…"));
   main.append(body);
   load(body, signal).finally(() => body.setAttribute("aria-busy", "false"));

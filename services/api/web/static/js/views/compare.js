@@ -3,14 +3,14 @@
 // charts overlay the latency CDFs (not Offline's) and put throughput and p99 next to each other, with error bars. The URL
 // is the comparison: copy it to share it.
 
-import { gql, getToken } from "../api.js";
+import { gql } from "../api.js";
 import { h, replace } from "../dom.js";
 import { CDF_AXES, SERIES, cdfTrace, chartBox, intervalBars, plot } from "../charts.js";
 import {
   DASH, differVerdict, isFinal, intervalOf, intervalText, judgedIntervalOf, latestRun, metric, number, scenarioName, shortId, stability,
 } from "../format.js";
 import { COMPARED, GROUP, LATENCY_POINTS } from "../queries.js";
-import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { backToList, notice, openView, stateBadge, verdictBadge } from "../widgets.js";
 import { hostBadge, imagesInterval, isTraining, trainingSettings } from "./training.js";
 
 export const MAX_COMPARED = 8;
@@ -37,12 +37,8 @@ export function compareUrl(ids) {
 }
 
 export function renderCompare(main, signal, query = "") {
-  const heading = h("h1", { tabindex: "-1" }, "Compare evaluations");
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations")), heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
+  const { heading, signedIn } = openView(main, "Compare evaluations", backToList());
+  if (!signedIn) return heading;
   const body = h("div", { class: "compare", "aria-busy": "true" });
   main.append(body);
   const params = new URLSearchParams(query);
@@ -230,17 +226,40 @@ function settingsCard(evaluations, settings, keys, differs, labels) {
         })))));
 }
 
+const blank = () => h("td", {});
+
+// A figures card's heading and table: a row per figure, a column per evaluation, and a last
+// column of each later evaluation's verdict against the first.
+function figuresTable(id, title, tableClass, evaluations, labels, ...rows) {
+  return [
+    h("h2", { id }, title),
+    h("div", { class: "table-wrap" },
+      h("table", { class: `compare-table figures-table ${tableClass}`.trim() },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Figure"), columnHeads(evaluations, labels),
+          h("th", { scope: "col" }, `Beyond the 95 % intervals? (vs ${labels[0]})`))),
+        h("tbody", {}, ...rows))),
+  ];
+}
+
+// The verdict cell: each later run against the first (judge(run) -> [verdict, why]), the why
+// on hover, and under the badge too when showWhy.
+function beyondCell(versus, judge, showWhy = false) {
+  return h("td", { class: "beyond" },
+    versus.map(([run, label]) => {
+      const [verdict, why] = judge(run);
+      const tone = verdict === "differ" ? "tone-warn" : verdict === "cannot say" ? "tone-muted" : "tone-ok";
+      return h("div", { "data-versus": label, "data-beyond": verdict, title: why },
+        versus.length > 1 ? `${label}: ` : null, h("span", { class: `badge ${tone}` }, verdict),
+        showWhy ? h("div", { class: "small muted" }, why) : null);
+    }));
+}
+
 function figuresCard(evaluations, labels) {
   const runs = evaluations.map(latestRun);
   // Each later evaluation against the first, as the CLI's compare judges a pair.
   const versus = runs.slice(1).map((run, i) => [run, labels[i + 1]]);
-  const verdictCell = (name) => h("td", { class: "beyond" },
-    versus.map(([run, label]) => {
-      const [verdict, why] = differVerdict(judgedIntervalOf(runs[0], name), judgedIntervalOf(run, name));
-      const tone = verdict === "differ" ? "tone-warn" : verdict === "cannot say" ? "tone-muted" : "tone-ok";
-      return h("div", { "data-versus": label, "data-beyond": verdict, title: why },
-        versus.length > 1 ? `${label}: ` : null, h("span", { class: `badge ${tone}` }, verdict));
-    }));
+  const verdictCell = (name) =>
+    beyondCell(versus, (run) => differVerdict(judgedIntervalOf(runs[0], name), judgedIntervalOf(run, name)));
   const figureRow = ([name, label, digits]) =>
     h("tr", { "data-metric": name },
       h("th", { scope: "row" }, label),
@@ -252,19 +271,13 @@ function figuresCard(evaluations, labels) {
             shown ?? "no interval"));
       }),
       verdictCell(name));
-  const blank = () => h("td", {});
   return h("section", { class: "card", "aria-labelledby": "figures-title" },
-    h("h2", { id: "figures-title" }, "Figures and verdicts"),
-    h("div", { class: "table-wrap" },
-      h("table", { class: "compare-table figures-table" },
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Figure"), columnHeads(evaluations, labels),
-          h("th", { scope: "col" }, `Beyond the 95 % intervals? (vs ${labels[0]})`))),
-        h("tbody", {},
-          h("tr", { "data-verdict": "validity" }, h("th", { scope: "row" }, "LoadGen validity"),
-            runs.map((run) => h("td", {}, verdictBadge(run?.validity, "LoadGen validity"))), blank()),
-          h("tr", { "data-verdict": "stability" }, h("th", { scope: "row" }, "Stability"),
-            runs.map((run) => h("td", {}, verdictBadge(stability(run) ?? run?.stability, "stability"))), blank()),
-          FIGURES.map(figureRow)))),
+    ...figuresTable("figures-title", "Figures and verdicts", "", evaluations, labels,
+      h("tr", { "data-verdict": "validity" }, h("th", { scope: "row" }, "LoadGen validity"),
+        runs.map((run) => h("td", {}, verdictBadge(run?.validity, "LoadGen validity"))), blank()),
+      h("tr", { "data-verdict": "stability" }, h("th", { scope: "row" }, "Stability"),
+        runs.map((run) => h("td", {}, verdictBadge(stability(run) ?? run?.stability, "stability"))), blank()),
+      FIGURES.map(figureRow)),
     h("p", { class: "small muted" },
       "Under each figure its 95 % interval (a bootstrap over the run's stability windows; latencies on the SUT's clock). ",
       "“differ” means the two intervals do not overlap; hover a verdict or a missing interval for why. ",
@@ -365,15 +378,7 @@ const TRAINING_FIGURES = [
 function trainingFiguresCard(evaluations, labels) {
   const runs = evaluations.map(latestRun);
   const versus = runs.slice(1).map((run, i) => [run, labels[i + 1]]);
-  const verdict = h("td", { class: "beyond" },
-    versus.map(([run, label]) => {
-      const [said, why] = differVerdict(trainingIntervalOf(runs[0]), trainingIntervalOf(run));
-      const tone = said === "differ" ? "tone-warn" : said === "cannot say" ? "tone-muted" : "tone-ok";
-      return h("div", { "data-versus": label, "data-beyond": said, title: why },
-        versus.length > 1 ? `${label}: ` : null, h("span", { class: `badge ${tone}` }, said),
-        h("div", { class: "small muted" }, why));
-    }));
-  const blank = () => h("td", {});
+  const verdict = beyondCell(versus, (run) => differVerdict(trainingIntervalOf(runs[0]), trainingIntervalOf(run)), true);
   const row = ([name, label, value, below]) =>
     h("tr", { "data-metric": name },
       h("th", { scope: "row" }, label),
@@ -386,15 +391,10 @@ function trainingFiguresCard(evaluations, labels) {
       }),
       name === "images_per_second" ? verdict : blank());
   return h("section", { class: "card", "aria-labelledby": "training-figures-title" },
-    h("h2", { id: "training-figures-title" }, "Training figures"),
-    h("div", { class: "table-wrap" },
-      h("table", { class: "compare-table figures-table training-figures" },
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Figure"), columnHeads(evaluations, labels),
-          h("th", { scope: "col" }, `Beyond the 95 % intervals? (vs ${labels[0]})`))),
-        h("tbody", {},
-          h("tr", { "data-verdict": "host" }, h("th", { scope: "row" }, "Host"),
-            runs.map((run) => h("td", {}, run?.training ? hostBadge(run.training) : DASH)), blank()),
-          TRAINING_FIGURES.map(row)))),
+    ...figuresTable("training-figures-title", "Training figures", "training-figures", evaluations, labels,
+      h("tr", { "data-verdict": "host" }, h("th", { scope: "row" }, "Host"),
+        runs.map((run) => h("td", {}, run?.training ? hostBadge(run.training) : DASH)), blank()),
+      TRAINING_FIGURES.map(row)),
     h("p", { class: "small muted" },
       "Images/s = batch / mean step time; under it its 95 % interval (images/s ± t × its delta-method standard error). ",
       "“differ” means the two intervals do not overlap; a BUSY or overlapped run gets no verdict. Hover a verdict for why."));

@@ -1,12 +1,12 @@
 // One evaluation: live state over the evaluationUpdates subscription, then its results.
 
-import { ApiError, fetchBlob, gql, getToken, subscribe } from "../api.js";
+import { ApiError, fetchBlob, gql, subscribe } from "../api.js";
 import { h, replace } from "../dom.js";
 import {
   DASH, bytes, groupPage, inFormWords, intervalOf, intervalText, isFinal, latestRun, metric, number, scenarioName, shortId, stability, when,
 } from "../format.js";
 import { CANCEL, EVALUATION, EVALUATION_UPDATES } from "../queries.js";
-import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { backToList, groupCancelButton, notice, openView, stateBadge, verdictBadge } from "../widgets.js";
 import { runChartCards } from "./run_charts.js";
 import { workloadView } from "../workload_views.js";
 
@@ -18,14 +18,10 @@ const HEADLINE = [
 ];
 
 export function renderDetail(main, signal, id) {
-  const heading = h("h1", { tabindex: "-1" }, `Evaluation ${shortId(id)}`);
   // Filled once the evaluation is read: the page of the group it belongs to, if any.
   const group = h("span", { "data-member-of": "" });
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), group), heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
+  const { heading, signedIn } = openView(main, `Evaluation ${shortId(id)}`, backToList(group));
+  if (!signedIn) return heading;
   const live = h("section", { class: "card live", "aria-labelledby": "live-title" });
   const results = h("div", { class: "results" });
   main.append(live, results);

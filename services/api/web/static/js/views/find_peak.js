@@ -2,50 +2,27 @@
 // the latency bound, and at the end the peak (or why there is none, and what would give one).
 // The chart puts every stored probe at its offered rate and its latency at the percentile.
 
-import { gql, getToken } from "../api.js";
-import { h, replace } from "../dom.js";
-import { SERIES, chartBox, intervalBars, plot } from "../charts.js";
+import { h } from "../dom.js";
+import { SERIES, chartBox, intervalBars } from "../charts.js";
 import { DASH, inFormWords, number, shortId } from "../format.js";
 import { FIND_PEAK } from "../queries.js";
-import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { stateBadge, verdictBadge } from "../widgets.js";
+import { renderGroupPage } from "./group_page.js";
 
-const POLL_MS = 1000;
 const OVER = "#d1495b";
 
 export function renderFindPeak(main, signal, groupId) {
-  const heading = h("h1", { tabindex: "-1" }, "Find peak");
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), " ", groupCancelButton(groupId)), heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
-  const body = h("div", { "aria-busy": "true" }, h("p", { class: "muted" }, "Loading the search…"));
-  main.append(body);
-  let drawn = "";
-  const load = async () => {
-    try {
-      const search = (await gql(FIND_PEAK, { id: groupId })).findPeak;
-      if (signal.aborted) return;
-      if (!search) {
-        replace(body, notice(`No find-peak search ${groupId} among your evaluations.`, "error"));
-        return;
-      }
-      // Redrawn only when something changed, so a chart being read does not flicker.
-      const state = JSON.stringify(search);
-      if (state !== drawn) {
-        drawn = state;
-        replace(body, ...view(search));
-        const box = body.querySelector('[data-chart="find-peak"]');
-        if (box && plotted(search).length) await plot(box, traces(search), axes(search));
-      }
-      body.setAttribute("aria-busy", "false");
-      if (search.state === "searching") setTimeout(() => signal.aborted || load(), POLL_MS);
-    } catch (err) {
-      if (!signal.aborted) replace(body, notice(err.message, "error"));
-    }
-  };
-  load();
-  return heading;
+  return renderGroupPage(main, signal, groupId, {
+    title: "Find peak",
+    loading: "the search",
+    missing: "find-peak search",
+    query: FIND_PEAK,
+    field: "findPeak",
+    view,
+    chart: "find-peak",
+    figure: (search) => (plotted(search).length ? [traces(search), axes(search)] : null),
+    settled: (search) => search.state !== "searching",
+  });
 }
 
 // "p99", "p99.9": the percentile as LoadGen names it.

@@ -2,10 +2,10 @@
 // the shipped catalogue, each with its manifest. ?model=name@version (where the form's
 // registration lands) marks that model's row and opens its manifest.
 
-import { gql, getToken } from "../api.js";
+import { gql } from "../api.js";
 import { h, replace } from "../dom.js";
 import { MODELS } from "../queries.js";
-import { needToken, notice } from "../widgets.js";
+import { backToList, notice, openView } from "../widgets.js";
 
 const ORIGINS = [
   ["registered", "Registered models", "Registered through registerModel: yours, and others' shared ones."],
@@ -13,14 +13,10 @@ const ORIGINS = [
 ];
 
 export function renderModels(main, signal, query = "") {
-  const heading = h("h1", { tabindex: "-1" }, "Models");
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), " · ",
-    h("a", { href: "#/new" }, "Register a model or run one")), heading);
+  const back = backToList(" · ", h("a", { href: "#/new" }, "Register a model or run one"));
+  const { heading, signedIn } = openView(main, "Models", back);
   const chosen = new URLSearchParams(query).get("model") ?? "";
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
+  if (!signedIn) return heading;
   const body = h("div", { class: "models", "aria-busy": "true" }, notice("Loading the models…"));
   main.append(body);
   load(body, signal, chosen).finally(() => body.setAttribute("aria-busy", "false"));

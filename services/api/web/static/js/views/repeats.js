@@ -2,15 +2,14 @@
 // verdicts, each figure's spread over the runs and its 95 % interval over them (or why
 // there is none), and a chart of throughput per run.
 
-import { gql, getToken } from "../api.js";
-import { h, replace } from "../dom.js";
-import { SERIES, chartBox, intervalBars, plot } from "../charts.js";
+import { h } from "../dom.js";
+import { SERIES, chartBox, intervalBars } from "../charts.js";
 import { DASH, isFinal, metric, number, scenarioName, shortId } from "../format.js";
 import { REPEATS } from "../queries.js";
-import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { stateBadge, verdictBadge } from "../widgets.js";
+import { renderGroupPage } from "./group_page.js";
 import { compareUrl, MAX_COMPARED } from "./compare.js";
 
-const POLL_MS = 1000;
 // Each figure's label, digits, and its interval's field in Confidence.
 const FIGURES = {
   samples_per_second: ["Samples/s", 1, "samplesPerSecond"],
@@ -21,41 +20,17 @@ const FIGURES = {
 };
 
 export function renderRepeats(main, signal, groupId) {
-  const heading = h("h1", { tabindex: "-1" }, "Repeats");
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), " ", groupCancelButton(groupId)), heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
-  const body = h("div", { "aria-busy": "true" }, h("p", { class: "muted" }, "Loading the repeats…"));
-  main.append(body);
-  let drawn = "";
-  const load = async () => {
-    try {
-      const group = (await gql(REPEATS, { id: groupId })).repeats;
-      if (signal.aborted) return;
-      if (!group) {
-        replace(body, notice(`No repeats ${groupId} among your evaluations.`, "error"));
-        return;
-      }
-      // Redrawn only when something changed, so a chart being read does not flicker.
-      const state = JSON.stringify(group);
-      if (state !== drawn) {
-        drawn = state;
-        replace(body, ...view(group));
-        const box = body.querySelector('[data-chart="repeats"]');
-        if (box && measured(group).length) await plot(box, bars(group), barAxes(group));
-      }
-      body.setAttribute("aria-busy", "false");
-      if (!group.repeats.every((r) => isFinal(r.evaluation.state))) {
-        setTimeout(() => signal.aborted || load(), POLL_MS);
-      }
-    } catch (err) {
-      if (!signal.aborted) replace(body, notice(err.message, "error"));
-    }
-  };
-  load();
-  return heading;
+  return renderGroupPage(main, signal, groupId, {
+    title: "Repeats",
+    loading: "the repeats",
+    missing: "repeats",
+    query: REPEATS,
+    field: "repeats",
+    view,
+    chart: "repeats",
+    figure: (group) => (measured(group).length ? [bars(group), barAxes(group)] : null),
+    settled: (group) => group.repeats.every((r) => isFinal(r.evaluation.state)),
+  });
 }
 
 // Runs with a throughput figure, in index order.

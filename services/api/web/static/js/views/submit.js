@@ -4,14 +4,14 @@
 // registering a model's manifest. The server is the judge of input (the form does not
 // block on HTML validation), and its typed errors are shown next to the field they name.
 
-import { gql, getToken } from "../api.js";
+import { gql } from "../api.js";
 import { field, h, replace } from "../dom.js";
 import { groupPage } from "../format.js";
 import {
   FORM_CHOICES, REGISTER_MODEL, SUBMIT, SUBMIT_FIND_PEAK, SUBMIT_PAIR, SUBMIT_REPEATS, SUBMIT_SWEEP,
   SUBMIT_TRAINING_SCALING,
 } from "../queries.js";
-import { needToken, notice } from "../widgets.js";
+import { notice, openView } from "../widgets.js";
 
 const SCENARIOS = ["offline", "single-stream", "multi-stream", "server"];
 
@@ -157,12 +157,8 @@ const TRACE_LEVELS = [
 ];
 
 export function renderSubmit(main, signal) {
-  const heading = h("h1", { tabindex: "-1" }, "New evaluation");
-  main.append(heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
+  const { heading, signedIn } = openView(main, "New evaluation");
+  if (!signedIn) return heading;
   const holder = h("div", { "aria-busy": "true" }, h("p", { class: "muted" }, "Loading models…"));
   main.append(holder);
   gql(FORM_CHOICES)

@@ -1,53 +1,30 @@
 // One sweep (#/sweeps/<groupId>): its points as they finish, and the curve they make:
 // throughput against tail latency, one point per value, joined in value order.
 
-import { gql, getToken } from "../api.js";
-import { h, replace } from "../dom.js";
-import { SERIES, chartBox, intervalBars, plot } from "../charts.js";
+import { h } from "../dom.js";
+import { SERIES, chartBox, intervalBars } from "../charts.js";
 import { DASH, isFinal, number, scenarioName, shortId } from "../format.js";
 import { SWEEP } from "../queries.js";
-import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
+import { stateBadge, verdictBadge } from "../widgets.js";
+import { renderGroupPage } from "./group_page.js";
 
 const LABEL = { batch_size: "Batch size", target_qps: "Target QPS", samples_per_query: "Samples per query" };
-const POLL_MS = 1000;
 
 export function renderSweep(main, signal, groupId) {
-  const heading = h("h1", { tabindex: "-1" }, "Sweep");
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations"), " ", groupCancelButton(groupId)), heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
-  const body = h("div", { "aria-busy": "true" }, h("p", { class: "muted" }, "Loading the sweep…"));
-  main.append(body);
-  let drawn = "";
-  const load = async () => {
-    try {
-      const sweep = (await gql(SWEEP, { id: groupId })).sweep;
-      if (signal.aborted) return;
-      if (!sweep) {
-        replace(body, notice(`No sweep ${groupId} among your evaluations.`, "error"));
-        return;
-      }
-      // Redrawn only when something changed, so a chart being read does not flicker.
-      const state = JSON.stringify(sweep);
-      if (state !== drawn) {
-        drawn = state;
-        replace(body, ...view(sweep));
-        const box = body.querySelector('[data-chart="sweep-curve"]');
-        const done = sweep.points.filter((p) => p.samplesPerSecond != null && p.latencyP99Ms != null);
-        if (box && done.length) await plot(box, curve(sweep, done), curveAxes(sweep));
-      }
-      body.setAttribute("aria-busy", "false");
-      if (!sweep.points.every((p) => isFinal(p.evaluation.state))) {
-        setTimeout(() => signal.aborted || load(), POLL_MS);
-      }
-    } catch (err) {
-      if (!signal.aborted) replace(body, notice(err.message, "error"));
-    }
-  };
-  load();
-  return heading;
+  return renderGroupPage(main, signal, groupId, {
+    title: "Sweep",
+    loading: "the sweep",
+    missing: "sweep",
+    query: SWEEP,
+    field: "sweep",
+    view,
+    chart: "sweep-curve",
+    figure: (sweep) => {
+      const done = sweep.points.filter((p) => p.samplesPerSecond != null && p.latencyP99Ms != null);
+      return done.length ? [curve(sweep, done), curveAxes(sweep)] : null;
+    },
+    settled: (sweep) => sweep.points.every((p) => isFinal(p.evaluation.state)),
+  });
 }
 
 function view(sweep) {

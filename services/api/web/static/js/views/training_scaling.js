@@ -2,22 +2,18 @@
 // throughput N x batch / rank 0's mean step time with its standard error, speedup and
 // efficiency E(N) relative to the smallest N measured, drawn against the ideal E = 1.
 
-import { gql, getToken } from "../api.js";
+import { gql } from "../api.js";
 import { h, replace } from "../dom.js";
 import { SERIES, chartBox, plot } from "../charts.js";
 import { DASH, isFinal, number, shortId } from "../format.js";
 import { TRAINING_SCALING } from "../queries.js";
-import { needToken, notice, stateBadge } from "../widgets.js";
+import { backToList, notice, openView, stateBadge } from "../widgets.js";
 
 const POLL_MS = 2000;
 
 export function renderTrainingScaling(main, signal, id) {
-  const heading = h("h1", { tabindex: "-1" }, `Training scaling ${shortId(id)}`);
-  main.append(h("p", {}, h("a", { href: "#/" }, "← All evaluations")), heading);
-  if (!getToken()) {
-    main.append(needToken());
-    return heading;
-  }
+  const { heading, signedIn } = openView(main, `Training scaling ${shortId(id)}`, backToList());
+  if (!signedIn) return heading;
   const body = h("div", { class: "training-scaling" }, notice("Loading the scaling…"));
   main.append(body);
   refresh(body, signal, id, "");
