@@ -3,8 +3,6 @@ latency, nothing LoadGen did not measure."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from services.core.shown_figures import (
     NO_INTERVALS_NOTE,
     figure_named,
@@ -12,46 +10,7 @@ from services.core.shown_figures import (
     host_verdict,
     shown_figures,
 )
-
-BUSY_HOST = {
-    "busy": True,
-    "load": {
-        "busy": True,
-        "other_cpu_share": 0.55,
-        "reason": "busy: other processes used 1.10 CPU-s per s (55% of 2 CPUs) during the run",
-    },
-}
-
-
-def stored_report(scenario: str, *, host: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A LoadGen report as stored: p90 8.3 ms, 35.9 samples/s, intervals for both."""
-    return {
-        "run_id": "r1",
-        "scenario": scenario,
-        "performance": {
-            "scenario": scenario,
-            "validity": {"result": "VALID", "reasons": []},
-            "latency": {
-                "count": 100,
-                "min_ns": 1e6,
-                "mean_ns": 5e6,
-                "max_ns": 9e6,
-                "percentiles_ns": {"p50": 4e6, "p90": 8.3e6, "p99": None},
-            },
-            "samples_per_second": 35.9,
-        },
-        "stability": {"verdict": "UNSTABLE", "reasons": ["throughput spread 30%"]},
-        "confidence": {
-            "basis": "windows",
-            "units": 10,
-            "figures": {
-                "samples_per_second": {"estimate": 36.0, "low": 34.1, "high": 37.2},
-                "latency_p90": {"estimate": 8.2, "low": 7.9, "high": 8.6},
-                "latency_p50": {"estimate": 4.0, "reason": "too few samples"},
-            },
-        },
-        "host": host if host is not None else {"busy": False, "load": {"reason": "quiet: x"}},
-    }
+from tests.support.shown_runs import BUSY_HOST, stored_report
 
 
 def test_a_busy_runs_figures_each_carry_busy_with_how_busy_and_their_verdicts() -> None:
