@@ -6,6 +6,7 @@ import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
 import { SERIES, chartBox, intervalBars, plot } from "../charts.js";
 import { DASH, isFinal, metric, number, scenarioName, shortId } from "../format.js";
+import { busyBadge } from "../figures.js";
 import { REPEATS } from "../queries.js";
 import { groupCancelButton, needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 import { compareUrl, MAX_COMPARED } from "./compare.js";
@@ -127,7 +128,7 @@ function runsTable(group) {
           timed ? h("td", { class: "num" }, number(metric(run, "latency_p50")?.value, 3)) : null,
           timed ? h("td", { class: "num" }, number(metric(run, "latency_p90")?.value, 3)) : null,
           timed ? h("td", { class: "num" }, number(metric(run, "latency_p99")?.value, 3)) : null,
-          h("td", { class: "nowrap" }, run ? [verdictBadge(run.validity, "validity"), " ", verdictBadge(run.stability ?? DASH, "stability")] : DASH),
+          h("td", { class: "nowrap" }, run ? [verdictBadge(run.validity, "validity"), " ", verdictBadge(run.stability ?? DASH, "stability"), " ", busyBadge(run)] : DASH),
           h("td", {}, r.evaluation.agentId ? h("code", { class: "small" }, r.evaluation.agentId) : DASH),
           h("td", {}, h("a", { href: `#/evaluations/${r.evaluation.id}` }, shortId(r.evaluation.id))));
       }))));
