@@ -30,6 +30,8 @@ def stored_report(scenario: str, *, host: dict[str, Any] | None = None) -> dict[
         "mode": "performance",
         "model": {"name": "tiny-cnn", "version": "0.1.0"},
         "framework": {"name": "null", "version": "0"},
+        "dataset": {"name": "synthetic", "samples": 64},
+        "batch_size": 1,
         "performance": {
             "scenario": scenario,
             "validity": {"result": "VALID", "reasons": []},

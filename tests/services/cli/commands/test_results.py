@@ -79,3 +79,13 @@ def test_submits_line_says_the_rules_figures(
     line = console.export_text().splitlines()[0]
     assert all(text in line for text in said), line
     assert not any(text in line for text in unsaid), line
+
+
+def test_show_gives_an_offline_run_no_latency_figure(settings: Settings) -> None:
+    busy, offline = stored(settings)
+    shown = CliRunner().invoke(app, ["show", offline[:8]], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "latencies are queue positions" in shown.output and "p90 8.300" not in shown.output
+    timed = CliRunner().invoke(app, ["show", busy[:8]], env={"COLUMNS": "200"})
+    assert timed.exit_code == 0, timed.output
+    assert "p90 8.300" in timed.output and "BUSY" in timed.output
