@@ -33,6 +33,7 @@ from services.analysis.systems import label_of, system_of
 from services.core.campaigns.find_peak import is_probe
 from services.core.figures import percentile_key
 from services.core.find_peak_search import Probe, judge
+from services.core.shown_figures import host_verdict
 from services.core.stored_report import LoadGenReport, load_loadgen_report
 
 # At most this many stored runs of the model are read (newest first).
@@ -55,6 +56,9 @@ class SystemAdvice:
     group_id: str | None = None
     validity: str = ""
     stability: str = ""
+    # The peak run's host verdict (services/core/shown_figures.py): BUSY and how busy.
+    busy: bool | None = None
+    busy_note: str = ""
     price_per_hour: float | None = None
     cost_per_million: float | None = None
     notes: list[str] = field(default_factory=list)
@@ -209,6 +213,7 @@ def _system(
             f"(up to {max(p.qps for p in unjudged_above):.1f} QPS)"
         )
     peak_run = next(r for r in probes if r.run_id == best.run_id)
+    host = host_verdict(peak_run.host)
     return SystemAdvice(
         **common,
         status="meets the bound",
@@ -218,6 +223,8 @@ def _system(
         group_id=str((peak_run.group or {}).get("id") or ""),
         validity=best.validity,
         stability=best.stability,
+        busy=host.busy,
+        busy_note=host.note,
         cost_per_million=cost_per_million(price, best.qps) if price is not None else None,
         notes=notes,
     )

@@ -19,6 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from services.analysis.systems import machine_of
+from services.core.shown_figures import (
+    OFFLINE_LATENCY_NOTE,
+    ShownFigure,
+    figure_named,
+    host_verdict,
+    shown_figures,
+)
+from services.core.shown_figures import is_offline as offline_scenario
 from services.core.stored_report import LoadGenReport, StoredReport, load_loadgen_report
 from services.workloads.surfaces import section_columns
 
@@ -48,15 +56,13 @@ _COLUMN_OF = {
     "model": "model",
     "scenario.scenario": "scenario",
 }
-# Offline issues every sample at once: its latencies are places in a queue, not latencies.
-OFFLINE_LATENCY_NOTE = "Offline: latencies are queue positions, not shown"
 
 
 Stored = Mapping[str, Any] | StoredReport
 
 
 def is_offline(stored: Stored) -> bool:
-    return load_loadgen_report(stored).scenario.lower() == "offline"
+    return offline_scenario(load_loadgen_report(stored))
 
 
 def _figure(value: float | None) -> float | None:
@@ -64,9 +70,10 @@ def _figure(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else value
 
 
-def _ms(value_ns: float | None) -> float | None:
-    value = _figure(value_ns)
-    return None if value is None else float(value) / 1e6
+def _shown(figures: list[ShownFigure], name: str) -> float | None:
+    """A figure's value where the one rule shows it (never an Offline latency), else empty."""
+    figure = figure_named(figures, name)
+    return None if figure is None else figure.value
 
 
 def _interval(report: LoadGenReport, name: str) -> dict[str, Any]:
@@ -136,10 +143,11 @@ def row_of(stored: Stored) -> dict[str, Any]:
     """One run as a flat row, in CSV_COLUMNS."""
     report = load_loadgen_report(stored)
     perf = report.performance
-    latency = perf.latency.percentiles_ns if perf else {}
+    shown = shown_figures(report)
     settings = report.settings
     group = report.group or {}
     load = report.host.get("load") or {}
+    host = host_verdict(report.host)
     sps, p99 = _interval(report, "samples_per_second"), _interval(report, "latency_p99")
     reasons = dict.fromkeys(str(i["reason"]) for i in (sps, p99) if i.get("reason"))
     if not report.confidence:
@@ -164,14 +172,15 @@ def row_of(stored: Stored) -> dict[str, Any]:
         "workers": settings.workers if settings else 1,
         "validity": report.validity,
         "stability": report.stability.verdict if report.stability else "not recorded",
-        "host_busy": load.get("busy"),
+        # BUSY as every view says it: others' CPU share, or an overlapping measurement.
+        "host_busy": host.busy,
         "other_cpu_share": load.get("other_cpu_share"),
         "samples_per_second": _figure(perf.samples_per_second) if perf else None,
         "samples_per_second_low": sps.get("low"),
         "samples_per_second_high": sps.get("high"),
-        "latency_p50_ms": None if offline else _ms(latency.get("p50")),
-        "latency_p90_ms": None if offline else _ms(latency.get("p90")),
-        "latency_p99_ms": None if offline else _ms(latency.get("p99")),
+        "latency_p50_ms": _shown(shown, "latency_p50"),
+        "latency_p90_ms": _shown(shown, "latency_p90"),
+        "latency_p99_ms": _shown(shown, "latency_p99"),
         "sut_latency_p99_ms": None if offline else p99.get("estimate"),
         "sut_latency_p99_low_ms": None if offline else p99.get("low"),
         "sut_latency_p99_high_ms": None if offline else p99.get("high"),

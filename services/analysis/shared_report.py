@@ -104,7 +104,9 @@ def _table(rows: list[dict[str, Any]], labels: list[str], columns: list[str]) ->
     for r, label in zip(rows, labels, strict=True):
         settings_cells = "".join(f"<td>{_cell(r[c])}</td>" for c in columns)
         share = r["other_cpu_share"]
-        load = f"{_cell(r['host_busy'])} ({_cell(share, '.0%')})" if share is not None else "-"
+        # BUSY in the words every view uses for it (services/core/shown_figures.py).
+        busy = {True: "<strong>BUSY</strong>", False: "no"}.get(r["host_busy"], "-")
+        load = f"{busy} ({_cell(share, '.0%')})" if share is not None else busy
         body.append(
             f"<tr><td>{html.escape(label)}</td><td>{_cell(r['agent'])}</td>"
             f"<td>{_cell(r['machine'])}</td><td>{_cell(r['threads'])}</td>{settings_cells}"

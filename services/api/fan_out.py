@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.analysis.systems import machine_of
+from services.core.shown_figures import shown_figures
 from services.core.stored_report import (
     LoadGenReport,
     OutcomeReport,
@@ -177,9 +178,10 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> F
         threads=int(settings.get("intra_op_threads") or 0),
         run_id=run.id if run is not None else None,
         samples_per_second=run.samples_per_second if run is not None else None,
-        latency_p50_ms=metrics.get("latency_p50"),
-        latency_p90_ms=metrics.get("latency_p90"),
-        latency_p99_ms=metrics.get("latency_p99"),
+        # As the one rule shows them: none for an Offline run (queue positions).
+        latency_p50_ms=_shown(report, metrics, "latency_p50"),
+        latency_p90_ms=_shown(report, metrics, "latency_p90"),
+        latency_p99_ms=_shown(report, metrics, "latency_p99"),
         validity=run.validity if run is not None else "",
         stability=(loadgen.stability_verdict or "UNKNOWN") if run else "",
         overlapped=bool(report.host.get("overlapped")) if run else None,
@@ -187,6 +189,12 @@ def build_row(evaluation: Evaluation, run: Run | None, agent: Agent | None) -> F
         workload=evaluation.workload or "loadgen",
         **(_figures_of(report) if run is not None else {}),
     )
+
+
+def _shown(report: StoredReport, metrics: dict[str, float], name: str) -> float | None:
+    """A stored metric where services/core/shown_figures.py shows that figure, else None."""
+    shown = {figure.name for figure in shown_figures(report)}
+    return metrics.get(name) if name in shown else None
 
 
 def _figures_of(report: StoredReport) -> dict[str, Any]:

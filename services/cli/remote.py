@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from services.cli.figure_cells import SHOWN_FIGURES_FIELDS, from_graphql
+from services.core.shown_figures import figure_named
 from shared.settings import get_settings
 
 TOKEN_FILE_NAME = "token"
@@ -90,7 +92,8 @@ def graphql(
     return data
 
 
-RESULTS_QUERY = """
+RESULTS_QUERY = (
+    """
 query Results($where: EvaluationFilter, $first: Int!) {
   evaluations(where: $where, first: $first) {
     items {
@@ -100,11 +103,15 @@ query Results($where: EvaluationFilter, $first: Int!) {
         batchSize samplesPerSecond validity stability preprocessReused
         confidence { samplesPerSecond { low high } latencyP99 { low high } }
         metrics { name value unit }
+        """
+    + SHOWN_FIGURES_FIELDS
+    + """
       }
     }
   }
 }
 """
+)
 
 
 def _pair(run: dict[str, Any], name: str) -> list[float] | None:
@@ -133,9 +140,13 @@ def list_remote_results(
     for evaluation in data["evaluations"]["items"]:
         for run in evaluation["runs"]:
             metrics = {m["name"]: m["value"] for m in run["metrics"]}
+            # What the one rule shows of the run (an Offline run has no p90 among them).
+            figures = from_graphql(run.get("shownFigures"))
+            p90 = figure_named(figures, "latency_p90")
             rows.append(
                 {
                     "run_id": run["id"],
+                    "figures": [f.to_dict() for f in figures],
                     "evaluation_id": evaluation["id"],
                     "created_at": str(run["createdAt"])[:19],
                     "model": f"{run['modelName']}:{run['modelVersion']}",
@@ -146,7 +157,7 @@ def list_remote_results(
                     "samples_per_second": run["samplesPerSecond"],
                     "samples_per_second_interval": _pair(run, "samplesPerSecond"),
                     "p99_sut_interval_ms": _pair(run, "latencyP99"),
-                    "p90_ms": metrics.get("latency_p90"),
+                    "p90_ms": None if p90 is None else p90.value,
                     "validity": run["validity"],
                     "stability": run["stability"],
                     "preprocess_reused": run["preprocessReused"],

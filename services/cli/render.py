@@ -13,6 +13,7 @@ from rich.table import Table
 
 from services.core.metrics import LatencyStats, PerformanceReport
 from services.core.report_section import ReportSection
+from services.core.shown_figures import OFFLINE_LATENCY_NOTE, is_offline
 from services.core.stored_report import (
     LoadGenReport,
     StoredReport,
@@ -227,9 +228,12 @@ def _performance_rows(table: Table, report: LoadGenReport) -> None:
     table.add_row("QPS", figure(perf.qps, ".2f"))
     table.add_row("queries / samples", f"{perf.query_count} / {perf.sample_count}")
     latency = perf.latency
+    # The one rule (services/core/shown_figures.py): an Offline latency is no figure.
     table.add_row(
         "latency ms",
-        "  ".join(f"{label} {_ms(latency, key)}" for label, key in LATENCY_KEYS),
+        OFFLINE_LATENCY_NOTE
+        if is_offline(report)
+        else "  ".join(f"{label} {_ms(latency, key)}" for label, key in LATENCY_KEYS),
     )
     # The bootstrap reads the SUT's own clock (sut_latencies_ns.npy): its latencies leave out
     # LoadGen's overhead, so each interval sits beside its own estimate.

@@ -12,7 +12,9 @@ from rich.table import Table
 from services.aggregator.repository import get_run, list_runs
 from services.cli.api_options import API_TOKEN
 from services.cli.errors import user_errors
+from services.cli.figure_cells import figure_cell
 from services.cli.render import output_console, print_report
+from services.core.shown_figures import ShownFigure, figure_named, shown_figures
 from services.core.stored_report import load_loadgen_report
 from shared.db.session import session_scope
 from shared.settings import get_settings
@@ -41,6 +43,8 @@ def results(
                 rows = [
                     {
                         "run_id": r.id,
+                        # What may be shown of the run (services/core/shown_figures.py).
+                        "figures": [f.to_dict() for f in shown_figures(r.report)],
                         "created_at": r.created_at.isoformat(timespec="seconds"),
                         "model": f"{r.model_name}:{r.model_version}",
                         "framework": f"{r.framework} {r.framework_version}",
@@ -50,9 +54,8 @@ def results(
                         "samples_per_second": r.samples_per_second,
                         "samples_per_second_interval": _interval(r.report, "samples_per_second"),
                         "p99_sut_interval_ms": _interval(r.report, "latency_p99"),
-                        "p90_ms": next(
-                            (m.value for m in r.metrics if m.name == "latency_p90"), None
-                        ),
+                        # None for an Offline run: its latencies are queue positions.
+                        "p90_ms": _value(r.report, "latency_p90"),
                         "validity": r.validity,
                         "stability": load_loadgen_report(r.report).stability_verdict,
                     }
@@ -69,14 +72,15 @@ def results(
         "scenario",
         "batch",
         "samples/s [95 %]",
-        "p90 ms",
-        "p99 ms SUT [95 %]",
+        "p90 ms [95 %]",
+        "p99 ms [95 %]",
         "validity",
         "stability",
     )
     for row in rows:
-        sps = row.get("samples_per_second")
-        p90 = row.get("p90_ms")
+        # Each figure cell as the one rule gives it: its interval, BUSY where the host was
+        # busy, a dash for what it does not show (an Offline latency).
+        figures = [ShownFigure(**f) for f in row.get("figures") or []]
         table.add_row(
             str(row["run_id"])[:8],
             str(row.get("created_at", "")),
@@ -84,10 +88,9 @@ def results(
             str(row["framework"]),
             f"{row['scenario']}/{row.get('mode', 'performance')}",
             str(row["batch_size"]),
-            ("-" if sps is None else f"{sps:.2f}")
-            + _bracket(row.get("samples_per_second_interval"), ".2f"),
-            "-" if p90 is None else f"{p90:.3f}",
-            _bracket(row.get("p99_sut_interval_ms"), ".3f").strip() or "-",
+            figure_cell(figures, "samples_per_second", ".2f"),
+            figure_cell(figures, "latency_p90", ".3f"),
+            figure_cell(figures, "latency_p99", ".3f"),
             "[green]VALID[/]" if row["validity"] == "VALID" else f"[red]{row['validity']}[/]",
             _stability(row.get("stability")),
         )
@@ -95,18 +98,16 @@ def results(
 
 
 def _interval(report: dict[str, Any] | None, name: str) -> list[float] | None:
-    """[low, high] of a figure's 95 % interval, or None where the run holds none."""
-    confidence = load_loadgen_report(report).confidence or {}
-    item = (confidence.get("figures") or {}).get(name) or {}
-    if item.get("low") is None or item.get("high") is None:
+    """[low, high] of a shown figure's 95 % interval, or None where it has none."""
+    figure = figure_named(shown_figures(report), name)
+    if figure is None or figure.low is None or figure.high is None:
         return None
-    return [float(item["low"]), float(item["high"])]
+    return [figure.low, figure.high]
 
 
-def _bracket(interval: list[float] | None, spec: str) -> str:
-    if not interval:
-        return ""
-    return f" [{format(interval[0], spec)}, {format(interval[1], spec)}]"
+def _value(report: dict[str, Any] | None, name: str) -> float | None:
+    figure = figure_named(shown_figures(report), name)
+    return None if figure is None else figure.value
 
 
 def _stability(verdict: str | None) -> str:

@@ -13,8 +13,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.cli.api_options import API_SERVER, API_TOKEN
 from services.cli.errors import fail, user_errors
+from services.cli.figure_cells import figure_cell
 from services.cli.progress import evaluation_progress
 from services.cli.render import figure, host_text
+from services.core.shown_figures import (
+    OFFLINE_LATENCY_NOTE,
+    figure_named,
+    is_offline,
+    shown_figures,
+)
 from services.core.stored_report import load_loadgen_report
 from shared.db.states import FINAL_STATE_NAMES
 from shared.settings import get_settings
@@ -115,14 +122,25 @@ def _scenario_settings(settings_json: str, min_duration: float | None) -> dict[s
     return settings
 
 
+def _figures_text(run: dict[str, Any]) -> str:
+    """The run's figures as the one rule gives them (services/core/shown_figures.py): each
+    with its interval and BUSY where the host was busy; no p90 for an Offline run."""
+    figures = shown_figures(run.get("report"))
+    if not figures:  # a workload's own outcome (training, bricks): its page says the rest
+        return f"{figure(run['samplesPerSecond'], '.2f')} samples/s"
+    text = f"{figure_cell(figures, 'samples_per_second')} samples/s"
+    if figure_named(figures, "latency_p90"):
+        return text + f", p90 {figure_cell(figures, 'latency_p90', '.3f')} ms"
+    if is_offline(load_loadgen_report(run.get("report"))):
+        return text + f" ({OFFLINE_LATENCY_NOTE})"
+    return text
+
+
 def _print_runs(final: dict[str, Any]) -> None:
     """One line per run of a finished evaluation, with its likely causes and host."""
     for run in final["runs"]:
-        metrics = {m["name"]: m for m in run["metrics"]}
-        p90 = metrics.get("latency_p90", {}).get("value")
         console.print(
-            f"run {run['id'][:8]}: {figure(run['samplesPerSecond'], '.2f')} samples/s, "
-            f"p90 {figure(p90)} ms, {run['validity']}, "
+            f"run {run['id'][:8]}: {_figures_text(run)}, {run['validity']}, "
             f"{run.get('stability') or 'stability unknown'}"
             + (", preprocessing reused" if final["preprocessReused"] else "")
         )

@@ -37,6 +37,9 @@ class SystemAdviceType:
     group_id: str | None
     validity: str
     stability: str
+    # The peak run's host was busy (null: not recorded); busy_note says how busy.
+    busy: bool | None
+    busy_note: str
     price_per_hour: float | None
     cost_per_million: float | None
     notes: list[str]

@@ -19,6 +19,10 @@ from services.api.graphql.evaluations.charts import (
 )
 from services.api.graphql.evaluations.operator_types import OperatorsType
 from services.api.graphql.evaluations.roofline_types import RooflineType
+from services.api.graphql.evaluations.shown_figure_types import (
+    ShownFigureType,
+    shown_figure_types,
+)
 from services.api.graphql.public_paths import public
 from services.api.graphql.scalars import copied, to_json
 from services.api.graphql.workload_fields import results_of, with_results
@@ -142,6 +146,8 @@ class RunType:
     samples_per_second: float | None
     # 95 % intervals of the figures; null for accuracy runs and runs stored before them.
     confidence: ConfidenceType | None
+    # What a page may show: each figure with its interval and verdicts (busy host too).
+    shown_figures: list[ShownFigureType]
     preprocess_reused: bool
     metrics: list[MetricType]
     environment: JSON
@@ -210,6 +216,7 @@ class RunType:
             dataset=public(row.dataset),
             stability=report.stability_verdict,
             confidence=ConfidenceType.from_report(report),
+            shown_figures=shown_figure_types(stored),
             metrics=[MetricType(name=m.name, value=m.value, unit=m.unit) for m in row.metrics],
             environment=to_json(public(row.environment)),
             settings=to_json(public(row.settings)),

@@ -1,5 +1,7 @@
 // Every GraphQL document the UI sends, in one place so schema changes are easy to follow.
 
+import { SHOWN_FIGURES } from "./figures.js";
+
 const INTERVAL = "estimate low high reason";
 
 // A run's 95 % intervals, shown beside its figures.
@@ -26,7 +28,7 @@ const TRAINING = `
 `;
 
 const RUN_SUMMARY = `
-  id validity samplesPerSecond
+  id validity samplesPerSecond ${SHOWN_FIGURES}
   metrics { name value unit }
   report
 `;
@@ -154,7 +156,7 @@ query Compared($id: String!, $points: Int!) {
     id state modelName modelVersion framework device scenario batchSize dataset samples
     traceLevel agentId groupId createdAt workload workloadOptions
     runs {
-      id validity stability samplesPerSecond frameworkVersion
+      id validity stability samplesPerSecond frameworkVersion ${SHOWN_FIGURES}
       metrics { name value unit }
       settings
       ${CONFIDENCE}
@@ -181,7 +183,7 @@ export const AGENT_RUNS = `
 query AgentRuns($agent: String!, $first: Int!) {
   evaluations(where: { agent: $agent }, first: $first) {
     totalCount
-    items { id state modelName modelVersion scenario batchSize createdAt runs { id validity stability samplesPerSecond } }
+    items { id state modelName modelVersion scenario batchSize createdAt runs { id validity stability samplesPerSecond ${SHOWN_FIGURES} } }
   }
 }`;
 
@@ -207,7 +209,7 @@ query Sweep($id: String!) {
       value
       evaluation { id state reason modelName modelVersion framework scenario }
       samplesPerSecond latencyP50Ms latencyP90Ms latencyP99Ms validity stability modelKept
-      run { id confidence { samplesPerSecond { ${INTERVAL} } latencyP99 { ${INTERVAL} } } }
+      run { id ${SHOWN_FIGURES} confidence { samplesPerSecond { ${INTERVAL} } latencyP99 { ${INTERVAL} } } }
     }
   }
 }`;
@@ -229,7 +231,7 @@ query FindPeak($id: String!) {
     probes {
       qps runId passed latencyMs completedQps validity stability judged reason
       latencyInterval { ${INTERVAL} }
-      evaluation { id state reason modelName modelVersion framework agentId }
+      evaluation { id state reason modelName modelVersion framework agentId runs { id ${SHOWN_FIGURES} } }
     }
     peakQps peakLatencyMs peakRunId reason advice
   }
@@ -252,7 +254,7 @@ query Repeats($id: String!) {
       index
       evaluation { id state reason modelName modelVersion framework scenario agentId }
       run {
-        id validity stability samplesPerSecond metrics { name value unit }
+        id validity stability samplesPerSecond ${SHOWN_FIGURES} metrics { name value unit }
         confidence { samplesPerSecond { ${INTERVAL} } }
       }
     }
@@ -283,7 +285,7 @@ query Advice($model: String!, $bound: Float!, $percentile: Float!) {
     ... on Advice {
       model latencyBoundMs percentile cheapest conclusion missing
       systems {
-        system machine framework status qps latencyMs runId groupId validity stability
+        system machine framework status qps latencyMs runId groupId validity stability busy busyNote
         pricePerHour costPerMillion notes command
       }
     }

@@ -95,7 +95,9 @@ function systemRow(system, cheapest) {
     h("td", {}, h("span", { class: `badge tone-${meets ? "good" : "warn"}` }, system.status)),
     h("td", { class: "num" }, system.qps == null ? DASH : number(system.qps, 1)),
     h("td", { class: "num" }, system.latencyMs == null ? DASH : number(system.latencyMs, 2)),
-    h("td", {}, verdictBadge(system.validity, "LoadGen validity"), " ", verdictBadge(system.stability, "stability")),
+    h("td", {}, verdictBadge(system.validity, "LoadGen validity"), " ", verdictBadge(system.stability, "stability"),
+      // The peak's host verdict, as every figure carries it (services/core/shown_figures.py).
+      system.busy ? [" ", h("span", { class: "badge tone-bad", "data-busy": "", title: `host busy: ${system.busyNote}` }, "BUSY")] : null),
     h("td", { class: "num" }, system.pricePerHour == null ? DASH : number(system.pricePerHour, 2)),
     h("td", { class: "num" }, system.costPerMillion == null ? DASH : number(system.costPerMillion, 4)));
 }

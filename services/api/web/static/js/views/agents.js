@@ -4,6 +4,7 @@
 import { gql } from "../api.js";
 import { h, replace } from "../dom.js";
 import { DASH, bytes, latestRun, number, scenarioName, shortId, stability, when } from "../format.js";
+import { busyBadge } from "../figures.js";
 import { AGENT_RUNS, AGENTS } from "../queries.js";
 import { notice, openView, stateBadge, verdictBadge } from "../widgets.js";
 
@@ -106,7 +107,8 @@ async function loadRecent(agentId, slot, signal) {
           h("a", { href: `#/evaluations/${e.id}` }, `${e.modelName} ${e.modelVersion} · ${shortId(e.id)}`), " ",
           stateBadge(e.state), " ", scenarioName(e.scenario), `, batch ${e.batchSize}: `,
           run?.samplesPerSecond ? `${number(run.samplesPerSecond, 1)} samples/s ` : "",
-          verdictBadge(run?.validity, "LoadGen validity"), " ", verdictBadge(stability(run) ?? run?.stability, "stability"));
+          verdictBadge(run?.validity, "LoadGen validity"), " ", verdictBadge(stability(run) ?? run?.stability, "stability"),
+          busyBadge(run) ? [" ", busyBadge(run)] : null);
       })),
       page.totalCount > page.items.length
         ? h("p", { class: "small muted" }, `The latest ${page.items.length} of ${page.totalCount}.`)

@@ -9,6 +9,7 @@ import { CDF_AXES, SERIES, cdfTrace, chartBox, intervalBars, plot } from "../cha
 import {
   DASH, differVerdict, isFinal, intervalOf, intervalText, judgedIntervalOf, latestRun, metric, number, scenarioName, shortId, stability,
 } from "../format.js";
+import { busyBadge, busyOf, figureCell, shownFigure } from "../figures.js";
 import { COMPARED, GROUP, LATENCY_POINTS } from "../queries.js";
 import { backToList, notice, openView, stateBadge, verdictBadge } from "../widgets.js";
 import { hostBadge, imagesInterval, isTraining, trainingSettings } from "./training.js";
@@ -264,9 +265,13 @@ function figuresCard(evaluations, labels) {
     h("tr", { "data-metric": name },
       h("th", { scope: "row" }, label),
       runs.map((run) => {
+        // The one rule's figure (none for an Offline latency), BUSY beside it where the
+        // host was busy; a training run keeps its own table below.
+        const figure = shownFigure(run, name);
+        if (!figure) return h("td", { class: "num" }, DASH);
         const interval = intervalOf(run, name);
         const shown = intervalText(interval, digits);
-        return h("td", { class: "num" }, number(metric(run, name)?.value, digits),
+        return h("td", { class: "num" }, figureCell(run, name, digits),
           h("div", { class: "small muted", "data-interval": shown ? "yes" : "no", title: interval?.reason || null },
             shown ?? "no interval"));
       }),
@@ -277,6 +282,8 @@ function figuresCard(evaluations, labels) {
         runs.map((run) => h("td", {}, verdictBadge(run?.validity, "LoadGen validity"))), blank()),
       h("tr", { "data-verdict": "stability" }, h("th", { scope: "row" }, "Stability"),
         runs.map((run) => h("td", {}, verdictBadge(stability(run) ?? run?.stability, "stability"))), blank()),
+      h("tr", { "data-verdict": "host" }, h("th", { scope: "row" }, "Host"),
+        runs.map((run) => h("td", {}, busyBadge(run) ?? (busyOf(run).busy === false ? "not busy" : DASH))), blank()),
       FIGURES.map(figureRow)),
     h("p", { class: "small muted" },
       "Under each figure its 95 % interval (a bootstrap over the run's stability windows; latencies on the SUT's clock). ",

@@ -3,8 +3,9 @@
 import { ApiError, fetchBlob, gql, subscribe } from "../api.js";
 import { h, replace } from "../dom.js";
 import {
-  DASH, bytes, groupPage, inFormWords, intervalOf, intervalText, isFinal, latestRun, metric, number, scenarioName, shortId, stability, when,
+  DASH, bytes, groupPage, inFormWords, isFinal, latestRun, number, scenarioName, shortId, stability, when,
 } from "../format.js";
+import { busyBadge, busyOf, figureInterval, shownFigure } from "../figures.js";
 import { CANCEL, EVALUATION, EVALUATION_UPDATES } from "../queries.js";
 import { backToList, groupCancelButton, notice, openView, stateBadge, verdictBadge } from "../widgets.js";
 import { runChartCards } from "./run_charts.js";
@@ -177,25 +178,32 @@ function overview(e) {
 }
 
 function headline(run) {
-  // The verdicts sit in the title itself: a figure is never shown without them.
+  // The verdicts sit in the title itself: a figure is never shown without them, and a
+  // busy host is one of them (BUSY, with how busy beside it).
+  const { busy, note } = busyOf(run);
   const title = h("span", {}, "Headline ",
-    verdictBadge(run.validity, "LoadGen validity"), " ", verdictBadge(stability(run) ?? "STABILITY UNKNOWN", "stability"));
+    verdictBadge(run.validity, "LoadGen validity"), " ", verdictBadge(stability(run) ?? "STABILITY UNKNOWN", "stability"),
+    busy ? [" ", busyBadge(run)] : null);
   const missing = [];
-  const figures = HEADLINE.map(([name, label, digits]) => {
-    const m = metric(run, name);
-    const interval = intervalOf(run, name);
-    const shown = intervalText(interval, digits);
-    if (m && !shown && interval?.reason) missing.push(`${label}: ${inFormWords(interval.reason)}`);
+  const offline = (run.scenario ?? "").toLowerCase() === "offline";
+  // Only the figures the one rule gives (Run.shownFigures): an Offline run has no latency tile.
+  const figures = HEADLINE.filter(([name]) => !(offline && name.startsWith("latency"))).map(([name, label, digits]) => {
+    const figure = shownFigure(run, name);
+    const shown = figureInterval(figure, digits);
+    if (figure && !shown && figure.intervalNote) missing.push(`${label}: ${inFormWords(figure.intervalNote)}`);
     return h("div", { class: "figure", "data-metric": name },
       h("div", { class: "figure-label" }, label),
-      h("div", { class: "figure-value" }, number(m?.value, digits), m && m.unit !== "samples/s" ? h("span", { class: "unit" }, ` ${m.unit}`) : null),
-      m ? h("div", { class: "figure-interval", "data-interval": shown ? "yes" : "no", title: interval?.reason || null },
-        shown ? `95 % ${shown}` : "no 95 % interval") : null);
+      h("div", { class: "figure-value" }, number(figure?.value, digits), figure && figure.unit !== "samples/s" ? h("span", { class: "unit" }, ` ${figure.unit}`) : null),
+      figure ? h("div", { class: "figure-interval", "data-interval": shown ? "yes" : "no", title: shown ? null : figure.intervalNote || null },
+        shown ? `95 % ${shown}` : "no 95 % interval") : null,
+      figure?.busy ? h("div", { class: "figure-busy" }, busyBadge(figure)) : null);
   });
   const confidence = run.confidence;
   return card(title, "headline-title",
     h("div", { class: "figures" }, figures),
     h("p", { class: "small muted" }, "Shown with LoadGen's validity and the run's stability below; an INVALID or UNSTABLE figure is not a result to quote."),
+    busy ? h("p", { class: "small", "data-role": "host-busy" }, `BUSY: the host was busy while it measured (${note}); rerun on an idle host before quoting these figures.`) : null,
+    offline ? h("p", { class: "small muted", "data-role": "offline-latency" }, "Offline issues every sample at once: its latencies are queue positions, not figures, and are not shown.") : null,
     confidence
       ? h("p", { class: "small muted", "data-role": "interval-basis" },
         `95 % intervals: a bootstrap over the run's ${confidence.units} ${confidence.basis}; latencies on the SUT's clock.`,
@@ -221,11 +229,15 @@ function validity(run) {
 }
 
 function metricsTable(run) {
+  // Offline's latencies are queue positions, not figures: left out here as everywhere.
+  const offline = (run.scenario ?? "").toLowerCase() === "offline";
+  const metrics = run.metrics.filter((m) => !(offline && m.name.startsWith("latency_")));
   return card("All metrics", "metrics-title",
+    offline ? h("p", { class: "small muted" }, "Offline: latencies are queue positions, not shown.") : null,
     h("div", { class: "table-wrap" },
       h("table", { class: "metrics" },
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "Value"), h("th", { scope: "col" }, "Unit"))),
-        h("tbody", {}, run.metrics.map((m) =>
+        h("tbody", {}, metrics.map((m) =>
           h("tr", {}, h("th", { scope: "row" }, m.name), h("td", { class: "num" }, number(m.value, 4)), h("td", {}, m.unit)))))));
 }
 

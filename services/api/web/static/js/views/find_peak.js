@@ -5,6 +5,7 @@
 import { h } from "../dom.js";
 import { SERIES, chartBox, intervalBars } from "../charts.js";
 import { DASH, inFormWords, number, shortId } from "../format.js";
+import { busyBadge } from "../figures.js";
 import { FIND_PEAK } from "../queries.js";
 import { stateBadge, verdictBadge } from "../widgets.js";
 import { renderGroupPage } from "./group_page.js";
@@ -96,7 +97,9 @@ function outcome(search) {
       h("div", { class: "figures" },
         h("div", { class: "figure" },
           h("div", { class: "figure-label" }, "Peak QPS"),
-          h("div", { class: "figure-value", "data-peak-qps": String(search.peakQps) }, number(search.peakQps, 1))),
+          h("div", { class: "figure-value", "data-peak-qps": String(search.peakQps) }, number(search.peakQps, 1)),
+          // The peak is a probe's figure: it carries that probe's busy host.
+          busyBadge(probeRun(search.probes.find((p) => p.runId && p.runId === search.peakRunId)))),
         h("div", { class: "figure" },
           h("div", { class: "figure-label" }, `${pct(search)} latency at the peak`),
           h("div", { class: "figure-value" }, number(search.peakLatencyMs, 3), h("span", { class: "unit" }, " ms")))),
@@ -134,6 +137,12 @@ function passedBadge(probe) {
     : h("span", { class: "badge tone-bad" }, "over");
 }
 
+// The stored run of a probe, with its shown figures (BUSY among their verdicts).
+function probeRun(probe) {
+  const runs = probe?.evaluation?.runs ?? [];
+  return runs.find((r) => r.id === probe.runId) ?? runs[runs.length - 1] ?? null;
+}
+
 function table(search) {
   const head = ["#", "Offered QPS", "State", "Bound", `${pct(search)} ms`, "Completed QPS", "Verdicts", "Reason", "Evaluation"];
   return h("div", { class: "table-wrap" },
@@ -146,7 +155,7 @@ function table(search) {
         h("td", {}, passedBadge(p)),
         h("td", { class: "num" }, number(p.latencyMs, 3)),
         h("td", { class: "num" }, number(p.completedQps, 1)),
-        h("td", { class: "nowrap" }, p.validity ? [verdictBadge(p.validity, "validity"), " ", verdictBadge(p.stability ?? DASH, "stability")] : DASH),
+        h("td", { class: "nowrap" }, p.validity ? [verdictBadge(p.validity, "validity"), " ", verdictBadge(p.stability ?? DASH, "stability"), " ", busyBadge(probeRun(p))] : DASH),
         h("td", { class: "small" }, p.reason || p.evaluation.reason || DASH),
         h("td", {}, h("a", { href: `#/evaluations/${p.evaluation.id}` }, shortId(p.evaluation.id))))))));
 }

@@ -2,7 +2,8 @@
 
 import { gql, getToken } from "../api.js";
 import { h, replace } from "../dom.js";
-import { groupPage, latestRun, metric, number, scenarioName, shortId, stability, when } from "../format.js";
+import { figureCell } from "../figures.js";
+import { groupPage, latestRun, number, scenarioName, shortId, stability, when } from "../format.js";
 import { EVALUATIONS } from "../queries.js";
 import { needToken, notice, stateBadge, verdictBadge } from "../widgets.js";
 import { MAX_COMPARED, compareUrl } from "./compare.js";
@@ -124,7 +125,6 @@ function table(page) {
 
 function row(evaluation) {
   const run = latestRun(evaluation);
-  const p90 = metric(run, "latency_p90");
   const picked = state.selected.includes(evaluation.id);
   const label = `Compare ${evaluation.modelName} ${evaluation.modelVersion}, evaluation ${shortId(evaluation.id)}`;
   return h("tr", { "data-id": evaluation.id, "data-state": evaluation.state },
@@ -147,8 +147,14 @@ function row(evaluation) {
     h("td", {}, evaluation.framework),
     h("td", {}, evaluation.workload === "training" ? "training" : scenarioName(evaluation.scenario)),
     h("td", { class: "num" }, evaluation.batchSize),
-    h("td", { class: "num", "data-col": "samples-per-second" }, number(run?.samplesPerSecond, 1)),
-    h("td", { class: "num" }, number(p90?.value, 3)),
+    // Each figure as the one rule gives it: BUSY beside it where the host was busy, and
+    // no p90 for an Offline run (its latencies are queue positions).
+    h("td", { class: "num", "data-col": "samples-per-second" },
+      // A workload's own outcome (training, bricks) is not a LoadGen figure: its page
+      // carries its verdicts (item 2 of issue 54 gives it its own row).
+      evaluation.workload !== "loadgen" && !run?.shownFigures?.length
+        ? number(run?.samplesPerSecond, 1) : figureCell(run, "samples_per_second", 1)),
+    h("td", { class: "num", "data-col": "p90" }, figureCell(run, "latency_p90", 3)),
     h("td", {}, verdictBadge(run?.validity, "LoadGen validity")),
     h("td", {}, verdictBadge(stability(run), "stability")),
     h("td", { class: "small" }, when(evaluation.createdAt)));

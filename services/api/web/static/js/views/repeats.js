@@ -5,6 +5,7 @@
 import { h } from "../dom.js";
 import { SERIES, chartBox, intervalBars } from "../charts.js";
 import { DASH, isFinal, metric, number, scenarioName, shortId } from "../format.js";
+import { busyBadge } from "../figures.js";
 import { REPEATS } from "../queries.js";
 import { stateBadge, verdictBadge } from "../widgets.js";
 import { renderGroupPage } from "./group_page.js";
@@ -102,7 +103,7 @@ function runsTable(group) {
           timed ? h("td", { class: "num" }, number(metric(run, "latency_p50")?.value, 3)) : null,
           timed ? h("td", { class: "num" }, number(metric(run, "latency_p90")?.value, 3)) : null,
           timed ? h("td", { class: "num" }, number(metric(run, "latency_p99")?.value, 3)) : null,
-          h("td", { class: "nowrap" }, run ? [verdictBadge(run.validity, "validity"), " ", verdictBadge(run.stability ?? DASH, "stability")] : DASH),
+          h("td", { class: "nowrap" }, run ? [verdictBadge(run.validity, "validity"), " ", verdictBadge(run.stability ?? DASH, "stability"), " ", busyBadge(run)] : DASH),
           h("td", {}, r.evaluation.agentId ? h("code", { class: "small" }, r.evaluation.agentId) : DASH),
           h("td", {}, h("a", { href: `#/evaluations/${r.evaluation.id}` }, shortId(r.evaluation.id))));
       }))));

@@ -6,6 +6,7 @@ import { gql } from "../api.js";
 import { h, replace } from "../dom.js";
 import { CDF_AXES, SERIES, cdfTrace, chartBox, plot, timeText, timeTicks } from "../charts.js";
 import { inFormWords, number, stability } from "../format.js";
+import { busyBadge } from "../figures.js";
 import { FLAME_PATHS, LATENCY_POINTS, RUN_CHARTS, TRACE_SPANS } from "../queries.js";
 import { notice, verdictBadge } from "../widgets.js";
 import { drawFlame } from "./flame_graph.js";
@@ -21,7 +22,8 @@ function card(title, id, ...children) {
 
 function titled(text, run) {
   return h("span", {}, `${text} `,
-    verdictBadge(run.validity, "LoadGen validity"), " ", verdictBadge(stability(run) ?? "STABILITY UNKNOWN", "stability"));
+    verdictBadge(run.validity, "LoadGen validity"), " ", verdictBadge(stability(run) ?? "STABILITY UNKNOWN", "stability"),
+    busyBadge(run) ? [" ", busyBadge(run)] : null);
 }
 
 // The cards, empty at first; they fill in once the run's chart data has loaded.

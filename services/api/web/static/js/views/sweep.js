@@ -4,6 +4,7 @@
 import { h } from "../dom.js";
 import { SERIES, chartBox, intervalBars } from "../charts.js";
 import { DASH, isFinal, number, scenarioName, shortId } from "../format.js";
+import { busyBadge } from "../figures.js";
 import { SWEEP } from "../queries.js";
 import { stateBadge, verdictBadge } from "../widgets.js";
 import { renderGroupPage } from "./group_page.js";
@@ -75,7 +76,8 @@ function table(sweep, label) {
       timed ? h("td", { class: "num" }, number(p.latencyP50Ms, 3)) : null,
       timed ? h("td", { class: "num" }, number(p.latencyP90Ms, 3)) : null,
       timed ? h("td", { class: "num" }, number(p.latencyP99Ms, 3)) : null,
-      h("td", {}, p.validity ? [verdictBadge(p.validity, "validity"), " ", verdictBadge(p.stability ?? DASH, "stability")] : DASH),
+      // BUSY too where the host was busy: the one rule's verdicts (Run.shownFigures).
+      h("td", {}, p.validity ? [verdictBadge(p.validity, "validity"), " ", verdictBadge(p.stability ?? DASH, "stability"), " ", busyBadge(p.run)] : DASH),
       h("td", {}, p.modelKept == null ? DASH : p.modelKept ? "kept loaded" : "loaded"),
       h("td", {}, h("a", { href: `#/evaluations/${p.evaluation.id}` }, shortId(p.evaluation.id)))))));
 }
