@@ -41,6 +41,7 @@ from tests.support.readme_lines import (
     ReadmeLine,
     ReadmeShell,
     ServedConversion,
+    ServedLlm,
     new_venv,
     readme_lines,
     user_env,
@@ -61,13 +62,19 @@ def _line_id(line: ReadmeLine) -> str:
 def user(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadmeShell]:
     root = tmp_path_factory.mktemp("readme-fresh")
     served = ServedConversion(root / "work", root / "mlserver")
+    llm = ServedLlm(root / "vllm")
     shell = ReadmeShell(
-        new_venv(root / "venv"), root / "work", root / "benchstack-data", served.address
+        new_venv(root / "venv"),
+        root / "work",
+        root / "benchstack-data",
+        served.address,
+        llm.endpoint,
     )
     try:
         yield shell
     finally:
         served.stop()
+        llm.stop()
         shutil.rmtree(root / "venv", ignore_errors=True)  # several GB once .[all] is in
 
 

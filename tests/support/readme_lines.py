@@ -10,8 +10,9 @@ section heading; comments are dropped. ``ReadmeShell`` runs them one by one thro
 - the ``pip install`` lines in the repository root, as the README says to; every other
   line in a working folder of the user's, where ``./digits`` and ``./suite`` land;
 - with the placeholders a reader fills in filled in from what the earlier lines stored:
-  ``3f2a`` (a run id prefix), ``GROUP_OR_RUN`` (a group's id) and ``HOST:8001`` (a
-  KServe-V2 server's gRPC address), and nothing else changed.
+  ``3f2a`` (a run id prefix), ``GROUP_OR_RUN`` (a group's id), ``HOST:8001`` (a
+  KServe-V2 server's gRPC address), and ``http://HOST:8000`` with ``MODEL_DIR`` (a vLLM
+  server's URL and the model folder it serves), and nothing else changed.
 
 ``python -m tests.support.readme_lines --venv DIR [--work DIR]`` runs them by hand and
 prints each line's time and exit status.
@@ -32,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.kserve_server import KServeServer, ServedModel
+from tests.support.tiny_llm import tiny_llm
+from tests.support.vllm_server import VllmEndpoint, VllmServer, ensure_venv
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
@@ -43,6 +46,8 @@ SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/s
 RUN_PREFIX = "3f2a"
 GROUP_PLACEHOLDER = "GROUP_OR_RUN"
 TRITON_PLACEHOLDER = "HOST:8001"
+VLLM_URL_PLACEHOLDER = "http://HOST:8000"
+VLLM_MODEL_PLACEHOLDER = "MODEL_DIR"
 # The model the Triton line's server serves: what the README's convert line wrote.
 CONVERTED = "onnx/resnet50-1.0.0.onnx"
 SERVED_NAME = "resnet50"
@@ -108,6 +113,7 @@ class ReadmeShell:
     work: Path
     data_dir: Path
     triton_address: Callable[[], str] | None = None
+    vllm_endpoint: Callable[[], VllmEndpoint] | None = None
     ran: list[Ran] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -154,6 +160,11 @@ class ReadmeShell:
         if TRITON_PLACEHOLDER in line:
             assert self.triton_address is not None, f"{line}: no KServe-V2 server for it"
             line = line.replace(TRITON_PLACEHOLDER, self.triton_address())
+        if VLLM_URL_PLACEHOLDER in line:
+            assert self.vllm_endpoint is not None, f"{line}: no vLLM server for it"
+            endpoint = self.vllm_endpoint()
+            line = line.replace(VLLM_URL_PLACEHOLDER, endpoint.url)
+            line = re.sub(rf"\b{VLLM_MODEL_PLACEHOLDER}\b", str(endpoint.model_dir), line)
         return line
 
     def run(self, readme_line: ReadmeLine, timeout_s: float = 1200) -> Ran:
@@ -201,6 +212,27 @@ class ServedConversion:
             self.server.stop()
 
 
+class ServedLlm:
+    """The vLLM server the README tells a user to start (tests/support/vllm_server.py)
+    serving the tiny Llama, started the first time a line asks for it."""
+
+    def __init__(self, scratch: Path) -> None:
+        self.scratch = scratch
+        self.server: VllmServer | None = None
+
+    def endpoint(self) -> VllmEndpoint:
+        if self.server is None:
+            ensure_venv()  # scripts/test.sh has built it: kept as it is
+            self.scratch.mkdir(parents=True, exist_ok=True)
+            self.server = VllmServer(tiny_llm(self.scratch / "model", seed=58), self.scratch)
+            self.server.start()
+        return self.server.endpoint
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+
 def new_venv(folder: Path) -> Path:
     """A virtual environment with nothing but the interpreter (and pip)."""
     if folder.exists():
@@ -218,7 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     venv = args.venv if args.reuse else new_venv(args.venv)
     served = ServedConversion(args.work, args.work / "mlserver")
-    shell = ReadmeShell(venv, args.work, args.work / "benchstack-data", served.address)
+    llm = ServedLlm(args.work / "vllm")
+    shell = ReadmeShell(
+        venv, args.work, args.work / "benchstack-data", served.address, llm.endpoint
+    )
     failed = 0
     try:
         for number, line in enumerate(readme_lines()):
@@ -233,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(ran.output[-3000:], flush=True)
     finally:
         served.stop()
+        llm.stop()
     return 1 if failed else 0
 
 

@@ -2,7 +2,8 @@
 server-sent events over keep-alive connections), whose behaviour a test sets: it streams
 one chunk a token as asked, or breaks the stream, answers an HTTP error, stalls past a
 client's timeout, stops early as a server that ignores ``ignore_eos``, or reports a
-``usage`` that disagrees with its chunks. It keeps the bodies and headers it received."""
+``usage`` that disagrees with its chunks, or sends two tokens an event, saying so in
+vLLM's ``token_ids`` ("pairs"). It keeps the bodies and headers it received."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-MODES = ("normal", "break", "error", "slow", "short", "usage")
+MODES = ("normal", "break", "error", "slow", "short", "usage", "pairs")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -61,7 +62,8 @@ class _Handler(BaseHTTPRequestHandler):
         tokens = int(body["max_tokens"]) // 2 if mode == "short" else int(body["max_tokens"])
         if mode == "slow":
             time.sleep(self.server.stall_s)
-        for n in range(tokens):
+        per_event = 2 if mode == "pairs" else 1
+        for n in range(0, tokens, per_event):
             if mode == "break" and n == 2:
                 self.wfile.flush()
                 self.connection.shutdown(2)  # mid-stream, no [DONE], no last chunk
@@ -70,6 +72,8 @@ class _Handler(BaseHTTPRequestHandler):
             choice = (
                 {"index": 0, "delta": {"content": "ka"}} if chat else {"index": 0, "text": "ka"}
             )
+            if mode == "pairs":
+                choice["token_ids"] = list(range(n, min(n + per_event, tokens)))
             self._event({"choices": [choice]})
             time.sleep(self.server.token_s)
         usage = tokens + 3 if mode == "usage" else tokens

@@ -227,6 +227,14 @@ class VllmServer:
             return "(no log)"
         return "\n".join(self._log_path.read_text(errors="replace").splitlines()[-lines:])
 
+    def kill(self) -> None:
+        """As a crash: SIGKILL to the server and its engine process, no shutdown."""
+        if self._process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait(timeout=STOP_TIMEOUT_S)
+            self._process = None
+
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         process, self._process = self._process, None
         if process is None:

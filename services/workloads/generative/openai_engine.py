@@ -3,11 +3,21 @@ server, Ollama): ``/v1/completions`` or ``/v1/chat/completions`` with ``stream: 
 its server-sent events read as they arrive, one request per call (concurrency is the
 SUT's worker threads, each with its own keep-alive connection).
 
-Each content chunk is reported as a token the moment it arrives; the end counts the
-server's ``usage.completion_tokens`` where it sends one (``stream_options.include_usage``),
-checked against the chunks received. ``ignore_eos`` and ``min_tokens`` ask the server for
-exactly ``max_tokens``; a request that ends short, an HTTP error, a timeout or a stream
-that breaks before ``[DONE]`` is a failed request with its reason, never an exception.
+Counting tokens: one event may carry several tokens (vLLM merges what a slow reader has
+not taken yet, and holds back tokens that do not decode to text alone), so an event is
+never taken for one token when the server says more. Each event counts the tokens the
+server names in it: vLLM's ``token_ids`` (asked with ``return_token_ids``), else its
+``logprobs`` entries, else one for an event with text (a server that says nothing more).
+They are reported to the sink the moment the event arrives, all at once: the SUT gives
+the first of them the gap since the previous event and the others a gap of zero, as the
+reader saw them (sut.py), so inter-token latency has one gap per token after the first
+and its gaps add up to the time from the first token to the last. The end takes the
+server's ``usage.completion_tokens`` where it sends one (``stream_options.include_usage``)
+as the count; more tokens counted than it says is a failure.
+
+``ignore_eos`` and ``min_tokens`` ask the server for exactly ``max_tokens``; a request
+that ends short, an HTTP error, a timeout or a stream that breaks before ``[DONE]`` is a
+failed request with its reason, never an exception.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ class OpenAIEngine:
         timeout_s: float = 60.0,
         api_key_env: str = "OPENAI_API_KEY",
         ignore_eos: bool = True,
+        token_ids: bool = True,
     ):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -56,6 +67,9 @@ class OpenAIEngine:
         self.api = api
         self.timeout_s = timeout_s
         self.ignore_eos = ignore_eos
+        # vLLM's return_token_ids: how many tokens each event carries, at no cost to the
+        # server (logprobs would cost it a softmax a token). Off for a server that refuses it.
+        self.token_ids = token_ids
         self.api_key = os.environ.get(api_key_env, "")
         self._local = threading.local()
         self._connections: list[http.client.HTTPConnection] = []
@@ -83,6 +97,8 @@ class OpenAIEngine:
         }
         if self.ignore_eos:
             body |= {"ignore_eos": True, "min_tokens": request.max_tokens}
+        if self.token_ids:
+            body["return_token_ids"] = True
         prompt = request.prompt_text or list(request.prompt_ids)
         if self.api == "chat":
             body["messages"] = [{"role": "user", "content": request.prompt_text}]
@@ -96,20 +112,20 @@ class OpenAIEngine:
         return [self._one(r, s) for r, s in zip(requests, sinks, strict=True)]
 
     def _one(self, request: GenerationRequest, sink: TokenSink) -> Generation:
-        chunks = 0
+        streamed = 0
         try:
-            chunks, usage = self._stream(request, sink)
+            streamed, usage = self._stream(request, sink)
         except StreamFailure as exc:
-            return Generation(chunks, str(exc))
+            return Generation(streamed, str(exc))
         except TimeoutError:
             self._drop()
             return Generation(0, f"timed out after {self.timeout_s:g} s")
         except (OSError, http.client.HTTPException) as exc:
             self._drop()
             return Generation(0, f"connection: {type(exc).__name__}: {exc}".rstrip(": "))
-        count = usage if usage is not None else chunks
-        if usage is not None and chunks > usage:
-            return Generation(count, f"usage says {usage} tokens but {chunks} chunks came")
+        count = usage if usage is not None else streamed
+        if usage is not None and streamed > usage:
+            return Generation(count, f"usage says {usage} tokens but {streamed} were streamed")
         if count != request.max_tokens:
             return Generation(
                 count,
@@ -126,7 +142,7 @@ class OpenAIEngine:
         if response.status != 200:
             text = response.read(500).decode("utf-8", "replace").strip()
             raise StreamFailure(f"HTTP {response.status}: {text[:200]}")
-        chunks, usage = 0, None
+        streamed, usage = 0, None
         while True:
             try:
                 line = response.readline(MAX_LINE_BYTES)
@@ -134,13 +150,13 @@ class OpenAIEngine:
                 line = b""
             if not line:
                 self._drop()
-                raise StreamFailure(f"the stream broke before [DONE] after {chunks} tokens")
+                raise StreamFailure(f"the stream broke before [DONE] after {streamed} tokens")
             data = line.strip().removeprefix(b"data:").strip()
             if not line.startswith(b"data:") or not data:
                 continue  # a comment, an event name or the blank line between events
             if data == b"[DONE]":
                 response.read()
-                return chunks, usage
+                return streamed, usage
             try:
                 event = json.loads(data)
             except ValueError:
@@ -148,18 +164,27 @@ class OpenAIEngine:
                 raise StreamFailure(f"an event is not JSON: {data[:80]!r}") from None
             if event.get("usage"):
                 usage = int(event["usage"].get("completion_tokens", 0))
-            if self._text(event):
-                chunks += 1
-                sink.token()
+            tokens = self._tokens(event)
+            if tokens:
+                streamed += tokens
+                sink.token(tokens)
 
-    def _text(self, event: dict[str, Any]) -> str:
+    def _tokens(self, event: dict[str, Any]) -> int:
+        """How many tokens one event carries (the module's docstring says the rule)."""
         choices = event.get("choices") or []
-        if not choices:
-            return ""
+        if not choices or not isinstance(choices[0], dict):
+            return 0
         choice = choices[0]
+        if isinstance(choice.get("token_ids"), list):
+            return len(choice["token_ids"])
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, dict):
+            entries = logprobs.get("content" if self.api == "chat" else "tokens")
+            if isinstance(entries, list):
+                return len(entries)
         if self.api == "chat":
-            return str((choice.get("delta") or {}).get("content") or "")
-        return str(choice.get("text") or "")
+            return 1 if (choice.get("delta") or {}).get("content") else 0
+        return 1 if choice.get("text") else 0
 
     def describe(self) -> dict[str, Any]:
         """What the server says of itself, best effort (recorded with the run): its

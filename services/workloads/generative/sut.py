@@ -43,8 +43,10 @@ class RequestRecord:
     end_ns: int | None = None
     output_tokens: int = 0
     failure: str = ""
-    # The gaps between successive token arrivals after the first (inter-token latency; a
-    # chunk of several tokens is one arrival), while the run's gap budget lasts.
+    # One gap per token after the first (inter-token latency), while the run's gap budget
+    # lasts: the time since the previous token arrived; the tokens that arrived together
+    # with another (one event of several) have a gap of zero, so the gaps add up to the
+    # time from the first token to the last, as the reader saw them.
     gaps_ns: array[int] = field(default_factory=lambda: array("q"))
 
     @property
@@ -76,15 +78,17 @@ class _Stream:
 
     def token(self, count: int = 1) -> None:
         now = time.perf_counter_ns()
+        if count <= 0:
+            return
         with self.lock:
-            first = self.tokens == 0 and count > 0
+            first = self.tokens == 0
             self.tokens += count
             last, self.last_ns = self.last_ns, now
         if first:
             self.record.first_token_ns = now
             _first_token(self.sample_id)
-        elif count > 0 and self.budget.take():
-            self.record.gaps_ns.append(now - last)
+        gaps = [0] * (count - 1) if first else [now - last] + [0] * (count - 1)
+        self.record.gaps_ns.extend(gaps[: self.budget.take(len(gaps))])
 
 
 class GapBudget:
@@ -96,13 +100,13 @@ class GapBudget:
         self.exhausted = False
         self._lock = threading.Lock()
 
-    def take(self) -> bool:
+    def take(self, wanted: int = 1) -> int:
+        """How many of ``wanted`` gaps may be kept (all, some or none)."""
         with self._lock:
-            if self.left <= 0:
-                self.exhausted = True
-                return False
-            self.left -= 1
-            return True
+            given = min(wanted, self.left)
+            self.left -= given
+            self.exhausted = self.exhausted or given < wanted
+            return given
 
 
 def _first_token(sample_id: int) -> None:

@@ -16,9 +16,11 @@ REQUEST = GenerationRequest((5, 6, 7), max_tokens=6, prompt_text="kalo mine ru")
 class Tokens:
     def __init__(self) -> None:
         self.count = 0
+        self.calls: list[int] = []
 
     def token(self, count: int = 1) -> None:
         self.count += count
+        self.calls.append(count)
 
 
 @pytest.mark.parametrize("api", ["completions", "chat"])
@@ -39,6 +41,26 @@ def test_a_stream_is_counted_and_asks_for_exact_lengths(
     assert headers["Authorization"] == "Bearer sk-test"
     assert body["stream"] and body["ignore_eos"] and body["min_tokens"] == 6
     assert body["stream_options"] == {"include_usage": True}
+    assert body["return_token_ids"]
+
+
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_an_event_of_several_tokens_counts_them_all(api: str, tmp_path: Path) -> None:
+    """vLLM may merge tokens into one event: its token_ids say how many, and inter-token
+    latency gets one gap per token, zero for those that came with another."""
+    with streaming_server(token_s=0.002) as server:
+        server.mode = "pairs"
+        engine = OpenAIEngine(server.url, "tiny", api=api)  # type: ignore[attr-defined]
+        sink = Tokens()
+        result = engine.generate([REQUEST], [sink])[0]
+        plan = RunPlan("single-stream", 0.1, min_query_count=4)
+        outcome = run_test(engine, [REQUEST], plan, tmp_path)
+        engine.close()
+    assert (result.output_tokens, result.failure, sink.calls) == (6, "", [2, 2, 2])
+    for record in outcome.records:
+        assert not record.failure and len(record.gaps_ns) == 5
+        assert [gap == 0 for gap in record.gaps_ns] == [True, False, True, False, True]
+        assert sum(record.gaps_ns) <= (record.end_ns or 0) - (record.first_token_ns or 0)
 
 
 @pytest.mark.parametrize(
