@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rich import box as boxes
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -88,23 +87,24 @@ def fitted_table(
     columns: Sequence[Column],
     rows: Sequence[Sequence[str]],
     *,
-    console: Console,
+    width: int,
     box: boxes.Box | None = boxes.HEAVY_HEAD,
     show_edge: bool = True,
     show_header: bool = True,
     caption: str | None = None,
     **table_options: Any,
 ) -> Table:
-    """A rich Table of ``rows`` at ``console``'s width, per the columns' declarations.
+    """A rich Table of ``rows`` ``width`` characters wide at most (a console's width), per
+    the columns' declarations.
 
     Columns left out are named in the caption, after ``caption``, so nobody takes a
     missing column for a missing figure."""
-    kept = kept_columns(columns, rows, console.width, box=box, show_edge=show_edge)
+    kept = kept_columns(columns, rows, width, box=box, show_edge=show_edge)
     dropped = [columns[i].header for i in range(len(columns)) if i not in kept]
     notes = [caption] if caption else []
     if dropped:
         notes.append(
-            f"left out at {console.width} columns: {', '.join(dropped)} "
+            f"left out at {width} columns: {', '.join(dropped)} "
             "(a wider terminal shows them)"
         )
     table = Table(

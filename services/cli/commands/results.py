@@ -97,7 +97,7 @@ def results(
                 _stability(row.get("stability")),
             ]
         )
-    table = fitted_table(RESULTS_COLUMNS, cells, console=console)
+    table = fitted_table(RESULTS_COLUMNS, cells, width=console.width)
     console.print(table)
 
 
