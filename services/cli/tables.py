@@ -46,13 +46,9 @@ def cell_width(cell: str) -> int:
     return max((Text.from_markup(line).cell_len for line in cell.splitlines()), default=0)
 
 
-def _need(column: Column, cells: Sequence[str]) -> int:
-    """The narrowest a column can be: a wrapping one its ``min_width`` (or its widest cell
-    when all are narrower), a fixed one its widest cell or header."""
-    widest = max([cell_width(c) for c in cells] + [cell_width(column.header)])
-    if column.wrap:
-        return min(widest, column.min_width)
-    return widest
+def _widest(column: Column, cells: Sequence[str]) -> int:
+    """The column's width with every cell and its header on one line."""
+    return max([cell_width(c) for c in cells] + [cell_width(column.header)])
 
 
 def _overhead(count: int, box: boxes.Box | None, show_edge: bool) -> int:
@@ -63,24 +59,39 @@ def _overhead(count: int, box: boxes.Box | None, show_edge: bool) -> int:
     return padding + (count - 1) + (2 if show_edge else 0)
 
 
-def kept_columns(
+def column_widths(
     columns: Sequence[Column],
     rows: Sequence[Sequence[str]],
     width: int,
     *,
     box: boxes.Box | None = boxes.HEAVY_HEAD,
     show_edge: bool = True,
-) -> list[int]:
-    """The indexes of the columns that fit ``width``, left out lowest priority first."""
-    needs = [_need(column, [row[i] for row in rows]) for i, column in enumerate(columns)]
-    kept = list(range(len(columns)))
+) -> dict[int, int]:
+    """The width of each column kept (by index) for a table ``width`` wide at most.
+
+    Every column first gets the narrowest it can be (a wrapping one its ``min_width``,
+    a fixed one its widest cell); while those do not fit, the lowest priority column is
+    left out. What room is left goes to the wrapping columns, highest priority first: to
+    those it lets onto one line whole, then the rest, so the most important wrap least."""
+    widest = [_widest(column, [row[i] for row in rows]) for i, column in enumerate(columns)]
+    widths = {
+        i: min(widest[i], column.min_width) if column.wrap else widest[i]
+        for i, column in enumerate(columns)
+    }
     # Lowest priority first; of equal ones the rightmost, so a table loses its tail.
-    order = sorted(kept, key=lambda i: (columns[i].priority, -i))
-    while (
-        len(kept) > 1 and sum(needs[i] for i in kept) + _overhead(len(kept), box, show_edge) > width
-    ):
-        kept.remove(order.pop(0))
-    return kept
+    order = sorted(widths, key=lambda i: (columns[i].priority, -i))
+    while len(widths) > 1 and sum(widths.values()) + _overhead(len(widths), box, show_edge) > width:
+        del widths[order.pop(0)]
+    room = width - sum(widths.values()) - _overhead(len(widths), box, show_edge)
+    by_priority = sorted(widths, key=lambda i: (-columns[i].priority, i))
+    # First the columns the room lets onto one line whole, then the rest wrap less.
+    for whole_only in (True, False):
+        for i in by_priority:
+            grown = min(widest[i], widths[i] + max(room, 0))
+            if grown == widest[i] or not whole_only:
+                room -= grown - widths[i]
+                widths[i] = grown
+    return widths
 
 
 def fitted_table(
@@ -99,13 +110,12 @@ def fitted_table(
 
     Columns left out are named in the caption, after ``caption``, so nobody takes a
     missing column for a missing figure."""
-    kept = kept_columns(columns, rows, width, box=box, show_edge=show_edge)
-    dropped = [columns[i].header for i in range(len(columns)) if i not in kept]
+    widths = column_widths(columns, rows, width, box=box, show_edge=show_edge)
+    dropped = [columns[i].header for i in range(len(columns)) if i not in widths]
     notes = [caption] if caption else []
     if dropped:
         notes.append(
-            f"left out at {width} columns: {', '.join(dropped)} "
-            "(a wider terminal shows them)"
+            f"left out at {width} columns: {', '.join(dropped)} (a wider terminal shows them)"
         )
     table = Table(
         box=box,
@@ -115,18 +125,17 @@ def fitted_table(
         caption_justify="left",
         **table_options,
     )
-    for i in kept:
+    for i, column_width in widths.items():
         column = columns[i]
-        fixed = None if column.wrap else _need(column, [row[i] for row in rows])
         table.add_column(
             column.header,
             justify=column.justify,
             style=column.style,
             no_wrap=not column.wrap,
-            width=fixed,
+            width=column_width,
             # A word longer than the column (a path) goes on over the next lines.
             overflow="fold",
         )
     for row in rows:
-        table.add_row(*(row[i] for i in kept))
+        table.add_row(*(row[i] for i in widths))
     return table

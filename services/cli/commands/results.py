@@ -28,7 +28,7 @@ RESULTS_COLUMNS = (
     Column("framework", priority=15),
     Column("scenario", priority=60, min_width=13),
     Column("batch", priority=20, wrap=False, justify="right"),
-    Column("samples/s [95 %]", priority=90, min_width=9, justify="right"),
+    Column("samples/s [95 %]", priority=90, min_width=11, justify="right"),
     Column("p90 ms", priority=40, wrap=False, justify="right"),
     Column("p99 ms SUT [95 %]", priority=30, min_width=9, justify="right"),
     Column("validity", priority=85, wrap=False),
