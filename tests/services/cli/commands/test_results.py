@@ -36,7 +36,9 @@ def _id_cells(output: str) -> list[str]:
     return re.findall(r"^│ (\S+) +│", output, flags=re.MULTILINE)
 
 
-def test_results_at_80_columns_prints_ids_that_show_takes(data_dir: Path, two_runs: list[str]):
+def test_results_at_80_columns_prints_ids_that_show_takes(
+    data_dir: Path, two_runs: list[str]
+) -> None:
     result = benchstack(data_dir, "results", columns=80)
     assert result.returncode == 0, result.stderr
     text = result.stdout
@@ -55,7 +57,7 @@ def test_results_at_80_columns_prints_ids_that_show_takes(data_dir: Path, two_ru
         assert "frameworks {" not in shown.stdout and "GPUs [" not in shown.stdout
 
 
-def test_results_at_200_columns_leaves_nothing_out(data_dir: Path, two_runs: list[str]):
+def test_results_at_200_columns_leaves_nothing_out(data_dir: Path, two_runs: list[str]) -> None:
     result = benchstack(data_dir, "results", columns=200)
     assert result.returncode == 0, result.stderr
     assert "left out" not in result.stdout
