@@ -20,6 +20,10 @@ from shared.db.states import FINAL_STATE_NAMES
 from shared.settings import get_settings
 
 console = Console(highlight=False)
+# --duration too, as `bench` spells it, so a command line moves between them unchanged.
+MIN_DURATION = typer.Option(
+    None, "--min-duration", "--duration", help="Seconds; shortcut for min_duration_s."
+)
 
 
 def submit(
@@ -41,12 +45,7 @@ def submit(
     settings_json: str = typer.Option(
         "{}", "--settings", help="Scenario settings as JSON, e.g. '{\"min_duration_s\": 1}'."
     ),
-    min_duration: float | None = typer.Option(
-        None,
-        "--min-duration",
-        "--duration",  # as `bench` spells it
-        help="Seconds; shortcut for min_duration_s.",
-    ),
+    min_duration: float | None = MIN_DURATION,
     batch_size: int = typer.Option(1, min=1),
     option: list[str] = typer.Option(
         [], "--option", "-o", help="Backend option KEY=VALUE, as for `bench`, e.g. fail_every=3."
