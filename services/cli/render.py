@@ -322,7 +322,7 @@ def spread_table(
         # Figures keep one line at a narrow console; names and reasons wrap around them.
         words = column in ("figure", "95 % interval of the mean")
         table.add_column(
-            column, justify="left" if column == "figure" else "right", no_wrap=not words
+            column, justify="left" if words else "right", no_wrap=not words, overflow="fold"
         )
     figures = (confidence or {}).get("figures") or {}
     for name, spread in spreads.items():
