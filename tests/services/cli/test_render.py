@@ -47,3 +47,14 @@ def test_a_busy_host_is_said_busy_once() -> None:
     text = host_text({"busy": True, "load": {"reason": reason}})
     assert text.startswith("[bold red]BUSY[/]: other processes used 1.67 CPU-s per s"), text
     assert "busy:" not in text.lower().replace("[bold red]busy[/]:", "")
+
+
+def test_models_at_80_columns_keeps_every_name_whole(data_dir: Path) -> None:
+    from tests.support.cli import benchstack
+
+    result = benchstack(data_dir, "models", columns=80)
+    assert result.returncode == 0, result.stderr
+    assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+    for manifest in list_catalogue():  # what `bench` takes, on one line
+        assert re.search(rf"│ {re.escape(manifest.name)}\s+│", result.stdout), manifest.name
+    assert "left out at 80 columns: description" in " ".join(result.stdout.split())
