@@ -11,7 +11,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from services.cli.render import figure
+from services.cli.render import PIPED_WIDTH, figure
+from services.cli.tables import Column, fitted_table
 from services.core.confidence import Interval, differ
 from services.core.workload import DEFAULT_WORKLOAD
 from services.workloads import workloads
@@ -79,6 +80,30 @@ VERDICT_FIGURES = (
 )
 TRAINING_VERDICT_FIGURES = (
     ("images/s", "samplesPerSecondLow", "samplesPerSecondHigh", "samplesPerSecond"),
+)
+# At a narrow console the agent (never cut), its figures and verdict stay; what is
+# left out goes lowest priority first: p50 and p90, then the framework.
+LOADGEN_COLUMNS = (
+    Column("agent", priority=100, wrap=False),
+    Column("hardware", priority=50, min_width=12),
+    Column("framework", priority=40),
+    Column("threads", priority=45, wrap=False, justify="right"),
+    Column("samples/s", priority=90, min_width=9, justify="right"),
+    Column("p50 ms", priority=20, wrap=False, justify="right"),
+    Column("p90 ms", priority=25, wrap=False, justify="right"),
+    Column("p99 ms", priority=70, min_width=9, justify="right"),
+    Column("verdict", priority=95, min_width=12),
+)
+LATENCY_HEADERS = ("p50 ms", "p90 ms", "p99 ms")
+TRAINING_COLUMNS = (
+    Column("agent", priority=100, wrap=False),
+    Column("hardware", priority=50, min_width=12),
+    Column("framework", priority=40),
+    Column("settings that differ", priority=60),
+    Column("images/s [95 %]", priority=90, min_width=9, justify="right"),
+    Column("jitter", priority=30, wrap=False, justify="right"),
+    Column("mean step ms", priority=35, min_width=6, justify="right"),
+    Column("verdict", priority=95, min_width=12),
 )
 # Pairs are said for at most this many rows (a fan-out reaches every matching agent).
 MAX_PAIRED_ROWS = 10
@@ -191,28 +216,13 @@ def _setting(row: dict[str, Any], keys: list[str]) -> str:
     return ", ".join(f"{key}={stated.get(key, '—')}" for key in keys) or "the same"
 
 
-def training_table(comparison: dict[str, Any]) -> Table:
+def training_table(comparison: dict[str, Any], width: int = PIPED_WIDTH) -> Table:
     """A training fan-out: the settings that differ, images/s with its 95 % interval,
     jitter and the mean step; no LoadGen columns (training runs have no latencies)."""
     rows = comparison["rows"]
     differ_keys = differing_settings(rows)
-    table = Table(
-        title=f"comparison {comparison['id']}: {comparison['model']}, training",
-        title_justify="left",
-    )
-    for name, justify in (
-        ("agent", "left"),
-        ("hardware", "left"),
-        ("framework", "left"),
-        ("settings that differ", "left"),
-        ("images/s [95 %]", "right"),
-        ("jitter", "right"),
-        ("mean step ms", "right"),
-        ("verdict", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(
+    cells = [
+        [
             row["agentId"] or row["hostname"],
             _hardware(row),
             f"{row['framework']} {row['frameworkVersion']} on {row['device']}",
@@ -222,51 +232,60 @@ def training_table(comparison: dict[str, Any]) -> Table:
             figure(row.get("jitterImagesPerSecond"), ".2f"),
             figure(row.get("meanStepMs"), ".2f"),
             _verdict(row),
-        )
-    return table
+        ]
+        for row in rows
+    ]
+    return fitted_table(
+        TRAINING_COLUMNS,
+        cells,
+        width=width,
+        title=f"comparison {comparison['id']}: {comparison['model']}, training",
+        title_justify="left",
+    )
 
 
 def _is_offline(comparison: dict[str, Any]) -> bool:
     return str(comparison.get("scenario") or "").lower() == "offline"
 
 
-def comparison_table(comparison: dict[str, Any]) -> Table:
+def comparison_table(comparison: dict[str, Any], width: int = PIPED_WIDTH) -> Table:
     """Rows in the order the agents were matched; the fastest is not reordered to the top,
-    so that repeated comparisons line up."""
+    so that repeated comparisons line up. ``width``: the console's, which the table fits."""
     if comparison["rows"] and all(_is_training(row) for row in comparison["rows"]):
-        return training_table(comparison)
-    table = Table(
-        title=f"comparison {comparison['id']}: {comparison['model']}, {comparison['scenario']}",
-        title_justify="left",
-    )
+        return training_table(comparison, width)
     # Offline issues every sample at once: its latencies are places in a queue, not the
     # system's latency, so an Offline comparison shows none.
     timed = not _is_offline(comparison)
-    if not timed:
-        table.caption = "Offline: no latencies (a sample's latency is its place in the queue)"
-    columns = [("agent", "left"), ("hardware", "left"), ("framework", "left")]
-    columns += [("threads", "right"), ("samples/s", "right")]
-    if timed:
-        columns += [("p50 ms", "right"), ("p90 ms", "right"), ("p99 ms", "right")]
-    for name, justify in [*columns, ("verdict", "left")]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    columns = [c for c in LOADGEN_COLUMNS if timed or c.header not in LATENCY_HEADERS]
+    cells = []
     for row in comparison["rows"]:
         latencies = [
             figure(row["latencyP50Ms"]),
             figure(row["latencyP90Ms"]),
             figure(row["latencyP99Ms"]) + _bracket(row, "latencyP99LowMs", "latencyP99HighMs"),
         ]
-        table.add_row(
-            row["agentId"] or row["hostname"],
-            _hardware(row),
-            f"{row['framework']} {row['frameworkVersion']} on {row['device']}",
-            str(row["threads"]) if row["threads"] else "default",
-            figure(row["samplesPerSecond"], ".1f")
-            + _bracket(row, "samplesPerSecondLow", "samplesPerSecondHigh", ".1f"),
-            *(latencies if timed else []),
-            _verdict(row),
+        cells.append(
+            [
+                row["agentId"] or row["hostname"],
+                _hardware(row),
+                f"{row['framework']} {row['frameworkVersion']} on {row['device']}",
+                str(row["threads"]) if row["threads"] else "default",
+                figure(row["samplesPerSecond"], ".1f")
+                + _bracket(row, "samplesPerSecondLow", "samplesPerSecondHigh", ".1f"),
+                *(latencies if timed else []),
+                _verdict(row),
+            ]
         )
-    return table
+    return fitted_table(
+        columns,
+        cells,
+        width=width,
+        title=f"comparison {comparison['id']}: {comparison['model']}, {comparison['scenario']}",
+        title_justify="left",
+        caption=None
+        if timed
+        else "Offline: no latencies (a sample's latency is its place in the queue)",
+    )
 
 
 def wait_for_comparison(

@@ -105,8 +105,9 @@ def host_text(host: dict[str, Any]) -> str:
     """How the run shared its machine: busy, overlapped, waited, threads chosen."""
     parts = []
     load = host.get("load") or {}
-    if host.get("busy"):
-        parts.append(f"[bold red]BUSY[/]: {escape(str(load.get('reason', '')))}")
+    if host.get("busy"):  # its reason opens with "busy: ", said once as the badge
+        reason = str(load.get("reason", "")).removeprefix("busy: ")
+        parts.append(f"[bold red]BUSY[/]: {escape(reason)}")
     elif load.get("reason"):
         parts.append(escape(str(load["reason"])))
     if host.get("overlapped"):
@@ -137,7 +138,7 @@ def report_table(stored: Mapping[str, Any] | StoredReport) -> Table:
     fw = report.framework
     table = Table(title=f"run {report.run_id}", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
-    table.add_column("value")
+    table.add_column("value", overflow="fold")  # a path goes on over the next lines, uncut
     table.add_row("model", f"{report.model['name']} {report.model['version']}")
     framework = f"{fw['name']} {fw.get('version', '')}"
     if fw.get("mode"):
@@ -300,7 +301,7 @@ def section_table(section: ReportSection, run_id: str) -> Table:
     # As wide as its title at least: rich would wrap the title to the rows' width.
     table = Table(title=title, show_header=False, title_justify="left", min_width=len(title))
     table.add_column("figure", style="bold")
-    table.add_column("value")
+    table.add_column("value", overflow="fold")
     for label, text in section.rows:
         table.add_row(escape(label), escape(text))
     return table
@@ -322,7 +323,11 @@ def spread_table(
     reports = [load_loadgen_report(r) for r in stored]
     table = Table(title=f"{len(reports)} repeats", title_justify="left")
     for column in ("figure", "min", "median", "max", "CV", "95 % interval of the mean"):
-        table.add_column(column, justify="left" if column == "figure" else "right")
+        # Figures keep one line at a narrow console; names and reasons wrap around them.
+        words = column in ("figure", "95 % interval of the mean")
+        table.add_column(
+            column, justify="left" if words else "right", no_wrap=not words, overflow="fold"
+        )
     figures = (confidence or {}).get("figures") or {}
     for name, spread in spreads.items():
         unit = FIGURES[name][0]

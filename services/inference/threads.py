@@ -35,7 +35,7 @@ _CONCURRENT_SCENARIOS = frozenset({"offline", "server"})
 @dataclass(frozen=True)
 class ThreadChoice:
     threads: int
-    reason: str  # e.g. "threads=1: single-stream on 2 usable CPUs with 1.0 busy elsewhere ..."
+    reason: str  # e.g. "threads=1: single-stream on 2 usable CPUs, 1.0 CPUs busy with other ..."
 
 
 def _plural(n: int, word: str) -> str:
@@ -65,14 +65,11 @@ def default_threads(
     free = max(1, usable_cpus - occupied_cpus(load))
     at_once = workers if scenario in _CONCURRENT_SCENARIOS else 1
     threads = max(1, free // at_once)
-    busy = f"{load:.1f} busy elsewhere" if measured else "other load unmeasured"
-    why = (
-        f"{_plural(free, 'free CPU')}, one inference at a time"
-        if at_once == 1
-        else f"{_plural(free, 'free CPU')} shared by {at_once} SUT workers"
-    )
-    reason = f"threads={threads}: {scenario} on {_plural(usable_cpus, 'usable CPU')} with {busy}"
-    reason += f" ({why})"
+    # As a person says it: "2 usable CPUs, 1.0 CPUs busy with other work, 1 free".
+    busy = f"{load:.1f} CPUs busy with other work" if measured else "other load unmeasured"
+    why = "one inference at a time" if at_once == 1 else f"shared by {at_once} SUT workers"
+    reason = f"threads={threads}: {scenario} on {_plural(usable_cpus, 'usable CPU')}, {busy}"
+    reason += f", {free} free ({why})"
     if threads * at_once > free:
         reason += f"; still oversubscribed: lower --workers to {free} or fewer"
     return ThreadChoice(threads=threads, reason=reason)

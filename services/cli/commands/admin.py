@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from services.cli.errors import user_errors
+from services.cli.tables import Column, fitted_table
 from shared.settings import get_settings
 
 console = Console(highlight=False)
@@ -59,13 +60,24 @@ def _moment(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value is not None else "-"
 
 
+# What `token revoke` takes (id, prefix) is never cut; the label goes first.
+TOKEN_COLUMNS = (
+    Column("id", priority=100, wrap=False),
+    Column("user", priority=70, min_width=8),
+    Column("prefix", priority=95, wrap=False),
+    Column("label", priority=30),
+    Column("created", priority=20, min_width=10),
+    Column("last used", priority=40, min_width=10),
+    Column("expires", priority=50, min_width=10),
+    Column("status", priority=90, min_width=7),
+)
+
+
 def token_list(
     user: str | None = typer.Option(None, help="Only this user's tokens (default: everyone's)."),
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON on stdout."),
 ) -> None:
     """List tokens: id, prefix, label, dates and status; never the secret."""
-    from rich.table import Table
-
     from services.api.auth import list_tokens
     from shared.db.clock import utcnow
     from shared.db.session import session_scope
@@ -93,9 +105,8 @@ def token_list(
     if not tokens:
         console.print("no tokens" + (f" for user {escape(user)}" if user else ""))
         return
-    table = Table("id", "user", "prefix", "label", "created", "last used", "expires", "status")
-    for t in tokens:
-        table.add_row(
+    cells = [
+        [
             str(t.id),
             escape(t.user),
             t.prefix,
@@ -104,8 +115,10 @@ def token_list(
             _moment(t.last_used_at),
             _moment(t.expires_at),
             t.status(now) + (f" {_moment(t.revoked_at)}" if t.revoked_at else ""),
-        )
-    console.print(table)
+        ]
+        for t in tokens
+    ]
+    console.print(fitted_table(TOKEN_COLUMNS, cells, width=console.width))
 
 
 def token_revoke(

@@ -14,6 +14,7 @@ from rich.table import Table
 from services.cli.api_options import API_INSTEAD_OF_DATABASE, API_TOKEN
 from services.cli.errors import err_console, user_errors
 from services.cli.render import figure, output_console
+from services.cli.tables import Justify
 from shared.settings import get_settings
 
 console = output_console(highlight=False)
@@ -83,9 +84,10 @@ def advice_table(advice: dict[str, Any]) -> Table:
         title_justify="left",
     )
     for name in ("system", "status", "QPS", f"{pct} ms", "verdicts", "price/h", "per 1M inf."):
-        table.add_column(
-            name, justify="left" if name in {"system", "status", "verdicts"} else "right"
-        )
+        # Figures keep one line at a narrow console; names and run ids wrap, never cut.
+        words = name in {"system", "status", "verdicts"}
+        justify: Justify = "left" if words else "right"
+        table.add_column(name, justify=justify, no_wrap=not words, overflow="fold")
     for s in advice["systems"]:
         meets = s["status"] == "meets the bound"
         status = f"[green]{s['status']}[/]" if meets else f"[yellow]{s['status']}[/]"

@@ -55,6 +55,8 @@ SAMPLES_PER_QUERY = typer.Option(8, help="MultiStream samples per query.")
 REPEATS = typer.Option(
     1, min=1, help="Run N times (2..20); print min/median/max and CV per figure."
 )
+# `submit` spells it --min-duration: both spellings work in both commands.
+DURATION_OR_MIN = typer.Option(None, "--duration", "--min-duration", help=DURATION.help)
 SUBMISSION = typer.Option(
     False,
     "--submission",
@@ -71,7 +73,7 @@ def bench(
     batch_size: int = BATCH_SIZE,
     dataset: str = DATASET,
     samples: int | None = SAMPLES,
-    duration: float | None = DURATION,
+    duration: float | None = DURATION_OR_MIN,
     max_duration: float | None = MAX_DURATION,
     min_queries: int | None = MIN_QUERIES,
     max_queries: int | None = MAX_QUERIES,

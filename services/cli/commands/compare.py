@@ -41,7 +41,7 @@ def compare(
             comparison = wait_for_comparison(lambda: get_comparison(server, token, group_id))
         else:
             comparison = get_comparison(server, token, group_id)
-    console.print(comparison_table(comparison))
+    console.print(comparison_table(comparison, console.width))
     for line in verdict_lines(comparison):
         console.print(line, soft_wrap=True)
     if csv_file is not None:

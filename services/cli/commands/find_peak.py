@@ -26,6 +26,8 @@ from services.cli.bench_options import (
 )
 from services.cli.errors import user_errors
 from services.cli.progress import ProgressBars
+from services.cli.render import PIPED_WIDTH, output_console
+from services.cli.tables import RUN_ID_PREFIX, Column, fitted_table
 from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
 from services.core.stored_report import load_loadgen_report
@@ -33,22 +35,19 @@ from services.embedded import bench as embedded
 from shared.settings import get_settings
 
 
-def peak_table(result: PeakResult) -> Table:
+def peak_table(result: PeakResult, width: int = PIPED_WIDTH) -> Table:
     pct = f"p{result.percentile:g}"
-    table = Table(
-        title=f"find-peak: {pct} <= {result.latency_bound_ms:g} ms (probes in the order run)",
-        title_justify="left",
+    # At a narrow console the probe, its figures, verdict and run id stay.
+    columns = (
+        Column("target QPS", priority=100, wrap=False, justify="right"),
+        Column("completed/s", priority=60, wrap=False, justify="right"),
+        Column(f"{pct} ms", priority=90, wrap=False, justify="right"),
+        Column("verdict", priority=85, min_width=12),
+        Column("validity", priority=50, wrap=False, justify="right"),
+        Column("stability", priority=40, min_width=9, justify="right"),
+        Column("run", priority=95, wrap=False),
     )
-    for column in (
-        "target QPS",
-        "completed/s",
-        f"{pct} ms",
-        "verdict",
-        "validity",
-        "stability",
-        "run",
-    ):
-        table.add_column(column, justify="left" if column in {"verdict", "run"} else "right")
+    rows = []
     for probe in sorted(result.curve, key=lambda p: p.qps):
         if not probe.passed:
             verdict = f"[red]fail[/]: {probe.reason}"
@@ -57,16 +56,24 @@ def peak_table(result: PeakResult) -> Table:
         else:
             # Within the bound, but LoadGen or the stability rule could not judge it.
             verdict = f"[yellow]within bound, not judged[/]: {', '.join(probe.shortfalls())}"
-        table.add_row(
-            f"{probe.qps:.1f}",
-            f"{probe.completed_qps:.1f}",
-            "-" if math.isnan(probe.latency_ms) else f"{probe.latency_ms:.2f}",
-            verdict,
-            probe.validity,
-            probe.stability,
-            probe.run_id[:8],
+        rows.append(
+            [
+                f"{probe.qps:.1f}",
+                f"{probe.completed_qps:.1f}",
+                "-" if math.isnan(probe.latency_ms) else f"{probe.latency_ms:.2f}",
+                verdict,
+                probe.validity,
+                probe.stability,
+                probe.run_id[:RUN_ID_PREFIX],
+            ]
         )
-    return table
+    return fitted_table(
+        columns,
+        rows,
+        width=width,
+        title=f"find-peak: {pct} <= {result.latency_bound_ms:g} ms (probes in the order run)",
+        title_justify="left",
+    )
 
 
 def find_peak_command(
@@ -118,14 +125,14 @@ def find_peak_command(
         if result.peak is None:
             raise typer.Exit(code=1)
         return
-    console = Console()
+    console = output_console()  # piped: nothing cut
     if estimate is not None:
         offline = load_loadgen_report(estimate)
         console.print(
             f"start rate from Offline run {offline.run_id[:8]}: "
             f"{offline.perf.samples_per_second:.1f} samples/s ({offline.validity})"
         )
-    console.print(peak_table(result))
+    console.print(peak_table(result, console.width))
     console.print(conclusion(result), soft_wrap=True)
     if result.reason:
         console.print(f"[yellow]why:[/] {result.reason}", soft_wrap=True)

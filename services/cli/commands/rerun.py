@@ -13,6 +13,7 @@ from services.campaigns.rerun import rerun_stored
 from services.cli.bench_options import AS_JSON
 from services.cli.errors import user_errors
 from services.cli.progress import ProgressBars
+from services.cli.tables import Justify
 from services.core.campaigns.rerun import RerunVerdict
 from shared.settings import get_settings
 
@@ -32,7 +33,10 @@ def comparison_table(comparison: RerunVerdict) -> Table:
         title=f"run {comparison.original_run[:8]} rerun as {reruns}", title_justify="left"
     )
     for column in COLUMNS:
-        table.add_column(column, justify="left" if column in {"figure", "verdict"} else "right")
+        # Figures keep one line at a narrow console; names and verdicts wrap, never cut.
+        words = column in {"figure", "verdict"}
+        justify: Justify = "left" if words else "right"
+        table.add_column(column, justify=justify, no_wrap=not words, overflow="fold")
     for delta in comparison.figures:
         verdict = f"[{FIGURE_COLOURS[delta.verdict]}]{delta.verdict}[/]"
         if delta.explanation:

@@ -7,19 +7,35 @@ import sys
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from services.aggregator.repository import get_run, list_runs
 from services.cli.api_options import API_TOKEN
 from services.cli.errors import user_errors
 from services.cli.figure_cells import figure_cell
 from services.cli.render import output_console, print_report
+from services.cli.tables import RUN_ID_PREFIX, Column, fitted_table
 from services.core.shown_figures import ShownFigure, figure_named, shown_figures
 from services.core.stored_report import load_loadgen_report
 from shared.db.session import session_scope
 from shared.settings import get_settings
 
 console = output_console(highlight=False)
+
+# At a narrow terminal the id, the figure and its verdicts stay; the rest is left out
+# from the right of this priority order: created first, the model and scenario last.
+RESULTS_COLUMNS = (
+    Column("run", priority=100, wrap=False),
+    Column("created", priority=10, wrap=False),
+    Column("model", priority=70, min_width=10),
+    Column("framework", priority=15),
+    Column("scenario", priority=60, min_width=13),
+    Column("batch", priority=20, wrap=False, justify="right"),
+    Column("samples/s [95 %]", priority=90, min_width=11, justify="right"),
+    Column("p90 ms [95 %]", priority=40, min_width=9, justify="right"),
+    Column("p99 ms [95 %]", priority=30, min_width=9, justify="right"),
+    Column("validity", priority=85, wrap=False),
+    Column("stability", priority=80, min_width=9),
+)
 
 
 def results(
@@ -64,36 +80,27 @@ def results(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table(
-        "run",
-        "created",
-        "model",
-        "framework",
-        "scenario",
-        "batch",
-        "samples/s [95 %]",
-        "p90 ms [95 %]",
-        "p99 ms [95 %]",
-        "validity",
-        "stability",
-    )
+    cells: list[list[str]] = []
     for row in rows:
         # Each figure cell as the one rule gives it: its interval, BUSY where the host was
         # busy, a dash for what it does not show (an Offline latency).
         figures = [ShownFigure(**f) for f in row.get("figures") or []]
-        table.add_row(
-            str(row["run_id"])[:8],
-            str(row.get("created_at", "")),
-            str(row["model"]),
-            str(row["framework"]),
-            f"{row['scenario']}/{row.get('mode', 'performance')}",
-            str(row["batch_size"]),
-            figure_cell(figures, "samples_per_second", ".2f"),
-            figure_cell(figures, "latency_p90", ".3f"),
-            figure_cell(figures, "latency_p99", ".3f"),
-            "[green]VALID[/]" if row["validity"] == "VALID" else f"[red]{row['validity']}[/]",
-            _stability(row.get("stability")),
+        cells.append(
+            [
+                str(row["run_id"])[:RUN_ID_PREFIX],
+                str(row.get("created_at", "")),
+                str(row["model"]),
+                str(row["framework"]),
+                f"{row['scenario']}/{row.get('mode', 'performance')}",
+                str(row["batch_size"]),
+                figure_cell(figures, "samples_per_second", ".2f"),
+                figure_cell(figures, "latency_p90", ".3f"),
+                figure_cell(figures, "latency_p99", ".3f"),
+                "[green]VALID[/]" if row["validity"] == "VALID" else f"[red]{row['validity']}[/]",
+                _stability(row.get("stability")),
+            ]
         )
+    table = fitted_table(RESULTS_COLUMNS, cells, width=console.width)
     console.print(table)
 
 
@@ -134,9 +141,14 @@ def show(
             f"environment: {cpu.get('model', '?')} ({cpu.get('logical_cores', '?')} cores), "
             f"{env.get('memory_bytes', 0) / 2**30:.1f} GiB, {env.get('os', '?')}, "
             f"Python {env.get('python', '?')}, benchstack {env.get('benchstack', '?')}, "
-            f"frameworks {env.get('frameworks', {})}, "
-            f"GPUs {[g.get('name') for g in env.get('gpus', [])] or 'none'}"
+            f"frameworks {_frameworks_text(env.get('frameworks') or {})}, "
+            f"GPUs {', '.join(str(g.get('name')) for g in env.get('gpus', [])) or 'none'}"
         )
+
+
+def _frameworks_text(frameworks: dict[str, str]) -> str:
+    """'onnxruntime 1.17.1, torch 2.3.0', as a person writes it; 'none' for none."""
+    return ", ".join(f"{name} {version}" for name, version in frameworks.items()) or "none"
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from services.cli.errors import fail, user_errors
+from services.cli.tables import Column, fitted_table
 from shared.settings import Settings, get_settings
 
 if TYPE_CHECKING:  # services.stack is imported when a command runs, not for `--help`
@@ -263,13 +264,23 @@ def down() -> None:
         )
 
 
+# `ps` at a narrow console: the log path wraps, never cut; `last exit` goes first.
+PS_COLUMNS = (
+    Column("service", priority=100, wrap=False),
+    Column("state", priority=90),
+    Column("pid", priority=60, wrap=False, justify="right"),
+    Column("up", priority=50, wrap=False),
+    Column("restarts", priority=40, wrap=False, justify="right"),
+    Column("last exit", priority=30),
+    Column("log", priority=80, min_width=12),
+)
+
+
 def ps() -> None:
     """Show the services `benchstack up` started: state, pid, time up, restarts, how each
     last ended on its own, and its log.
 
     Exits 1 when any of them is not running (or no stack is), so scripts can check."""
-    from rich.table import Table
-
     from services.cli.render import output_console
     from services.stack.manager import Stack
 
@@ -280,7 +291,7 @@ def ps() -> None:
         raise typer.Exit(1)
     supervisor = stack.supervisor_pid()
     restarts = stack.supervisor_restarts()
-    table = Table("service", "state", "pid", "up", "restarts", "last exit", "log", box=None)
+    cells: list[list[str]] = []
     all_running = True
     for service in services:
         running = stack.is_running(service)
@@ -295,16 +306,19 @@ def ps() -> None:
             state, up_for = "[red]down (`up --no-restart`)[/]", ""
         else:
             state, up_for = "[red]down (no supervisor)[/]", ""
-        table.add_row(
-            service.name,
-            state,
-            str(service.pid) if running else "",
-            up_for,
-            str(service.restarts),
-            escape(service.last_exit),
-            service.log,
+        cells.append(
+            [
+                service.name,
+                state,
+                str(service.pid) if running else "",
+                up_for,
+                str(service.restarts),
+                escape(service.last_exit),
+                escape(str(service.log)),
+            ]
         )
-    output_console(highlight=False).print(table)
+    out = output_console(highlight=False)
+    out.print(fitted_table(PS_COLUMNS, cells, width=out.width, box=None))
     if supervisor is None:
         console.print(
             "no supervisor: a service that exits stays down "

@@ -27,6 +27,10 @@ from shared.db.states import FINAL_STATE_NAMES
 from shared.settings import get_settings
 
 console = Console(highlight=False)
+# --duration too, as `bench` spells it, so a command line moves between them unchanged.
+MIN_DURATION = typer.Option(
+    None, "--min-duration", "--duration", help="Seconds; shortcut for min_duration_s."
+)
 
 
 def submit(
@@ -48,7 +52,7 @@ def submit(
     settings_json: str = typer.Option(
         "{}", "--settings", help="Scenario settings as JSON, e.g. '{\"min_duration_s\": 1}'."
     ),
-    min_duration: float | None = typer.Option(None, help="Seconds; shortcut for min_duration_s."),
+    min_duration: float | None = MIN_DURATION,
     batch_size: int = typer.Option(1, min=1),
     option: list[str] = typer.Option(
         [], "--option", "-o", help="Backend option KEY=VALUE, as for `bench`, e.g. fail_every=3."
@@ -161,7 +165,7 @@ def _fan_out(server: str, token: str | None, group_id: str, *, wait: bool) -> No
         return
     with user_errors(), console.status("waiting for every agent ..."):
         comparison = wait_for_comparison(lambda: get_comparison(server, token, group_id))
-    console.print(comparison_table(comparison))
+    console.print(comparison_table(comparison, console.width))
     failed = [r for r in comparison["rows"] if r["state"] != "SUCCEEDED"]
     if failed:
         fail([f"{r['agentId']}: {r['state']}: {r['reason'] or 'no reason given'}" for r in failed])

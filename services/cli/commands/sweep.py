@@ -29,7 +29,8 @@ from services.cli.bench_options import (
 )
 from services.cli.errors import fail, user_errors
 from services.cli.progress import ProgressBars
-from services.cli.render import output_console
+from services.cli.render import PIPED_WIDTH, output_console
+from services.cli.tables import RUN_ID_PREFIX, Column, fitted_table
 from services.core.campaigns.sweep import Curve, CurvePoint
 from services.embedded import bench as embedded
 from shared.settings import get_settings
@@ -40,26 +41,24 @@ def _ms(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.3f}"
 
 
-def curve_table(curve: Curve) -> Table:
-    table = Table(
-        title=f"sweep {curve.id} - {curve.model}, {curve.scenario}, over {curve.parameter}",
-        title_justify="left",
-    )
+# At a narrow console the swept value, its figures, verdicts and run id stay.
+CURVE_COLUMNS = (
+    Column("samples/s", priority=90, wrap=False, justify="right"),
+    Column("p50 ms", priority=30, wrap=False, justify="right"),
+    Column("p90 ms", priority=35, wrap=False, justify="right"),
+    Column("p99 ms", priority=60, wrap=False, justify="right"),
+    Column("validity", priority=85, wrap=False, justify="right"),
+    Column("stability", priority=80, min_width=9, justify="right"),
+    Column("model", priority=20, min_width=6, justify="right"),
+    Column("run", priority=95, wrap=False),
+)
+
+
+def curve_table(curve: Curve, width: int = PIPED_WIDTH) -> Table:
     label = {"batch_size": "batch", "target_qps": "target QPS", "samples_per_query": "spq"}
-    for column in (
-        label.get(curve.parameter, curve.parameter),
-        "samples/s",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "validity",
-        "stability",
-        "model",
-        "run",
-    ):
-        table.add_column(column, justify="right" if column != "run" else "left")
-    for point in curve.points:
-        table.add_row(*_row(point))
+    swept = Column(
+        label.get(curve.parameter, curve.parameter), priority=100, wrap=False, justify="right"
+    )
     loads = curve.model_loads
     captions = [
         f"model loaded {loads} time{'' if loads == 1 else 's'} for {len(curve.points)} runs "
@@ -68,8 +67,14 @@ def curve_table(curve: Curve) -> Table:
     if curve.scenario == "offline":
         # LoadGen issues one Offline query; its "latency" is the time to drain the queue.
         captions.append("Offline latency: from the single query's issue to each completion")
-    table.caption = "\n".join(captions)
-    return table
+    return fitted_table(
+        (swept, *CURVE_COLUMNS),
+        [_row(point) for point in curve.points],
+        width=width,
+        title=f"sweep {curve.id} - {curve.model}, {curve.scenario}, over {curve.parameter}",
+        title_justify="left",
+        caption="\n".join(captions),
+    )
 
 
 def _row(point: CurvePoint) -> list[str]:
@@ -84,7 +89,7 @@ def _row(point: CurvePoint) -> list[str]:
         f"[green]{point.validity}[/]" if valid else f"[red]{point.validity}[/]",
         f"[green]{point.stability}[/]" if stable else f"[yellow]{point.stability}[/]",
         "kept" if point.model_kept else _loaded(point.model_load_s),
-        point.run_id[:8],
+        point.run_id[:RUN_ID_PREFIX],
     ]
 
 
@@ -156,7 +161,7 @@ def sweep(
     if as_json:
         sys.stdout.write(json.dumps(curve.to_dict(), indent=2) + "\n")
         return
-    console.print(curve_table(curve))
+    console.print(curve_table(curve, console.width))
 
 
 def register(app: typer.Typer) -> None:

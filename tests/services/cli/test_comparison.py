@@ -72,3 +72,43 @@ def test_a_busy_host_gets_no_verdict_and_says_why() -> None:
     (verdict,) = pair_verdicts(comparison)
     assert verdict["verdict"] == "cannot say" and "BUSY" in verdict["why"]
     assert "BUSY" in rendered(comparison)
+
+
+def loadgen_row(agent: str, samples_per_second: float) -> dict[str, Any]:
+    """A finished LoadGen row as the API sends it, on a machine with a long CPU name."""
+    from services.api.fan_out import FanOutRow
+
+    row = FanOutRow(
+        evaluation_id="e", state="SUCCEEDED", reason="", agent_id=agent, hostname="h",
+        machine=agent, cpu_model="Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz", arch="x86_64",
+        logical_cores=16, memory_gib=128.0, gpus=[], gpu_driver="", framework="onnxruntime",
+        framework_version="1.17.1", device="cpu", threads=4, run_id="r",
+        samples_per_second=samples_per_second, latency_p50_ms=1.5, latency_p90_ms=2.0,
+        latency_p99_ms=3.25, validity="VALID", stability="STABLE",
+        samples_per_second_low=samples_per_second - 1,
+        samples_per_second_high=samples_per_second + 1, latency_p99_low_ms=3.0,
+        latency_p99_high_ms=3.5,
+    )  # fmt: skip
+    return {camel(k): v for k, v in asdict(row).items()}
+
+
+def test_at_80_columns_agents_stay_whole_and_what_is_left_out_is_named() -> None:
+    agents = ["vm/instance-large-1", "vm/instance-large-2"]
+    comparison = {
+        "id": "g",
+        "model": "resnet50:1",
+        "scenario": "SingleStream",
+        "rows": [loadgen_row(agents[0], 120.0), loadgen_row(agents[1], 80.0)],
+    }
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(comparison_table(comparison, 80))
+    text = out.getvalue()
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    assert "…" not in text, text  # rich's mark for a cut cell
+    for agent in agents:  # each on one line, whole
+        assert any(agent in line for line in text.splitlines()), text
+    # The figures and their verdict stay; the least important columns are named.
+    assert "samples/s" in text and "p99 ms" in text and "STABLE" in text
+    left_out = "left out at 80 columns: framework, threads, p50 ms, p90 ms"
+    assert left_out in " ".join(text.split()), text
+    assert "left out" not in rendered(comparison)  # at 250 columns nothing is

@@ -38,3 +38,23 @@ def test_kernel_names_lose_their_return_type_and_parameters() -> None:
     copy = "Memcpy HtoD (Pageable -> Device)"
     assert short_kernel_name(copy) == copy
     assert len(short_kernel_name("k" * 300, width=50)) == 50
+
+
+def test_a_busy_host_is_said_busy_once() -> None:
+    from services.cli.render import host_text
+
+    reason = "busy: other processes used 1.67 CPU-s per s (84% of 2 CPUs) during the run"
+    text = host_text({"busy": True, "load": {"reason": reason}})
+    assert text.startswith("[bold red]BUSY[/]: other processes used 1.67 CPU-s per s"), text
+    assert "busy:" not in text.lower().replace("[bold red]busy[/]:", "")
+
+
+def test_models_at_80_columns_keeps_every_name_whole(data_dir: Path) -> None:
+    from tests.support.cli import benchstack
+
+    result = benchstack(data_dir, "models", columns=80)
+    assert result.returncode == 0, result.stderr
+    assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+    for manifest in list_catalogue():  # what `bench` takes, on one line
+        assert re.search(rf"│ {re.escape(manifest.name)}\s+│", result.stdout), manifest.name
+    assert "left out at 80 columns: description" in " ".join(result.stdout.split())

@@ -43,8 +43,8 @@ def test_bench_with_threads_0_reports_the_count_it_chose_and_why(tmp_path: Path)
     )
     assert result.returncode == 0, result.stderr[-3000:]
     reason = json.loads(result.stdout)["host"]["threads"]
-    # e.g. "threads=2: offline on 2 usable CPUs with 0.0 busy elsewhere (...)"
-    assert re.match(r"threads=\d+: offline on \d+ usable CPUs? with ", reason), reason
+    # e.g. "threads=2: offline on 2 usable CPUs, 0.0 CPUs busy with other work, 2 free (...)"
+    assert re.match(r"threads=\d+: offline on \d+ usable CPUs?, [\d.]+ CPUs busy ", reason), reason
     asked = benchstack(
         tmp_path,
         "bench",

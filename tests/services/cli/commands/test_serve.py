@@ -66,3 +66,20 @@ def test_ps_names_each_state_and_exits_1_while_one_is_down(tmp_path: Path) -> No
         stack.supervisor_file.unlink()  # so that stop() does not signal this process
     finally:
         stack.stop(grace_s=5)
+
+
+def test_ps_at_80_columns_wraps_each_log_path_whole(tmp_path: Path) -> None:
+    folder = tmp_path / "a-data-folder-whose-name-is-long-enough-to-need-wrapping"
+    stack = Stack(folder)
+    (serving,) = stack.start([_service("serving", "import time\ntime.sleep(60)\n")])
+    try:
+        result = benchstack(folder, "ps", columns=80)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+        assert "…" not in result.stdout, result.stdout  # rich's mark for a cut cell
+        # The path's pieces, one a line in the last column, make the whole path again.
+        assert str(serving.log) in "".join(result.stdout.split()), result.stdout
+        assert len(str(serving.log)) > 80  # so that it had to wrap
+        assert "left out" not in result.stdout, result.stdout
+    finally:
+        stack.stop(grace_s=5)
