@@ -172,7 +172,7 @@ def next_run(
     ]
     found = step(settings, start, probes, sized=search.duration_s is None)
     if isinstance(found, PeakResult):
-        return _told(found, bounds)
+        return _told(found, bounds, documents)
     duration = found.duration_s or search.duration_s or base.min_duration_s
     longest = base.max_duration_s
     options = _options(
@@ -191,7 +191,9 @@ def _options(options: GenerativeOptions, **update: Any) -> GenerativeOptions:
     return GenerativeOptions(**(options.model_dump() | update))
 
 
-def _told(result: PeakResult, bounds: TokenBounds) -> PeakResult:
+def _told(
+    result: PeakResult, bounds: TokenBounds, documents: Sequence[Mapping[str, Any]]
+) -> PeakResult:
     """The core's words for a search where no probe met the bound, said of both bounds."""
     if result.within_bound is not None or not result.curve:
         return result
@@ -204,9 +206,14 @@ def _told(result: PeakResult, bounds: TokenBounds) -> PeakResult:
     )
     advice = [a for a in result.advice if a.startswith("fix the backend")]
     advice.append(f"a lower --start-qps, below {lowest.qps:.3g} (the lowest rate probed)")
+    ran = next((d for d in documents if str(d.get("run_id")) == lowest.run_id), None)
     for name, option in (("TTFT", "--ttft-ms"), ("TPOT", "--tpot-ms")):
-        if f"{name} {key}" in lowest.reason:
-            advice.append(f"a looser {option} ({name} {key} at {lowest.qps:.1f} requests/s)")
+        if f"{name} {key}" in lowest.reason and ran is not None:
+            observed = _figure(ran, f"{name.lower()}_{key}")
+            advice.append(
+                f"a looser {option}, above {observed:.1f} ({name} {key} at "
+                f"{lowest.qps:.1f} requests/s)"
+            )
     return replace(result, reason=reason, advice=advice)
 
 
