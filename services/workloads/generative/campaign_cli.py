@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from services.core.campaigns.find_peak import PROBE
 from services.core.workload import CommandKit
 from services.workloads.generative.cli_options import (
     API,
@@ -74,6 +75,17 @@ def _warn(line: str) -> None:
     typer.echo(f"warning: {line}", err=True)
 
 
+def _starting(run: Any) -> None:
+    """One line on stderr before each run: a search's probes may take minutes."""
+    options = run.options
+    what = (
+        f"probe at {options.target_qps:.3g} requests/s"
+        if run.group["role"] == PROBE
+        else "Offline capacity estimate"
+    )
+    typer.echo(f"{what} for {options.min_duration_s:.3g} s", err=True)
+
+
 def _options(**given: Any) -> Any:
     from services.workloads.generative.options import GenerativeOptions
 
@@ -124,7 +136,7 @@ def generative_find_peak(
         )
         checked_bounds(base, search)  # refused before the model loads
         with _measure(base, threads) as measure:
-            result, documents = find_peak(base, search, measure, _warn)
+            result, documents = find_peak(base, search, measure, _warn, _starting)
     if as_json:
         sys.stdout.write(json.dumps({"result": result.to_dict(), "runs": documents}) + "\n")
     else:

@@ -64,6 +64,14 @@ def peak_table(result: PeakResult, documents: Sequence[Mapping[str, Any]]) -> Ta
     return table
 
 
+def _bracket(result: PeakResult) -> str:
+    """Where the search stopped above the peak, when the peak is its highest pass."""
+    low, high = result.bracket
+    if result.peak is None or result.peak.qps != low or math.isinf(high):
+        return ""
+    return f"; fails at {high:.3g} (bracket {(high - low) / high:.0%} wide)"
+
+
 def print_peak(
     console: Console, result: PeakResult, documents: Sequence[Mapping[str, Any]]
 ) -> None:
@@ -85,6 +93,7 @@ def print_peak(
         console.print(
             f"peak: [bold]{peak.qps:.1f} requests/s[/] (TTFT p{result.percentile:g} "
             f"{peak.latency_ms:.1f} ms; {peak.validity}, stability {peak.stability})"
+            + _bracket(result)
         )
     if result.reason:
         console.print(f"[yellow]why:[/] {escape(result.reason)}")

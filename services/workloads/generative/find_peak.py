@@ -222,13 +222,16 @@ def find_peak(
     search: GenerativeSearch,
     measure: Measure,
     warn: Callable[[str], None] = lambda _: None,
+    starting: Callable[[NextRun], None] = lambda _: None,
 ) -> tuple[PeakResult, list[dict[str, Any]]]:
-    """Run the search in this process: the result and every run's document, in order."""
+    """Run the search in this process: the result and every run's document, in order.
+    ``warn`` is told what the search warns of, ``starting`` each run before it runs."""
     group_id = str(uuid.uuid4())
     documents: list[dict[str, Any]] = []
     while not isinstance(found := next_run(base, search, documents, group_id=group_id), PeakResult):
         if found.warning:
             warn(found.warning)
+        starting(found)
         run_id = str(uuid.uuid4())
         documents.append(measure(found.options) | {"run_id": run_id, "group": found.group})
     return found, documents

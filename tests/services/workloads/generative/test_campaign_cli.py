@@ -24,6 +24,7 @@ def test_find_peak_with_bounds_no_rate_meets_says_why(data_dir: Path) -> None:
     assert "none of the 2 probes met" in result.stdout
     assert "try a looser --ttft-ms, above" in result.stdout
     assert "early stopping at p90" in result.stderr  # 0.5 s probes are too short: said
+    assert "probe at 4 requests/s for 0.5 s" in result.stderr
 
 
 def test_a_rate_sweep_as_json_and_a_refused_value(data_dir: Path) -> None:

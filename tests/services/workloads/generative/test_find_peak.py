@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from services.workloads.generative.campaign_render import print_peak
 from services.workloads.generative.find_peak import (
     GenerativeSearch,
     NextRun,
@@ -44,18 +46,25 @@ def measure() -> Iterator[Any]:
 
 
 def test_the_peak_is_valid_and_below_the_engines_capacity(measure: Any) -> None:
-    search = GenerativeSearch(start_qps=CAPACITY / 2, tolerance=0.3, max_probes=5)
+    search = GenerativeSearch(start_qps=CAPACITY / 2, tolerance=0.3, max_probes=6)
     result, documents = find_peak(server(ttft_ms=30.0, tpot_ms=5.0), search, measure)
     assert result.verdict == "peak", (result.reason, [p.reason for p in result.curve])
     assert result.peak is not None
     assert result.peak.validity == "VALID"
     assert result.peak.stability != "INSUFFICIENT"
-    assert CAPACITY / 2 <= result.peak.qps < CAPACITY
+    # Below what the engine can finish; a busy host may push it well below the start rate.
+    assert CAPACITY / 8 <= result.peak.qps < CAPACITY
     # Every probe is a Server run at its rate, sized for early stopping at p90.
     assert [d["group"]["qps"] for d in documents] == [p.qps for p in result.curve]
     assert all(d["options"]["scenario"] == "server" for d in documents)
     assert all(d["bounds"]["percentile"] == 90 for d in documents)
     assert any(not p.passed for p in result.curve)  # the search found the edge
+    console = Console(width=80, record=True)
+    print_peak(console, result, documents)
+    text = console.export_text()
+    assert f"peak: {result.peak.qps:.1f} requests/s (TTFT p90" in text
+    assert "TTFT p90 <= 30 ms and TPOT p90 <= 5 ms, LoadGen VALID" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_bounds_no_rate_meets_say_why_and_what_to_change(measure: Any) -> None:
