@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from services.core.campaigns.group import InvalidCampaign
+from services.workloads.generative.campaign_render import print_sweep
 from services.workloads.generative.options import GenerativeOptions
 from services.workloads.generative.run import measure_loaded
 from services.workloads.generative.sweep import POINT_FIGURES, plan, sweep
@@ -42,6 +44,11 @@ def test_a_rate_sweep_gives_a_point_per_rate_with_intervals(measure: Any) -> Non
         assert point.validity in ("VALID", "INVALID") and point.failed_requests == 0
     slow, fast = (p.figures["requests_per_s"]["estimate"] for p in curve.points)
     assert fast > slow * 1.4  # the rate is what LoadGen asked for
+    console = Console(width=80, record=True)
+    print_sweep(console, curve)
+    text = console.export_text()
+    assert "server sweep of target_qps" in text and "TTFT p50" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_a_concurrency_sweep_scales_with_the_workers(measure: Any) -> None:
