@@ -9,35 +9,34 @@ import sys
 import typer
 
 from services.core.workload import CommandKit
-
-MODEL = typer.Argument(
-    "tiny-llama",
-    help="tiny-llama (random weights) or a save_pretrained dir (openai: its tokenizer).",
+from services.workloads.generative.campaign_cli import register as register_campaigns
+from services.workloads.generative.cli_options import (
+    API,
+    AS_JSON,
+    BATCH_SIZE,
+    BOUNDS,
+    CONVERSATIONS_FILE,
+    DEVICE,
+    DURATION,
+    ENGINE,
+    INPUT_TOKENS,
+    MIN_QUERIES,
+    MODEL,
+    OUTPUT_TOKENS,
+    PERCENTILE,
+    PROMPTS,
+    PROMPTS_FILE,
+    SCENARIO,
+    SEED,
+    SERVED_MODEL,
+    TARGET_QPS,
+    THREADS,
+    TIMEOUT,
+    TPOT_MS,
+    TTFT_MS,
+    URL,
+    WORKERS,
 )
-ENGINE = typer.Option("transformers", help="transformers (in this process) or openai (a server).")
-URL = typer.Option(None, help="openai: the server, e.g. http://127.0.0.1:8000.")
-API = typer.Option("completions", help="openai: completions or chat.")
-SERVED_MODEL = typer.Option(None, help="openai: the model's name on the server (default: MODEL).")
-TIMEOUT = typer.Option(60.0, "--timeout", help="openai: seconds a read may wait.")
-SCENARIO = typer.Option("single-stream", "--scenario", "-s", help="single-stream|server|offline")
-PROMPTS = typer.Option(16, help="Synthetic prompts LoadGen draws from.")
-INPUT_TOKENS = typer.Option("32", help="Prompt tokens: N, uniform:LOW:HIGH or normal:MEAN:STD.")
-OUTPUT_TOKENS = typer.Option("16", help="Output tokens, as --input-tokens.")
-PROMPTS_FILE = typer.Option(None, help='JSONL: {"prompt": ..., "output_tokens": N} a line.')
-CONVERSATIONS_FILE = typer.Option(None, help="ShareGPT-shaped JSON: first exchanges.")
-DURATION = typer.Option(2.0, "--duration", help="LoadGen min duration, seconds.")
-MIN_QUERIES = typer.Option(None, help="LoadGen min query count (single-stream: 64).")
-TARGET_QPS = typer.Option(None, help="Server arrival rate, requests/s.")
-BOUNDS = typer.Option(None, help="Server TTFT/TPOT preset, e.g. llama3.1-8b-interactive.")
-TTFT_MS = typer.Option(None, help="Server TTFT bound, ms.")
-TPOT_MS = typer.Option(None, help="Server TPOT bound, ms.")
-PERCENTILE = typer.Option(None, help="Percentile the bounds apply to (MLPerf: 99).")
-BATCH_SIZE = typer.Option(1, "--batch-size", "-b", help="Requests per engine call.")
-WORKERS = typer.Option(1, help="SUT threads issuing engine calls.")
-THREADS = typer.Option(0, help="torch threads (0: torch's default).")
-SEED = typer.Option(0, help="Seed of the prompts and their lengths.")
-DEVICE = typer.Option("cpu", help="cpu or cuda[:N].")
-AS_JSON = typer.Option(False, "--json", help="The run's document as JSON.")
 
 
 def generative(
@@ -112,3 +111,4 @@ def generative(
 
 def register(root: typer.Typer) -> None:
     root.command("generative")(generative)
+    register_campaigns(root)

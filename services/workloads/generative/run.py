@@ -73,16 +73,29 @@ def measure_generation(
         torch.set_num_threads(threads)
     on_stage("loading model")
     engine, tokenizer = load_engine(options)
-    describe = getattr(engine, "describe", None)
-    server = describe() if describe is not None else None
     try:
-        on_stage("making prompts")
-        prompts, origin = make_prompts(options, tokenizer)
-        on_stage("running")
-        with tempfile.TemporaryDirectory(prefix="benchstack-generative-") as tmp:
-            outcome = run_test(engine, prompts, options.plan(), Path(tmp), workers=options.workers)
+        return measure_loaded(engine, tokenizer, options, threads=threads, on_stage=on_stage)
     finally:
         engine.close()
+
+
+def measure_loaded(
+    engine: Engine,
+    tokenizer: Any,
+    options: GenerativeOptions,
+    *,
+    threads: int = 0,
+    on_stage: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """``measure_generation`` on an engine already loaded (a campaign's runs share one;
+    the caller closes it)."""
+    describe = getattr(engine, "describe", None)
+    server = describe() if describe is not None else None
+    on_stage("making prompts")
+    prompts, origin = make_prompts(options, tokenizer)
+    on_stage("running")
+    with tempfile.TemporaryDirectory(prefix="benchstack-generative-") as tmp:
+        outcome = run_test(engine, prompts, options.plan(), Path(tmp), workers=options.workers)
     bounds = options.token_bounds()
     figures = run_figures(outcome.records, options.scenario, bounds)
     concurrency = options.workers * engine.max_batch
