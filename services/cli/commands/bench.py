@@ -31,7 +31,8 @@ from services.cli.bench_options import (
 from services.cli.errors import fail, user_errors
 from services.cli.profile_render import print_profile
 from services.cli.progress import ProgressBars
-from services.cli.render import output_console, print_report, spread_table
+from services.cli.render import output_console, print_report
+from services.cli.spread_render import spread_table
 from services.core.campaigns.repeats import RepeatsSummary
 from services.core.stored_report import load_loadgen_report
 from services.embedded import bench as embedded
