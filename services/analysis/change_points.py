@@ -81,9 +81,7 @@ def _ruptures() -> Any:
     try:
         import ruptures
     except ImportError as exc:
-        raise LookupError(
-            "change points need ruptures: pip install 'benchstack[history]'"
-        ) from exc
+        raise LookupError("change points need ruptures: pip install 'benchstack[history]'") from exc
     return ruptures
 
 
