@@ -112,7 +112,7 @@ class HistoryPoint:
     value: float
     interval: tuple[float, float] | None
     validity: str
-    stability: str
+    stability_verdict: str  # as LoadGenReport.stability_verdict; "UNKNOWN" if none
     busy: bool
     # What changed since the run before it: settings first, then the environment.
     changes: list[str] = field(default_factory=list)
@@ -180,7 +180,7 @@ def _points(reports: Sequence[LoadGenReport], figure: str) -> list[HistoryPoint]
                 value=figures_of(report)[figure],
                 interval=figure_interval(report, figure),
                 validity=validity,
-                stability=stability,
+                stability_verdict=stability,
                 busy=is_busy(report),
                 changes=changes,
             )

@@ -1,6 +1,7 @@
 """``benchstack history MODEL``: a figure's series per system, oldest run first, with its
 intervals, verdicts, BUSY runs marked, what changed between runs, and the change points
-(services/analysis/history.py and change_points.py)."""
+(services/analysis/history.py and change_points.py); from the local database, or from an
+API's ``history`` query with ``--server``."""
 
 from __future__ import annotations
 
@@ -14,66 +15,77 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from services.analysis.advice import load_reports
-from services.analysis.change_points import ChangePoint, change_points
-from services.analysis.history import HistoryPoint, Series, build_series, figure_name
+from services.cli.api_options import API_INSTEAD_OF_DATABASE, API_TOKEN
 from services.cli.errors import user_errors
 from services.cli.render import output_console
-from services.core.figures import FIGURES
-from shared.db.session import session_scope
 from shared.settings import get_settings
 
 console = output_console(highlight=False)
 
 
-def _value(point: HistoryPoint) -> str:
-    text = "-" if math.isnan(point.value) else f"{point.value:.3f}"
-    if point.interval:
-        text += f" [{point.interval[0]:.3f}, {point.interval[1]:.3f}]"
-    return text
+def _plain(value: Any) -> Any:
+    """NaN (a figure a run lacks) as null, as the API gives it: JSON has no NaN."""
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def _table(series: Series, found: list[ChangePoint]) -> Table:
-    at = {c.run_id: c for c in found}
+def local_history(model: str, figure: str, system: str | None) -> list[dict[str, Any]]:
+    """Each series as a dict (the API's shape): model, system, figure, unit, points,
+    change_points."""
+    from services.analysis.advice import load_reports
+    from services.analysis.change_points import change_points
+    from services.analysis.history import build_series
+    from services.core.figures import FIGURES
+    from shared.db.session import session_scope
+
+    with session_scope(get_settings().effective_database_url) as session:
+        reports = load_reports(session, model)
+    return [
+        {
+            "model": model,
+            "system": series.key.label,
+            "figure": figure,
+            "unit": series.unit,
+            "points": [{k: _plain(v) for k, v in asdict(p).items()} for p in series.points],
+            "change_points": [asdict(c) for c in change_points(series, FIGURES[figure][1])],
+        }
+        for series in build_series(model, reports, figure, system=system)
+    ]
+
+
+def _interval(item: dict[str, Any]) -> str:
+    interval = item.get("interval")
+    return f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
+
+
+def _table(series: dict[str, Any]) -> Table:
+    at = {c["run_id"]: c for c in series["change_points"]}
     table = Table(
-        "run", "created", f"{series.figure} ({series.unit}) [95 %]", "verdicts", "host",
+        "run", "created", f"{series['figure']} ({series['unit']}) [95 %]", "verdicts", "host",
         "changed since the run before",
-        title=f"{series.model} on {series.key.label}", title_justify="left",
+        title=f"{series['model']} on {series['system']}", title_justify="left",
     )  # fmt: skip
-    for point in series.points:
-        marker = at.get(point.run_id)
-        run = point.run_id[:8] + (f" [bold]◆ {marker.change:+.1%}[/]" if marker else "")
+    for point in series["points"]:
+        marker = at.get(point["run_id"])
+        value = "-" if point["value"] is None else f"{point['value']:.3f}"
         table.add_row(
-            run,
-            point.created_at[:19],
-            _value(point),
-            f"{point.validity} {point.stability}",
-            "[bold red]BUSY[/] (not judged)" if point.busy else "quiet",
-            escape("; ".join(point.changes)) or "-",
+            point["run_id"][:8] + (f" [bold]◆ {marker['change']:+.1%}[/]" if marker else ""),
+            str(point["created_at"])[:19],
+            value + _interval(point),
+            f"{point['validity']} {point['stability_verdict']}",
+            "[bold red]BUSY[/] (not judged)" if point["busy"] else "quiet",
+            escape("; ".join(point["changes"])) or "-",
         )
     return table
 
 
-def _change_line(series: Series, point: ChangePoint) -> str:
-    interval = f" [{point.interval[0]:.3f}, {point.interval[1]:.3f}]" if point.interval else ""
-    direction = "better" if point.better else "worse"
-    why = "; ".join(point.changes) or "nothing recorded changed (settings and environment alike)"
+def change_line(series: dict[str, Any], point: dict[str, Any]) -> str:
+    direction = "better" if point["better"] else "worse"
+    why = "; ".join(point["changes"]) or "nothing recorded changed (settings and environment)"
     return (
-        f"change point at {point.run_id[:8]}: {point.before:.3f} -> {point.after:.3f} "
-        f"{series.unit}{interval} ({point.change:+.1%}, {direction}; noise band "
-        f"±{point.band:.1%}); changed: {why}"
+        f"change point at {point['run_id'][:8]}: {point['before']:.3f} -> {point['after']:.3f} "
+        f"{series['unit']}{_interval(point)} ({point['change']:+.1%}, {direction}; noise band "
+        f"±{point['band']:.1%}); changed: {why}"
     )
-
-
-def _as_dict(series: Series, found: list[ChangePoint]) -> dict[str, Any]:
-    return {
-        "model": series.model,
-        "system": series.key.label,
-        "figure": series.figure,
-        "unit": series.unit,
-        "points": [asdict(p) for p in series.points],
-        "change_points": [asdict(c) for c in found],
-    }
 
 
 def history(
@@ -84,27 +96,32 @@ def history(
     figure: str = typer.Option(
         "samples_per_second", help="samples_per_second, p50, p90, p99 or mean."
     ),
+    server: str | None = API_INSTEAD_OF_DATABASE,
+    token: str | None = API_TOKEN,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """A figure's history per system, with where it moved beyond its noise and why."""
+    from services.analysis.history import figure_name
+
     with user_errors():
         name = figure_name(figure)
-        with session_scope(get_settings().effective_database_url) as session:
-            reports = load_reports(session, model)
-        all_series = build_series(model, reports, name, system=system)
-        if not all_series:
+        if server:
+            from services.cli.remote_history import remote_history
+
+            found = remote_history(server, token, model, name, system)
+        else:
+            found = local_history(model, name, system)
+        if not found:
             raise LookupError(f"history: no stored performance run of {model!r} matches")
-    found = [change_points(s, FIGURES[name][1]) for s in all_series]
     if as_json:
-        rows = [_as_dict(s, f) for s, f in zip(all_series, found, strict=True)]
-        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        sys.stdout.write(json.dumps(found, indent=2, default=str) + "\n")
         return
-    for series, points in zip(all_series, found, strict=True):
-        console.print(_table(series, points))
-        for point in points:
-            console.print(escape(_change_line(series, point)), soft_wrap=True)
-        if not points:
-            judged = len(series.judged)
+    for series in found:
+        console.print(_table(series))
+        for point in series["change_points"]:
+            console.print(escape(change_line(series, point)), soft_wrap=True)
+        if not series["change_points"]:
+            judged = sum(1 for p in series["points"] if not p["busy"] and p["value"] is not None)
             console.print(f"no change point beyond noise among {judged} judged runs")
 
 

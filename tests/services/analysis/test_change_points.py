@@ -20,7 +20,7 @@ def _series(values: list[float], *, busy: frozenset[int] = frozenset(), changes=
             value=v,
             interval=(v * 0.98, v * 1.02),
             validity="VALID",
-            stability="STABLE",
+            stability_verdict="STABLE",
             busy=i in busy,
             changes=changes.get(i, []),
         )

@@ -34,7 +34,7 @@ class HistoryPointType:
     value: float | None
     interval: list[float] | None  # [low, high] of its 95 % interval
     validity: str
-    stability: str
+    stability_verdict: str
     busy: bool  # measured on a BUSY host: shown, never judged
     changes: list[str]  # settings and environment changed since the run before
 
@@ -43,7 +43,7 @@ class HistoryPointType:
         interval = list(point.interval) if point.interval else None
         return cls(
             run_id=point.run_id, created_at=point.created_at, value=_number(point.value),
-            interval=interval, validity=point.validity, stability=point.stability,
+            interval=interval, validity=point.validity, stability_verdict=point.stability_verdict,
             busy=point.busy, changes=list(point.changes),
         )  # fmt: skip
 
