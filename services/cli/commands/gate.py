@@ -16,14 +16,18 @@ from rich.table import Table
 from services.analysis.gate import GateResult, judge, parse_fraction
 from services.analysis.gate_report import HEADLINES, to_junit, to_markdown
 from services.analysis.history import figure_name
+from services.cli.api_options import API_TOKEN
 from services.cli.errors import user_errors
 from services.cli.gate_inputs import measure_current, read_reports
 from services.cli.progress import ProgressBars
 from services.cli.render import output_console
+from services.core.stored_report import load_loadgen_report
 from shared.settings import get_settings
 
 # Not 1 (slower) nor 2 (cannot say): a CI job must tell a broken gate from a verdict.
 GATE_ERROR = 3
+# (server, token, seconds to wait for the stack's measurement)
+Remote = tuple[str, str | None, float]
 COLOURS = {"pass": "green", "slower": "bold red", "cannot say": "yellow"}
 
 
@@ -57,12 +61,34 @@ def _print(result: GateResult) -> None:
             console.print(f"{title}: {escape(item)}", soft_wrap=True)
 
 
+def _judge_remote(
+    remote: Remote, baseline: str, current: str | None, bound: float, names: list[str], repeats: int
+) -> GateResult:
+    from services.cli.remote_gate import measure_remote, read_remote
+
+    server, token, wait_s = remote
+    base = read_remote(server, token, baseline)
+    if current is not None:
+        now = read_remote(server, token, current)
+    else:
+        now = measure_remote(server, token, base, repeats, wait_s)
+    model = str(load_loadgen_report(base[0]).model.get("name", "?"))
+    return judge(model, base, now, max_slowdown=bound, figures=names)
+
+
 def _judge(
-    baseline: str, current: str | None, max_slowdown: str, figure: list[str], repeats: int
+    baseline: str,
+    current: str | None,
+    max_slowdown: str,
+    figure: list[str],
+    repeats: int,
+    remote: Remote | None,
 ) -> GateResult:
     settings = get_settings()
     bound = parse_fraction(max_slowdown)
     names = [figure_name(f) for f in figure]
+    if remote is not None:
+        return _judge_remote(remote, baseline, current, bound, names, repeats)
     try:
         base = read_reports(baseline, settings)
         if current is not None:
@@ -89,6 +115,13 @@ def gate(
     repeats: int = typer.Option(1, min=1, help="Run the current measurement N times."),
     markdown: Path | None = typer.Option(None, help="Write a Markdown summary here."),
     junit: Path | None = typer.Option(None, help="Write a JUnit XML report here."),
+    server: str | None = typer.Option(
+        None, help="Gate through a benchstack API: RUN and GROUP are its evaluations and groups."
+    ),
+    token: str | None = API_TOKEN,
+    wait: float = typer.Option(
+        3600.0, help="With --server and no --current: give up waiting after this many s."
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Compare the current measurement with a baseline; exit 0 (no slowdown beyond the bound
@@ -96,7 +129,8 @@ def gate(
     (the gate could not run)."""
     try:
         with user_errors():
-            result = _judge(baseline, current, max_slowdown, figure, repeats)
+            remote = (server, token, wait) if server else None
+            result = _judge(baseline, current, max_slowdown, figure, repeats, remote)
             try:
                 if markdown is not None:
                     markdown.write_text(to_markdown(result))

@@ -21,7 +21,7 @@ query H($figure: String!) {
 
 def test_the_change_point_is_at_the_run_where_threads_changed(api: Api) -> None:
     token = api.token("ada")
-    ids = store_series(api.settings, "ada")
+    ids = [run for run, _ in store_series(api.settings, "ada")]
     found = api.data(token, QUERY, {"figure": "throughput"})["history"]
     assert found["__typename"] == "History" and found["figure"] == "samples_per_second"
     (series,) = found["series"]
