@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from services.analysis.history import is_busy
+from services.analysis.history import is_busy, run_settings, series_key, settings_changes
 from services.core.campaigns.repeats import MAX_REPEATS, spread_of
 from services.core.campaigns.rerun import SMALLEST_CHANGE_OF_INTEREST, compare, figure_verdict
 from services.core.figures import FIGURES, figures_of
@@ -132,6 +132,41 @@ def _figure(
     )
 
 
+def default_figures(scenario: str) -> tuple[str, ...]:
+    """What slows: Server's samples/s is the rate it was asked for, so its p99 latency is
+    judged; elsewhere throughput (Offline's latencies are queue positions, rerun skips them)."""
+    return ("latency_p99",) if scenario == "Server" else ("samples_per_second",)
+
+
+def _quiet(result: GateResult, side: str, runs: Sequence[LoadGenReport]) -> list[LoadGenReport]:
+    """The side's runs on a quiet host; where none is, the reason and its remedy."""
+    quiet = [r for r in runs if not is_busy(r)]
+    busy = [r.run_id[:8] for r in runs if is_busy(r)]
+    if busy and quiet:
+        result.notes.append(f"{side}: BUSY run(s) {', '.join(busy)} left out")
+    elif busy or not runs:
+        result.reasons.append(
+            f"{side}: every run was measured on a BUSY host" if busy else f"{side}: no run"
+        )
+        result.remedies.append(QUIET_HOST)
+    return quiet
+
+
+def _compare_systems(result: GateResult, baseline: LoadGenReport, current: LoadGenReport) -> None:
+    """Another scenario cannot be compared; another system or settings can, and are named
+    (a slowdown's likely cause: one thread instead of two)."""
+    before, after = series_key(baseline), series_key(current)
+    if before.scenario != after.scenario:
+        result.reasons.append(
+            f"scenario: baseline {before.scenario}, current {after.scenario}: not comparable"
+        )
+        result.remedies.append("measure the current run with the baseline's request (no --current)")
+    elif before != after:
+        result.notes.append(f"current ran on {after.label}; baseline on {before.label}")
+    changed = settings_changes(run_settings(baseline), run_settings(current))
+    result.notes += [f"settings changed: {line}" for line in changed]
+
+
 def _noise_problem(baseline: Sequence[LoadGenReport], current: Sequence[LoadGenReport]) -> str:
     """Why the noise cannot be measured, or "": repeats on a side measure it, else both
     single runs need windows enough for their own spread."""
@@ -150,9 +185,10 @@ def judge(
     current_reports: Sequence[Mapping[str, Any] | LoadGenReport],
     *,
     max_slowdown: float = 0.05,
-    figures: Sequence[str] = ("samples_per_second",),
+    figures: Sequence[str] = (),
 ) -> GateResult:
-    """The gate's verdict on ``current_reports`` against ``baseline_reports``."""
+    """The gate's verdict on ``current_reports`` against ``baseline_reports``; ``figures``:
+    those judged (default: ``default_figures`` of the baseline's scenario)."""
     baseline_all = [load_loadgen_report(r) for r in baseline_reports]
     current_all = [load_loadgen_report(r) for r in current_reports]
     result = GateResult(
@@ -162,20 +198,10 @@ def judge(
         [r.run_id for r in baseline_all],
         [r.run_id for r in current_all],
     )
-    baseline = [r for r in baseline_all if not is_busy(r)]
-    current = [r for r in current_all if not is_busy(r)]
-    for side, runs, quiet in (
-        ("baseline", baseline_all, baseline),
-        ("current", current_all, current),
-    ):
-        busy = [r.run_id[:8] for r in runs if is_busy(r)]
-        if busy and quiet:
-            result.notes.append(f"{side}: BUSY run(s) {', '.join(busy)} left out")
-        elif busy or not runs:
-            result.reasons.append(
-                f"{side}: every run was measured on a BUSY host" if busy else f"{side}: no run"
-            )
-            result.remedies.append(QUIET_HOST)
+    baseline = _quiet(result, "baseline", baseline_all)
+    current = _quiet(result, "current", current_all)
+    if not result.reasons:
+        _compare_systems(result, baseline_all[0], current_all[0])
     if result.reasons:
         return result
     noise = _noise_problem(baseline, current)
@@ -183,6 +209,7 @@ def judge(
         result.reasons.append(noise)
         result.remedies.append("measure 3 repeats (--repeats 3) or a longer --duration")
         return result
+    figures = figures or default_figures(series_key(baseline[0]).scenario)
     original = _median_run(baseline, figures[0])
     comparison = compare(original, current)
     result.environment_diff, result.notes = (

@@ -110,7 +110,9 @@ def gate(
     ),
     max_slowdown: str = typer.Option("5%", help="The slowdown allowed beyond noise: 5% or 0.05."),
     figure: list[str] = typer.Option(
-        ["samples_per_second"], help="A figure judged (repeatable): samples_per_second, p99, ..."
+        [],
+        help="A figure judged (repeatable): samples_per_second, p99, ... (default: p99 for "
+        "Server, whose samples/s is the rate asked for; samples_per_second otherwise).",
     ),
     repeats: int = typer.Option(1, min=1, help="Run the current measurement N times."),
     markdown: Path | None = typer.Option(None, help="Write a Markdown summary here."),

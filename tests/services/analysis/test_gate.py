@@ -101,3 +101,29 @@ def test_max_slowdown_reads_percent_or_fraction(text: str, value: float) -> None
 def test_max_slowdown_refuses_the_rest(text: str) -> None:
     with pytest.raises(ValueError, match="--max-slowdown"):
         parse_fraction(text)
+
+
+def _server(p99_ms: float, *, run_id: str, threads: int = 2) -> dict[str, Any]:
+    """A Server report at 100 QPS (its samples/s is the rate asked for) with ``p99_ms``."""
+    report = _report(100.0, run_id=run_id)
+    report["performance"]["scenario"] = "Server"
+    report["performance"]["latency"]["percentiles_ns"]["p99"] = p99_ms * 1e6
+    report["stability"]["windows"] = [
+        {"samples_per_second": 100.0, "median_latency_ms": p99_ms / 2} for _ in range(5)
+    ]
+    report["settings"] = {"backend_options": {"intra_op_threads": threads}}
+    return report
+
+
+def test_server_judges_its_p99_and_names_the_settings_that_changed() -> None:
+    # The same samples/s (the rate asked for), a p99 twice as long with one thread.
+    result = judge("tiny-cnn", [_server(10.0, run_id="b")], [_server(20.0, run_id="c", threads=1)])
+    assert [f.name for f in result.figures] == ["latency_p99"]
+    assert result.exit_code == SLOWER and result.figures[0].slowdown == pytest.approx(1.0)
+    assert "settings changed: threads: 2 -> 1" in result.notes
+
+
+def test_another_scenario_cannot_be_compared() -> None:
+    result = judge("tiny-cnn", [BASE], [_server(10.0, run_id="c")])
+    assert result.exit_code == CANNOT_SAY and not result.figures
+    assert result.reasons == ["scenario: baseline Offline, current Server: not comparable"]

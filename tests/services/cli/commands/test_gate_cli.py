@@ -48,6 +48,7 @@ def test_gate_passes_fails_and_cannot_say(settings: Settings, tmp_path: Path) ->
     )  # fmt: skip
     assert failed.exit_code == 1, failed.output
     assert "slower, beyond the allowed 30.0%" in failed.stdout
+    assert "settings changed: options.service_time_ms: 5 -> 10" in failed.stdout
     text = markdown.read_text()
     assert "| figure | baseline | current | change | noise band | outcome |" in text
     assert "| samples_per_second (samples/s) |" in text
