@@ -86,3 +86,17 @@ def test_a_gate_that_cannot_run_exits_3(settings: Settings, tmp_path: Path) -> N
     assert missing.exit_code == 3 and "no run or group" in missing.output
     unread = CliRunner().invoke(app, ["gate", "--baseline", str(tmp_path / "none.json")])
     assert unread.exit_code == 3 and "No such file" in unread.output
+
+
+def test_a_group_baseline_is_its_members(settings: Settings, tmp_path: Path) -> None:
+    from services.campaigns.rerun import rerun_stored
+    from tests.support.null_series import set_busy
+
+    original = null_run(settings, 5)["run_id"]
+    members = rerun_stored(original, settings, repeats=2).rerun_runs
+    group_id = str(set_busy(settings, members[0], False)["group"]["id"])
+    set_busy(settings, members[1], False)
+    slower = _file(tmp_path, "slower.json", null_run(settings, 10))
+    result = _gate("--baseline", group_id[:8], "--current", slower, "--json")
+    assert result.exit_code == 1, result.output
+    assert sorted(json.loads(result.stdout)["baseline_runs"]) == sorted(members)
