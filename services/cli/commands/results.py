@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from services.aggregator.repository import get_run, list_runs
+from services.analysis.history import figure_interval
 from services.cli.api_options import API_TOKEN
 from services.cli.errors import user_errors
 from services.cli.render import output_console, print_report
@@ -96,11 +97,8 @@ def results(
 
 def _interval(report: dict[str, Any] | None, name: str) -> list[float] | None:
     """[low, high] of a figure's 95 % interval, or None where the run holds none."""
-    confidence = load_loadgen_report(report).confidence or {}
-    item = (confidence.get("figures") or {}).get(name) or {}
-    if item.get("low") is None or item.get("high") is None:
-        return None
-    return [float(item["low"]), float(item["high"])]
+    found = figure_interval(report or {}, name)
+    return list(found) if found else None
 
 
 def _bracket(interval: list[float] | None, spec: str) -> str:
