@@ -66,7 +66,7 @@ def to_junit(result: GateResult) -> str:
             failures += 1
             ET.SubElement(
                 case, "failure", message=figure.reason
-            ).text = f"baseline {figure.baseline:.3f} {figure.unit}, current {figure.current:.3f}"
+            ).text = f"baseline {figure.baseline:.3f} {figure.unit}, current {figure.current:.3f} {figure.unit}"
         elif figure.outcome == "cannot say":
             skipped += 1
             ET.SubElement(case, "skipped", message=figure.reason)
