@@ -64,9 +64,11 @@ def to_junit(result: GateResult) -> str:
         case = ET.SubElement(suite, "testcase", classname="benchstack.gate", name=figure.name)
         if figure.outcome == "slower":
             failures += 1
-            ET.SubElement(
-                case, "failure", message=figure.reason
-            ).text = f"baseline {figure.baseline:.3f} {figure.unit}, current {figure.current:.3f} {figure.unit}"
+            failure = ET.SubElement(case, "failure", message=figure.reason)
+            unit = figure.unit
+            failure.text = (
+                f"baseline {figure.baseline:.3f} {unit}, current {figure.current:.3f} {unit}"
+            )
         elif figure.outcome == "cannot say":
             skipped += 1
             ET.SubElement(case, "skipped", message=figure.reason)
