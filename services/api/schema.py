@@ -45,6 +45,7 @@ from services.api.graphql.errors import (
 from services.api.graphql.evaluations.mutations import EvaluationMutations
 from services.api.graphql.evaluations.queries import EvaluationQueries
 from services.api.graphql.evaluations.subscriptions import EvaluationSubscriptions
+from services.api.graphql.history.queries import HistoryQueries
 from services.api.graphql.input_guard import InputGuard
 from services.api.graphql.models.mutations import ModelMutations
 from services.api.graphql.models.queries import ModelQueries
@@ -121,6 +122,7 @@ def _root_types() -> tuple[type, type]:
             DatasetQueries,
             ComparisonQueries,
             AdviceQueries,
+            HistoryQueries,
             *workload_queries(),
             *(campaign.queries for campaign in found),
         ),

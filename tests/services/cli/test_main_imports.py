@@ -41,6 +41,8 @@ CORE_COMMANDS = (
     "models",
     "rerun",
     "advise",
+    "history",
+    "gate",
     "convert",
     "digits",
     "manifest",

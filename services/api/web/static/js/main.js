@@ -1,6 +1,6 @@
 // Entry point: the token form and a hash router (#/, #/new, #/evaluations/<id>,
 // #/compare?ids=a,b or ?group=g, #/sweeps/<group>, #/find-peak/<group>, #/repeats/<group>,
-// #/training-scaling/<group>, #/advice?model=m&bound=ms&percentile=p, #/agents, #/models?model=name@version).
+// #/training-scaling/<group>, #/advice?model=m&bound=ms&percentile=p, #/history?model=m&figure=f, #/agents, #/models?model=name@version).
 // Each navigation aborts the previous view's signal so its timers and sockets stop.
 
 import { TOKEN_KEY, getToken, setToken } from "./api.js";
@@ -9,6 +9,7 @@ import { renderAgents } from "./views/agents.js";
 import { renderCompare } from "./views/compare.js";
 import { renderDetail } from "./views/detail.js";
 import { renderFindPeak } from "./views/find_peak.js";
+import { renderHistory } from "./views/history.js";
 import { renderList } from "./views/list.js";
 import { renderModels } from "./views/models.js";
 import { renderRepeats } from "./views/repeats.js";
@@ -48,6 +49,12 @@ const ROUTES = [
     nav: "advice",
     title: "Advice",
     render: (signal, query) => renderAdvice(main, signal, query ?? ""),
+  },
+  {
+    pattern: /^#\/history(?:\?(.*))?$/,
+    nav: "history",
+    title: "History",
+    render: (signal, query) => renderHistory(main, signal, query ?? ""),
   },
   { pattern: /^#\/agents$/, nav: "agents", title: "Agents", render: (signal) => renderAgents(main, signal) },
   {

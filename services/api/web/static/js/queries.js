@@ -293,6 +293,22 @@ query Advice($model: String!, $bound: Float!, $percentile: Float!) {
   }
 }`;
 
+export const HISTORY = `
+query History($model: String!, $figure: String!) {
+  history(model: $model, figure: $figure) {
+    __typename
+    ... on History {
+      figure
+      series {
+        system unit
+        points { runId createdAt value interval validity stabilityVerdict busy changes }
+        changePoints { runId before after change band better interval changes }
+      }
+    }
+    ... on InvalidInput { message field }
+  }
+}`;
+
 export const CANCEL_GROUP = `
 mutation CancelGroup($id: String!) {
   cancelGroup(groupId: $id) {
