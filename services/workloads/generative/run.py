@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from services.workloads.generative.distributions import run_distributions
 from services.workloads.generative.engine import Engine, GenerationRequest
 from services.workloads.generative.figures import figures_document, request_counts, run_figures
 from services.workloads.generative.lengths import INPUT_RANGE, OUTPUT_RANGE, parse_length
@@ -105,5 +106,6 @@ def measure_generation(
         "requests": request_counts(outcome.records),
         "stability": stability.to_dict(),
         **figures_document(figures),
+        "distributions": run_distributions(outcome.records),
         "loadgen_summary": outcome.logs.get(LOG_FILES[0], ""),
     }

@@ -25,6 +25,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "services/workloads/training/outcome.py": (1, "the training outcome document's settings"),
     "services/workloads/training/summary.py": (1, "the training outcome document's settings"),
     "services/workloads/generative/render.py": (1, "the generative outcome document's own"),
+    "services/workloads/generative/graphql_types.py": (1, "the generative outcome document's own"),
     "services/aggregator/outcomes.py": (1, "a workload outcome document, before it is stored"),
     "services/api/campaigns/groups.py": (1, "writes a group request's settings"),
     "services/api/campaigns/accuracy_performance_pair/types.py": (2, "the pair's roles"),
