@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.workload import PricedRate
 from services.workloads.generative.figures import UNITS
 
 # The options a reader lines up between generative runs, in the order shown, with a label.
@@ -106,3 +107,30 @@ def fan_out_figures(document: dict[str, Any]) -> dict[str, Any]:
         "workload_settings": [f"{key}={value}" for key, _, value in setting_pairs(document)],
         "workload_figures": [f"{figure_label(n)}: {figure_text(document, n)}" for n in HEADLINE],
     }
+
+
+# What makes a generative system beside its machine: the engine and what it serves.
+SYSTEM_SETTINGS = ("engine", "served_model", "url", "api", "batch_size", "workers")
+
+
+def priced_rate(document: dict[str, Any]) -> PricedRate:
+    """advise's figure of a generative run (Workload.priced_rate): its output tokens/s,
+    quoted when LoadGen judged the Server run VALID against its TTFT and TPOT bounds."""
+    settings = {key: value for key, _, value in setting_pairs(document)}
+    verdict = document.get("loadgen") or {}
+    met = bounds_met(document)
+    unjudged = ""
+    if not document.get("bounds"):
+        unjudged = "no TTFT/TPOT bounds: a Server run with bounds prices output tokens"
+    elif not met:
+        reasons = list(verdict.get("reasons") or [])
+        unjudged = f"LoadGen {verdict.get('validity', 'MISSING')}" + (
+            f": {reasons[0]}" if reasons else ""
+        )
+    return PricedRate(
+        per_second=figure_of(document, "output_tokens_per_s")["estimate"],
+        unit="output tokens",
+        requests_per_second=figure_of(document, "requests_per_s")["estimate"],
+        settings={key: settings[key] for key in SYSTEM_SETTINGS},
+        unjudged=unjudged,
+    )

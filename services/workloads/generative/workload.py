@@ -20,6 +20,7 @@ WORKLOAD = Workload(
     # workload's report: its own fan-out figures, report section and run page say them.
     judged_by_loadgen=False,
     fan_out_figures="services.workloads.generative.summary:fan_out_figures",
+    priced_rate="services.workloads.generative.summary:priced_rate",
     report_section="services.workloads.generative.report_section:report_section",
     web_view="services.workloads.generative:web/view.js",
     cli_command="services.workloads.generative.cli:register",

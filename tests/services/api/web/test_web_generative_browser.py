@@ -1,0 +1,144 @@
+"""A generative evaluation through a stack: submitted with its typed options
+(``submitEvaluation(generative: ...)``), measured by the agent with the transformers
+engine on the tiny Llama (a few prompts, 8 output tokens), its token figures served by
+GraphQL (``Run.generative``), its CSV columns written by `benchstack report --csv`, and its
+section drawn on the run page in Chromium by the workload's own module (web/view.js):
+the figures with their intervals, LoadGen's verdict and both CDF charts."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import GraphQLClient, running_stack
+from tests.services.api.web.conftest import watched_page
+from tests.support.ephemeral import EphemeralStack
+from tests.support.web import sign_in
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+REPO = Path(__file__).resolve().parents[4]
+SUBMIT = """
+mutation($input: SubmitEvaluationInput!) {
+  submitEvaluation(input: $input) {
+    __typename ... on Evaluation { id } ... on UserError { message field }
+  }
+}
+"""
+RESULT = """
+query($id: String!) { evaluation(id: $id) { state reason runs { id } } }
+"""
+GENERATIVE = """
+query($id: String!) {
+  evaluation(id: $id) {
+    runs {
+      generative {
+        settings { key value }
+        figures { name estimate low high intervalReason loadgen unit }
+        validity validityReasons stability
+        requests { issued completed failed outputTokens }
+        ttftCdf { count valuesMs fractions }
+        tpotCdf { count }
+      }
+    }
+  }
+}
+"""
+# Tiny: three prompts of 4 tokens, 8 output tokens each, 8 queries in SingleStream.
+OPTIONS = {
+    "engine": "transformers",
+    "model": "tiny-llama",
+    "prompts": 3,
+    "inputTokens": "4",
+    "outputTokens": "8",
+    "minDurationS": 0.3,
+    "minQueryCount": 8,
+}
+
+
+@pytest.fixture(scope="module")
+def gen_stack() -> Iterator[EphemeralStack]:
+    yield from running_stack(EphemeralStack())
+
+
+@pytest.fixture(scope="module")
+def client(gen_stack: EphemeralStack) -> GraphQLClient:
+    from services.api.auth import create_token
+    from shared.db.session import session_scope
+
+    with session_scope(gen_stack.database_url) as session:
+        token = create_token(session, user_name="generative-author", label="test")
+    return GraphQLClient(gen_stack.api_url, token)
+
+
+def _csv_row(stack: EphemeralStack, run_id: str, table: Path) -> dict[str, str]:
+    """`benchstack report RUN --csv` on the stack's database and store (the local path)."""
+    env = {**os.environ, **stack.env(), "PYTHONPATH": str(REPO), "COLUMNS": "200"}
+    env.pop("BENCHSTACK_API_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli.main", "report", run_id, "--csv", str(table)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    with table.open(newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    return row
+
+
+def test_a_generative_run_through_the_stack_graphql_csv_and_run_page(
+    gen_stack: EphemeralStack, client: GraphQLClient, browser: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    given = {"model": "resnet18", "framework": "null", "generative": OPTIONS}
+    created = client(SUBMIT, {"input": given})["submitEvaluation"]
+    assert created["__typename"] == "Evaluation", created
+    evaluation = client.until_final(RESULT, created["id"], timeout_s=180)
+    assert evaluation["state"] == "SUCCEEDED", evaluation
+    run_id = evaluation["runs"][0]["id"]
+
+    (run,) = client(GENERATIVE, {"id": created["id"]})["evaluation"]["runs"]
+    generative = run["generative"]
+    figures = {f["name"]: f for f in generative["figures"]}
+    assert figures["output_tokens_per_s"]["estimate"] > 0
+    assert figures["output_tokens_per_s"]["unit"] == "tokens/s"
+    # LoadGen's own TTFT beside ours; an interval or the reason there is none.
+    ttft = figures["ttft_p50"]
+    assert ttft["loadgen"] is not None and ttft["estimate"] > 0
+    assert (ttft["low"] is not None) or ttft["intervalReason"]
+    assert generative["requests"]["completed"] >= 8 and generative["requests"]["failed"] == 0
+    assert generative["requests"]["outputTokens"] == 8 * generative["requests"]["completed"]
+    assert generative["validity"] in {"VALID", "INVALID"}
+    cdf = generative["ttftCdf"]
+    assert cdf["count"] == generative["requests"]["completed"]
+    assert cdf["valuesMs"] == sorted(cdf["valuesMs"]) and cdf["fractions"][-1] == 1.0
+    assert {"key": "engine", "value": "transformers"} in generative["settings"]
+
+    row = _csv_row(gen_stack, run_id, tmp_path / "runs.csv")
+    assert float(row["generative.output_tokens_per_s"]) == pytest.approx(
+        figures["output_tokens_per_s"]["estimate"]
+    )
+    assert row["generative.validity"] == generative["validity"]
+    assert "generative.ttft_p50_low" in row and "generative.tpot_p99" in row
+
+    for page in watched_page(browser, gen_stack.api_url):
+        sign_in(page, str(client.token))
+        page.goto(f"/#/evaluations/{created['id']}")
+        section = page.locator('[data-workload="generative"]')
+        expect(section.locator("#generative-figures-title")).to_have_text("Token figures")
+        shown = section.locator('[data-metric="output_tokens_per_s"]')
+        expect(shown).to_contain_text("Output tokens/s")
+        expect(section.locator('[data-setting="engine"]')).to_have_text("transformers")
+        expect(section.locator("#generative-verdict-title")).to_contain_text(generative["validity"])
+        for chart in ("generative-ttft-cdf", "generative-tpot-cdf"):
+            expect(section.locator(f'[data-chart="{chart}"]')).to_have_attribute(
+                "data-rendered", "yes"
+            )
+        expect(page.locator("#headline-title")).to_have_count(0)
