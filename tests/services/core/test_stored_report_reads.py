@@ -32,6 +32,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "services/api/fan_out.py": (1, "the agent section's own settings"),
     "services/analysis/report_rows.py": (1, "the agent section's own settings"),
     "services/analysis/advice.py": (1, "the agent section's own settings"),
+    "services/analysis/priced_rates.py": (2, "an outcome document's agent settings, environment"),
     "services/analysis/systems.py": (1, "the agent section's own settings"),
     "services/core/campaigns/find_peak.py": (1, "a group record's stored request"),
     "services/core/campaigns/accuracy_performance_pair.py": (3, "the pair's roles"),
