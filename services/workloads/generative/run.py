@@ -46,6 +46,12 @@ def load_engine(options: GenerativeOptions) -> tuple[Engine, Any]:
     if options.engine == "openai":
         from services.workloads.generative.openai_engine import OpenAIEngine
 
+        if not options.url:
+            raise ValueError(
+                "url: the openai engine needs the server's url (on the stack, or an agent "
+                "serving one: BENCHSTACK_AGENT_ENDPOINT_URL)"
+            )
+
         client = OpenAIEngine(
             options.url or "",
             options.served_model or options.model,
