@@ -5,9 +5,9 @@
 // come from its own query (Run.generative), so the page's query names no workload.
 
 import { gql } from "/static/js/api.js";
-import { CDF_AXES, SERIES, chartBox, plot } from "/static/js/charts.js";
+import { CDF_AXES, SERIES, chartBox, intervalBars, plot } from "/static/js/charts.js";
 import { h, replace } from "/static/js/dom.js";
-import { DASH, number, when } from "/static/js/format.js";
+import { DASH, latestRun, number, when } from "/static/js/format.js";
 import { notice, verdictBadge } from "/static/js/widgets.js";
 
 const GENERATIVE = `
@@ -140,4 +140,54 @@ function drawCdf(box, cdf, name, bound, index) {
       line: { color: "#b91c1c", dash: "dash", width: 1.5 }, hovertemplate: `bound ${bound} ms<extra></extra>` });
   }
   plot(box, traces, { ...CDF_AXES, xaxis: { title: { text: `${name} (ms)` } }, yaxis: { ...CDF_AXES.yaxis, title: { text: "Requests at or below (%)" } } });
+}
+
+// The compare page's part (views/compare_workloads.js): each evaluation's settings as its
+// run states them (the endpoint, the served model: a fan-out's members differ there), and
+// the token figures side by side with their 95 % intervals and an output tokens/s chart.
+const COMPARED = ["output_tokens_per_s", "requests_per_s", "goodput", "ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50"];
+
+export async function compare(evaluations) {
+  const found = await Promise.all(evaluations.map(async (e) => {
+    const run = latestRun(e);
+    if (!run) return [e, null];
+    const data = await gql(GENERATIVE, { id: e.id });
+    return [e, data.evaluation?.runs?.find((r) => r.id === run.id)?.generative ?? null];
+  }));
+  const settings = new Map();
+  for (const [e, g] of found) {
+    const options = e.workloadOptions ?? {};
+    settings.set(e.id, g ? g.settings.map((s) => [s.label, s.value]) : Object.entries(options).map(([k, v]) => [k, String(v)]));
+  }
+  return { settings, cards: (labelOf) => compareCards(found, labelOf) };
+}
+
+function compareCards(found, labelOf) {
+  const heads = found.map(([e]) => h("th", { scope: "col", "data-id": e.id }, h("a", { href: `#/evaluations/${e.id}` }, labelOf.get(e.id))));
+  const cell = (g, name) => {
+    const f = g?.figures.find((x) => x.name === name);
+    if (!f) return h("td", {}, DASH);
+    return h("td", { class: "num" }, number(f.estimate, 2), " ", h("span", { class: "unit" }, f.unit), h("div", { class: "small muted" }, interval(f)));
+  };
+  const label = (name) => found.map(([, g]) => g?.figures.find((x) => x.name === name)?.label).find(Boolean) ?? name;
+  const rows = [
+    h("tr", { "data-verdict": "validity" }, h("th", { scope: "row" }, "LoadGen validity"), found.map(([, g]) => h("td", {}, verdictBadge(g?.validity, "LoadGen validity")))),
+    h("tr", { "data-verdict": "bounds" }, h("th", { scope: "row" }, "Bounds"), found.map(([, g]) => h("td", {}, g?.bounds ? boundsText(g.bounds) : DASH))),
+    ...COMPARED.map((name) => h("tr", { "data-metric": name }, h("th", { scope: "row" }, label(name)), found.map(([, g]) => cell(g, name)))),
+  ];
+  const chart = chartBox("generative-compare-tokens", "Output tokens/s of each evaluation with its 95 % interval");
+  const tokens = found.map(([, g]) => g?.figures.find((x) => x.name === "output_tokens_per_s") ?? null);
+  const values = tokens.map((f) => f?.estimate ?? null);
+  queueMicrotask(() => plot(chart, [{
+    type: "bar", x: found.map(([e]) => labelOf.get(e.id)), y: values, marker: { color: SERIES[0] },
+    error_y: intervalBars(values, tokens), hovertemplate: "%{x}: %{y:.1f} tokens/s<extra></extra>",
+  }], { yaxis: { title: { text: "Output tokens/s" }, rangemode: "tozero" } }));
+  return [
+    h("section", { class: "card", "aria-labelledby": "generative-compare-title", "data-workload": "generative" },
+      h("h2", { id: "generative-compare-title" }, "Token figures side by side"),
+      h("div", { class: "table-wrap" }, h("table", { class: "compare-table figures-table" },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Figure"), heads)), h("tbody", {}, rows))),
+      h("p", { class: "small muted" }, "Under each figure its 95 % interval (requests resampled for latencies, windows of completions for rates)."),
+      chart),
+  ];
 }

@@ -92,17 +92,32 @@ def _csv_row(stack: EphemeralStack, run_id: str, table: Path) -> dict[str, str]:
     return row
 
 
-def test_a_generative_run_through_the_stack_graphql_csv_and_run_page(
-    gen_stack: EphemeralStack, client: GraphQLClient, browser: Any, tmp_path: Path
-) -> None:
-    from playwright.sync_api import expect
-
-    given = {"model": "resnet18", "framework": "null", "generative": OPTIONS}
+def _measured(client: GraphQLClient, options: dict[str, Any]) -> tuple[str, str]:
+    """(evaluation id, run id) of a generative evaluation submitted and SUCCEEDED."""
+    given = {"model": "resnet18", "framework": "null", "generative": options}
     created = client(SUBMIT, {"input": given})["submitEvaluation"]
     assert created["__typename"] == "Evaluation", created
     evaluation = client.until_final(RESULT, created["id"], timeout_s=180)
     assert evaluation["state"] == "SUCCEEDED", evaluation
-    run_id = evaluation["runs"][0]["id"]
+    return created["id"], evaluation["runs"][0]["id"]
+
+
+@pytest.fixture(scope="module")
+def measured(client: GraphQLClient) -> tuple[str, str]:
+    return _measured(client, OPTIONS)
+
+
+def test_a_generative_run_through_the_stack_graphql_csv_and_run_page(
+    gen_stack: EphemeralStack,
+    client: GraphQLClient,
+    measured: tuple[str, str],
+    browser: Any,
+    tmp_path: Path,
+) -> None:
+    from playwright.sync_api import expect
+
+    created = {"id": measured[0]}
+    run_id = measured[1]
 
     (run,) = client(GENERATIVE, {"id": created["id"]})["evaluation"]["runs"]
     generative = run["generative"]
@@ -142,3 +157,25 @@ def test_a_generative_run_through_the_stack_graphql_csv_and_run_page(
                 "data-rendered", "yes"
             )
         expect(page.locator("#headline-title")).to_have_count(0)
+
+
+def test_two_generative_runs_compared_with_the_differing_setting_marked(
+    gen_stack: EphemeralStack, client: GraphQLClient, measured: tuple[str, str], browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    other, _ = _measured(client, OPTIONS | {"outputTokens": "4"})
+    for page in watched_page(browser, gen_stack.api_url):
+        sign_in(page, str(client.token))
+        page.goto(f"/#/compare?ids={measured[0]},{other}")
+        # The settings its module states, the one that differs marked.
+        differing = page.locator('tr[data-setting="Output tokens"]')
+        expect(differing).to_have_attribute("data-differs", "yes")
+        expect(differing.locator("td")).to_have_text(["8", "4"])
+        expect(page.locator('tr[data-setting="Engine"]')).to_have_attribute("data-differs", "no")
+        # Its own figures card, not LoadGen's, with the intervals' chart drawn.
+        card = page.locator('[data-workload="generative"]')
+        expect(card.locator('tr[data-metric="output_tokens_per_s"] td')).to_have_count(2)
+        chart = card.locator('[data-chart="generative-compare-tokens"]')
+        expect(chart).to_have_attribute("data-rendered", "yes")
+        expect(page.locator("#figures-title")).to_have_count(0)
