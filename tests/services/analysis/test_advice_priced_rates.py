@@ -65,3 +65,17 @@ def test_a_price_declared_now_wins_and_an_unjudged_endpoint_says_why() -> None:
     unjudged = by_url["http://b:8000"]
     assert unjudged.status == "no judged run" and unjudged.cost_per_million is None
     assert unjudged.notes == ["LoadGen INVALID: TTFT constrain not met"]
+
+
+def test_the_cli_table_says_what_a_million_costs() -> None:
+    import io
+
+    from rich.console import Console
+
+    from services.cli.commands.advise import advice_table
+
+    reports = [_generative("judged", 100.0, "VALID", price=3.6, url="http://a:8000")]
+    advice = advise(reports, model="tiny", latency_bound_ms=500.0).to_dict()
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(advice_table(advice))
+    assert "10 out. tok." in out.getvalue()

@@ -284,7 +284,7 @@ query Advice($model: String!, $bound: Float!, $percentile: Float!) {
       model latencyBoundMs percentile cheapest conclusion missing
       systems {
         system machine framework status qps latencyMs runId groupId validity stability
-        pricePerHour costPerMillion notes command
+        pricePerHour costPerMillion costUnit ratePerSecond notes command
       }
     }
     ... on InvalidInput { message field }

@@ -74,7 +74,7 @@ function result(advice) {
       ? h("div", { class: "table-wrap" },
           h("table", { class: "advice-table" },
             h("thead", {}, h("tr", {},
-              ["System", "Status", "QPS", `${pct} ms`, "Verdicts", "Price / h", "Per 1M inferences"].map((t) => h("th", { scope: "col" }, t)))),
+              ["System", "Status", "QPS", `${pct} ms`, "Verdicts", "Price / h", "Cost per million"].map((t) => h("th", { scope: "col" }, t)))),
             h("tbody", {}, advice.systems.map((s) => systemRow(s, advice.cheapest)))))
       : null,
     advice.missing.length
@@ -101,5 +101,6 @@ function systemRow(system, cheapest) {
     h("td", { class: "num" }, system.latencyMs == null ? DASH : number(system.latencyMs, 2)),
     h("td", {}, verdictBadge(system.validity, "LoadGen validity"), " ", verdictBadge(system.stability, "stability")),
     h("td", { class: "num" }, system.pricePerHour == null ? DASH : number(system.pricePerHour, 2)),
-    h("td", { class: "num" }, system.costPerMillion == null ? DASH : number(system.costPerMillion, 4)));
+    h("td", { class: "num", "data-cost-unit": system.costUnit },
+      system.costPerMillion == null ? DASH : `${number(system.costPerMillion, 4)} per 1M ${system.costUnit}`));
 }
