@@ -11,15 +11,19 @@ import csv
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from services.stack.manager import ENTRY_MODULE, ServiceSpec
 from tests.integration.conftest import GraphQLClient, running_stack
 from tests.services.api.web.conftest import watched_page
 from tests.support.ephemeral import EphemeralStack
+from tests.support.streaming_server import streaming_server
 from tests.support.web import sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -179,3 +183,85 @@ def test_two_generative_runs_compared_with_the_differing_setting_marked(
         chart = card.locator('[data-chart="generative-compare-tokens"]')
         expect(chart).to_have_attribute("data-rendered", "yes")
         expect(page.locator("#figures-title")).to_have_count(0)
+
+
+@pytest.fixture(scope="module")
+def endpoint_agents(gen_stack: EphemeralStack, client: GraphQLClient) -> Iterator[list[str]]:
+    """Two more agents (1 and 2 threads), each serving its own OpenAI-compatible endpoint
+    (BENCHSTACK_AGENT_ENDPOINT_URL): the endpoints' urls."""
+    with ExitStack() as servers:
+        urls = [servers.enter_context(streaming_server()).url for _ in range(2)]  # type: ignore[attr-defined]
+        specs = [
+            ServiceSpec(
+                f"endpoint-{n}",
+                [
+                    "env",
+                    f"BENCHSTACK_AGENT_ENDPOINT_URL={url}",
+                    "BENCHSTACK_AGENT_ENDPOINT_MODEL=tiny",
+                    sys.executable,
+                    "-m",
+                    ENTRY_MODULE,
+                    "worker",
+                    "inference",
+                    "--framework",
+                    "null",
+                    "--threads",
+                    str(n),
+                ],
+            )
+            for n, url in ((1, urls[0]), (2, urls[1]))
+        ]
+        extra = gen_stack.start_services(specs, name="endpoints", wait_api=False)
+        try:
+            deadline = time.monotonic() + 60
+            while len(_endpoints(client)) < 2:
+                assert time.monotonic() < deadline, gen_stack.logs()
+                time.sleep(0.3)
+            yield urls
+        finally:
+            extra.stop(grace_s=10)
+
+
+def _endpoints(client: GraphQLClient) -> set[str]:
+    agents = client("{ agents { settings } }")["agents"]
+    return {a["settings"]["endpoint_url"] for a in agents if a["settings"].get("endpoint_url")}
+
+
+SUBMIT_FAN_OUT = """
+mutation($input: SubmitEvaluationInput!) {
+  submitEvaluation(input: $input) {
+    __typename ... on Comparison { id } ... on UserError { message field }
+  }
+}
+"""
+FAN_OUT = """
+query($g: String!) { compare(groupId: $g) { done rows { state workloadSettings workloadFigures } } }
+"""
+
+
+def test_a_fan_out_of_two_endpoints_is_compared_with_the_endpoint_marked(
+    gen_stack: EphemeralStack, client: GraphQLClient, endpoint_agents: list[str], browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    options = {"engine": "openai", "prompts": 2, "inputTokens": "4", "outputTokens": "3",
+               "minDurationS": 0.2, "minQueryCount": 4}  # fmt: skip
+    given = {"model": "resnet18", "framework": "null", "generative": options, "fanOut": True,
+             "constraints": {"require": ["threads>=1"]}}  # fmt: skip
+    fanned = client(SUBMIT_FAN_OUT, {"input": given})["submitEvaluation"]
+    assert fanned["__typename"] == "Comparison", fanned
+    group_id = fanned["id"]
+    deadline = time.monotonic() + 120
+    while not (found := client(FAN_OUT, {"g": group_id})["compare"])["done"]:
+        assert time.monotonic() < deadline, found
+        time.sleep(0.5)
+    assert [r["state"] for r in found["rows"]] == ["SUCCEEDED", "SUCCEEDED"], found
+    urls = {s for r in found["rows"] for s in r["workloadSettings"] if s.startswith("url=")}
+    assert urls == {f"url={u}" for u in endpoint_agents}
+    assert all(r["workloadFigures"][0].startswith("Output tokens/s: ") for r in found["rows"])
+    for page in watched_page(browser, gen_stack.api_url):
+        sign_in(page, str(client.token))
+        page.goto(f"/#/compare?group={group_id}")
+        endpoint = page.locator('tr[data-setting="Endpoint"]')
+        expect(endpoint).to_have_attribute("data-differs", "yes")
+        expect(endpoint.locator("td")).to_have_text(endpoint_agents, ignore_case=False)
