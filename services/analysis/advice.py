@@ -27,14 +27,20 @@ import math
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from services.analysis.priced_rates import priced_reader, rate_systems
 from services.analysis.systems import label_of, system_of
 from services.core.campaigns.find_peak import is_probe
 from services.core.figures import percentile_key
 from services.core.find_peak_search import Probe, judge
 from services.core.shown_figures import host_verdict
-from services.core.stored_report import LoadGenReport, load_loadgen_report
+from services.core.stored_report import (
+    LoadGenReport,
+    OutcomeReport,
+    load_loadgen_report,
+    load_report,
+)
 
 # At most this many stored runs of the model are read (newest first).
 MAX_RUNS = 5000
@@ -63,6 +69,10 @@ class SystemAdvice:
     cost_per_million: float | None = None
     notes: list[str] = field(default_factory=list)
     command: str = ""  # what would measure it, when it lacks a figure
+    # What cost_per_million prices: inferences, or a workload's own unit (output tokens)
+    # at its rate (services/analysis/priced_rates.py).
+    cost_unit: str = "inferences"
+    rate_per_second: float | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +152,12 @@ def advise(
     check_request(latency_bound_ms, percentile)
     systems: dict[tuple[str, str, str], list[LoadGenReport]] = {}
     names: dict[tuple[str, str, str], tuple[str, str, dict[str, Any]]] = {}
-    for report in map(load_loadgen_report, reports):
+    rated: list[OutcomeReport] = []
+    for stored in map(load_report, reports):
+        if priced_reader(stored) is not None:
+            rated.append(cast(OutcomeReport, stored))
+            continue
+        report = load_loadgen_report(stored)
         if (report.mode or "performance") != "performance" or report.performance is None:
             continue
         machine, framework, settings = system_of(report)
@@ -160,8 +175,16 @@ def advise(
         )
         for key, runs in systems.items()
     ]
+    found += [_priced(fields) for fields in rate_systems(rated, prices)]
     found.sort(key=lambda s: (s.status != "meets the bound", -(s.qps or 0.0), s.system))
     return _conclude(model, latency_bound_ms, percentile, found)
+
+
+def _priced(fields: dict[str, Any]) -> SystemAdvice:
+    """A system priced by its workload's own rate (priced_rates.py), its cost added."""
+    price, rate = fields.get("price_per_hour"), fields.get("rate_per_second")
+    cost = cost_per_million(price, rate) if price is not None and rate else None
+    return SystemAdvice(**fields, cost_per_million=cost)
 
 
 def _system(
@@ -262,7 +285,9 @@ def _why_no_peak(usable: list[Probe], passing: list[Probe]) -> str:
 
 def _conclude(model: str, bound: float, pct: float, systems: list[SystemAdvice]) -> Advice:
     meeting = [s for s in systems if s.status == "meets the bound"]
-    priced = [s for s in meeting if s.cost_per_million is not None]
+    # Costs compare only in one unit: that of the fastest system meeting the bound.
+    unit = meeting[0].cost_unit if meeting else "inferences"
+    priced = [s for s in meeting if s.cost_per_million is not None and s.cost_unit == unit]
     unpriced = [s for s in meeting if s.cost_per_million is None]
     cheapest = min(priced, key=lambda s: s.cost_per_million or math.inf, default=None)
     target = f"p{pct:g} <= {bound:g} ms"
@@ -270,8 +295,8 @@ def _conclude(model: str, bound: float, pct: float, systems: list[SystemAdvice])
         conclusion = f"no stored runs of {model}: measure one with `benchstack find-peak`"
     elif cheapest is not None:
         conclusion = (
-            f"cheapest meeting {target}: {cheapest.system}, {cheapest.qps:.1f} QPS at "
-            f"{cheapest.cost_per_million:.4g} per million inferences"
+            f"cheapest meeting {target}: {cheapest.system}, {cheapest.qps or 0.0:.1f} QPS at "
+            f"{cheapest.cost_per_million:.4g} per million {cheapest.cost_unit}"
         )
         if unpriced:
             conclusion += f" ({len(unpriced)} more meet the bound but declare no price)"
@@ -279,7 +304,7 @@ def _conclude(model: str, bound: float, pct: float, systems: list[SystemAdvice])
         fastest = max(meeting, key=lambda s: s.qps or 0.0)
         conclusion = (
             f"no system meeting {target} declares a price (BENCHSTACK_AGENT_PRICE_PER_HOUR); "
-            f"the fastest: {fastest.system}, {fastest.qps:.1f} QPS"
+            f"the fastest: {fastest.system}, {fastest.qps or 0.0:.1f} QPS"
         )
     else:
         conclusion = f"no system has a valid find-peak result for {target}"

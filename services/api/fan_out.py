@@ -77,6 +77,10 @@ class FanOutRow:
     training_settings: list[str] = field(default_factory=list)
     jitter_images_per_second: float | None = None
     mean_step_ms: float | None = None
+    # Any other workload's own (Workload.fan_out_figures): the settings it states
+    # ("engine=openai", ...) and its figures as text with their 95 % intervals.
+    workload_settings: list[str] = field(default_factory=list)
+    workload_figures: list[str] = field(default_factory=list)
 
 
 def _intervals(report: LoadGenReport) -> dict[str, Any]:

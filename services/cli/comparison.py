@@ -36,9 +36,11 @@ def _hardware(row: dict[str, Any]) -> str:
 def _is_training(row: dict[str, Any]) -> bool:
     """A row of a workload that times its own steps (Workload.judged_by_loadgen False: images/s,
     no latencies, the host's state as its verdict); a name this CLI does not know reads as
-    LoadGen's."""
+    LoadGen's. A row with figures of its own (``workloadFigures``: generative's token
+    figures) keeps LoadGen's validity as its verdict."""
     workload = workloads().get(str(row.get("workload") or DEFAULT_WORKLOAD))
-    return workload is not None and not workload.judged_by_loadgen
+    own = bool(row.get("workloadFigures"))
+    return workload is not None and not workload.judged_by_loadgen and not own
 
 
 def _verdict(row: dict[str, Any]) -> str:
@@ -167,7 +169,7 @@ CSV_COLUMNS = (
     "samples_per_second", "samples_per_second_low", "samples_per_second_high",
     "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_low_ms",
     "latency_p99_high_ms", "interval_reason", "workload", "training_settings",
-    "jitter_images_per_second", "mean_step_ms",
+    "jitter_images_per_second", "mean_step_ms", "workload_settings", "workload_figures",
 )  # fmt: skip
 
 
@@ -191,6 +193,8 @@ def write_comparison_csv(comparison: dict[str, Any], path: Path) -> int:
                     row.get("intervalReason") or "", row.get("workload") or "loadgen",
                     ";".join(row.get("trainingSettings") or []),
                     _csv(row.get("jitterImagesPerSecond")), _csv(row.get("meanStepMs")),
+                    ";".join(row.get("workloadSettings") or []),
+                    ";".join(row.get("workloadFigures") or []),
                 ]
             )  # fmt: skip
     return len(comparison["rows"])
@@ -205,14 +209,19 @@ def differing_settings(rows: list[dict[str, Any]]) -> list[str]:
     that states them, in the order the rows state them."""
     values: dict[str, set[str]] = {}
     for row in rows:
-        for pair in row.get("trainingSettings") or []:
+        for pair in _stated(row):
             key, _, value = pair.partition("=")
             values.setdefault(key, set()).add(value)
     return [key for key, seen in values.items() if len(seen) > 1]
 
 
+def _stated(row: dict[str, Any]) -> list[str]:
+    """The "key=value" settings a row states: training's, or another workload's own."""
+    return list(row.get("trainingSettings") or row.get("workloadSettings") or [])
+
+
 def _setting(row: dict[str, Any], keys: list[str]) -> str:
-    stated = dict(pair.partition("=")[::2] for pair in row.get("trainingSettings") or [])
+    stated = dict(pair.partition("=")[::2] for pair in _stated(row))
     return ", ".join(f"{key}={stated.get(key, '—')}" for key in keys) or "the same"
 
 
@@ -244,6 +253,31 @@ def training_table(comparison: dict[str, Any], width: int = PIPED_WIDTH) -> Tabl
     )
 
 
+def workload_table(comparison: dict[str, Any]) -> Table:
+    """A fan-out of a workload with figures of its own (Workload.fan_out_figures'
+    ``workload_figures``, "label: value [low - high]"): the settings that differ, then
+    each of its figures with its 95 % interval, then LoadGen's verdict."""
+    rows = comparison["rows"]
+    differ_keys = differing_settings(rows)
+    labels = [text.partition(": ")[0] for text in rows[0]["workloadFigures"]]
+    table = Table(
+        title=f"comparison {comparison['id']}: {comparison['model']}, {comparison['scenario']}",
+        title_justify="left",
+    )
+    for name in ("agent", "hardware", "settings that differ", *labels, "verdict"):
+        table.add_column(name, justify="right" if name in labels else "left")
+    for row in rows:
+        shown = dict(text.partition(": ")[::2] for text in row.get("workloadFigures") or [])
+        table.add_row(
+            row["agentId"] or row["hostname"],
+            _hardware(row),
+            _setting(row, differ_keys),
+            *(escape(shown.get(label, "—")) for label in labels),
+            _verdict(row),
+        )
+    return table
+
+
 def _is_offline(comparison: dict[str, Any]) -> bool:
     return str(comparison.get("scenario") or "").lower() == "offline"
 
@@ -251,6 +285,8 @@ def _is_offline(comparison: dict[str, Any]) -> bool:
 def comparison_table(comparison: dict[str, Any], width: int = PIPED_WIDTH) -> Table:
     """Rows in the order the agents were matched; the fastest is not reordered to the top,
     so that repeated comparisons line up. ``width``: the console's, which the table fits."""
+    if comparison["rows"] and all(row.get("workloadFigures") for row in comparison["rows"]):
+        return workload_table(comparison)
     if comparison["rows"] and all(_is_training(row) for row in comparison["rows"]):
         return training_table(comparison, width)
     # Offline issues every sample at once: its latencies are places in a queue, not the

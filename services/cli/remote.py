@@ -188,7 +188,8 @@ query Compare($groupId: String!) {
       gpus gpuDriver framework frameworkVersion device threads runId samplesPerSecond
       latencyP50Ms latencyP90Ms latencyP99Ms validity stability overlapped hostBusy
       samplesPerSecondLow samplesPerSecondHigh latencyP99LowMs latencyP99HighMs intervalReason
-      workload trainingSettings jitterImagesPerSecond meanStepMs
+      workload trainingSettings jitterImagesPerSecond meanStepMs workloadSettings
+      workloadFigures
     }
   }
 }

@@ -98,6 +98,25 @@ class AgentRun:
 
 
 @dataclass(frozen=True)
+class PricedRate:
+    """What one stored run of a workload that advice prices by its own rate delivers
+    (``Workload.priced_rate``): advice's cost per million ``unit`` is the machine's price
+    per hour over ``per_second`` x 3600, from the fastest judged run of each system."""
+
+    # e.g. output tokens/s; None: the run gave none.
+    per_second: float | None
+    # What a million of costs: "output tokens".
+    unit: str
+    # The run's requests/s at that rate (advice's QPS).
+    requests_per_second: float | None
+    # What tells its systems apart beyond the machine (engine, served model, endpoint).
+    settings: dict[str, Any]
+    # Empty: advice may quote it (judged, e.g. VALID against its own latency bounds);
+    # else why not, in words.
+    unjudged: str = ""
+
+
+@dataclass(frozen=True)
 class Workload:
     """What one kind of measurement declares; see the module's docstring."""
 
@@ -145,6 +164,10 @@ class Workload:
     # services/core/report_section.ReportSection, which `benchstack show`'s table, the
     # shared HTML report and its CSV columns render for its runs; None: LoadGen's report.
     report_section: str | None = None
+    # "module:function": (its stored outcome document) -> PricedRate: `advise` prices its
+    # runs by that rate (cost per million output tokens); None: advice reads LoadGen's
+    # find-peak probes (cost per million inferences).
+    priced_rate: str | None = None
     # Its section of the web UI's run page: "package:path" of a JS module inside its folder
     # (e.g. "services.workloads.training:web/view.js"), served by the API at
     # /workloads/<name>/view.js; the page calls its ``sections(evaluation, run, page)``.

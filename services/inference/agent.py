@@ -42,6 +42,10 @@ class Agent:
     price_per_hour: float | None = None
     # The machine advice files its runs under (BENCHSTACK_AGENT_MACHINE); "": host/queue.
     machine: str = ""
+    # The OpenAI-compatible endpoint it serves (BENCHSTACK_AGENT_ENDPOINT_URL, _MODEL);
+    # "": none. Generative runs on it measure this endpoint when they name none.
+    endpoint_url: str = ""
+    endpoint_model: str = ""
     hostname: str = field(default_factory=platform.node)
     heartbeat_s: float = 10.0
     _heartbeat: Heartbeat = field(init=False)
@@ -86,6 +90,10 @@ class Agent:
             settings["price_per_hour"] = self.price_per_hour
         if self.machine:
             settings["machine"] = self.machine
+        if self.endpoint_url:
+            settings["endpoint_url"] = self.endpoint_url
+        if self.endpoint_model:
+            settings["endpoint_model"] = self.endpoint_model
         return settings
 
     def agent_id(self, framework: str) -> str:

@@ -121,6 +121,8 @@ def _start_agent(
         threads=threads,
         price_per_hour=settings.agent_price_per_hour,
         machine=settings.agent_machine,
+        endpoint_url=settings.agent_endpoint_url,
+        endpoint_model=settings.agent_endpoint_model,
         heartbeat_s=settings.agent_heartbeat_seconds,
     )
     identity = worker_context.AgentIdentity(

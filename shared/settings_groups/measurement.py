@@ -47,6 +47,11 @@ class MeasurementSettings(BaseSettings):
     # queue of its agent id. Set it where a host name changes at every restart (pods of a
     # Deployment) or to tell apart agents that share a host. Letters, digits, ".-_:/".
     agent_machine: str = Field(default="", max_length=200, pattern=r"^[A-Za-z0-9._:/-]*$")
+    # The OpenAI-compatible endpoint this agent serves (vLLM, SGLang, ...): its base URL and
+    # the model's name there. Recorded in the agent's settings; a generative evaluation
+    # with the openai engine that names no url (or no served model) measures these.
+    agent_endpoint_url: str = Field(default="", max_length=1000, pattern=r"^(https?://\S+)?$")
+    agent_endpoint_model: str = Field(default="", max_length=1000)
 
     @property
     def model_cache_bytes(self) -> int:

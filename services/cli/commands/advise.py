@@ -27,7 +27,7 @@ query Advice($model: String!, $bound: Float!, $percentile: Float!) {
       model latencyBoundMs percentile cheapest conclusion missing
       systems {
         system machine framework settings status qps latencyMs runId groupId validity
-        stability pricePerHour costPerMillion notes command
+        stability pricePerHour costPerMillion costUnit notes command
       }
     }
     ... on InvalidInput { message field }
@@ -77,13 +77,23 @@ def local_advice(model: str, bound: float, percentile: float) -> dict[str, Any]:
     ).to_dict()
 
 
+def _unit(system: dict[str, Any]) -> str:
+    """What a million of costs: inferences, or a workload's own unit (output tokens)."""
+    if system.get("cost_per_million") is None:
+        return ""
+    unit = str(system.get("cost_unit") or "inferences")
+    return (
+        " inf." if unit == "inferences" else " out. tok." if unit == "output tokens" else f" {unit}"
+    )
+
+
 def advice_table(advice: dict[str, Any]) -> Table:
     pct = f"p{advice['percentile']:g}"
     table = Table(
         title=f"advice for {advice['model']}: {pct} <= {advice['latency_bound_ms']:g} ms",
         title_justify="left",
     )
-    for name in ("system", "status", "QPS", f"{pct} ms", "verdicts", "price/h", "per 1M inf."):
+    for name in ("system", "status", "QPS", f"{pct} ms", "verdicts", "price/h", "per 1M"):
         # Figures keep one line at a narrow console; names and run ids wrap, never cut.
         words = name in {"system", "status", "verdicts"}
         justify: Justify = "left" if words else "right"
@@ -99,7 +109,7 @@ def advice_table(advice: dict[str, Any]) -> Table:
             f"{s['validity']} {s['stability']}"
             + (f" run {s['run_id'][:8]}" if s["run_id"] else ""),
             figure(s["price_per_hour"], ".4g"),
-            figure(s["cost_per_million"], ".4g"),
+            figure(s["cost_per_million"], ".4g") + _unit(s),
         )
     return table
 

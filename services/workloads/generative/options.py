@@ -64,8 +64,10 @@ class GenerativeOptions(BaseModel):
         parse_length("output_tokens", self.output_tokens, OUTPUT_RANGE)
         if self.prompts_file and self.conversations_file:
             raise ValueError("prompts_file: give it or conversations_file, not both")
-        if (self.engine == "openai") != (self.url is not None):
-            raise ValueError("url: the openai engine needs the server's url; no other takes one")
+        # The openai engine without a url measures the endpoint its agent serves
+        # (BENCHSTACK_AGENT_ENDPOINT_URL, stack_run.py); run.load_engine refuses it elsewhere.
+        if self.engine != "openai" and self.url is not None:
+            raise ValueError("url: only the openai engine takes a server's url")
         if self.max_duration_s is not None and self.max_duration_s < self.min_duration_s:
             raise ValueError("max_duration_s: must be at least min_duration_s")
         given = [self.bounds, self.ttft_ms, self.tpot_ms, self.percentile]

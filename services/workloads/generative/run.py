@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from services.workloads.generative.distributions import run_distributions
 from services.workloads.generative.engine import Engine, GenerationRequest
 from services.workloads.generative.figures import figures_document, request_counts, run_figures
 from services.workloads.generative.lengths import INPUT_RANGE, OUTPUT_RANGE, parse_length
@@ -44,6 +45,12 @@ def load_engine(options: GenerativeOptions) -> tuple[Engine, Any]:
     """The engine the options name, and the tokenizer its prompts are made with."""
     if options.engine == "openai":
         from services.workloads.generative.openai_engine import OpenAIEngine
+
+        if not options.url:
+            raise ValueError(
+                "url: the openai engine needs the server's url (on the stack, or an agent "
+                "serving one: BENCHSTACK_AGENT_ENDPOINT_URL)"
+            )
 
         client = OpenAIEngine(
             options.url or "",
@@ -118,5 +125,6 @@ def measure_loaded(
         "requests": request_counts(outcome.records),
         "stability": stability.to_dict(),
         **figures_document(figures),
+        "distributions": run_distributions(outcome.records),
         "loadgen_summary": outcome.logs.get(LOG_FILES[0], ""),
     }

@@ -75,7 +75,7 @@ def test_the_refusals_name_the_kinds_as_before() -> None:
     problem = one_evaluation_problem(training, "repeats run one model")
     assert isinstance(problem, Rejection)
     assert problem.message == (
-        "evaluation: repeats run one model; fanOut, bricks, training and workloadOptions "
+        "evaluation: repeats run one model; fanOut, bricks, generative and training "
         "are not accepted"
     )
     found = submit_find_peak(
@@ -87,8 +87,8 @@ def test_the_refusals_name_the_kinds_as_before() -> None:
         search=SearchSettings(latency_bound_ms=10.0),
     )
     assert isinstance(found, Rejection) and found.message == (
-        "evaluation: find-peak searches one model on one agent; fanOut, bricks, training and "
-        "workloadOptions are not accepted"
+        "evaluation: find-peak searches one model on one agent; fanOut, bricks, generative and "
+        "training are not accepted"
     )
     scaling = submit_training_scaling(
         None,
@@ -99,8 +99,8 @@ def test_the_refusals_name_the_kinds_as_before() -> None:
         world_sizes=[1, 2],  # type: ignore[arg-type]
     )
     assert isinstance(scaling, Rejection) and scaling.message == (
-        "evaluation: scaling runs a training evaluation (give training options); bricks and "
-        "fanOut are not accepted"
+        "evaluation: scaling runs a training evaluation (give training options); bricks, "
+        "generative and fanOut are not accepted"
     )
     assert one_evaluation_problem(SubmitRequest(), "repeats run one model") is None
 

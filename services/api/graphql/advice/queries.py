@@ -44,6 +44,10 @@ class SystemAdviceType:
     cost_per_million: float | None
     notes: list[str]
     command: str
+    # What cost_per_million prices ("inferences", "output tokens") and, for a workload
+    # priced by its own rate, that rate per second.
+    cost_unit: str
+    rate_per_second: float | None
 
     @classmethod
     def from_advice(cls, item: SystemAdvice) -> SystemAdviceType:

@@ -286,7 +286,7 @@ query Advice($model: String!, $bound: Float!, $percentile: Float!) {
       model latencyBoundMs percentile cheapest conclusion missing
       systems {
         system machine framework status qps latencyMs runId groupId validity stability busy busyNote
-        pricePerHour costPerMillion notes command
+        pricePerHour costPerMillion costUnit ratePerSecond notes command
       }
     }
     ... on InvalidInput { message field }

@@ -70,7 +70,7 @@ function result(advice) {
       ? h("div", { class: "table-wrap" },
           h("table", { class: "advice-table" },
             h("thead", {}, h("tr", {},
-              ["System", "Status", "QPS", `${pct} ms`, "Verdicts", "Price / h", "Per 1M inferences"].map((t) => h("th", { scope: "col" }, t)))),
+              ["System", "Status", "QPS", `${pct} ms`, "Verdicts", "Price / h", "Cost per million"].map((t) => h("th", { scope: "col" }, t)))),
             h("tbody", {}, advice.systems.map((s) => systemRow(s, advice.cheapest)))))
       : null,
     advice.missing.length
@@ -99,5 +99,6 @@ function systemRow(system, cheapest) {
       // The peak's host verdict, as every figure carries it (services/core/shown_figures.py).
       system.busy ? [" ", h("span", { class: "badge tone-bad", "data-busy": "", title: `host busy: ${system.busyNote}` }, "BUSY")] : null),
     h("td", { class: "num" }, system.pricePerHour == null ? DASH : number(system.pricePerHour, 2)),
-    h("td", { class: "num" }, system.costPerMillion == null ? DASH : number(system.costPerMillion, 4)));
+    h("td", { class: "num", "data-cost-unit": system.costUnit },
+      system.costPerMillion == null ? DASH : `${number(system.costPerMillion, 4)} per 1M ${system.costUnit}`));
 }

@@ -12,6 +12,7 @@ import {
 import { busyBadge, busyOf, figureCell, shownFigure } from "../figures.js";
 import { COMPARED, GROUP, LATENCY_POINTS } from "../queries.js";
 import { backToList, notice, openView, stateBadge, verdictBadge } from "../widgets.js";
+import { workloadComparisons } from "./compare_workloads.js";
 import { hostBadge, imagesInterval, isTraining, trainingSettings } from "./training.js";
 
 export const MAX_COMPARED = 8;
@@ -86,18 +87,26 @@ async function refresh(body, signal, ids, notes, drawn, late) {
     return;
   }
   const state = JSON.stringify(evaluations);
-  if (state !== drawn) render(body, evaluations, shown);
+  let own = { settings: new Map(), makers: [], ids: new Set() };
+  let noted = shown;
+  try {
+    own = await workloadComparisons(evaluations);
+  } catch (err) {
+    noted = [...shown, `A workload's comparison did not load: ${err.message}`];
+  }
+  if (signal.aborted) return;
+  if (state !== drawn) render(body, evaluations, noted, own);
   const running = !evaluations.every((e) => isFinal(e.state));
-  if (running || (figuresPending(evaluations) && late < LATE_FIGURE_POLLS)) {
+  if (running || (figuresPending(evaluations, own) && late < LATE_FIGURE_POLLS)) {
     const next = running ? late : late + 1;
     setTimeout(() => signal.aborted || refresh(body, signal, ids, notes, state, next), POLL_MS);
   }
 }
 
 // Whether a succeeded evaluation lacks its run, or (timed, not training) its latency sample.
-function figuresPending(evaluations) {
+function figuresPending(evaluations, own) {
   return evaluations.some((e) => {
-    if (e.state !== "SUCCEEDED") return false;
+    if (e.state !== "SUCCEEDED" || own.ids.has(e.id)) return false;
     const run = latestRun(e);
     if (!run) return true;
     return !isTraining(e, run) && !isOffline(e) && !run.latencySample?.totalCount;
@@ -127,8 +136,9 @@ async function wantedIds(params, notes) {
 }
 
 // Every setting a reader may want to line up, as text (missing: "—").
-function settingsOf(e) {
+function settingsOf(e, own) {
   const run = latestRun(e);
+  if (own.settings.has(e.id)) return workloadSettingsOf(e, run, own.settings.get(e.id));
   if (isTraining(e, run)) return trainingSettingsOf(e, run);
   const pairs = [
     ["Model", `${e.modelName} ${e.modelVersion}`],
@@ -165,13 +175,23 @@ function trainingSettingsOf(e, run) {
   return new Map(pairs.map(([k, v]) => [k, v ?? DASH]));
 }
 
+// A workload's own (compare_workloads.js): what its module says it ran with.
+function workloadSettingsOf(e, run, pairs) {
+  return new Map([
+    ["Model", `${e.modelName} ${e.modelVersion}`],
+    ["Workload", e.workload],
+    ...pairs,
+    ["Agent", e.agentId ?? DASH],
+  ].map(([k, v]) => [k, v ?? DASH]));
+}
+
 function appliedThreads(run) {
   const threads = run?.settings?.backend_options?.intra_op_threads;
   return threads ? String(threads) : DASH;
 }
 
-function render(body, evaluations, notes) {
-  const settings = evaluations.map(settingsOf);
+function render(body, evaluations, notes, own) {
+  const settings = evaluations.map((e) => settingsOf(e, own));
   const keys = [...new Set(settings.flatMap((s) => [...s.keys()]))];
   const differs = new Set(keys.filter((k) => new Set(settings.map((s) => s.get(k) ?? DASH)).size > 1));
   // A column's name: its short id and the differing settings that tell it apart (the agent
@@ -191,7 +211,8 @@ function render(body, evaluations, notes) {
     ...(evaluations.some((e) => isTraining(e, latestRun(e)))
       ? [trainingFiguresCard(evaluations, labels), trainingChartsCard(evaluations, labels)]
       : []),
-    ...(evaluations.some((e) => !isTraining(e, latestRun(e)))
+    ...own.makers.flatMap((cards) => cards(new Map(evaluations.map((e, i) => [e.id, labels[i]])))),
+    ...(evaluations.some((e) => !isTraining(e, latestRun(e)) && !own.ids.has(e.id))
       ? [figuresCard(evaluations, labels), chartsCard(evaluations, labels)]
       : []));
 }
