@@ -34,10 +34,8 @@ from services.cli.progress import ProgressBars
 from services.cli.render import output_console, print_report, spread_table
 from services.core.campaigns.repeats import RepeatsSummary
 from services.core.stored_report import load_loadgen_report
-from services.embedded import bench as embedded
 from services.embedded.interrupt import EXIT_INTERRUPTED, interrupted_message
 from services.inference.profiling.trace_events import TRACE_FILE
-from shared.settings import get_settings
 
 # The options only bench has; those it shares with sweep and find-peak are in bench_options.
 SCENARIO = typer.Option(
@@ -94,9 +92,9 @@ def bench(
     """Benchmark a model on this machine under an MLPerf scenario (embedded mode)."""
     if submission and repeats > 1:
         fail(["--submission: runs one accuracy and one performance pass; drop --repeats"])
-    request = BenchOptions.from_params(locals()).request()
+    options = BenchOptions.from_params(locals())
     stderr = Console(stderr=True)
-    results, summary = _run(request, stderr, submission=submission, repeats=repeats)
+    results, summary = _run(options, stderr, submission=submission, repeats=repeats)
     reports = list(results.values()) if isinstance(results, dict) else results
     try:
         if as_json:
@@ -117,22 +115,20 @@ def bench(
 
 
 def _run(
-    request: embedded.BenchRequest, stderr: Console, *, submission: bool, repeats: int
+    options: BenchOptions, stderr: Console, *, submission: bool, repeats: int
 ) -> tuple[dict[str, dict[str, Any]] | list[dict[str, Any]], RepeatsSummary | None]:
     """The reports of the runs asked for (a submission's by mode, else one per repeat)
     and the repeats' summary (None for one run or a submission)."""
-    settings = get_settings()
+    request, run_with = options.runner()
     try:
         with user_errors(), ProgressBars(stderr) as hooks:
+            run = run_with(hooks)
             if submission:
                 # --mode's default is performance: given otherwise, the pair refuses it.
-                passes, _ = run_pair(
-                    request,
-                    lambda r: embedded.run_bench(r, settings, hooks),
-                    mode_given=request.scenario.mode != "performance",
-                )
+                mode_given = options.mode != "performance"
+                passes, _ = run_pair(request, run, mode_given=mode_given)
                 return passes, None
-            return run_repeats(request, repeats, lambda r: embedded.run_bench(r, settings, hooks))
+            return run_repeats(request, repeats, run)
     except KeyboardInterrupt:
         # Ctrl-C outside the measurement and the storing (preparing data, loading); during
         # them, services/embedded/interrupt.py ends the process with the same words and code.

@@ -29,8 +29,6 @@ from services.cli.progress import ProgressBars
 from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
 from services.core.stored_report import load_loadgen_report
-from services.embedded import bench as embedded
-from shared.settings import get_settings
 
 
 def peak_table(result: PeakResult) -> Table:
@@ -100,12 +98,11 @@ def find_peak_command(
     judge; otherwise "no valid peak", why, and the settings that would give one (exit 1)."""
     # The latency bound is the search's, not a Server setting of each probe.
     options = BenchOptions.from_params(locals(), leave_out=("latency_bound_ms",), scenario="server")
-    request = options.request()
-    settings = get_settings()
+    request, run_with = options.runner()
     with user_errors(), ProgressBars(Console(stderr=True)) as hooks:
         result, estimate = find_peak(
             request,
-            lambda r: embedded.run_bench(r, settings, hooks),
+            run_with(hooks),
             SearchSettings(latency_bound_ms, percentile, tolerance, max_probes, start_qps),
             warn=lambda line: Console(stderr=True).print(
                 f"[yellow]warning:[/] {line}", soft_wrap=True

@@ -31,7 +31,6 @@ from services.cli.errors import fail, user_errors
 from services.cli.progress import ProgressBars
 from services.cli.render import output_console
 from services.core.campaigns.sweep import Curve, CurvePoint
-from services.embedded import bench as embedded
 from shared.settings import get_settings
 from shared.storage import make_store
 
@@ -141,15 +140,14 @@ def sweep(
     option_name = "--" + parameter.replace("_", "-").replace("batch-size", "batch-sizes")
     # --target-qps and --samples-per-query are here the values swept, not one setting.
     swept = ("target_qps", "samples_per_query")
-    request = BenchOptions.from_params(locals(), leave_out=swept).request()
+    request, run_with = BenchOptions.from_params(locals(), leave_out=swept).runner()
     settings = get_settings()
     console = output_console()
     with user_errors():
         assert text is not None
         values = parse_values(text, option_name)
         with ProgressBars(Console(stderr=True)) as hooks:
-            run = lambda r: embedded.run_bench(r, settings, hooks)  # noqa: E731
-            curve = run_sweep(request, parameter, values, run, option_name)
+            curve = run_sweep(request, parameter, values, run_with(hooks), option_name)
         # The curve itself is stored beside the runs, so it can be shown again as one object.
         stored = json.dumps(curve.to_dict(), indent=2).encode()
         make_store(settings).put_bytes(f"sweeps/{curve.id}.json", stored)

@@ -21,7 +21,7 @@ from services.api.campaigns.training_scaling.group import (
 from services.api.campaigns.training_scaling.types import TrainingScalingType
 from services.api.group_steps import group_steps
 from services.api.rejections import Rejection
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.campaigns.training_scaling import ScalingRequest, run_training_scaling
 from services.core.campaigns.group import InvalidCampaign
 from services.tasks import inference
@@ -97,7 +97,7 @@ def test_a_training_scaling_stores_one_record_shape_and_the_same_points(outbox: 
     with runtime.db() as session:
         owner = get_or_create_user(session, "both-launchers")
         session.flush()
-        base = SubmitRequest(
+        base = Submission(
             model="resnet18", framework="torch", batch_size=2, workloads=(("training", OPTIONS),)
         )
         result = submit_training_scaling(
@@ -147,7 +147,7 @@ def test_world_sizes_out_of_bounds_are_refused_alike(outbox: Outbox) -> None:
     with runtime.db() as session:
         owner = get_or_create_user(session, "both-launchers")
         session.flush()
-        base = SubmitRequest(model="resnet18", framework="torch", workloads=(("training", {}),))
+        base = Submission(model="resnet18", framework="torch", workloads=(("training", {}),))
         refused = submit_training_scaling(
             session, runtime.settings(), outbox, owner_id=owner.id, base=base, world_sizes=[1, 17]
         )
