@@ -111,9 +111,9 @@ class BenchOptions:
         names = {f.name for f in fields(cls)} - set(leave_out)
         return cls(**({k: v for k, v in params.items() if k in names} | fixed))
 
-    def request(self) -> tuple[RunRequest, Local]:
-        """The request, checked as the stack checks a submission, and the local choices;
-        a bad option exits with its name and what it accepts."""
+    def request(self) -> RunRequest:
+        """The request, checked as the stack checks a submission; a bad option exits with
+        its name and what it accepts."""
         preprocessing = parse_fidelity(self.preprocessing, field="--preprocessing")
         try:
             trace_level = parse_trace_level(self.trace_level, field="--trace-level")
@@ -140,13 +140,16 @@ class BenchOptions:
             checked(request, get_settings(), spell=option_name)
         except ValueError as exc:
             fail([str(exc)])
-        return request, Local(workers=self.workers, profile_iterations=self.profile_iterations)
+        return request
+
+    def local(self) -> Local:
+        """The choices the embedded launcher makes here (a stack's agent makes its own)."""
+        return Local(workers=self.workers, profile_iterations=self.profile_iterations)
 
     def runner(self) -> tuple[RunRequest, Callable[[Progress], RunFn]]:
         """The checked request, and what runs it (or a campaign's member made from it)
         here and stores it, given the progress to show: bench, sweep and find-peak's set-up."""
-        request, local = self.request()
-        settings = get_settings()
+        request, local, settings = self.request(), self.local(), get_settings()
 
         def run_with(progress: Progress) -> RunFn:
             return lambda r: run_bench(r, settings, progress, local)
