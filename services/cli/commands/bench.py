@@ -11,27 +11,19 @@ from rich.console import Console
 
 from services.campaigns.drive import run_pair, run_repeats
 from services.cli.bench_options import (
-    AS_JSON,
-    DATASET,
-    DEVICE,
     DURATION,
-    FRAMEWORK,
     MODEL,
-    OPTION,
     PREPROCESSING,
     PROFILE,
     PROFILE_ITERATIONS,
-    SAMPLES,
-    SEED,
-    THREADS,
     TRACE_LEVEL,
-    WORKERS,
     BenchOptions,
 )
 from services.cli.errors import fail, user_errors
 from services.cli.profile_render import print_profile
 from services.cli.progress import ProgressBars
 from services.cli.render import output_console, print_report, spread_table
+from services.cli.run_options import takes_run_options
 from services.core.campaigns.repeats import RepeatsSummary
 from services.core.stored_report import load_loadgen_report
 from services.embedded.interrupt import EXIT_INTERRUPTED, interrupted_message
@@ -60,15 +52,13 @@ SUBMISSION = typer.Option(
 )
 
 
+@takes_run_options
 def bench(
     model: str = MODEL,
-    framework: str | None = FRAMEWORK,
     scenario: str = SCENARIO,
     mode: str = MODE,
     profile: str = PROFILE,
     batch_size: int = BATCH_SIZE,
-    dataset: str = DATASET,
-    samples: int | None = SAMPLES,
     duration: float | None = DURATION,
     max_duration: float | None = MAX_DURATION,
     min_queries: int | None = MIN_QUERIES,
@@ -77,27 +67,23 @@ def bench(
     latency_bound_ms: float | None = LATENCY_BOUND_MS,
     latency_percentile: float | None = LATENCY_PERCENTILE,
     samples_per_query: int = SAMPLES_PER_QUERY,
-    seed: int = SEED,
-    device: str = DEVICE,
-    threads: int = THREADS,
-    workers: int = WORKERS,
-    option: list[str] = OPTION,
     repeats: int = REPEATS,
     submission: bool = SUBMISSION,
-    as_json: bool = AS_JSON,
     trace_level: str = TRACE_LEVEL,
     profile_iterations: int = PROFILE_ITERATIONS,
     preprocessing: str | None = PREPROCESSING,
+    *,
+    run_options: dict[str, Any],
 ) -> None:
     """Benchmark a model on this machine under an MLPerf scenario (embedded mode)."""
     if submission and repeats > 1:
         fail(["--submission: runs one accuracy and one performance pass; drop --repeats"])
-    options = BenchOptions.from_params(locals())
+    options = BenchOptions.from_params(locals() | run_options)
     stderr = Console(stderr=True)
     results, summary = _run(options, stderr, submission=submission, repeats=repeats)
     reports = list(results.values()) if isinstance(results, dict) else results
     try:
-        if as_json:
+        if run_options["as_json"]:
             _write_json(results, reports, summary)
         else:
             _print_reports(reports, submission=submission, summary=summary)

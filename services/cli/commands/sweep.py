@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -12,24 +13,16 @@ from rich.table import Table
 
 from services.campaigns.drive import run_sweep
 from services.cli.bench_options import (
-    AS_JSON,
-    DATASET,
-    DEVICE,
     DURATION,
-    FRAMEWORK,
     MODEL,
-    OPTION,
     PREPROCESSING,
     PROFILE,
-    SAMPLES,
-    SEED,
-    THREADS,
-    WORKERS,
     BenchOptions,
 )
 from services.cli.errors import fail, user_errors
 from services.cli.progress import ProgressBars
 from services.cli.render import output_console
+from services.cli.run_options import takes_run_options
 from services.core.campaigns.sweep import Curve, CurvePoint
 from shared.settings import get_settings
 from shared.storage import make_store
@@ -105,6 +98,7 @@ def parse_values(text: str, option: str) -> list[float]:
     return values
 
 
+@takes_run_options
 def sweep(
     model: str = MODEL,
     batch_sizes: str | None = typer.Option(None, help="Batch sizes, e.g. 1,2,4,8,16."),
@@ -114,18 +108,11 @@ def sweep(
     ),
     scenario: str = typer.Option("offline", "--scenario", "-s"),
     batch_size: int = typer.Option(1, "--batch-size", "-b", min=1, help="When not swept."),
-    framework: str | None = FRAMEWORK,
     profile: str = PROFILE,
-    dataset: str = DATASET,
-    samples: int | None = SAMPLES,
     duration: float | None = DURATION,
-    seed: int = SEED,
-    device: str = DEVICE,
-    threads: int = THREADS,
-    workers: int = WORKERS,
-    option: list[str] = OPTION,
-    as_json: bool = AS_JSON,
     preprocessing: str | None = PREPROCESSING,
+    *,
+    run_options: dict[str, Any],
 ) -> None:
     """Run one benchmark per value of one setting; print and store the curve."""
     given = {
@@ -140,7 +127,7 @@ def sweep(
     option_name = "--" + parameter.replace("_", "-").replace("batch-size", "batch-sizes")
     # --target-qps and --samples-per-query are here the values swept, not one setting.
     swept = ("target_qps", "samples_per_query")
-    request, run_with = BenchOptions.from_params(locals(), leave_out=swept).runner()
+    request, run_with = BenchOptions.from_params(locals() | run_options, leave_out=swept).runner()
     settings = get_settings()
     console = output_console()
     with user_errors():
@@ -151,7 +138,7 @@ def sweep(
         # The curve itself is stored beside the runs, so it can be shown again as one object.
         stored = json.dumps(curve.to_dict(), indent=2).encode()
         make_store(settings).put_bytes(f"sweeps/{curve.id}.json", stored)
-    if as_json:
+    if run_options["as_json"]:
         sys.stdout.write(json.dumps(curve.to_dict(), indent=2) + "\n")
         return
     console.print(curve_table(curve))
