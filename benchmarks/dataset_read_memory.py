@@ -28,7 +28,7 @@ import io, json, sys
 from pathlib import Path
 import pytest
 from PIL import Image
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.tasks import scheduler as scheduler_tasks
 from shared.settings import get_settings
 from tests.support.pipeline import evaluation_row, outbox_fixture, submit_request
@@ -44,7 +44,7 @@ with (folder / "zz-huge.jpg").open("wb") as huge:
     huge.truncate(size)
 boxes = outbox_fixture(data_dir, pytest.MonkeyPatch())
 next(boxes)
-request = SubmitRequest(
+request = Submission(
     model="resnet18", framework="null", settings={"minDurationS": 0.2}, dataset="photos",
     samples=16,
 )

@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from services.core.catalogue import resolve_model
+from services.core.request import RunRequest
 from services.core.scenario import ScenarioConfig
 from services.core.stored_report import load_loadgen_report
-from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backend_interface import BackendOptions
+from services.embedded.bench import run_bench
 from services.inference.backends.convert import convert_to_onnx
 from shared.settings import Settings
 from tests.support.kserve_server import KServeServer, ServedModel, ensure_venv
@@ -65,13 +65,14 @@ def main() -> None:
             rows = []
             for label, model, framework, extra in variants:
                 report = run_bench(
-                    BenchRequest(
+                    RunRequest(
                         model=model,
                         framework=framework,
-                        scenario=scenario,
+                        scenario=scenario.scenario,
+                        settings=scenario.model_dump(exclude_none=True, exclude={"scenario"}),
                         batch_size=args.batch_size,
                         samples=args.samples,
-                        backend_options=BackendOptions(extra=extra),
+                        backend_options=extra,
                     ),
                     settings,
                 )

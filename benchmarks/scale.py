@@ -114,8 +114,8 @@ def percentile(values: list[float], share: float) -> float:
 def template_measurement(work: Path) -> Path:
     """One real null-backend LoadGen run (embedded, its own SQLite file and folder): the
     measurement the simulated agents replay."""
-    from services.core.scenario import ScenarioConfig
-    from services.embedded.bench import BenchRequest, run_bench
+    from services.core.request import RunRequest
+    from services.embedded.bench import run_bench
     from shared.settings import Settings
 
     settings = Settings(
@@ -124,11 +124,8 @@ def template_measurement(work: Path) -> Path:
         s3_endpoint="",
         host_slot_dir=work / "template-host",
     )
-    request = BenchRequest(
-        model="resnet18",
-        framework="null",
-        scenario=ScenarioConfig(min_duration_s=0.05),
-        samples=8,
+    request = RunRequest(
+        model="resnet18", framework="null", settings={"min_duration_s": 0.05}, samples=8
     )
     report = run_bench(request, settings)
     prefix = load_loadgen_report(report).log_prefix

@@ -39,9 +39,10 @@ from typing import Any
 from services.core.catalogue import resolve_model
 from services.core.figures import latency_ms
 from services.core.loadgen_logs import parse_summary
+from services.core.request import RunRequest
 from services.core.scenario import ScenarioConfig
 from services.core.stored_report import load_loadgen_report
-from services.embedded.bench import BenchRequest, run_bench
+from services.embedded.bench import run_bench
 from services.inference.backend_interface import BackendOptions
 from services.inference.backends.registry import create_backend
 from services.inference.loadgen.timer_slack import precise_sleeps
@@ -62,12 +63,13 @@ class Figure:
 
 
 def run(framework: str, model: str, scenario: ScenarioConfig, threads: int) -> dict[str, Any]:
-    request = BenchRequest(
+    request = RunRequest(
         model=model,
         framework=framework,
-        scenario=scenario,
+        scenario=scenario.scenario,
+        settings=scenario.model_dump(exclude_none=True, exclude={"scenario"}),
         batch_size=1,
-        backend_options=BackendOptions(intra_op_threads=threads),
+        threads=threads or None,
     )
     return run_bench(request, get_settings())
 

@@ -38,7 +38,7 @@ from services.api.submission_checks import (
     scenario_config,
     workload_choice,
 )
-from services.api.submission_request import FanOut, SubmitRequest
+from services.api.submission_request import FanOut, Submission
 from services.api.submission_targets import (
     constraint_texts,
     gang_of,
@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 
 
 def _resolve_manifest(
-    session: Session, settings: Settings, request: SubmitRequest, *, viewer_id: int
+    session: Session, settings: Settings, request: Submission, *, viewer_id: int
 ) -> ModelManifest | Rejection:
     if request.manifest_yaml:
         try:
@@ -127,7 +127,7 @@ def submit(
     publish: Publisher,
     *,
     owner_id: int,
-    request: SubmitRequest,
+    request: Submission,
     raise_unpublished: bool = False,
 ) -> Evaluation | FanOut | Rejection:
     """Validate, store the evaluation(s) as QUEUED and ask the scheduler to plan them.
@@ -194,7 +194,7 @@ def submit(
 
 
 def _accept(
-    session: Session, settings: Settings, request: SubmitRequest, owner_id: int
+    session: Session, settings: Settings, request: Submission, owner_id: int
 ) -> _Accepted | Rejection:
     """Every check of a request, in the order a client is told of them."""
     manifest = _resolve_manifest(session, settings, request, viewer_id=owner_id)
@@ -223,7 +223,7 @@ def _accept(
     )
     if isinstance(dataset, Rejection):
         return dataset
-    scenario = scenario_config(request.scenario, request.settings)
+    scenario = scenario_config(request)
     if isinstance(scenario, Rejection):
         return scenario
     too_long = run_cap_problem(scenario, settings.max_run_seconds)
@@ -252,7 +252,7 @@ def _accept(
 
 
 def _evaluation(
-    request: SubmitRequest,
+    request: Submission,
     accepted: _Accepted,
     owner_id: int,
     pin: list[str],

@@ -10,53 +10,49 @@ from pydantic import ValidationError
 
 from services.api.bounds import OutOfBounds, settings_bounds_problem
 from services.api.rejections import Rejection, RejectionKind
-from services.api.submission_request import SubmitRequest, snake_keys
 from services.core.manifest import ModelManifest
-from services.core.manifest_sections import FIDELITIES
+from services.core.request import (
+    RequestProblem,
+    RunRequest,
+    request_problem,
+    scenario_of,
+    snake_keys,
+)
 from services.core.scenario import ScenarioConfig
-from services.core.trace_levels import TRACE_LEVELS
-from services.core.workload import MAX_BATCH_SIZE, MAX_WORKLOAD_NAME_CHARS, Workload
+from services.core.workload import MAX_WORKLOAD_NAME_CHARS, Workload
 from services.inference.backends import registry
 from services.workloads import workloads
 from shared import queues
 from shared.settings import Settings
 
-# Bounds of a submission. String limits are the column sizes of shared/db (evaluations,
-# models): longer input is refused with a typed error, never truncated or sent to SQL
-# (the model, version and dataset limits are services/api/confinement.py's).
+# Bounds of a submission beyond the request's own (services/core/request.py). String
+# limits are the column sizes of shared/db (evaluations, models): longer input is refused
+# with a typed error, never truncated or sent to SQL (the model, version and dataset limits
+# are services/api/confinement.py's).
 
 
 MAX_DEVICE_CHARS = 50  # evaluations.device: String(50)
 
 
-MAX_SEED = 2**31 - 1  # evaluations.seed: Integer
+def graphql_name(name: str) -> str:
+    """A request field as GraphQL spells it: batch_size -> batchSize; a setting keeps the
+    name the client may send either way (settings.min_duration_s)."""
+    head, dot, rest = name.partition(".")
+    first, *words = head.split("_")
+    return first + "".join(w.capitalize() for w in words) + dot + rest
 
 
-MAX_THREADS = 256  # intra-op threads an evaluation may ask for
+def rejected(problem: RequestProblem) -> Rejection:
+    """A request's problem (services/core/request.py) as the API returns it."""
+    name = graphql_name(problem.field)
+    return Rejection(
+        problem.kind, problem.said(graphql_name), field=name, accepted=problem.accepted
+    )
 
 
-def scenario_config(scenario: str, settings: Any) -> ScenarioConfig | Rejection:
-    if not isinstance(settings, dict):
-        return Rejection(
-            "InvalidScenarioSettings",
-            f'settings: must be an object such as {{"min_duration_s": 1}} (got {settings!r})',
-            field="settings",
-        )
-    try:
-        return ScenarioConfig.model_validate({**snake_keys(settings), "scenario": scenario})
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = ".".join(str(p) for p in error["loc"]) or "settings"
-        field_name = loc if loc == "scenario" else f"settings.{loc}"
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            accepted = sorted(set(ScenarioConfig.model_fields) - {"scenario"})
-            message = f"unknown setting; accepted: {', '.join(accepted)}"
-        return Rejection(
-            "InvalidScenarioSettings",
-            f"{field_name}: {message} (got {error.get('input')!r})",
-            field=field_name,
-        )
+def scenario_config(request: RunRequest) -> ScenarioConfig | Rejection:
+    scenario = scenario_of(request)
+    return rejected(scenario) if isinstance(scenario, RequestProblem) else scenario
 
 
 def setup_allowance_s(max_run_seconds: float) -> float:
@@ -83,18 +79,6 @@ def run_cap_problem(scenario: ScenarioConfig, max_run_seconds: float) -> Rejecti
                 field=f"settings.{name}",
             )
     return None
-
-
-def _out_of_range(field: str, value: int, low: int, high: int) -> Rejection | None:
-    if low <= value <= high:
-        return None
-    bound = f"at least {low}" if value < low else f"at most {high}"
-    return Rejection(
-        "InvalidInput",
-        f"{field}: must be {bound} (got {value}); accepted: {low} to {high}",
-        field=field,
-        accepted=[f"{low}..{high}"],
-    )
 
 
 def backend_options_problem(framework: str, options: Any) -> Rejection | None:
@@ -145,7 +129,7 @@ def invalid(problem: OutOfBounds, kind: RejectionKind = "InvalidInput") -> Rejec
 
 
 def check_simple_fields(
-    request: SubmitRequest, settings: Settings, framework: str, device: str
+    request: RunRequest, settings: Settings, framework: str, device: str
 ) -> Rejection | None:
     names = registry.backend_names()
     if framework not in names:
@@ -155,29 +139,9 @@ def check_simple_fields(
             field="framework",
             accepted=names,
         )
-    problem = _out_of_range("batchSize", request.batch_size, 1, MAX_BATCH_SIZE)
-    if problem is None and request.samples is not None:
-        problem = _out_of_range("samples", request.samples, 1, settings.max_samples)
-    if problem is None:
-        problem = _out_of_range("seed", request.seed, 0, MAX_SEED)
-    if problem is None and request.threads is not None:
-        problem = _out_of_range("threads", request.threads, 1, MAX_THREADS)
+    problem = request_problem(request, max_samples=settings.max_samples)
     if problem is not None:
-        return problem
-    if request.trace_level not in TRACE_LEVELS:
-        return Rejection(
-            "InvalidInput",
-            f"traceLevel: {request.trace_level!r}; accepted: {', '.join(TRACE_LEVELS)}",
-            field="traceLevel",
-            accepted=list(TRACE_LEVELS),
-        )
-    if request.preprocessing is not None and request.preprocessing not in FIDELITIES:
-        return Rejection(
-            "InvalidInput",
-            f"preprocessing: {request.preprocessing!r}; accepted: {', '.join(FIDELITIES)}",
-            field="preprocessing",
-            accepted=list(FIDELITIES),
-        )
+        return rejected(problem)
     if len(device) > MAX_DEVICE_CHARS:
         return Rejection(
             "InvalidInput",
@@ -208,7 +172,7 @@ def check_simple_fields(
 
 
 def workload_choice(
-    request: SubmitRequest, framework: str, manifest: ModelManifest
+    request: RunRequest, framework: str, manifest: ModelManifest
 ) -> tuple[Workload, dict[str, Any] | None] | Rejection:
     """The kind of measurement asked for (services/workloads/<name>/) and its options as
     stored (snake_case, bounded by its options model), or why they are refused."""

@@ -1,51 +1,26 @@
-"""What a client asks for: one evaluation request, and how a fan-out is asked."""
+"""What a client submits to the stack: a run request (services/core/request.py) with
+what only a stack submission carries, and how a fan-out is answered."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from dataclasses import field as dc_field
-from typing import Any
 
-from services.core.workload import DEFAULT_WORKLOAD
+from services.core.request import RunRequest
 from shared.db.evaluations import Evaluation
 
 
 @dataclass(frozen=True)
-class SubmitRequest:
-    model: str | None = None
+class Submission(RunRequest):
+    """A ``RunRequest`` as the stack takes it: the model may be a registered version or an
+    inline manifest, and the request says on which agents it runs and how it is retried.
+    The embedded launcher has none of these (a model there is a name or a file)."""
+
+    # The registered model's version; None: its latest (or the catalogue's).
     version: str | None = None
+    # An inline manifest (YAML) instead of a registered or catalogue model.
     manifest_yaml: str | None = None
-    framework: str | None = None
-    # None: the device a constraint term names, else "cpu".
-    device: str | None = None
-    scenario: str = "offline"
-    # Whatever the client sent; checked to be an object before use.
-    settings: Any = dc_field(default_factory=dict)
-    batch_size: int = 1
-    dataset: str = "synthetic"
-    samples: int | None = 64
-    seed: int = 0
-    trace_level: str = "NONE"
-    # Input.fidelity over the manifest's own (stored in the evaluation's manifest); None:
-    # the manifest's.
-    preprocessing: str | None = None
-    # {"require": [terms of services.core.constraints]}, plus the older structured
-    # keys "hostname" and "framework_version" (a PEP 440 specifier on the framework).
-    constraints: dict[str, Any] = dc_field(default_factory=dict)
-    backend_options: Any = dc_field(default_factory=dict)
-    # Intra-op threads over the agent's setting; None: the agent's, else chosen by it.
-    threads: int | None = None
     # One evaluation on every matching agent, grouped for comparison, instead of one.
     fan_out: bool = False
-    # The kinds of measurement the client named (services/workloads/<name>/), each with the
-    # options it gave: the typed inputs (bricks, training) and the generic one (workload,
-    # workloadOptions). None named: a LoadGen run on the dataset; more than one is refused.
-    workloads: tuple[tuple[str, Any], ...] = ()
-    # The group this evaluation joins and what it is in it
-    # (services/api/campaigns/sweep/group.py): {"id": ..., "kind": "sweep", "parameter":
-    # ..., "value": ...}. None: its own, or a fan-out's (fan_out).
-    group: dict[str, Any] | None = None
     # A data-parallel gang (services/api/campaigns/training_scaling/group.py): one
     # training evaluation per rank on this many distinct matching agents, each pinned to
     # its agent, with its rank and the ranks sharing its host in its group. None: one
@@ -58,11 +33,6 @@ class SubmitRequest:
     # retry with the same key returns what the first try stored. None: no key.
     client_key: str | None = None
 
-    @property
-    def workload(self) -> str:
-        """The kind of measurement asked for (the first named; a second is refused)."""
-        return str(self.workloads[0][0]) if self.workloads else DEFAULT_WORKLOAD
-
 
 @dataclass(frozen=True)
 class FanOut:
@@ -70,11 +40,3 @@ class FanOut:
 
     group_id: str
     evaluations: list[Evaluation]
-
-
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-
-
-def snake_keys(data: dict[str, Any]) -> dict[str, Any]:
-    """GraphQL clients write minDurationS; ScenarioConfig names it min_duration_s."""
-    return {_CAMEL.sub("_", k).lower(): v for k, v in data.items()}

@@ -14,7 +14,6 @@ from services.api.bounds import (
 )
 from services.api.rejections import Rejection
 from services.api.submission_checks import invalid
-from services.api.submission_request import SubmitRequest
 from services.core.constraints import (
     AgentView,
     ConstraintError,
@@ -27,13 +26,14 @@ from services.core.constraints import (
 from services.core.manifest import (
     ModelManifest,
 )
+from services.core.request import RunRequest
 from services.inference.backends import registry
 from shared.settings import Settings
 
 CONSTRAINT_KEYS = ("require", "hostname", "framework_version")
 
 
-def constraint_texts(request: SubmitRequest, settings: Settings) -> list[str] | Rejection:
+def constraint_texts(request: RunRequest, settings: Settings) -> list[str] | Rejection:
     """The request's constraints as terms of the constraint language."""
     unknown = set(request.constraints) - set(CONSTRAINT_KEYS)
     if unknown:
@@ -69,7 +69,7 @@ def constraint_texts(request: SubmitRequest, settings: Settings) -> list[str] | 
 
 
 def target_of(
-    request: SubmitRequest, manifest: ModelManifest, texts: list[str]
+    request: RunRequest, manifest: ModelManifest, texts: list[str]
 ) -> tuple[str, str, list[str]] | Rejection:
     """Framework, device and the full list of terms: a framework or device named only by
     a constraint term (``onnxruntime>=1.20``, ``device=cuda``) is the one that runs."""

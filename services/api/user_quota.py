@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from services.api.rejections import Rejection
 from services.api.submission_checks import scenario_config, setup_allowance_s
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.workloads import workloads
 from shared.db.accounts import User
 from shared.db.evaluations import Evaluation
@@ -90,14 +90,14 @@ def quota_problem(
 
 
 def campaign_problem(
-    session: Session, settings: Settings, owner_id: int, requests: Sequence[SubmitRequest]
+    session: Session, settings: Settings, owner_id: int, requests: Sequence[Submission]
 ) -> Rejection | None:
     """``quota_problem`` for every member of a campaign at once, before any is stored. A
     fan-out counts as one here (its agents are matched later); a gang as its ranks. A
     request whose settings are refused counts at MAX_RUN_SECONDS: its own check refuses it."""
     adds: list[float] = []
     for request in requests:
-        scenario = scenario_config(request.scenario, request.settings)
+        scenario = scenario_config(request)
         bound = (
             settings.max_run_seconds
             if isinstance(scenario, Rejection)

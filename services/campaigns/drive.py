@@ -1,42 +1,29 @@
 """The embedded launcher's side of the campaigns in services/core/campaigns: each kind's
-``next_step`` decides what runs, ``drive`` applies each member to the bench request and
-runs it in this process (``run`` stores it and returns its report). The stack's side:
-services/api/campaigns."""
+``next_step`` decides what runs, ``drive`` applies each member to the run request
+(services/core/request.py) and runs it in this process (``run`` stores it and returns its
+report). The stack's side: services/api/campaigns."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from services.core.campaigns import accuracy_performance_pair as pair
 from services.core.campaigns import find_peak as peak
 from services.core.campaigns import repeats, sweep
-from services.core.campaigns.group import Done, Start
+from services.core.campaigns.group import Done, Start, apply
 from services.core.find_peak_search import PeakResult
-from services.embedded.request import BenchRequest
+from services.core.request import RunRequest
 
-RunFn = Callable[[BenchRequest], dict[str, Any]]
+RunFn = Callable[[RunRequest], dict[str, Any]]
 Warn = Callable[[str], None]
 R = TypeVar("R")
 
 
-def apply(request: BenchRequest, start: Start) -> BenchRequest:
-    """``request`` as the member ``start`` runs it (a fresh run id)."""
-    update = dict(start.settings) | ({"scenario": start.scenario} if start.scenario else {})
-    return replace(
-        request,
-        scenario=request.scenario.model_copy(update=update),
-        batch_size=start.batch_size or request.batch_size,
-        group=start.group,
-        run_id=None,
-    )
-
-
 def drive(
     next_step: Callable[[Sequence[dict[str, Any]]], list[Start] | Done[R]],
-    request: BenchRequest,
+    request: RunRequest,
     run: RunFn,
     warn: Warn = lambda line: None,
 ) -> tuple[list[dict[str, Any]], R]:
@@ -54,7 +41,7 @@ def drive(
 
 
 def run_repeats(
-    request: BenchRequest, count: int, run: RunFn
+    request: RunRequest, count: int, run: RunFn
 ) -> tuple[list[dict[str, Any]], repeats.RepeatsSummary | None]:
     """``--repeats``: ``count`` runs of one request as one group; one is a plain run."""
     if count == 1:
@@ -64,25 +51,25 @@ def run_repeats(
 
 
 def run_sweep(
-    request: BenchRequest, parameter: str, values: Sequence[float], run: RunFn, option: str
+    request: RunRequest, parameter: str, values: Sequence[float], run: RunFn, option: str
 ) -> sweep.Curve:
     """``benchstack sweep``: ``option`` is the CLI option the values came from."""
-    scenario = request.scenario.scenario
-    members = sweep.plan(parameter, values, scenario, fields=(option, option))
+    members = sweep.plan(parameter, values, request.scenario, fields=(option, option))
     return drive(lambda done: sweep.next_step(members, done), request, run)[1]
 
 
 def run_pair(
-    request: BenchRequest, run: RunFn, *, mode_given: bool
+    request: RunRequest, run: RunFn, *, mode_given: bool
 ) -> tuple[dict[str, dict[str, Any]], pair.PairVerdict]:
     """``--submission``: the accuracy pass, then the performance pass, as one group."""
-    members = pair.plan(request.scenario.mode if mode_given else None, field="--mode")
+    mode = request.named_settings.get("mode", "performance")
+    members = pair.plan(mode if mode_given else None, field="--mode")
     reports, verdict = drive(lambda done: pair.next_step(members, done), request, run)
     return {pair.PairMember.read(r["group"]).role: r for r in reports}, verdict
 
 
 def find_peak(
-    request: BenchRequest, run: RunFn, search: peak.SearchSettings, warn: Warn = lambda _: None
+    request: RunRequest, run: RunFn, search: peak.SearchSettings, warn: Warn = lambda _: None
 ) -> tuple[PeakResult, dict[str, Any] | None]:
     """``benchstack find-peak``: the result and, when no start rate is given, the Offline
     run whose throughput became the start rate (an upper bound on what Server can sustain
@@ -91,29 +78,7 @@ def find_peak(
     problem = search.problem()
     if problem is not None:
         raise ValueError(f"--{problem[0].replace('_', '-')}: {problem[1]}")
-    group = peak.FindPeakGroup(str(uuid.uuid4()), peak.ESTIMATE, search, stored_request(request))
+    group = peak.FindPeakGroup(str(uuid.uuid4()), peak.ESTIMATE, search, request.stored())
     reports, result = drive(lambda done: peak.next_step(group, done), request, run, warn)
     estimate = next((r for r in reports if r["group"]["role"] == peak.ESTIMATE), None)
     return result, estimate
-
-
-def stored_request(request: BenchRequest) -> dict[str, Any]:
-    """``request`` as a find-peak group keeps it (FindPeakGroup.request): what the stack
-    keeps of its own request, in the same names where the two share one."""
-    options = request.backend_options
-    return {
-        "model": request.model,
-        "framework": request.framework,
-        "device": options.device,
-        "scenario": request.scenario.scenario,
-        "settings": request.scenario.model_dump(
-            mode="json", exclude_none=True, exclude={"scenario"}
-        ),
-        "batch_size": request.batch_size,
-        "dataset": request.dataset,
-        "samples": request.samples,
-        "seed": request.seed,
-        "constraints": dict(request.constraints),
-        "backend_options": dict(options.extra),
-        "threads": options.intra_op_threads or None,
-    }

@@ -14,10 +14,10 @@ from services.campaigns.drive import drive
 from services.campaigns.local_constraints import unmet_terms
 from services.core.campaigns import rerun
 from services.core.manifest import parse_manifest
-from services.core.scenario import ScenarioConfig
+from services.core.request import RunRequest
 from services.core.stored_report import LoadGenReport, load_loadgen_report
-from services.embedded.bench import BenchRequest, Progress, run_bench
-from services.inference.backend_interface import BackendOptions
+from services.embedded.bench import run_bench
+from services.embedded.request import Local, Progress
 from shared.db.session import session_scope
 from shared.settings import Settings
 
@@ -27,11 +27,12 @@ def request_from_run(
     report: Mapping[str, Any] | LoadGenReport,
     manifest: dict[str, Any],
     datasets_dir: Path | None = None,
-) -> BenchRequest:
+) -> tuple[RunRequest, Local]:
     """The same everything: stored manifest (relative paths resolve where they did),
     scenario settings, seeds, batch size, dataset, samples, workers, device, backend
     options, threads and, for a stack run, its agent constraints, which this machine must
-    satisfy (ValueError naming the unmet terms otherwise).
+    satisfy (ValueError naming the unmet terms otherwise). The stored manifest and the
+    workers go beside the request (``Local``).
 
     A stack run's report names its dataset folder as the client did, relative to the
     datasets folder (shared/server_paths.py): it is read from ``datasets_dir``."""
@@ -54,26 +55,25 @@ def request_from_run(
         raise ValueError(
             f"constraints: run {run_id} required agents this machine is not: " + "; ".join(unmet)
         )
-    return BenchRequest(
+    scenario = {k: v for k, v in settings.scenario.items() if v is not None}
+    request = RunRequest(
         model=settings.model or manifest["name"],
         framework=settings.framework,
-        scenario=ScenarioConfig.model_validate(settings.scenario),
+        device=options.device,
+        scenario=str(scenario.pop("scenario", "offline")),
+        settings=scenario,
         batch_size=settings.batch_size,
         dataset=dataset,
         samples=settings.samples,
         seed=settings.seed,
-        backend_options=BackendOptions(
-            device=options.device,
-            intra_op_threads=options.intra_op_threads,
-            inter_op_threads=options.inter_op_threads,
-            extra=dict(options.extra),
-        ),
-        workers=settings.workers,
-        manifest=parse_manifest(
-            manifest, source=f"run {run_id} manifest", base_dir=settings.manifest_dir
-        ),
+        backend_options=dict(options.extra),
+        threads=options.intra_op_threads or None,
         constraints=dict(settings.constraints),
     )
+    stored_manifest = parse_manifest(
+        manifest, source=f"run {run_id} manifest", base_dir=settings.manifest_dir
+    )
+    return request, Local(workers=settings.workers, manifest=stored_manifest)
 
 
 def rerun_stored(
@@ -90,7 +90,7 @@ def rerun_stored(
         run_id, report, manifest = stored.id, stored.report, stored.manifest
         environment = stored.environment
     members = rerun.plan(run_id, repeats, field="--repeats")
-    request = request_from_run(run_id, report, manifest, settings.datasets_dir)
+    request, local = request_from_run(run_id, report, manifest, settings.datasets_dir)
     next_step = partial(rerun.next_step, members, original=report, original_environment=environment)
-    _, verdict = drive(next_step, request, lambda r: run_bench(r, settings, progress))
+    _, verdict = drive(next_step, request, lambda r: run_bench(r, settings, progress, local))
     return verdict

@@ -11,7 +11,6 @@ from __future__ import annotations
 import multiprocessing
 import uuid
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from services.core.campaigns import training_scaling as scaling
@@ -20,9 +19,11 @@ from services.core.catalogue import resolve_model
 from services.core.dispatch import inference_message
 from services.core.manifest import ModelManifest
 from services.core.messages import RunCompleted, RunInference
+from services.core.request import RunRequest
 from services.core.run_report import attempt_prefix
 from services.core.scenario import ScenarioConfig
 from services.core.workload import AgentRun, entry
+from services.embedded.request import checked
 from services.workloads import workload_named
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -32,30 +33,24 @@ from shared.settings import Settings
 WORKLOAD = "training"
 
 
-@dataclass(frozen=True)
-class ScalingRequest:
-    """What every rank trains: a catalogue model built from a torch architecture, the
-    training workload's options (checked by its ``Workload.options``), the per-rank batch
-    size (weak scaling) and the device."""
-
-    model: str
-    options: dict[str, Any]
-    batch_size: int = 1
-    device: str = "cpu"
-
-
 def run_training_scaling(
-    request: ScalingRequest,
+    request: RunRequest,
     world_sizes: list[int],
     settings: Settings,
     *,
     field: str = "--world-sizes",
 ) -> tuple[list[dict[str, Any]], list[scaling.PointFigures]]:
     """Every world size's gang in turn, as the campaign's ``next_step`` asks; returns each
-    rank's stored report (in the order stored) and the points."""
-    first = scaling.plan(world_sizes, asdict(request), field=field)
+    rank's stored report (in the order stored) and the points. ``request``: what every
+    rank trains, as the stack's ``submitTrainingScaling`` takes it: a catalogue model built
+    from a torch architecture, the training workload named with its options, the per-rank
+    batch size (weak scaling) and the device."""
+    first = scaling.plan(world_sizes, request.stored(), field=field)
+    checked(request, settings)
     _options(request)  # refused here, before a process starts
-    _check_gpus(request.device, max(world_sizes), field)
+    _check_gpus(request.device or "cpu", max(world_sizes), field)
+    if not request.model:
+        raise ValueError("model: give a catalogue model built from a torch architecture")
     manifest = resolve_model(request.model)
     finished: list[dict[str, Any]] = []
     step = scaling.next_step(first, finished)
@@ -80,16 +75,20 @@ def _check_gpus(device: str, ranks: int, field: str) -> None:
         raise ValueError(f"{field}: {ranks} ranks need {ranks} GPUs; this machine has {found}")
 
 
-def _options(request: ScalingRequest) -> dict[str, Any]:
-    """The options as the training workload checks and stores them."""
+def _options(request: RunRequest) -> dict[str, Any]:
+    """The training options as the workload checks and stores them; ValueError when the
+    request names another workload."""
+    if request.workload != WORKLOAD:
+        raise ValueError(f"workload: scaling trains; {request.workload!r} is not accepted")
     model = workload_named(WORKLOAD).options
     assert model is not None  # training takes options
-    options: dict[str, Any] = model.model_validate(request.options).model_dump(mode="json")
+    given = request.workloads[0][1] if request.workloads else {}
+    options: dict[str, Any] = model.model_validate(given).model_dump(mode="json")
     return options
 
 
 def _run_gang(
-    gang: scaling.Gang, request: ScalingRequest, manifest: ModelManifest, settings: Settings
+    gang: scaling.Gang, request: RunRequest, manifest: ModelManifest, settings: Settings
 ) -> list[dict[str, Any]]:
     """The gang's ranks together, one spawned process each (a forked child would inherit
     this process's torch thread pools mid-state); their stored reports in rank order."""
@@ -147,7 +146,7 @@ def load_stored(settings: Settings, run_id: str) -> dict[str, Any]:
         return dict(run.report)
 
 
-def _evaluation(request: ScalingRequest, manifest: ModelManifest, rank: scaling.Rank) -> Evaluation:
+def _evaluation(request: RunRequest, manifest: ModelManifest, rank: scaling.Rank) -> Evaluation:
     """The rank's evaluation as the API would store it (never stored here: its run names
     no evaluation), its group record as a stack rank's."""
     record = rank.stored()
@@ -158,7 +157,7 @@ def _evaluation(request: ScalingRequest, manifest: ModelManifest, rank: scaling.
         model_version=manifest.version,
         manifest=manifest.to_dict(),
         framework=manifest.framework.name,
-        device=request.device,
+        device=request.device or "cpu",
         scenario=ScenarioConfig().model_dump(mode="json"),
         batch_size=request.batch_size,
         dataset="synthetic",

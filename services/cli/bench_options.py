@@ -1,6 +1,7 @@
 """The options bench, sweep and find-peak share: one bundle (``BenchOptions``) that makes
-the embedded ``BenchRequest``, and the Typer declarations of the options they have in
-common, so each reads the same in every command.
+the run request (services/core/request.py ``RunRequest``, checked as the stack checks a
+submission) and the embedded launcher's local choices, and the Typer declarations of the
+options they have in common, so each reads the same in every command.
 
 A command builds one ``BenchOptions`` from its parameters (``BenchOptions.from_params``); what
 it does not offer keeps the default here (sweep has no --mode, find-peak always runs Server).
@@ -8,23 +9,38 @@ it does not offer keeps the default here (sweep has no --mode, find-peak always 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import typer
-from pydantic import ValidationError
 
-from services.cli.errors import fail, user_errors, validation_lines
+from services.cli.errors import fail
 from services.core.manifest_sections import Fidelity, as_fidelity
-from services.core.scenario import SCENARIOS, ScenarioConfig
-from services.embedded import bench as embedded
-from services.inference.backend_interface import BackendOptions
+from services.core.request import RunRequest
+from services.embedded.bench import run_bench
+from services.embedded.request import Local, Progress, checked
 from services.inference.backends import registry
 from services.inference.profiling.levels import TraceLevelError, parse_trace_level
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
+from shared.settings import get_settings
 
-PROFILES = ("quick", "official")
+# The options that set a scenario setting: option -> ScenarioConfig field.
+SETTINGS = {
+    "mode": "mode",
+    "profile": "profile",
+    "duration": "min_duration_s",
+    "max_duration": "max_duration_s",
+    "min_queries": "min_query_count",
+    "max_queries": "max_query_count",
+    "target_qps": "target_qps",
+    "latency_bound_ms": "target_latency_ms",
+    "latency_percentile": "latency_percentile",
+    "samples_per_query": "samples_per_query",
+}
+# LoadGen's seeds, each set from --seed (0: LoadGen's own).
+SEEDS = ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed")
+RunFn = Callable[[RunRequest], dict[str, Any]]
 
 
 def parse_fidelity(value: str | None, *, field: str) -> Fidelity | None:
@@ -95,58 +111,57 @@ class BenchOptions:
         names = {f.name for f in fields(cls)} - set(leave_out)
         return cls(**({k: v for k, v in params.items() if k in names} | fixed))
 
-    def request(self) -> embedded.BenchRequest:
-        """The validated request; a bad option exits with its name and what it accepts."""
-        if self.scenario not in SCENARIOS:
-            fail(
-                [f"--scenario: {self.scenario!r} is not accepted; accepted: {', '.join(SCENARIOS)}"]
-            )
-        if self.profile not in PROFILES:
-            fail([f"--profile: {self.profile!r} is not accepted; accepted: {', '.join(PROFILES)}"])
+    def request(self) -> RunRequest:
+        """The request, checked as the stack checks a submission; a bad option exits with
+        its name and what it accepts."""
         preprocessing = parse_fidelity(self.preprocessing, field="--preprocessing")
         try:
             trace_level = parse_trace_level(self.trace_level, field="--trace-level")
         except TraceLevelError as exc:
             fail([str(exc)])
-        try:
-            config = ScenarioConfig(
-                scenario=self.scenario,  # type: ignore[arg-type]
-                mode=self.mode,  # type: ignore[arg-type]
-                profile=self.profile,  # type: ignore[arg-type]
-                min_duration_s=self.duration,
-                max_duration_s=self.max_duration,
-                min_query_count=self.min_queries,
-                max_query_count=self.max_queries,
-                target_qps=self.target_qps,
-                target_latency_ms=self.latency_bound_ms,
-                latency_percentile=self.latency_percentile,
-                samples_per_query=self.samples_per_query,
-                qsl_rng_seed=self.seed or None,
-                sample_index_rng_seed=self.seed or None,
-                schedule_rng_seed=self.seed or None,
-            )
-        except ValidationError as exc:
-            fail(validation_lines(exc))
-        with user_errors():
-            backend_options = BackendOptions(
-                device=self.device,
-                intra_op_threads=self.threads,
-                extra=parse_options(self.option),
-            )
-        return embedded.BenchRequest(
+        seeds = dict.fromkeys(SEEDS, self.seed or None)
+        given = {name: getattr(self, option) for option, name in SETTINGS.items()}
+        request = RunRequest(
             model=self.model,
             framework=self.framework,
-            scenario=config,
+            device=self.device,
+            scenario=self.scenario,
+            settings={k: v for k, v in (given | seeds).items() if v is not None},
             batch_size=self.batch_size,
             dataset=self.dataset,
             samples=self.samples,
             seed=self.seed,
-            backend_options=backend_options,
-            workers=self.workers,
             trace_level=trace_level,
-            profile_iterations=self.profile_iterations,
             preprocessing=preprocessing,
+            backend_options=parse_options(self.option),
+            threads=self.threads or None,  # 0: chosen for the scenario and the free CPUs
         )
+        try:
+            checked(request, get_settings(), spell=option_name)
+        except ValueError as exc:
+            fail([str(exc)])
+        return request
+
+    def local(self) -> Local:
+        """The choices the embedded launcher makes here (a stack's agent makes its own)."""
+        return Local(workers=self.workers, profile_iterations=self.profile_iterations)
+
+    def runner(self) -> tuple[RunRequest, Callable[[Progress], RunFn]]:
+        """The checked request, and what runs it (or a campaign's member made from it)
+        here and stores it, given the progress to show: bench, sweep and find-peak's set-up."""
+        request, local, settings = self.request(), self.local(), get_settings()
+
+        def run_with(progress: Progress) -> RunFn:
+            return lambda r: run_bench(r, settings, progress, local)
+
+        return request, run_with
+
+
+def option_name(field: str) -> str:
+    """A request field (services/core/request.py) as the option that sets it."""
+    name = field.removeprefix("settings.")
+    options = {v: k for k, v in SETTINGS.items()} | {"threads": "threads"}
+    return "--" + options.get(name, name).replace("_", "-")
 
 
 # Options shared by bench, sweep and find-peak, so each reads the same everywhere.

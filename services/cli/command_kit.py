@@ -8,17 +8,21 @@ from typing import Any
 
 from services.cli.errors import user_errors
 from services.cli.render import host_text, output_console
+from services.core.manifest import ModelManifest
+from services.core.request import RunRequest
 from services.core.workload import CommandKit
 from services.embedded.interrupt import EXIT_INTERRUPTED
 from shared.settings import Settings
 
 
-def bench(fields: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """`benchstack bench` on a request given as its fields (BenchRequest's): the run's
-    stored report. Imported when a command benches: the launcher brings LoadGen."""
-    from services.embedded.bench import BenchRequest, run_bench
+def bench(request: RunRequest, manifest: ModelManifest, settings: Settings) -> dict[str, Any]:
+    """`benchstack bench` on ``request``, run on ``manifest`` instead of resolving its
+    model: the run's stored report. Imported when a command benches: the launcher brings
+    LoadGen."""
+    from services.embedded.bench import run_bench
+    from services.embedded.request import Local
 
-    return run_bench(BenchRequest(**fields), settings)
+    return run_bench(request, settings, local=Local(manifest=manifest))
 
 
 def command_kit() -> CommandKit:

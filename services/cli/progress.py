@@ -21,7 +21,7 @@ from rich.progress import (
 )
 
 from services.cli.render import loadgen_progress_text
-from services.embedded import bench as embedded
+from services.embedded import request as embedded
 from services.inference.loadgen.progress import RunProgress
 
 # Percent done on entering each state, for one bar across a whole stack evaluation;

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     # session factory, an object store) are the stages' to make.
     from services.core.messages import RunInference
     from shared.runtime import Resources
-    from shared.settings import Settings
 
 # The kind of every evaluation that names none: a LoadGen run on a dataset's shards.
 DEFAULT_WORKLOAD = "loadgen"
@@ -202,9 +201,11 @@ class CommandKit:
     user_errors: Callable[[], AbstractContextManager[None]]
     # How a run held its host, as `bench` prints it: busy, overlapped, waited, threads.
     host_text: Callable[[dict[str, Any]], str]
-    # `benchstack bench` on a request given as its fields (services/embedded/bench
-    # BenchRequest) under these settings: the run's stored report.
-    bench: Callable[[dict[str, Any], Settings], dict[str, Any]]
+    # `benchstack bench` on a request (services/core/request.RunRequest), run on a given
+    # manifest instead of resolving its model, under given settings: the run's stored
+    # report. Typed where it is called (services/workloads/bricks/whole_model.Bench):
+    # core/request.py names this module's constants, so naming it here would loop.
+    bench: Callable[..., dict[str, Any]]
     # The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
     interrupted_exit: int
     # The console tables and reports go to, as every command prints them: the terminal's

@@ -15,12 +15,14 @@ from services.core.catalogue import resolve_model
 from services.core.dispatch import inference_message
 from services.core.manifest import ModelManifest
 from services.core.manifest_checks import check_manifest
+from services.core.manifest_sections import as_fidelity
 from services.core.messages import RunCompleted
+from services.core.request import RunRequest
 from services.core.run_report import attempt_prefix
 from services.core.workload import AgentRun, RunHooks, entry
 from services.embedded.evaluation import evaluation_of
 from services.embedded.interrupt import storing_is_atomic
-from services.embedded.request import BenchRequest, Progress
+from services.embedded.request import Local, Progress, checked
 from services.inference.profiling.run_profile import RunProfiler
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import LocalShard, prepare_shard
@@ -30,22 +32,26 @@ from shared.db.evaluations import Evaluation
 from shared.runtime import resources_for
 from shared.settings import Settings
 
-# The request and hooks are named from here too, where callers have always found them.
-__all__ = ["BenchRequest", "Progress", "run_bench"]
-
 
 def run_bench(
-    request: BenchRequest, settings: Settings, progress: Progress | None = None
+    request: RunRequest,
+    settings: Settings,
+    progress: Progress | None = None,
+    local: Local | None = None,
 ) -> dict[str, Any]:
-    """Benchmark one model; returns the stored report (also written to the database)."""
-    progress = progress or Progress()
-    manifest = request.manifest or resolve_model(request.model)
+    """Benchmark one model; returns the stored report (also written to the database).
+    The request is checked as the stack checks a submission (ValueError naming the field)."""
+    progress, local = progress or Progress(), local or Local()
+    scenario = checked(request, settings)
+    if local.manifest is None and not request.model:
+        raise ValueError("model: give a catalogue name or a manifest file")
+    manifest = local.manifest or resolve_model(str(request.model))
     if request.preprocessing is not None:
-        manifest = manifest.with_fidelity(request.preprocessing)
+        manifest = manifest.with_fidelity(as_fidelity(request.preprocessing))
     # What `manifest validate` checks, refused the same way before anything loads.
     check_manifest(manifest, hash_files=False)
     resources = resources_for(settings)
-    profiler = RunProfiler(request.trace_level, request.profile_iterations)
+    profiler = RunProfiler(request.trace_level, local.profile_iterations)
     progress.on_stage("preparing data")
     with profiler.step("dataset"):
         dataset = resolve_dataset(
@@ -56,11 +62,11 @@ def run_bench(
             resources.store,
             dataset,
             manifest,
-            request.backend_options.device,
+            request.device or "cpu",
             on_start=progress.on_preprocess_start,
             on_advance=progress.on_preprocess_advance,
         )
-    evaluation = evaluation_of(request, manifest, shard)
+    evaluation = evaluation_of(request, scenario, manifest, shard)
     message = inference_message(evaluation, [shard.key])
     price = settings.agent_price_per_hour
     # Stored whole or not at all: Ctrl-C waits for the row's commit, except while LoadGen
@@ -78,7 +84,7 @@ def run_bench(
                 on_run_start=progress.on_run_start,
                 on_loadgen=progress.on_loadgen,
                 interruptible=measuring,
-                workers=request.workers,
+                workers=local.workers,
                 class_names=tuple(dataset.class_names),
                 profiler=profiler,
             ),
@@ -86,7 +92,9 @@ def run_bench(
         # The measurement uploads the attempt's files (measurement.json last); then the
         # storing tail reads and stores the run.
         keys: dict[str, str] = entry(workload_named(message.workload).measure)(run)
-        in_process = _in_process(request, dataset.name, manifest, shard)
+        # The model as asked (a manifest file's path too): a rerun resolves it the same way.
+        model = request.model or manifest.name
+        in_process = _in_process(model, local, manifest, dataset.name, shard)
         return _store(run, evaluation, keys, in_process)
 
 
@@ -113,11 +121,11 @@ def _store(
 
 
 def _in_process(
-    request: BenchRequest, dataset: str, manifest: ModelManifest, shard: LocalShard
+    model: str, local: Local, manifest: ModelManifest, dataset: str, shard: LocalShard
 ) -> InProcess:
     return InProcess(
-        model=request.model,
-        workers=request.workers,
+        model=model,
+        workers=local.workers,
         dataset=shard.dataset_section(dataset),
         preprocessing=shard.preprocessing_section(manifest.inputs[0].fidelity),
     )

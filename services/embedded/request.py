@@ -1,44 +1,31 @@
-"""What the embedded launcher is asked: one run (``BenchRequest``), and the hooks a front
-end follows while it runs (``Progress``)."""
+"""What only the embedded launcher is told beside the run request (services/core/request.py
+``RunRequest``): its local choices (``Local``), and the hooks a front end follows while a
+run goes (``Progress``); and the request checked, as both launchers check it (``checked``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from services.core.manifest import ModelManifest
-from services.core.manifest_sections import Fidelity
+from services.core.request import RequestProblem, RunRequest, request_problem, scenario_of
 from services.core.scenario import ScenarioConfig
-from services.inference.backend_interface import BackendOptions
 from services.inference.loadgen.progress import ProgressCallback
 from services.inference.profiling.passes import DEFAULT_ITERATIONS
+from shared.settings import Settings
 
 
 @dataclass(frozen=True)
-class BenchRequest:
-    model: str
-    framework: str | None = None
-    scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
-    batch_size: int = 1
-    dataset: str = "synthetic"
-    samples: int | None = 64
-    seed: int = 0
-    backend_options: BackendOptions = field(default_factory=BackendOptions)
+class Local:
+    """The run's local choices, which a stack's agent makes for itself."""
+
+    # SUT worker threads for Offline and Server.
     workers: int = 1
-    # Optional: a fixed run id (to link runs before they exist), the manifest itself
-    # (a rerun uses the stored one, not today's catalogue), and the group this run
-    # belongs to, e.g. {"kind": "sweep", "id": ..., "parameter": "batch_size", "value": 8}.
-    run_id: str | None = None
-    manifest: ModelManifest | None = None
-    group: dict[str, Any] | None = None
-    # The agent constraint terms of the stack run this one reproduces ({"require": [...]}).
-    constraints: dict[str, Any] = field(default_factory=dict)
-    # Above NONE, leveled profiling passes follow the (uninstrumented) LoadGen run.
-    trace_level: str = "NONE"
+    # Iterations of each profiling pass (above trace level NONE).
     profile_iterations: int = DEFAULT_ITERATIONS
-    # Input.fidelity for every input, over the manifest's own; None: the manifest's.
-    preprocessing: Fidelity | None = None
+    # The manifest itself, instead of resolving ``RunRequest.model`` (a rerun uses the
+    # stored one, not today's catalogue).
+    manifest: ModelManifest | None = None
 
 
 @dataclass
@@ -52,3 +39,18 @@ class Progress:
     # Each LoadGen phase (warming up, calibrating, measuring), from a thread of its own;
     # None: no one watches and no polling thread runs.
     on_loadgen: ProgressCallback | None = None
+
+
+def checked(
+    request: RunRequest, settings: Settings, spell: Callable[[str], str] = str
+) -> ScenarioConfig:
+    """The request's scenario, once its fields pass the checks the stack makes of a
+    submission's; ValueError naming the field (spelled by ``spell``) otherwise."""
+    problem: RequestProblem | None = request_problem(request, max_samples=settings.max_samples)
+    scenario = scenario_of(request)
+    if problem is None and isinstance(scenario, RequestProblem):
+        problem = scenario
+    if problem is not None:
+        raise ValueError(problem.said(spell))
+    assert isinstance(scenario, ScenarioConfig)
+    return scenario

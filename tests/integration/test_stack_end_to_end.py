@@ -275,12 +275,12 @@ def test_rerun_of_a_stack_run_reproduces_device_options_threads_and_constraints(
     with session_scope(stack.database_url) as session:
         manifest = get_run(session, run["id"]).manifest
     report = run["report"]
-    request = request_from_run(run["id"], report, manifest)
+    request, _ = request_from_run(run["id"], report, manifest)
     applied = report["agent"]["backend_options"]["intra_op_threads"]
     assert applied >= 1  # chosen for the scenario: the agent was started with 0
-    assert request.backend_options.device == "cpu"
-    assert request.backend_options.intra_op_threads == applied
-    assert request.backend_options.extra == {"service_time_ms": 1}
+    assert request.device == "cpu"
+    assert request.threads == applied
+    assert request.backend_options == {"service_time_ms": 1}
     assert request.constraints == {"require": ["cores>=1"]}
     assert request.framework == "null" and request.seed == 602 and request.samples == 16
     # A constraint this machine cannot meet is refused by name, not silently dropped.

@@ -16,7 +16,7 @@ from services.api.auth import get_or_create_user
 from services.api.group_steps import group_steps
 from services.api.rejections import Rejection
 from services.api.submission import submit
-from services.api.submission_request import FanOut, SubmitRequest
+from services.api.submission_request import FanOut, Submission
 from services.core.messages import Message
 from services.tasks import preprocess as preprocess_tasks
 from services.tasks import scheduler as scheduler_tasks
@@ -96,7 +96,7 @@ def outbox_fixture(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 
 def submit_request(
-    request: SubmitRequest, publish: Publisher | None = None
+    request: Submission, publish: Publisher | None = None
 ) -> Evaluation | FanOut | Rejection:
     """``submit`` as the API calls it, by one user, over the embedded stores; what the
     API would publish goes to ``publish`` (dropped when None)."""
@@ -114,7 +114,7 @@ def submit_request(
 
 def submit_quick(seed: int = 7) -> str:
     result = submit_request(
-        SubmitRequest(
+        Submission(
             model="resnet18",
             framework="null",
             settings={"minDurationS": 0.2, "targetQps": 2000},

@@ -32,7 +32,7 @@ from services.api.graphql.errors import (
 from services.api.graphql.evaluations.mutations import SubmitEvaluationInput, to_request
 from services.api.observability import REJECTIONS, SUBMISSIONS
 from services.api.rejections import Rejection
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from shared.celery_app import Publisher
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -57,7 +57,7 @@ Submit = Callable[[Session, Settings, Publisher, int, Input], tuple[str, object]
 Read = Callable[[Session, int, str], Shown | None]
 # (session, settings, publish, owner id, the input's evaluation as a request, the input).
 SubmitBase = Callable[
-    [Session, Settings, Publisher, int, SubmitRequest, Input], tuple[str, object] | Rejection
+    [Session, Settings, Publisher, int, Submission, Input], tuple[str, object] | Rejection
 ]
 
 
@@ -207,7 +207,7 @@ def planned_campaign(
         settings: Settings,
         publish: Publisher,
         owner_id: int,
-        base: SubmitRequest,
+        base: Submission,
         data: Any,
     ) -> tuple[str, object] | Rejection:
         given = kind.Asked(**{name: getattr(data, name) for name in asked})

@@ -4,7 +4,7 @@ of a group's evaluations or none, and reading a group's members back with their 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
@@ -14,9 +14,10 @@ from sqlalchemy.orm import Session
 from services.api.cancellation import cancel_evaluation
 from services.api.rejections import Rejection
 from services.api.submission import submit
-from services.api.submission_request import FanOut, SubmitRequest, snake_keys
+from services.api.submission_request import FanOut, Submission
 from services.api.user_quota import campaign_problem
 from services.core.campaigns.group import Done, InvalidCampaign, Start
+from services.core.campaigns.group import apply as applied
 from services.core.workload import GENERIC_OPTIONS_FIELD, Workload
 from services.workloads import workloads
 from shared.celery_app import Publisher
@@ -31,7 +32,7 @@ def submit_all(
     publish: Publisher,
     *,
     owner_id: int,
-    requests: Sequence[SubmitRequest],
+    requests: Sequence[Submission],
 ) -> list[Evaluation] | Rejection:
     """Store and dispatch each request; all of them or none (a request refused after
     others were stored cancels those)."""
@@ -45,12 +46,12 @@ def submit_all(
             for evaluation in stored:
                 cancel_evaluation(session, owner_id=owner_id, evaluation_id=evaluation.id)
             return result
-        # A pinned request (SubmitRequest.gang_size) comes back as its group's evaluations.
+        # A pinned request (Submission.gang_size) comes back as its group's evaluations.
         stored.extend(result.evaluations if isinstance(result, FanOut) else [result])
     return stored
 
 
-def one_evaluation_problem(base: SubmitRequest, what: str) -> Rejection | None:
+def one_evaluation_problem(base: Submission, what: str) -> Rejection | None:
     """Repeats, a sweep, the pair and find-peak each run one model on LoadGen (its
     workload's ``runs_scenario``): ``what`` says how; the message names the others."""
     known = workloads().get(base.workload)
@@ -65,19 +66,12 @@ def one_evaluation_problem(base: SubmitRequest, what: str) -> Rejection | None:
     return None
 
 
-def apply(base: SubmitRequest, start: Start) -> SubmitRequest:
-    """``base`` (its settings an object) as the member ``start`` runs it (core/campaigns/
-    group.Start); settings in snake_case, so a camelCase key the client gave is replaced."""
-    settings = snake_keys(dict(base.settings)) | dict(start.settings)
-    return replace(
-        base,
-        scenario=start.scenario or base.scenario,
-        settings={k: v for k, v in settings.items() if v is not None or k not in start.settings},
-        batch_size=start.batch_size or base.batch_size,
-        group=start.group,
-        # gang_size 1: the first matching agent, so the members run on one system.
-        gang_size=1 if start.pinned else base.gang_size,
-    )
+def apply(base: Submission, start: Start) -> Submission:
+    """``base`` (its settings an object) as the member ``start`` runs it, as the embedded
+    launcher applies it (core/campaigns/group.apply), pinned where it says so."""
+    # gang_size 1: the first matching agent, so the members run on one system.
+    gang_size = 1 if start.pinned else base.gang_size
+    return replace(applied(base, start), gang_size=gang_size)
 
 
 def submit_campaign(
@@ -85,7 +79,7 @@ def submit_campaign(
     settings: Settings,
     publish: Publisher,
     owner_id: int,
-    base: SubmitRequest,
+    base: Submission,
     what: str,
     first: Callable[[], list[Start] | Done[Any]],
 ) -> tuple[str, list[Evaluation]] | Rejection:
@@ -118,7 +112,7 @@ def submit_planned(
     settings: Settings,
     publish: Publisher,
     owner_id: int,
-    base: SubmitRequest,
+    base: Submission,
     asked: Any,
     what: str,
 ) -> tuple[str, list[Evaluation]] | Rejection:
@@ -126,7 +120,7 @@ def submit_planned(
     the pair): ``asked`` (its ``Asked``) planned over ``base``'s scenario settings."""
 
     def first() -> list[Start] | Done[Any]:
-        members = asked.plan(base.scenario, snake_keys(dict(base.settings)))
+        members = asked.plan(base.scenario, base.named_settings)
         return kind.next_step(members, [])
 
     return submit_campaign(session, settings, publish, owner_id, base, what, first)
@@ -159,20 +153,18 @@ def group_members(
 # it stopped when a next member was refused (the agent left).
 
 
-def stored_request(base: SubmitRequest) -> dict[str, Any]:
+def stored_request(base: Submission) -> dict[str, Any]:
     """``base`` as a group keeps it, to submit the next members from: without its group
     and pinning, scenario settings in snake_case."""
-    stored = asdict(base)
-    stored.pop("group")
+    stored = base.stored()
     stored.pop("gang_size")
     stored.pop("gang_largest")
     # A client key names one submission: the members submitted later are new ones.
     stored.pop("client_key")
-    stored["settings"] = snake_keys(dict(base.settings)) if isinstance(base.settings, dict) else {}
     return stored
 
 
-def request_of(evaluation: Evaluation) -> SubmitRequest:
+def request_of(evaluation: Evaluation) -> Submission:
     """The request the member's group was made from (``stored_request``)."""
     stored = dict((evaluation.group_info or {})["request"])
     workloads = [(str(name), options) for name, options in stored.pop("workloads", [])]
@@ -183,7 +175,7 @@ def request_of(evaluation: Evaluation) -> SubmitRequest:
         if stored.get(key) is not None:
             workloads.append((workload.name, stored[key]))
         stored.pop(key, None)
-    return SubmitRequest(**stored, workloads=tuple(workloads))
+    return Submission(**stored, workloads=tuple(workloads))
 
 
 def typed_inputs() -> list[Workload]:

@@ -11,34 +11,24 @@ from rich.console import Console
 
 from services.campaigns.drive import run_pair, run_repeats
 from services.cli.bench_options import (
-    AS_JSON,
-    DATASET,
-    DEVICE,
     DURATION,
-    FRAMEWORK,
     MODEL,
-    OPTION,
     PREPROCESSING,
     PROFILE,
     PROFILE_ITERATIONS,
-    SAMPLES,
-    SEED,
-    THREADS,
     TRACE_LEVEL,
-    WORKERS,
     BenchOptions,
 )
 from services.cli.errors import fail, user_errors
 from services.cli.profile_render import print_profile
 from services.cli.progress import ProgressBars
 from services.cli.render import output_console, print_report
+from services.cli.run_options import takes_run_options
 from services.cli.spread_render import spread_table
 from services.core.campaigns.repeats import RepeatsSummary
 from services.core.stored_report import load_loadgen_report
-from services.embedded import bench as embedded
 from services.embedded.interrupt import EXIT_INTERRUPTED, interrupted_message
 from services.inference.profiling.trace_events import TRACE_FILE
-from shared.settings import get_settings
 
 # The options only bench has; those it shares with sweep and find-peak are in bench_options.
 SCENARIO = typer.Option(
@@ -65,15 +55,13 @@ SUBMISSION = typer.Option(
 )
 
 
+@takes_run_options
 def bench(
     model: str = MODEL,
-    framework: str | None = FRAMEWORK,
     scenario: str = SCENARIO,
     mode: str = MODE,
     profile: str = PROFILE,
     batch_size: int = BATCH_SIZE,
-    dataset: str = DATASET,
-    samples: int | None = SAMPLES,
     duration: float | None = DURATION_OR_MIN,
     max_duration: float | None = MAX_DURATION,
     min_queries: int | None = MIN_QUERIES,
@@ -82,27 +70,23 @@ def bench(
     latency_bound_ms: float | None = LATENCY_BOUND_MS,
     latency_percentile: float | None = LATENCY_PERCENTILE,
     samples_per_query: int = SAMPLES_PER_QUERY,
-    seed: int = SEED,
-    device: str = DEVICE,
-    threads: int = THREADS,
-    workers: int = WORKERS,
-    option: list[str] = OPTION,
     repeats: int = REPEATS,
     submission: bool = SUBMISSION,
-    as_json: bool = AS_JSON,
     trace_level: str = TRACE_LEVEL,
     profile_iterations: int = PROFILE_ITERATIONS,
     preprocessing: str | None = PREPROCESSING,
+    *,
+    run_options: dict[str, Any],
 ) -> None:
     """Benchmark a model on this machine under an MLPerf scenario (embedded mode)."""
     if submission and repeats > 1:
         fail(["--submission: runs one accuracy and one performance pass; drop --repeats"])
-    request = BenchOptions.from_params(locals()).request()
+    options = BenchOptions.from_params(locals() | run_options)
     stderr = Console(stderr=True)
-    results, summary = _run(request, stderr, submission=submission, repeats=repeats)
+    results, summary = _run(options, stderr, submission=submission, repeats=repeats)
     reports = list(results.values()) if isinstance(results, dict) else results
     try:
-        if as_json:
+        if run_options["as_json"]:
             _write_json(results, reports, summary)
         else:
             _print_reports(reports, submission=submission, summary=summary)
@@ -120,22 +104,20 @@ def bench(
 
 
 def _run(
-    request: embedded.BenchRequest, stderr: Console, *, submission: bool, repeats: int
+    options: BenchOptions, stderr: Console, *, submission: bool, repeats: int
 ) -> tuple[dict[str, dict[str, Any]] | list[dict[str, Any]], RepeatsSummary | None]:
     """The reports of the runs asked for (a submission's by mode, else one per repeat)
     and the repeats' summary (None for one run or a submission)."""
-    settings = get_settings()
+    request, run_with = options.runner()
     try:
         with user_errors(), ProgressBars(stderr) as hooks:
+            run = run_with(hooks)
             if submission:
                 # --mode's default is performance: given otherwise, the pair refuses it.
-                passes, _ = run_pair(
-                    request,
-                    lambda r: embedded.run_bench(r, settings, hooks),
-                    mode_given=request.scenario.mode != "performance",
-                )
+                mode_given = options.mode != "performance"
+                passes, _ = run_pair(request, run, mode_given=mode_given)
                 return passes, None
-            return run_repeats(request, repeats, lambda r: embedded.run_bench(r, settings, hooks))
+            return run_repeats(request, repeats, run)
     except KeyboardInterrupt:
         # Ctrl-C outside the measurement and the storing (preparing data, loading); during
         # them, services/embedded/interrupt.py ends the process with the same words and code.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -12,27 +13,17 @@ from rich.table import Table
 
 from services.campaigns.drive import find_peak
 from services.cli.bench_options import (
-    AS_JSON,
-    DATASET,
-    DEVICE,
-    FRAMEWORK,
     MODEL,
-    OPTION,
-    SAMPLES,
-    SEED,
-    THREADS,
-    WORKERS,
     BenchOptions,
 )
 from services.cli.errors import user_errors
 from services.cli.progress import ProgressBars
 from services.cli.render import PIPED_WIDTH, output_console
+from services.cli.run_options import takes_run_options
 from services.cli.tables import RUN_ID_PREFIX, Column, fitted_table
 from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
 from services.core.stored_report import load_loadgen_report
-from services.embedded import bench as embedded
-from shared.settings import get_settings
 
 
 def peak_table(result: PeakResult, width: int = PIPED_WIDTH) -> Table:
@@ -76,6 +67,7 @@ def peak_table(result: PeakResult, width: int = PIPED_WIDTH) -> Table:
     )
 
 
+@takes_run_options
 def find_peak_command(
     model: str = MODEL,
     latency_bound_ms: float = typer.Option(..., help="The latency bound, ms."),
@@ -91,34 +83,28 @@ def find_peak_command(
         "(LoadGen's early stopping: 662 queries at p99).",
     ),
     batch_size: int = typer.Option(1, "--batch-size", "-b", min=1, help="Dynamic batch cap."),
-    framework: str | None = FRAMEWORK,
-    dataset: str = DATASET,
-    samples: int | None = SAMPLES,
-    seed: int = SEED,
-    device: str = DEVICE,
-    threads: int = THREADS,
-    workers: int = WORKERS,
-    option: list[str] = OPTION,
-    as_json: bool = AS_JSON,
+    *,
+    run_options: dict[str, Any],
 ) -> None:
     """Bisect Server QPS with short LoadGen runs; print the peak and the curve that found it.
 
     A peak is only reported from a probe LoadGen calls VALID and the stability rule could
     judge; otherwise "no valid peak", why, and the settings that would give one (exit 1)."""
     # The latency bound is the search's, not a Server setting of each probe.
-    options = BenchOptions.from_params(locals(), leave_out=("latency_bound_ms",), scenario="server")
-    request = options.request()
-    settings = get_settings()
+    options = BenchOptions.from_params(
+        locals() | run_options, leave_out=("latency_bound_ms",), scenario="server"
+    )
+    request, run_with = options.runner()
     with user_errors(), ProgressBars(Console(stderr=True)) as hooks:
         result, estimate = find_peak(
             request,
-            lambda r: embedded.run_bench(r, settings, hooks),
+            run_with(hooks),
             SearchSettings(latency_bound_ms, percentile, tolerance, max_probes, start_qps),
             warn=lambda line: Console(stderr=True).print(
                 f"[yellow]warning:[/] {line}", soft_wrap=True
             ),
         )
-    if as_json:
+    if run_options["as_json"]:
         estimate_run = load_loadgen_report(estimate).run_id if estimate else None
         payload = result.to_dict() | {"estimate_run": estimate_run}
         sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")

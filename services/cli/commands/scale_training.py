@@ -12,9 +12,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.campaigns.training_scaling import ScalingRequest, run_training_scaling
+from services.campaigns.training_scaling import run_training_scaling
 from services.cli.bench_options import AS_JSON, DEVICE
 from services.cli.errors import user_errors
+from services.core.request import RunRequest
 from services.core.stored_report import load_report
 from shared.settings import get_settings
 
@@ -38,7 +39,13 @@ def scale_training(
 ) -> None:
     """Data-parallel training scaling here: speedup and efficiency E(N) per world size."""
     options = {"steps": steps, "warmup": warmup, "image_size": image_size}
-    request = ScalingRequest(model, options, batch_size, device)
+    request = RunRequest(
+        model=model,
+        framework="torch",
+        device=device,
+        batch_size=batch_size,
+        workloads=(("training", options),),
+    )
     with user_errors():
         reports, points = run_training_scaling(request, _sizes(world_sizes), get_settings())
     if as_json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -12,27 +13,18 @@ from rich.table import Table
 
 from services.campaigns.drive import run_sweep
 from services.cli.bench_options import (
-    AS_JSON,
-    DATASET,
-    DEVICE,
     DURATION,
-    FRAMEWORK,
     MODEL,
-    OPTION,
     PREPROCESSING,
     PROFILE,
-    SAMPLES,
-    SEED,
-    THREADS,
-    WORKERS,
     BenchOptions,
 )
 from services.cli.errors import fail, user_errors
 from services.cli.progress import ProgressBars
 from services.cli.render import PIPED_WIDTH, output_console
+from services.cli.run_options import takes_run_options
 from services.cli.tables import RUN_ID_PREFIX, Column, fitted_table
 from services.core.campaigns.sweep import Curve, CurvePoint
-from services.embedded import bench as embedded
 from shared.settings import get_settings
 from shared.storage import make_store
 
@@ -111,6 +103,7 @@ def parse_values(text: str, option: str) -> list[float]:
     return values
 
 
+@takes_run_options
 def sweep(
     model: str = MODEL,
     batch_sizes: str | None = typer.Option(None, help="Batch sizes, e.g. 1,2,4,8,16."),
@@ -120,18 +113,11 @@ def sweep(
     ),
     scenario: str = typer.Option("offline", "--scenario", "-s"),
     batch_size: int = typer.Option(1, "--batch-size", "-b", min=1, help="When not swept."),
-    framework: str | None = FRAMEWORK,
     profile: str = PROFILE,
-    dataset: str = DATASET,
-    samples: int | None = SAMPLES,
     duration: float | None = DURATION,
-    seed: int = SEED,
-    device: str = DEVICE,
-    threads: int = THREADS,
-    workers: int = WORKERS,
-    option: list[str] = OPTION,
-    as_json: bool = AS_JSON,
     preprocessing: str | None = PREPROCESSING,
+    *,
+    run_options: dict[str, Any],
 ) -> None:
     """Run one benchmark per value of one setting; print and store the curve."""
     given = {
@@ -146,19 +132,18 @@ def sweep(
     option_name = "--" + parameter.replace("_", "-").replace("batch-size", "batch-sizes")
     # --target-qps and --samples-per-query are here the values swept, not one setting.
     swept = ("target_qps", "samples_per_query")
-    request = BenchOptions.from_params(locals(), leave_out=swept).request()
+    request, run_with = BenchOptions.from_params(locals() | run_options, leave_out=swept).runner()
     settings = get_settings()
     console = output_console()
     with user_errors():
         assert text is not None
         values = parse_values(text, option_name)
         with ProgressBars(Console(stderr=True)) as hooks:
-            run = lambda r: embedded.run_bench(r, settings, hooks)  # noqa: E731
-            curve = run_sweep(request, parameter, values, run, option_name)
+            curve = run_sweep(request, parameter, values, run_with(hooks), option_name)
         # The curve itself is stored beside the runs, so it can be shown again as one object.
         stored = json.dumps(curve.to_dict(), indent=2).encode()
         make_store(settings).put_bytes(f"sweeps/{curve.id}.json", stored)
-    if as_json:
+    if run_options["as_json"]:
         sys.stdout.write(json.dumps(curve.to_dict(), indent=2) + "\n")
         return
     console.print(curve_table(curve, console.width))

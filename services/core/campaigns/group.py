@@ -6,10 +6,12 @@ the kinds whose members all start at once (repeats, sweep, the accuracy + perfor
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict
+
+from services.core.request import RunRequest
 
 
 class InvalidCampaign(ValueError):
@@ -25,8 +27,8 @@ class InvalidCampaign(ValueError):
 @dataclass(frozen=True)
 class Start:
     """One member to run: the group record it stores and what it changes of the request
-    the group was made from. Both launchers apply it (services/campaigns/drive.apply, the
-    stack's services/api/campaigns/groups.apply), so both run the same members."""
+    the group was made from. Both launchers apply it to their request (``apply``; the
+    stack pins it too: services/api/campaigns/groups.apply), so both run the same members."""
 
     group: dict[str, Any]
     scenario: str | None = None  # replaces the request's scenario; None keeps it
@@ -37,6 +39,22 @@ class Start:
     pinned: bool = False
     # Something to tell the user before it runs (the launcher shows or logs it).
     warning: str | None = None
+
+
+Q = TypeVar("Q", bound=RunRequest)
+
+
+def apply(request: Q, start: Start) -> Q:
+    """``request`` as the member ``start`` runs it, in either launcher's request type; its
+    settings in snake_case, so a camelCase key the client gave is replaced, not doubled."""
+    settings = request.named_settings | dict(start.settings)
+    return replace(
+        request,
+        scenario=start.scenario or request.scenario,
+        settings={k: v for k, v in settings.items() if v is not None or k not in start.settings},
+        batch_size=start.batch_size or request.batch_size,
+        group=start.group,
+    )
 
 
 class Member(BaseModel):

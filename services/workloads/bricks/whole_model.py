@@ -19,9 +19,8 @@ from typing import Any
 from services.core.architectures import ZOOS
 from services.core.catalogue import resolve_model
 from services.core.manifest import ModelManifest
-from services.core.scenario import ScenarioConfig
+from services.core.request import RunRequest
 from services.core.stored_report import load_loadgen_report
-from services.inference.backend_interface import BackendOptions
 from services.workloads.bricks.measure import MeasureSettings
 from services.workloads.bricks.models import DEFAULT_IMAGE_SHAPE, recipe_name
 from shared.settings import Settings
@@ -101,8 +100,9 @@ def _image_input(channels: int, side: int) -> dict[str, Any]:
     }
 
 
-# `benchstack bench` on a request given as its fields: the run's stored report.
-Bench = Callable[[dict[str, Any], Settings], dict[str, Any]]
+# `benchstack bench` on a request, run on this manifest instead of resolving its model:
+# the run's stored report.
+Bench = Callable[[RunRequest, ModelManifest, Settings], dict[str, Any]]
 
 
 def measure_whole(
@@ -115,21 +115,20 @@ def measure_whole(
 ) -> WholeTiming:
     """One `bench` run of the model: SingleStream at ``batch_size``, at least ``settings``'
     queries and duration, ``settings.threads`` intra-op threads (0: what `bench` chooses)."""
-    request = dict(
+    request = RunRequest(
         model=manifest.name,
-        manifest=manifest,
         framework="torch",
-        scenario=ScenarioConfig(
-            scenario="single-stream",
-            min_query_count=settings.min_queries,
-            min_duration_s=settings.min_duration_s,
-        ),
+        scenario="single-stream",
+        settings={
+            "min_query_count": settings.min_queries,
+            "min_duration_s": settings.min_duration_s,
+        },
         batch_size=batch_size,
         samples=max(SAMPLES, batch_size),
-        backend_options=BackendOptions(intra_op_threads=settings.threads),
+        threads=settings.threads or None,
     )
     start = time.perf_counter()
-    report = load_loadgen_report(bench(request, config))
+    report = load_loadgen_report(bench(request, manifest, config))
     seconds = time.perf_counter() - start
     if report.sut_latency is None:
         raise ValueError(f"run {report.run_id}: its report holds no sut_latency")

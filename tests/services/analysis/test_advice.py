@@ -29,7 +29,7 @@ def _measure(monkeypatch: pytest.MonkeyPatch, service_ms: str, price: str | None
         monkeypatch.setenv("BENCHSTACK_AGENT_PRICE_PER_HOUR", price)
     get_settings.cache_clear()
     settings = get_settings()
-    request = BenchOptions(
+    options = BenchOptions(
         model=TINY,
         framework="null",
         scenario="server",
@@ -37,10 +37,10 @@ def _measure(monkeypatch: pytest.MonkeyPatch, service_ms: str, price: str | None
         samples=16,
         workers=2,
         option=[f"service_time_ms={service_ms}"],
-    ).request()
+    )
     result, _ = find_peak(
-        request,
-        lambda r: run_bench(r, settings),
+        options.request(),
+        lambda r: run_bench(r, settings, local=options.local()),
         SearchSettings(BOUND_MS, start_qps=150.0, max_probes=2),
     )
     assert result.peak is not None, (result.reason, [p.reason for p in result.curve])

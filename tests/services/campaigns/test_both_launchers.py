@@ -20,13 +20,13 @@ from services.api.campaigns.groups import group_members, submit_planned
 from services.api.campaigns.repeats.types import RepeatsType
 from services.api.campaigns.sweep.types import SweepType
 from services.api.rejections import Rejection
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.campaigns.drive import run_pair, run_repeats, run_sweep
 from services.core.campaigns import accuracy_performance_pair as pair
 from services.core.campaigns import repeats, sweep
-from services.core.scenario import Mode, Scenario, ScenarioConfig
-from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backend_interface import BackendOptions
+from services.core.request import RunRequest
+from services.core.scenario import Mode, Scenario
+from services.embedded.bench import run_bench
 from services.tasks import aggregator, inference, preprocess, scheduler
 from shared import queues, runtime
 from shared.db.evaluations import Evaluation
@@ -47,18 +47,19 @@ def outbox(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Outbox]:
     yield from outbox_fixture(data_dir, monkeypatch)
 
 
-def embedded(scenario: Scenario = "offline", mode: Mode = "performance") -> BenchRequest:
-    return BenchRequest(
+def embedded(scenario: Scenario = "offline", mode: Mode = "performance") -> RunRequest:
+    return RunRequest(
         model=MODEL,
         framework=FRAMEWORK,
-        scenario=ScenarioConfig(scenario=scenario, mode=mode, min_duration_s=DURATION_S),
+        scenario=scenario,
+        settings={"mode": mode, "min_duration_s": DURATION_S},
         samples=SAMPLES,
-        backend_options=BackendOptions(extra={"service_time_ms": SERVICE_MS}),
+        backend_options={"service_time_ms": SERVICE_MS},
     )
 
 
-def stacked(scenario: str = "offline") -> SubmitRequest:
-    return SubmitRequest(
+def stacked(scenario: str = "offline") -> Submission:
+    return Submission(
         model=MODEL,
         framework=FRAMEWORK,
         scenario=scenario,
@@ -68,7 +69,7 @@ def stacked(scenario: str = "offline") -> SubmitRequest:
     )
 
 
-def run_embedded(request: BenchRequest) -> dict[str, Any]:
+def run_embedded(request: RunRequest) -> dict[str, Any]:
     return run_bench(request, runtime.settings())
 
 
@@ -210,7 +211,7 @@ def test_the_pair_stores_one_record_shape_and_gives_the_same_verdict(outbox: Out
             runtime.settings(),
             outbox,
             get_or_create_user(session, "both-launchers").id,
-            SubmitRequest(model=MODEL, framework=FRAMEWORK, settings={"mode": "accuracy"}),
+            Submission(model=MODEL, framework=FRAMEWORK, settings={"mode": "accuracy"}),
             pair.Asked(),
             "",
         )

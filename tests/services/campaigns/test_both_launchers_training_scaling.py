@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ from services.api.campaigns.training_scaling.group import (
 from services.api.campaigns.training_scaling.types import TrainingScalingType
 from services.api.group_steps import group_steps
 from services.api.rejections import Rejection
-from services.api.submission_request import SubmitRequest
-from services.campaigns.training_scaling import ScalingRequest, run_training_scaling
+from services.api.submission_request import Submission
+from services.campaigns.training_scaling import run_training_scaling
 from services.core.campaigns.group import InvalidCampaign
+from services.core.request import RunRequest
 from services.tasks import inference
 from shared import queues, runtime, worker_context
 from shared.db import evaluation_repo
@@ -94,12 +96,14 @@ def records(group_id: str) -> list[dict[str, Any]]:
 
 
 def test_a_training_scaling_stores_one_record_shape_and_the_same_points(outbox: Outbox) -> None:
+    # One request, as each launcher takes it (services/core/request.py).
+    asked: dict[str, Any] = dict(
+        model="resnet18", framework="torch", batch_size=2, workloads=(("training", OPTIONS),)
+    )
     with runtime.db() as session:
         owner = get_or_create_user(session, "both-launchers")
         session.flush()
-        base = SubmitRequest(
-            model="resnet18", framework="torch", batch_size=2, workloads=(("training", OPTIONS),)
-        )
+        base = Submission(**asked)
         result = submit_training_scaling(
             session, runtime.settings(), outbox, owner_id=owner.id, base=base, world_sizes=[2, 1]
         )
@@ -107,8 +111,7 @@ def test_a_training_scaling_stores_one_record_shape_and_the_same_points(outbox: 
         session.commit()
         owner_id, remote = owner.id, result[0]
     drain(outbox)
-    request = ScalingRequest(model="resnet18", options=OPTIONS, batch_size=2)
-    reports, points = run_training_scaling(request, [2, 1], runtime.settings())
+    reports, points = run_training_scaling(RunRequest(**asked), [2, 1], runtime.settings())
     local = str(reports[0]["group"]["id"])
     local_records, remote_records = records(local), records(remote)
     assert len(local_records) == 3 and len(remote_records) == 6  # 1 + 2 ranks; runs + evaluations
@@ -118,6 +121,10 @@ def test_a_training_scaling_stores_one_record_shape_and_the_same_points(outbox: 
         "local_rank", "host_ranks",
     }  # fmt: skip
     assert sorted((r["world_size"], r["rank"]) for r in local_records) == [(1, 0), (2, 0), (2, 1)]
+    # The request kept in the record: the stack's adds only what a submission carries.
+    kept_here, kept_there = local_records[0]["request"], remote_records[0]["request"]
+    assert set(kept_there) - set(kept_here) == {"version", "manifest_yaml", "fan_out"}
+    assert {k: kept_there[k] for k in kept_here} == kept_here
     with runtime.db() as session:
         view = load_training_scaling(session, remote, owner_id=owner_id)
         shown = TrainingScalingType.from_view(view) if view is not None else None
@@ -135,19 +142,19 @@ def test_a_training_scaling_stores_one_record_shape_and_the_same_points(outbox: 
 
 
 def test_world_sizes_out_of_bounds_are_refused_alike(outbox: Outbox) -> None:
-    request = ScalingRequest(model="resnet18", options=OPTIONS)
+    request = RunRequest(model="resnet18", workloads=(("training", OPTIONS),))
     with pytest.raises(InvalidCampaign, match=r"--world-sizes: 17; accepted: 1\.\.16 ranks"):
         run_training_scaling(request, [1, 17], runtime.settings())
     import torch
 
     gpus = torch.cuda.device_count()
-    cuda = ScalingRequest(model="resnet18", options=OPTIONS, device="cuda")
+    cuda = replace(request, device="cuda")
     with pytest.raises(ValueError, match=f"{gpus + 1} ranks need {gpus + 1} GPUs; this machine"):
         run_training_scaling(cuda, [gpus + 1], runtime.settings())
     with runtime.db() as session:
         owner = get_or_create_user(session, "both-launchers")
         session.flush()
-        base = SubmitRequest(model="resnet18", framework="torch", workloads=(("training", {}),))
+        base = Submission(model="resnet18", framework="torch", workloads=(("training", {}),))
         refused = submit_training_scaling(
             session, runtime.settings(), outbox, owner_id=owner.id, base=base, world_sizes=[1, 17]
         )

@@ -12,24 +12,26 @@ from services.campaigns.drive import RunFn, find_peak
 from services.core.campaigns.find_peak import SearchSettings
 from services.core.early_stopping import MAX_SIZED_PROBE_S, probe_duration_s
 from services.core.find_peak_search import PeakResult
-from services.core.scenario import ScenarioConfig
-from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backend_interface import BackendOptions
+from services.core.request import RunRequest
+from services.embedded.bench import run_bench
+from services.embedded.request import Local
 from shared.db.session import session_scope
 from shared.settings import Settings
+
+# Two SUT workers, as the searches below are sized for.
+TWO = Local(workers=2)
 
 
 def _sized_search(run: RunFn, *, max_probes: int) -> tuple[PeakResult, list[str]]:
     """A search from 1,000 queries/s under a 200 ms bound whose probes are sized from their
     rate (Server without a duration), on a null backend of 2 workers at 0.2 ms a query:
     far from its limit at the rates probed here. The result and the warnings it gave."""
-    request = BenchRequest(
+    request = RunRequest(
         model="tests/fixtures/tiny_cnn.yaml",
         framework="null",
-        scenario=ScenarioConfig(scenario="server"),
+        scenario="server",
         samples=16,
-        workers=2,
-        backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
+        backend_options={"service_time_ms": 0.2},
     )
     warnings: list[str] = []
     result, _ = find_peak(
@@ -45,17 +47,17 @@ def test_null_backend_edge_matches_queueing_theory(settings: Settings) -> None:
     # Two SUT workers, 10 ms per query, batch 1: at most 2 / 10 ms = 200 queries/s.
     service_ms, workers = 10.0, 2
     analytical = workers / (service_ms / 1000)
-    request = BenchRequest(
+    request = RunRequest(
         model="tests/fixtures/tiny_cnn.yaml",
         framework="null",
-        scenario=ScenarioConfig(scenario="server", min_duration_s=1.5),
+        scenario="server",
+        settings={"min_duration_s": 1.5},
         samples=16,
-        workers=workers,
-        backend_options=BackendOptions(extra={"service_time_ms": service_ms}),
+        backend_options={"service_time_ms": service_ms},
     )
     result, estimate = find_peak(
         request,
-        lambda r: run_bench(r, settings),
+        lambda r: run_bench(r, settings, local=Local(workers=workers)),
         SearchSettings(100, percentile=99, tolerance=0.04),
     )
     assert estimate is not None and result.within_bound is not None
@@ -82,17 +84,17 @@ def test_a_peak_is_only_taken_from_a_judged_probe(settings: Settings) -> None:
     # host too; LoadGen's early stopping at p99 needs ~660 queries with none over the bound,
     # so the 500/s probe alone may go unjudged there (CI's 2 cores once put one query of 750
     # over 50 ms), and 1000/s is the probe with room to spare.
-    request = BenchRequest(
+    request = RunRequest(
         model="tests/fixtures/tiny_cnn.yaml",
         framework="null",
-        scenario=ScenarioConfig(scenario="server", min_duration_s=1.5),
+        scenario="server",
+        settings={"min_duration_s": 1.5},
         samples=16,
-        workers=2,
-        backend_options=BackendOptions(extra={"service_time_ms": 0.5}),
+        backend_options={"service_time_ms": 0.5},
     )
     result, _ = find_peak(
         request,
-        lambda r: run_bench(r, settings),
+        lambda r: run_bench(r, settings, local=TWO),
         SearchSettings(200, start_qps=250, tolerance=0.5, max_probes=3),
     )
     first = result.curve[0]
@@ -111,7 +113,7 @@ def test_probes_without_a_duration_run_as_long_as_early_stopping_needs(
 ) -> None:
     # 1,000 and 2,000 queries/s on a null backend far from its limit: each probe runs
     # 1.25 x 662 queries' worth (core/early_stopping.py) and LoadGen judges every one.
-    result, warnings = _sized_search(lambda r: run_bench(r, settings), max_probes=2)
+    result, warnings = _sized_search(lambda r: run_bench(r, settings, local=TWO), max_probes=2)
     assert warnings == []
     assert [p.qps for p in result.curve] == [1000, 2000], result.to_dict()
     for probe in result.curve:
@@ -122,12 +124,13 @@ def test_probes_without_a_duration_run_as_long_as_early_stopping_needs(
 
 
 def test_a_duration_too_short_for_the_start_rate_is_said_first(settings: Settings) -> None:
-    request = BenchRequest(
+    request = RunRequest(
         model="tests/fixtures/tiny_cnn.yaml",
         framework="null",
-        scenario=ScenarioConfig(scenario="server", min_duration_s=0.3),
+        scenario="server",
+        settings={"min_duration_s": 0.3},
         samples=16,
-        backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
+        backend_options={"service_time_ms": 0.2},
     )
     warnings: list[str] = []
     find_peak(
@@ -148,11 +151,11 @@ def test_a_sized_probe_within_the_bound_but_not_judged_runs_once_more(
     # the rate again as long as LoadGen asks, instead of ending with "no valid peak".
     ran: list[float] = []
 
-    def run(r: BenchRequest) -> dict[str, Any]:
+    def run(r: RunRequest) -> dict[str, Any]:
         if not ran:
-            r = replace(r, scenario=r.scenario.model_copy(update={"min_duration_s": 0.2}))
-        ran.append(float(r.scenario.min_duration_s or 0.0))
-        return run_bench(r, settings)
+            r = replace(r, settings={**r.settings, "min_duration_s": 0.2})
+        ran.append(float(r.settings.get("min_duration_s") or 0.0))
+        return run_bench(r, settings, local=TWO)
 
     result, warnings = _sized_search(run, max_probes=1)
     assert len(ran) == 2, ran

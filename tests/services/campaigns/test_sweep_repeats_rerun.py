@@ -17,9 +17,9 @@ from services.core.campaigns.group import InvalidCampaign
 from services.core.campaigns.repeats import Spread
 from services.core.campaigns.rerun import SMALLEST_CHANGE_OF_INTEREST, compare
 from services.core.environment_diff import diff_environments
-from services.core.scenario import ScenarioConfig
-from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backend_interface import BackendOptions
+from services.core.request import RunRequest, scenario_of
+from services.embedded.bench import run_bench
+from services.embedded.request import Local
 from shared.db.session import session_scope
 from shared.settings import Settings
 from tests.support.cli import benchstack
@@ -27,13 +27,13 @@ from tests.support.cli import benchstack
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
 
-def null_request(service_ms: float = 2.0, **scenario: Any) -> BenchRequest:
-    return BenchRequest(
+def null_request(service_ms: float = 2.0, **scenario: Any) -> RunRequest:
+    return RunRequest(
         model=TINY,
         framework="null",
-        scenario=ScenarioConfig(min_duration_s=0.5, **scenario),
+        settings={"min_duration_s": 0.5, **scenario},
         samples=16,
-        backend_options=BackendOptions(extra={"service_time_ms": service_ms}),
+        backend_options={"service_time_ms": service_ms},
     )
 
 
@@ -97,25 +97,25 @@ def test_repeats_give_a_spread_per_figure(data_dir: Path) -> None:
 
 
 def test_rerun_rebuilds_the_same_request(settings: Settings) -> None:
-    request = replace(null_request(), seed=7, batch_size=4, workers=2)
-    report = run_bench(request, settings)
+    request = replace(null_request(), seed=7, batch_size=4)
+    report = run_bench(request, settings, local=Local(workers=2))
     with session_scope(settings.effective_database_url) as session:
         stored = get_run(session, report["run_id"])
-        again = request_from_run(stored.id, stored.report, stored.manifest)
-    assert again.scenario == request.scenario
-    assert (again.batch_size, again.seed, again.workers) == (4, 7, 2)
-    # The threads the run applied (chosen for the scenario: the request left them at 0).
+        again, local = request_from_run(stored.id, stored.report, stored.manifest)
+    assert scenario_of(again) == scenario_of(request)
+    assert (again.batch_size, again.seed, local.workers) == (4, 7, 2)
+    # The threads the run applied (chosen for the scenario: the request left them unset).
     applied = report["settings"]["backend_options"]["intra_op_threads"]
-    assert applied >= 1
-    assert again.backend_options == replace(request.backend_options, intra_op_threads=applied)
-    assert again.manifest is not None and again.manifest.to_dict() == stored.manifest
+    assert applied >= 1 and again.threads == applied
+    assert (again.device, again.backend_options) == ("cpu", request.backend_options)
+    assert local.manifest is not None and local.manifest.to_dict() == stored.manifest
 
 
 def test_rerun_of_a_steady_run_is_within_noise(settings: Settings) -> None:
     # 1.5 s (~480 samples): windows steady enough for a band of 5 %; a 0.5 s run's band is
     # wider, and its rerun rightly reads "inconclusive".
     request = null_request(service_ms=5.0)
-    request = replace(request, scenario=request.scenario.model_copy(update={"min_duration_s": 1.5}))
+    request = replace(request, settings={**request.settings, "min_duration_s": 1.5})
     original = run_bench(request, settings)
     comparison = rerun_stored(original["run_id"][:8], settings)
     # The same system is never judged changed.

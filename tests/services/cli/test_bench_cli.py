@@ -206,7 +206,7 @@ def test_catalogue_validates(data_dir: Path) -> None:
     [
         (("--framework", "caffe"), ("framework:", "unknown backend 'caffe'", "accepted")),
         (("--scenario", "batch"), ("--scenario:", "accepted: offline")),
-        (("--target-qps", "-3"), ("target_qps:", "greater than 0")),
+        (("--target-qps", "-3"), ("--target-qps:", "greater than 0")),
         (("--dataset", "/no/such/folder"), ("dataset:", "not a folder")),
         (("--device", "gpu"), ("device: 'gpu' is not accepted", "cpu, cuda, cuda:<index>")),
     ],

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from services.core.scenario import ScenarioConfig
+from services.core.request import RunRequest
 from services.digits.dataset import DigitsArtifacts, prepare
-from services.embedded.bench import BenchRequest, run_bench
-from services.inference.backend_interface import BackendOptions
+from services.embedded.bench import run_bench
 from shared.settings import Settings
 
 
@@ -24,12 +23,12 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> DigitsArtifacts:
 def null_run_report(settings: Settings) -> dict[str, Any]:
     """The stored report of a 0.3 s Offline run of the tiny CNN on the null backend."""
     return run_bench(
-        BenchRequest(
+        RunRequest(
             model="tests/fixtures/tiny_cnn.yaml",
             framework="null",
-            scenario=ScenarioConfig(min_duration_s=0.3),
+            settings={"min_duration_s": 0.3},
             samples=16,
-            backend_options=BackendOptions(extra={"service_time_ms": 1.0}),
+            backend_options={"service_time_ms": 1.0},
         ),
         settings,
     )

@@ -26,9 +26,9 @@ from services.core.labels import (
     top_k_of,
 )
 from services.core.manifest import load_manifest
-from services.core.scenario import ScenarioConfig
+from services.core.request import RunRequest
 from services.digits.dataset import DigitsArtifacts
-from services.embedded.bench import BenchRequest, run_bench
+from services.embedded.bench import run_bench
 from services.inference.backends.torch.architectures import DigitsCNN
 from shared.db.session import session_scope
 from shared.settings import Settings
@@ -58,12 +58,12 @@ def plain_torch_loop(test_dir: Path, weights: Path) -> tuple[float, dict[str, in
 
 def test_top1_equals_plain_torch_loop(digits: DigitsArtifacts, settings: Settings) -> None:
     report = run_bench(
-        BenchRequest(
+        RunRequest(
             model=str(digits.manifest),
             dataset=str(digits.test_dir),
             samples=None,
             batch_size=16,
-            scenario=ScenarioConfig(mode="accuracy", min_duration_s=0.1),
+            settings={"mode": "accuracy", "min_duration_s": 0.1},
         ),
         settings,
     )
@@ -80,12 +80,12 @@ def test_top1_equals_plain_torch_loop(digits: DigitsArtifacts, settings: Setting
 def test_submission_stores_accuracy_and_performance_linked(
     digits: DigitsArtifacts, settings: Settings
 ) -> None:
-    request = BenchRequest(
+    request = RunRequest(
         model=str(digits.manifest),
         dataset=str(digits.test_dir),
         samples=64,
         batch_size=8,
-        scenario=ScenarioConfig(min_duration_s=0.3),
+        settings={"min_duration_s": 0.3},
     )
     reports, verdict = run_pair(request, lambda r: run_bench(r, settings), mode_given=False)
     accuracy, performance = reports["accuracy"], reports["performance"]
@@ -149,11 +149,11 @@ def test_labels_count_must_match_the_model(
 ) -> None:
     manifest = _copy_model(digits, tmp_path)
     (tmp_path / "labels.txt").write_text("\n".join(str(d) for d in range(9)) + "\n")
-    request = BenchRequest(
+    request = RunRequest(
         model=str(manifest),
         dataset=str(digits.test_dir),
         samples=16,
-        scenario=ScenarioConfig(mode="accuracy", min_duration_s=0.1),
+        settings={"mode": "accuracy", "min_duration_s": 0.1},
     )
     with pytest.raises(LabelsError, match="9 labels but the model outputs 10 classes"):
         run_bench(request, settings)

@@ -16,8 +16,8 @@ from services.core.early_stopping import (
     sized_probe_s,
 )
 from services.core.find_peak_search import DURATION_MARGIN
-from services.core.scenario import ScenarioConfig
-from services.embedded.bench import BenchRequest, run_bench
+from services.core.request import RunRequest
+from services.embedded.bench import run_bench
 from shared.settings import Settings
 
 
@@ -59,17 +59,17 @@ def test_a_percentile_outside_0_100_is_refused(bad: float) -> None:
 @pytest.mark.parametrize("percentile", [90.0, 99.0])
 def test_loadgen_asks_for_the_same_count(settings: Settings, percentile: float) -> None:
     """32 queries, all far under a 1 s bound: LoadGen says how many more it needs."""
-    request = BenchRequest(
+    request = RunRequest(
         model="tests/fixtures/tiny_cnn.yaml",
         framework="null",
-        scenario=ScenarioConfig(
-            scenario="server",
-            min_duration_s=0.2,
-            target_qps=100,
-            target_latency_ms=1000,
-            latency_percentile=percentile,
-            max_query_count=32,
-        ),
+        scenario="server",
+        settings={
+            "min_duration_s": 0.2,
+            "target_qps": 100,
+            "target_latency_ms": 1000,
+            "latency_percentile": percentile,
+            "max_query_count": 32,
+        },
         samples=8,
     )
     report = run_bench(request, settings)

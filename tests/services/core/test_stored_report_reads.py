@@ -29,7 +29,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "services/workloads/generative/sweep.py": (1, "the generative outcome document's own"),
     "services/workloads/generative/graphql_types.py": (1, "the generative outcome document's own"),
     "services/aggregator/outcomes.py": (1, "a workload outcome document, before it is stored"),
-    "services/api/campaigns/groups.py": (1, "writes a group request's settings"),
     "services/api/campaigns/accuracy_performance_pair/types.py": (2, "the pair's roles"),
     "services/api/fan_out.py": (1, "the agent section's own settings"),
     "services/analysis/report_rows.py": (1, "the agent section's own settings"),

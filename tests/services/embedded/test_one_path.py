@@ -14,12 +14,12 @@ from PIL import Image
 from services.aggregator.repository import get_run
 from services.core.catalogue import resolve_model
 from services.core.dispatch import inference_message
+from services.core.request import RunRequest
 from services.core.run_report import attempt_prefix
-from services.core.scenario import ScenarioConfig
 from services.core.workload import AgentRun
-from services.embedded.bench import BenchRequest, run_bench
+from services.embedded.bench import run_bench
 from services.embedded.evaluation import evaluation_of
-from services.inference.backend_interface import BackendOptions
+from services.embedded.request import checked
 from services.preprocess.datasets import resolve_dataset
 from services.preprocess.local_shard import prepare_shard
 from services.workloads.loadgen.measure import measure
@@ -30,13 +30,13 @@ from shared.settings import Settings
 TINY = "tests/fixtures/tiny_cnn.yaml"
 
 
-def null_request() -> BenchRequest:
-    return BenchRequest(
+def null_request() -> RunRequest:
+    return RunRequest(
         model=TINY,
         framework="null",
-        scenario=ScenarioConfig(min_duration_s=0.2),
+        settings={"min_duration_s": 0.2},
         samples=8,
-        backend_options=BackendOptions(extra={"service_time_ms": 1.0}),
+        backend_options={"service_time_ms": 1.0},
     )
 
 
@@ -58,7 +58,8 @@ def test_the_stacks_measurement_records_the_framework_runtime(settings: Settings
     resources = resources_for(settings)
     dataset = resolve_dataset("synthetic", count=4, seed=0, cache_dir=settings.data_dir)
     shard = prepare_shard(resources.store, dataset, manifest)
-    message = inference_message(evaluation_of(request, manifest, shard), [shard.key])
+    evaluation = evaluation_of(request, checked(request, settings), manifest, shard)
+    message = inference_message(evaluation, [shard.key])
     run = AgentRun(message, "agent-1", attempt_prefix(message.run_id, 1), {}, resources)
     keys = measure(run)
     measured = json.loads(resources.store.get_bytes(keys["measurement"]))

@@ -22,7 +22,7 @@ import pytest
 
 import services.inference.backends as backends_package
 from services.api.submission_checks import check_simple_fields
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.core.manifest import parse_manifest_text
 from services.core.messages import RunInference
 from services.inference.backend_interface import BackendOptions
@@ -241,7 +241,7 @@ def test_options_from_the_deployment_are_the_specs(declared: str, plain: str) ->
 
 def test_options_bounded_by_settings_are_the_specs(declared: str, plain: str) -> None:
     settings = Settings(max_null_outputs=5, environment="test")
-    request = SubmitRequest(backend_options={"repeats": 6})
+    request = Submission(backend_options={"repeats": 6})
     refused = check_simple_fields(request, settings, declared, "cpu")
     assert refused is not None and refused.field == "backendOptions.repeats"
     assert "from 1 to 5" in refused.message and "MAX_NULL_OUTPUTS" in refused.message.upper()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.preprocess_throughput import photo_like_jpeg
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.preprocess import shards
 from services.tasks import scheduler as scheduler_tasks
 from shared import runtime
@@ -27,7 +27,7 @@ def _photos(folder: Path, count: int) -> None:
 
 def _submit(dataset: str) -> str:
     result = submit_request(
-        SubmitRequest(
+        Submission(
             model="resnet18",
             framework="null",
             settings={"minDurationS": 0.2},

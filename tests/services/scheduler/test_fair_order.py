@@ -12,7 +12,7 @@ import pytest
 
 from services.api.auth import get_or_create_user
 from services.api.submission import submit
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.scheduler import fair_order, sweeper
 from services.scheduler.fair_order import Waiting, capacity, turns
 from services.tasks import inference as inference_tasks
@@ -46,7 +46,7 @@ def submit_as(user: str, seed: int = 7, group: dict[str, object] | None = None) 
             runtime.settings(),
             lambda *_: None,
             owner_id=owner.id,
-            request=SubmitRequest(
+            request=Submission(
                 model="resnet18",
                 framework="null",
                 settings={"minDurationS": 0.2, "targetQps": 2000},

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from services.api.submission_request import FanOut, SubmitRequest
+from services.api.submission_request import FanOut, Submission
 from services.scheduler import plan_lookups
 from services.tasks import scheduler as scheduler_tasks
 from shared import queues
@@ -16,7 +16,7 @@ from tests.support.pipeline import AGENT, OTHER_AGENT, Outbox, evaluation_row, s
 
 def submit_fan_out(published: list[tuple[str, Any, str | None]]) -> list[str]:
     result = submit_request(
-        SubmitRequest(
+        Submission(
             model="resnet18",
             framework="null",
             settings={"minDurationS": 0.2},

@@ -19,7 +19,7 @@ from services.api.campaigns.groups import one_evaluation_problem, request_of
 from services.api.campaigns.training_scaling.group import submit_training_scaling
 from services.api.rejections import Rejection
 from services.api.submission_checks import setup_allowance_s, workload_choice
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.api.user_quota import run_bound_s
 from services.cli.comparison import _is_training
 from services.core.campaigns.find_peak import SearchSettings
@@ -71,7 +71,7 @@ def test_todays_kinds_declare_what_their_names_decided() -> None:
 def test_the_refusals_name_the_kinds_as_before() -> None:
     """The messages are made from the registry now; for today's kinds they read as the
     ones written out by hand did."""
-    training = SubmitRequest(workloads=(("training", {}),))
+    training = Submission(workloads=(("training", {}),))
     problem = one_evaluation_problem(training, "repeats run one model")
     assert isinstance(problem, Rejection)
     assert problem.message == (
@@ -83,7 +83,7 @@ def test_the_refusals_name_the_kinds_as_before() -> None:
         None,  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         owner_id=1,
-        base=SubmitRequest(fan_out=True),
+        base=Submission(fan_out=True),
         search=SearchSettings(latency_bound_ms=10.0),
     )
     assert isinstance(found, Rejection) and found.message == (
@@ -95,14 +95,14 @@ def test_the_refusals_name_the_kinds_as_before() -> None:
         None,
         None,
         owner_id=1,
-        base=SubmitRequest(),
+        base=Submission(),
         world_sizes=[1, 2],  # type: ignore[arg-type]
     )
     assert isinstance(scaling, Rejection) and scaling.message == (
         "evaluation: scaling runs a training evaluation (give training options); bricks, "
         "generative and fanOut are not accepted"
     )
-    assert one_evaluation_problem(SubmitRequest(), "repeats run one model") is None
+    assert one_evaluation_problem(Submission(), "repeats run one model") is None
 
 
 def test_a_group_stored_before_0011_reads_its_typed_key_back() -> None:
@@ -119,7 +119,7 @@ def test_a_dropped_in_workload_gets_the_defaults(dropped: str) -> None:
         False,
     )
     assert workload.judged_by_loadgen and workload.fan_out_figures is None
-    request = SubmitRequest(workloads=((dropped, {"repeats": 9}),))
+    request = Submission(workloads=((dropped, {"repeats": 9}),))
     # Its options are named as the generic input's.
     refused = workload_choice(request, "torch", load_manifest(TINY))
     assert isinstance(refused, Rejection) and refused.field == "workloadOptions.repeats"

@@ -38,7 +38,7 @@ from services.api.campaigns.groups import (
 )
 from services.api.rejections import Rejection
 from services.api.submission import submit
-from services.api.submission_request import FanOut, SubmitRequest, snake_keys
+from services.api.submission_request import FanOut, Submission
 from services.core.campaigns import find_peak as peak
 from services.core.campaigns.group import Done, InvalidCampaign, Start
 from services.core.early_stopping import MAX_SIZED_PROBE_S
@@ -57,7 +57,7 @@ def submit_find_peak(
     publish: Publisher,
     *,
     owner_id: int,
-    base: SubmitRequest,
+    base: Submission,
     search: peak.SearchSettings,
 ) -> tuple[str, list[Evaluation]] | Rejection:
     """Store and dispatch the search's first member; the aggregator takes it on. A sized
@@ -69,7 +69,7 @@ def submit_find_peak(
             head, *rest = problem[0].split("_")
             raise InvalidCampaign(head + "".join(w.capitalize() for w in rest), problem[1])
         longest = min(MAX_SIZED_PROBE_S, settings.max_run_seconds / 2)
-        request = stored_request(replace(base, settings=snake_keys(dict(base.settings))))
+        request = stored_request(base)
         group = peak.FindPeakGroup(
             str(uuid.uuid4()), peak.ESTIMATE, replace(search, longest_probe_s=longest), request
         )

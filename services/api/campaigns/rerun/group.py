@@ -19,7 +19,7 @@ from services.api.campaigns.groups import (
     submit_campaign,
 )
 from services.api.rejections import Rejection
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.core.campaigns import rerun
 from services.core.campaigns.group import Done, Start
 from shared.celery_app import Publisher
@@ -39,12 +39,12 @@ class RerunView:
     verdict: rerun.RerunVerdict | None
 
 
-def request_of_run(evaluation: Evaluation) -> SubmitRequest:
+def request_of_run(evaluation: Evaluation) -> Submission:
     """The request ``evaluation`` stored, as a client would submit it again."""
     settings = {k: v for k, v in evaluation.scenario.items() if v is not None}
     scenario = str(settings.pop("scenario"))
     options = evaluation.workload_options
-    return SubmitRequest(
+    return Submission(
         model=evaluation.model_name,
         version=evaluation.model_version,
         framework=evaluation.framework,

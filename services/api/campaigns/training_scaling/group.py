@@ -3,7 +3,7 @@ services/core/campaigns/training_scaling.py across agents, one rank per agent (t
 embedded launcher runs it as N local ranks: services/campaigns/training_scaling.py).
 
 ``submit_training_scaling`` stores the first gang: one training evaluation per rank, each
-pinned to its own matching agent (``SubmitRequest.gang_size``; submission_targets.gang_of
+pinned to its own matching agent (``Submission.gang_size``; submission_targets.gang_of
 places each rank). When every rank of a gang is stored, the aggregator calls
 ``continue_training_scaling``, which submits the gang the campaign's ``next_step`` asks for.
 ``load_training_scaling`` reads the points back with their figures.
@@ -27,7 +27,7 @@ from services.api.campaigns.groups import (
 )
 from services.api.rejections import Rejection
 from services.api.submission import submit
-from services.api.submission_request import FanOut, SubmitRequest
+from services.api.submission_request import FanOut, Submission
 from services.core.campaigns import training_scaling as scaling
 from services.core.campaigns.group import InvalidCampaign
 from services.workloads import workloads
@@ -73,7 +73,7 @@ class ScalingView:
         return "done" if len(done) == len(self.world_sizes) else "running"
 
 
-def _gang_request(base: SubmitRequest, gang: scaling.Gang) -> SubmitRequest:
+def _gang_request(base: Submission, gang: scaling.Gang) -> Submission:
     # The first gang is checked against the largest: a scaling whose last point the live
     # agents cannot fill is refused at submission, not stopped half-way.
     largest = max(gang.world_sizes) if gang.point == 0 else None
@@ -86,7 +86,7 @@ def submit_training_scaling(
     publish: Publisher,
     *,
     owner_id: int,
-    base: SubmitRequest,
+    base: Submission,
     world_sizes: list[int],
 ) -> tuple[str, list[Evaluation]] | Rejection:
     """Store and dispatch the first (smallest) world size's gang."""

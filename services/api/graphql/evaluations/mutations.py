@@ -28,7 +28,7 @@ from services.api.graphql.workload_fields import options_given, with_option_inpu
 from services.api.observability import REJECTIONS, SUBMISSIONS
 from services.api.rejections import Rejection
 from services.api.submission import submit
-from services.api.submission_request import FanOut, SubmitRequest
+from services.api.submission_request import FanOut, Submission
 
 # A fan-out (fanOut: true) answers with the Comparison its evaluations make up.
 SubmitEvaluationResult = Annotated[
@@ -131,7 +131,7 @@ def workloads_of(data: SubmitEvaluationInput) -> tuple[tuple[str, Any], ...]:
     return tuple(named)
 
 
-def to_request(data: SubmitEvaluationInput, *, keyed: bool = False) -> SubmitRequest:
+def to_request(data: SubmitEvaluationInput, *, keyed: bool = False) -> Submission:
     """The service's request; ``keyed``: with the input's clientKey (submitEvaluation's
     own; a campaign's members are each a submission of their own, so it ignores it)."""
     constraints: dict[str, Any] = {}
@@ -142,7 +142,7 @@ def to_request(data: SubmitEvaluationInput, *, keyed: bool = False) -> SubmitReq
             constraints["hostname"] = data.constraints.hostname
         if data.constraints.require:
             constraints["require"] = list(data.constraints.require)
-    return SubmitRequest(
+    return Submission(
         model=data.model,
         version=data.version,
         manifest_yaml=data.manifest,
@@ -166,7 +166,7 @@ def to_request(data: SubmitEvaluationInput, *, keyed: bool = False) -> SubmitReq
 
 
 def _submit(
-    deps: ApiDeps, owner_id: int, request: SubmitRequest
+    deps: ApiDeps, owner_id: int, request: Submission
 ) -> EvaluationType | ComparisonType | Rejection:
     with deps.db() as session:
         # A broker outage raises (HTTP 503 naming the stored evaluations' ids).

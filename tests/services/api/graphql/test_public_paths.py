@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import select
 
 from benchmarks.preprocess_throughput import photo_like_jpeg
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.campaigns.rerun import request_from_run
 from services.tasks import aggregator as aggregator_tasks
 from services.tasks import inference as inference_tasks
@@ -69,7 +69,7 @@ def server_paths(value: Any, data_dir: Path) -> list[str]:
 def _stack_run(outbox: Outbox, dataset: str, trace_level: str = "NONE") -> str:
     """One evaluation of the folder ``dataset`` through the stack's tasks; its id."""
     result = submit_request(
-        SubmitRequest(
+        Submission(
             model="resnet18",
             framework="null",
             settings={"minDurationS": 0.2, "targetQps": 2000},
@@ -148,7 +148,7 @@ def test_a_stack_runs_stored_report_and_graphql_fields_name_no_server_path(
     # A rerun of it on the server reads the folder where the client's name leads.
     with runtime.db() as session:
         manifest = session.get(Run, row.id).manifest  # type: ignore[union-attr]
-    again = request_from_run(row.id, stored["report"], manifest, settings.datasets_dir)
+    again, _ = request_from_run(row.id, stored["report"], manifest, settings.datasets_dir)
     assert again.dataset == str(settings.datasets_dir / "photos" / "val")
     # The workers still read the folder by its place on the server (a column no client reads).
     assert evaluation_spec == str(settings.datasets_dir / "photos" / "val")

@@ -19,13 +19,12 @@ from services.api.auth import get_or_create_user
 from services.api.campaigns.find_peak.group import continue_find_peak, submit_find_peak
 from services.api.campaigns.find_peak.types import group_of, state_of
 from services.api.campaigns.groups import group_members
-from services.api.submission_request import SubmitRequest
+from services.api.submission_request import Submission
 from services.campaigns.drive import find_peak
 from services.core.campaigns.find_peak import SearchSettings
 from services.core.find_peak_search import PeakResult
+from services.core.request import RunRequest, scenario_of
 from services.core.scenario import ScenarioConfig
-from services.embedded.request import BenchRequest
-from services.inference.backend_interface import BackendOptions
 from shared import runtime
 from shared.db.evaluations import Evaluation
 from shared.db.models import Run
@@ -45,21 +44,23 @@ def _embedded(host: CannedHost) -> tuple[PeakResult, list[dict[str, Any]], list[
     """The embedded search; its result, each run's group and the warnings."""
     groups: list[dict[str, Any]] = []
 
-    def run(request: BenchRequest) -> dict[str, Any]:
+    def run(request: RunRequest) -> dict[str, Any]:
         assert request.group is not None
         groups.append(request.group)  # what run_bench stores as the report's "group"
-        scenario, group = request.scenario, {"group": request.group}
+        scenario = scenario_of(request)
+        assert isinstance(scenario, ScenarioConfig), scenario
+        group = {"group": request.group}
         if scenario.scenario == "offline":
             return host.estimate(str(uuid.uuid4())) | group
         assert scenario.target_qps is not None and scenario.min_duration_s is not None
         return host.server(str(uuid.uuid4()), scenario.target_qps, scenario.min_duration_s) | group
 
-    request = BenchRequest(
+    request = RunRequest(
         model="resnet18",
         framework="null",
-        scenario=ScenarioConfig(scenario="server"),
+        scenario="server",
         samples=16,
-        backend_options=BackendOptions(extra={"service_time_ms": 0.2}),
+        backend_options={"service_time_ms": 0.2},
     )
     warnings: list[str] = []
     result, _ = find_peak(request, run, SEARCH, warn=warnings.append)
@@ -96,7 +97,7 @@ def _stack(
     host: CannedHost, search: SearchSettings = SEARCH
 ) -> tuple[PeakResult, list[dict[str, Any]]]:
     """The stack's search; its result and each member's stored group."""
-    base = SubmitRequest(
+    base = Submission(
         model="resnet18",
         framework="null",
         scenario="server",
