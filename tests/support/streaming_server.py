@@ -80,6 +80,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._event({"choices": [], "usage": {"completion_tokens": usage}})
         self._chunk(b"data: [DONE]\n\n")
         self._chunk(b"")
+        if mode == "close_idle":
+            # As a server whose keep-alive timeout ran out: the connection is closed after
+            # the response, without a "Connection: close" the client could have read.
+            self.wfile.flush()
+            self.connection.shutdown(2)
+            self.close_connection = True
 
     def _event(self, event: dict[str, Any]) -> None:
         self._chunk(b"data: " + json.dumps(event).encode() + b"\n\n")

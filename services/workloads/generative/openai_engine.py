@@ -134,11 +134,29 @@ class OpenAIEngine:
             )
         return Generation(count)
 
-    def _stream(self, request: GenerationRequest, sink: TokenSink) -> tuple[int, int | None]:
-        connection = self._connection()
+    def _send(self, body: str) -> http.client.HTTPResponse:
+        """The response to one request. A kept-alive connection the server has closed
+        meanwhile (uvicorn closes one idle for 5 s; a thread of a Server run at a low rate
+        waits longer than that between its requests) fails before the server has read
+        anything: that request goes once more on a new connection, as HTTP clients do."""
         path = self.parts.path.rstrip("/").removesuffix("/v1") + _PATHS[self.api]
-        connection.request("POST", path, json.dumps(self.body(request)), self._headers())
-        response = connection.getresponse()
+        reused = getattr(self._local, "used", False)
+        try:
+            connection = self._connection()
+            connection.request("POST", path, body, self._headers())
+            response = connection.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            if not reused:
+                raise
+            self._drop()
+            connection = self._connection()
+            connection.request("POST", path, body, self._headers())
+            response = connection.getresponse()
+        self._local.used = True
+        return response
+
+    def _stream(self, request: GenerationRequest, sink: TokenSink) -> tuple[int, int | None]:
+        response = self._send(json.dumps(self.body(request)))
         if response.status != 200:
             text = response.read(500).decode("utf-8", "replace").strip()
             raise StreamFailure(f"HTTP {response.status}: {text[:200]}")
@@ -221,6 +239,7 @@ class OpenAIEngine:
         if connection is not None:
             connection.close()
             self._local.connection = None
+        self._local.used = False
 
     def close(self) -> None:
         for connection in self._connections:

@@ -120,3 +120,15 @@ def test_the_server_is_described_with_the_run() -> None:
     assert described["models"] == [{"id": "tiny", "max_model_len": 1024}]
     gone = OpenAIEngine(described["url"], "tiny", timeout_s=0.5).describe()
     assert gone["version"].startswith("unavailable: ")
+
+
+def test_a_kept_alive_connection_the_server_closed_is_opened_anew() -> None:
+    # uvicorn (vLLM's server) closes a connection idle for 5 s; a SUT thread of a slow
+    # Server run waits longer between requests: its next request must not fail for it.
+    with streaming_server() as server:
+        server.mode = "close_idle"  # type: ignore[attr-defined]
+        engine = OpenAIEngine(server.url, "tiny")  # type: ignore[attr-defined]
+        results = [engine.generate([REQUEST], [Tokens()])[0] for _ in range(3)]
+        engine.close()
+    assert [(r.output_tokens, r.failure) for r in results] == [(6, "")] * 3
+    assert len(server.received) == 3  # each sent once to a server that read it
