@@ -35,9 +35,11 @@ from tests.services.api.conftest import Api, api_with
 from tests.services.api.graphql.test_query_cost import cost
 
 LIMITS = RequestLimits.model_construct()
-QUERIES_JS = (
-    Path(__file__).resolve().parents[4] / "services/api/web/static/js/queries.js"
-).read_text()
+STATIC_JS = Path(__file__).resolve().parents[4] / "services/api/web/static/js"
+QUERIES_JS = (STATIC_JS / "queries.js").read_text()
+# The selections queries.js imports from the modules that own them (figures.js: the one
+# rule's fields), written into its operations as the browser does.
+IMPORTED_JS = (STATIC_JS / "figures.js").read_text()
 
 
 @pytest.fixture
@@ -159,7 +161,7 @@ def test_the_expanded_size_limit_is_the_one_given(validated: list[str]) -> None:
 
 def ui_operations() -> dict[str, str]:
     """Every operation in queries.js with its ${NAME} constants written in, as sent."""
-    constants = dict(re.findall(r"const (\w+) = [`\"]([^`\"]*)[`\"];", QUERIES_JS))
+    constants = dict(re.findall(r"const (\w+) = [`\"]([^`\"]*)[`\"];", IMPORTED_JS + QUERIES_JS))
 
     def written(text: str) -> str:
         while "${" in text:

@@ -13,6 +13,7 @@ from services.api.graphql.advice.queries import AdviceType, SystemAdviceType
 from services.api.graphql.agents.types import AgentType
 from services.api.graphql.evaluations.types import EvaluationType, RunType
 from services.api.graphql.scalars import copied
+from services.api.graphql.workload_fields import results
 from shared.db.evaluations import Agent, Evaluation
 from shared.db.models import Run
 
@@ -54,7 +55,9 @@ def _copied_names(cls: type, given: set[str]) -> set[str]:
             Run,
             {"stability", "confidence", "logs", "profile", "layers", "roofline"}
             | {"operators", "trace_file", "training", "log_keys", "metrics", "environment"}
-            | {"settings", "report"},
+            | {"settings", "report", "shown_figures"}
+            # Each workload's own result field (Workload.graphql_result), made from the report.
+            | {field for field, _ in results()},
         ),
         (EvaluationType, Evaluation, {"samples", "preprocessing", "group_kind", "state"}),
     ],
