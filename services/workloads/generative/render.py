@@ -10,7 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from services.workloads.generative.figures import UNITS
+from services.workloads.generative.summary import figure_label
 
+# Shorter than the shared labels, for an 80-column table.
 _LABELS = {
     "output_tokens_per_s": "output tokens/s",
     "total_tokens_per_s": "total tokens/s",
@@ -20,10 +22,8 @@ _LABELS = {
 
 
 def _label(name: str) -> str:
-    if name in _LABELS:
-        return _LABELS[name]
-    figure, _, percentile = name.rpartition("_")
-    return f"{figure.upper() if figure != 'latency' else 'latency'} {percentile} (ms)"
+    """The figure's label (summary.figure_label), its unit said for a latency."""
+    return _LABELS.get(name) or f"{figure_label(name)} (ms)"
 
 
 def _number(value: float | None) -> str:
